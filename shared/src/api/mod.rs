@@ -1,0 +1,185 @@
+//! The HTTP API: one axum Router for the local server and, through `lambda_http`, the API
+//! Lambda.
+
+pub mod problem;
+pub mod task_request;
+pub mod views;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+
+use crate::domain::{Status, TaskId, TenantId};
+use crate::engine::Engine;
+use crate::ports::ListQuery;
+use problem::Problem;
+use views::{PageView, TaskView};
+
+/// Requests larger than this are refused before they are parsed.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_PAGE: u32 = 20;
+pub const MAX_PAGE: u32 = 100;
+
+pub fn router(engine: Arc<Engine>) -> Router {
+    let v1 = Router::new()
+        .route("/tasks", post(create_task).get(list_tasks))
+        .route("/tasks/{id}", get(get_task).delete(cancel_task))
+        .route("/tasks/{id}/retry", post(retry_task))
+        .route_layer(middleware::from_fn_with_state(engine.clone(), authenticate));
+    Router::new()
+        .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
+        .nest("/v1", v1)
+        .fallback(|| async { Problem::not_found("no such endpoint") })
+        .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        .with_state(engine)
+}
+
+async fn authenticate(
+    State(engine): State<Arc<Engine>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let key = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(key) = key.filter(|k| !k.is_empty()) else {
+        return Problem::unauthorized().into_response();
+    };
+    match engine.ports().tenants.authenticate(key).await {
+        Ok(Some(tenant)) => {
+            req.extensions_mut().insert(tenant);
+            next.run(req).await
+        }
+        Ok(None) => Problem::unauthorized().into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "tenant lookup failed");
+            Problem::unavailable("cannot check the API key right now").into_response()
+        }
+    }
+}
+
+async fn create_task(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, Problem> {
+    let body = body.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => Problem::too_large(
+            "body",
+            format!("requests must be at most {} KiB", MAX_REQUEST_BYTES / 1024),
+        ),
+        _ => Problem::malformed(e.body_text()),
+    })?;
+    if let Some(ct) = headers.get(header::CONTENT_TYPE) {
+        let ct = ct.to_str().unwrap_or_default().to_ascii_lowercase();
+        if !ct.contains("json") {
+            return Err(Problem::unsupported_media_type(
+                "send the task as application/json",
+            ));
+        }
+    }
+    let header_key = match headers.get("idempotency-key") {
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| Problem::invalid("idempotency_key", "must be visible ASCII"))?,
+        ),
+        None => None,
+    };
+    let new = task_request::parse(&body)?.validate(header_key)?;
+    let registration = engine.register(&tenant, new).await?;
+    let view = TaskView::new(&registration.task, Some(&[]));
+    let status = if registration.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let location = format!("/v1/tasks/{}", registration.task.id);
+    Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+}
+
+fn task_id(raw: &str) -> Result<TaskId, Problem> {
+    raw.parse()
+        .map_err(|_| Problem::not_found("no such task (ids are 26-character ULIDs)"))
+}
+
+async fn get_task(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, Problem> {
+    let details = engine.get(&tenant, &task_id(&id)?).await?;
+    Ok(Json(TaskView::new(&details.task, Some(&details.attempts))))
+}
+
+async fn list_tasks(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<PageView>, Problem> {
+    let status = params
+        .get("status")
+        .map(|s| {
+            Status::parse(s).ok_or_else(|| {
+                Problem::invalid(
+                    "status",
+                    "must be scheduled, delivering, succeeded, failed or canceled",
+                )
+            })
+        })
+        .transpose()?;
+    let limit = match params.get("limit") {
+        None => DEFAULT_PAGE,
+        Some(l) => l
+            .parse::<u32>()
+            .ok()
+            .filter(|l| (1..=MAX_PAGE).contains(l))
+            .ok_or_else(|| {
+                Problem::invalid("limit", format!("must be between 1 and {MAX_PAGE}"))
+            })?,
+    };
+    let cursor = params
+        .get("cursor")
+        .map(|c| {
+            c.parse::<TaskId>()
+                .map_err(|_| Problem::invalid("cursor", "is not a cursor from a previous page"))
+        })
+        .transpose()?;
+    let query = ListQuery {
+        status,
+        limit,
+        cursor,
+    };
+    let page = engine.list(&tenant, &query).await?;
+    Ok(Json(PageView::new(&page)))
+}
+
+async fn cancel_task(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, Problem> {
+    let task = engine.cancel(&tenant, &task_id(&id)?).await?;
+    Ok(Json(TaskView::new(&task, None)))
+}
+
+async fn retry_task(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, Problem> {
+    let task = engine.redrive(&tenant, &task_id(&id)?).await?;
+    Ok(Json(TaskView::new(&task, None)))
+}

@@ -1,0 +1,516 @@
+//! The registration request as clients send it, and its validation into a [`NewTask`].
+//!
+//! Every rule names the field it guards, so a client always learns what to fix.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use axum::http::{HeaderName, HeaderValue};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::problem::Problem;
+use crate::domain::retry_policy::{
+    MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MIN_STEP,
+};
+use crate::domain::{Backoff, CallbackRequest, RetryPolicy, TaskSpec};
+use crate::engine::{FireTime, NewTask};
+
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+pub const MAX_HEADERS: usize = 50;
+pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+pub const MAX_METADATA_ENTRIES: usize = 50;
+pub const MAX_METADATA_KEY: usize = 64;
+pub const MAX_METADATA_VALUE: usize = 1024;
+pub const MAX_EXPECT_BODY: usize = 4096;
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest a round of retries may be limited to.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+pub const METHODS: [&str; 5] = ["POST", "PUT", "PATCH", "DELETE", "GET"];
+/// Attempts a backoff policy allows when the client does not say.
+pub const DEFAULT_BACKOFF_ATTEMPTS: u32 = 8;
+/// `max_interval` of linear and exponential backoff when the client does not say.
+pub const DEFAULT_MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRequest {
+    pub url: Option<String>,
+    pub method: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub body: Option<serde_json::Value>,
+    pub delay: Option<String>,
+    pub fire_at: Option<String>,
+    pub retry: Option<RetryRequest>,
+    pub timeout: Option<String>,
+    pub expect_body: Option<String>,
+    pub metadata: Option<BTreeMap<String, String>>,
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryRequest {
+    pub schedule: Option<Vec<String>>,
+    pub backoff: Option<String>,
+    pub interval: Option<String>,
+    pub max_interval: Option<String>,
+    pub max_attempts: Option<i64>,
+    pub max_duration: Option<String>,
+    pub jitter: Option<f64>,
+    pub permanent_statuses: Option<Vec<i64>>,
+}
+
+/// Parses the JSON body; the error names the field that could not be read.
+pub fn parse(body: &[u8]) -> Result<TaskRequest, Problem> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let inner = e.inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return Problem::malformed(inner.to_string());
+        }
+        // The path includes an unknown field's own name (`retry.bogus`).
+        let field = match e.path().to_string() {
+            p if p == "." => "body".to_string(),
+            p => p,
+        };
+        let message = inner.to_string();
+        Problem::invalid(field, strip_position(&message))
+    })
+}
+
+/// serde_json appends " at line 1 column 42"; the field name says more.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+impl TaskRequest {
+    /// Validates the request; `header_key` is the `Idempotency-Key` header, if sent.
+    pub fn validate(self, header_key: Option<&str>) -> Result<NewTask, Problem> {
+        let idempotency_key = idempotency_key(header_key, self.idempotency_key.as_deref())?;
+        let request_hash = self.digest();
+        let url = match self.url {
+            Some(u) if !u.trim().is_empty() => u,
+            _ => return Err(Problem::invalid("url", "is required")),
+        };
+        let method = method(self.method)?;
+        let (body, default_type) = body(self.body)?;
+        let headers = headers(self.headers.unwrap_or_default(), default_type)?;
+        let when = fire_time(self.delay, self.fire_at)?;
+        let timeout = match self.timeout {
+            None => DEFAULT_TIMEOUT,
+            Some(t) => bounded("timeout", &t, MIN_TIMEOUT, MAX_TIMEOUT)?,
+        };
+        let expect_body = match self.expect_body {
+            Some(b) if b.len() > MAX_EXPECT_BODY => {
+                return Err(Problem::invalid(
+                    "expect_body",
+                    format!("must be at most {MAX_EXPECT_BODY} bytes"),
+                ))
+            }
+            other => other,
+        };
+        let retry = match self.retry {
+            None => RetryPolicy::default(),
+            Some(r) => r.validate()?,
+        };
+        let metadata = metadata(self.metadata.unwrap_or_default())?;
+        Ok(NewTask {
+            spec: TaskSpec {
+                request: CallbackRequest {
+                    url,
+                    method,
+                    headers,
+                    body,
+                },
+                timeout,
+                expect_body,
+                retry,
+                metadata,
+            },
+            when,
+            idempotency_key,
+            request_hash,
+        })
+    }
+
+    /// A digest of the request without its idempotency key. Object keys are sorted by the
+    /// JSON model, so the same request always gives the same digest.
+    fn digest(&self) -> String {
+        let canonical = serde_json::json!({
+            "url": self.url, "method": self.method, "headers": self.headers, "body": self.body,
+            "delay": self.delay, "fire_at": self.fire_at, "retry": self.retry,
+            "timeout": self.timeout, "expect_body": self.expect_body, "metadata": self.metadata,
+        });
+        let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
+        format!("{:x}", Sha256::digest(bytes))
+    }
+}
+
+impl RetryRequest {
+    fn validate(self) -> Result<RetryPolicy, Problem> {
+        let backoff = match (self.schedule, self.backoff.as_deref()) {
+            (Some(_), Some(_)) => {
+                return Err(Problem::invalid(
+                    "retry",
+                    "give either `schedule` or `backoff`, not both",
+                ))
+            }
+            (Some(steps), None) => schedule(&steps)?,
+            (None, Some(kind)) => backoff(kind, self.interval, self.max_interval)?,
+            (None, None) => {
+                if self.interval.is_some() || self.max_interval.is_some() {
+                    return Err(Problem::invalid(
+                        "retry.backoff",
+                        "is required with `interval` and `max_interval`",
+                    ));
+                }
+                RetryPolicy::default().backoff
+            }
+        };
+        let max_attempts = match self.max_attempts {
+            Some(n) if (1..=MAX_ATTEMPTS as i64).contains(&n) => n as u32,
+            Some(_) => {
+                return Err(Problem::invalid(
+                    "retry.max_attempts",
+                    format!("must be between 1 and {MAX_ATTEMPTS}"),
+                ))
+            }
+            None => match &backoff {
+                Backoff::Schedule { steps } => (steps.len() as u32 + 1).min(MAX_ATTEMPTS),
+                _ => DEFAULT_BACKOFF_ATTEMPTS,
+            },
+        };
+        let max_duration = self
+            .max_duration
+            .map(|d| bounded("retry.max_duration", &d, MIN_STEP, MAX_DURATION))
+            .transpose()?;
+        let jitter = match self.jitter {
+            Some(j) if (0.0..=MAX_JITTER).contains(&j) => j,
+            Some(_) => {
+                return Err(Problem::invalid(
+                    "retry.jitter",
+                    format!("must be a fraction between 0 and {MAX_JITTER}"),
+                ))
+            }
+            None => 0.0,
+        };
+        let permanent_statuses = self
+            .permanent_statuses
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                300..=599 => Ok(s as u16),
+                _ => Err(Problem::invalid(
+                    format!("retry.permanent_statuses[{i}]"),
+                    "must be an HTTP status between 300 and 599",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RetryPolicy {
+            backoff,
+            max_attempts,
+            max_duration,
+            jitter,
+            permanent_statuses,
+        })
+    }
+}
+
+fn schedule(steps: &[String]) -> Result<Backoff, Problem> {
+    if steps.is_empty() || steps.len() > MAX_SCHEDULE_STEPS {
+        return Err(Problem::invalid(
+            "retry.schedule",
+            format!("must list between 1 and {MAX_SCHEDULE_STEPS} waits"),
+        ));
+    }
+    let steps = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| bounded(&format!("retry.schedule[{i}]"), s, MIN_STEP, MAX_STEP))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Backoff::Schedule { steps })
+}
+
+fn backoff(
+    kind: &str,
+    interval: Option<String>,
+    max_interval: Option<String>,
+) -> Result<Backoff, Problem> {
+    let interval = match interval {
+        Some(i) => bounded("retry.interval", &i, MIN_STEP, MAX_STEP)?,
+        None => return Err(Problem::invalid("retry.interval", "is required with `backoff`")),
+    };
+    let max_interval = max_interval
+        .map(|m| bounded("retry.max_interval", &m, MIN_STEP, MAX_STEP))
+        .transpose()?;
+    if max_interval.is_some_and(|m| m < interval) {
+        return Err(Problem::invalid(
+            "retry.max_interval",
+            "must not be shorter than `interval`",
+        ));
+    }
+    let max_interval = max_interval.unwrap_or(DEFAULT_MAX_INTERVAL.max(interval));
+    match kind {
+        "fixed" => Ok(Backoff::Fixed { interval }),
+        "linear" => Ok(Backoff::Linear {
+            interval,
+            max_interval,
+        }),
+        "exponential" => Ok(Backoff::Exponential {
+            interval,
+            max_interval,
+        }),
+        _ => Err(Problem::invalid(
+            "retry.backoff",
+            "must be `fixed`, `linear` or `exponential`",
+        )),
+    }
+}
+
+/// A humantime duration within `[min, max]`.
+fn bounded(field: &str, raw: &str, min: Duration, max: Duration) -> Result<Duration, Problem> {
+    let d = duration(field, raw)?;
+    if d < min || d > max {
+        return Err(Problem::invalid(
+            field,
+            format!(
+                "must be between {} and {}",
+                humantime::format_duration(min),
+                humantime::format_duration(max)
+            ),
+        ));
+    }
+    Ok(d)
+}
+
+fn duration(field: &str, raw: &str) -> Result<Duration, Problem> {
+    humantime::parse_duration(raw.trim()).map_err(|_| {
+        Problem::invalid(
+            field,
+            format!("`{raw}` is not a duration; use a positive value like `30s`, `5m` or `1h`"),
+        )
+    })
+}
+
+fn fire_time(delay: Option<String>, fire_at: Option<String>) -> Result<FireTime, Problem> {
+    match (delay, fire_at) {
+        (Some(_), Some(_)) => Err(Problem::invalid(
+            "fire_at",
+            "give either `delay` or `fire_at`, not both",
+        )),
+        (Some(d), None) => Ok(FireTime::After(duration("delay", &d)?)),
+        (None, Some(at)) => DateTime::parse_from_rfc3339(at.trim())
+            .map(|t| FireTime::At(t.with_timezone(&Utc)))
+            .map_err(|_| {
+                Problem::invalid(
+                    "fire_at",
+                    "must be an RFC 3339 time such as 2030-01-01T12:00:00Z",
+                )
+            }),
+        (None, None) => Ok(FireTime::Now),
+    }
+}
+
+fn method(raw: Option<String>) -> Result<String, Problem> {
+    let m = raw.unwrap_or_else(|| "POST".into()).to_ascii_uppercase();
+    if METHODS.contains(&m.as_str()) {
+        Ok(m)
+    } else {
+        Err(Problem::invalid(
+            "method",
+            format!("must be one of {}", METHODS.join(", ")),
+        ))
+    }
+}
+
+/// The body to send, and the content type it implies when the client gives none.
+fn body(raw: Option<serde_json::Value>) -> Result<(String, Option<&'static str>), Problem> {
+    let (body, kind) = match raw {
+        None | Some(serde_json::Value::Null) => (String::new(), None),
+        Some(serde_json::Value::String(s)) => (s, Some("text/plain; charset=utf-8")),
+        Some(json) => (json.to_string(), Some("application/json")),
+    };
+    if body.len() > MAX_BODY_BYTES {
+        return Err(Problem::too_large(
+            "body",
+            format!("body: must be at most {} KiB", MAX_BODY_BYTES / 1024),
+        ));
+    }
+    Ok((body, kind))
+}
+
+fn is_forbidden_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "host" | "content-length" | "transfer-encoding" | "connection" | "upgrade" | "te"
+    ) || n.starts_with("webhook-")
+        || n.starts_with("boomerang-")
+}
+
+fn headers(
+    given: BTreeMap<String, String>,
+    default_type: Option<&str>,
+) -> Result<Vec<(String, String)>, Problem> {
+    if given.len() > MAX_HEADERS {
+        return Err(Problem::invalid(
+            "headers",
+            format!("at most {MAX_HEADERS} headers are allowed"),
+        ));
+    }
+    let mut out = Vec::with_capacity(given.len() + 1);
+    for (name, value) in given {
+        let field = format!("headers.{name}");
+        if is_forbidden_header(&name) {
+            return Err(Problem::invalid(
+                field,
+                "is set by Boomerang and cannot be given",
+            ));
+        }
+        if HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(Problem::invalid(field, "is not a valid header name"));
+        }
+        if HeaderValue::from_str(&value).is_err() {
+            return Err(Problem::invalid(field, "is not a valid header value"));
+        }
+        out.push((name, value));
+    }
+    let has_type = out
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("content-type"));
+    if let (false, Some(t)) = (has_type, default_type) {
+        out.push(("content-type".into(), t.into()));
+    }
+    Ok(out)
+}
+
+fn metadata(given: BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Problem> {
+    if given.len() > MAX_METADATA_ENTRIES {
+        return Err(Problem::invalid(
+            "metadata",
+            format!("at most {MAX_METADATA_ENTRIES} entries are allowed"),
+        ));
+    }
+    for (k, v) in &given {
+        if k.is_empty() || k.len() > MAX_METADATA_KEY {
+            return Err(Problem::invalid(
+                format!("metadata.{k}"),
+                format!("keys must be 1 to {MAX_METADATA_KEY} bytes"),
+            ));
+        }
+        if v.len() > MAX_METADATA_VALUE {
+            return Err(Problem::invalid(
+                format!("metadata.{k}"),
+                format!("values must be at most {MAX_METADATA_VALUE} bytes"),
+            ));
+        }
+    }
+    Ok(given)
+}
+
+fn idempotency_key(header: Option<&str>, field: Option<&str>) -> Result<Option<String>, Problem> {
+    let key = match (header, field) {
+        (Some(h), Some(f)) if h != f => {
+            return Err(Problem::invalid(
+                "idempotency_key",
+                "differs from the Idempotency-Key header",
+            ))
+        }
+        (Some(k), _) | (None, Some(k)) => k,
+        (None, None) => return Ok(None),
+    };
+    if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY {
+        return Err(Problem::invalid(
+            "idempotency_key",
+            format!("must be 1 to {MAX_IDEMPOTENCY_KEY} characters"),
+        ));
+    }
+    Ok(Some(key.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(json: &str) -> Option<String> {
+        match parse(json.as_bytes()).and_then(|r| r.validate(None)) {
+            Ok(_) => None,
+            Err(p) => Some(p.field.unwrap_or_else(|| format!("<{}>", p.status))),
+        }
+    }
+
+    #[test]
+    fn each_rule_names_its_field() {
+        let cases = [
+            (r#"{"url":"https://x.io","bogus":1}"#, "bogus"),
+            (r#"{"url":"https://x.io","retry":{"bogus":1}}"#, "retry.bogus"),
+            (r#"{}"#, "url"),
+            (r#"{"url":5}"#, "url"),
+            (r#"{"url":"https://x.io","delay":"-5s"}"#, "delay"),
+            (r#"{"url":"https://x.io","delay":"soon"}"#, "delay"),
+            (r#"{"url":"https://x.io","delay":"1s","fire_at":"2030-01-01T00:00:00Z"}"#, "fire_at"),
+            (r#"{"url":"https://x.io","fire_at":"tomorrow"}"#, "fire_at"),
+            (r#"{"url":"https://x.io","timeout":"0s"}"#, "timeout"),
+            (r#"{"url":"https://x.io","timeout":"61s"}"#, "timeout"),
+            (r#"{"url":"https://x.io","retry":{"max_attempts":0}}"#, "retry.max_attempts"),
+            (r#"{"url":"https://x.io","retry":{"max_attempts":101}}"#, "retry.max_attempts"),
+            (r#"{"url":"https://x.io","retry":{"schedule":[]}}"#, "retry.schedule"),
+            (r#"{"url":"https://x.io","retry":{"schedule":["1s","8d"]}}"#, "retry.schedule[1]"),
+            (r#"{"url":"https://x.io","retry":{"schedule":["500ms"]}}"#, "retry.schedule[0]"),
+            (r#"{"url":"https://x.io","retry":{"jitter":0.6}}"#, "retry.jitter"),
+            (r#"{"url":"https://x.io","retry":{"backoff":"fixed"}}"#, "retry.interval"),
+            (r#"{"url":"https://x.io","retry":{"backoff":"cubic","interval":"1s"}}"#, "retry.backoff"),
+            (r#"{"url":"https://x.io","retry":{"backoff":"linear","interval":"1m","max_interval":"1s"}}"#, "retry.max_interval"),
+            (r#"{"url":"https://x.io","headers":{"Host":"evil"}}"#, "headers.Host"),
+            (r#"{"url":"https://x.io","headers":{"webhook-id":"x"}}"#, "headers.webhook-id"),
+            (r#"{"url":"https://x.io","headers":{"Transfer-Encoding":"chunked"}}"#, "headers.Transfer-Encoding"),
+            (r#"{"url":"https://x.io","method":"TRACE"}"#, "method"),
+        ];
+        for (json, field) in cases {
+            assert_eq!(field_of(json).as_deref(), Some(field), "{json}");
+        }
+        let schedule = format!(r#"{{"url":"https://x.io","retry":{{"schedule":[{}]}}}}"#, vec![r#""1s""#; 101].join(","));
+        assert_eq!(field_of(&schedule).as_deref(), Some("retry.schedule"));
+        let key = format!(r#"{{"url":"https://x.io","idempotency_key":"{}"}}"#, "k".repeat(256));
+        assert_eq!(field_of(&key).as_deref(), Some("idempotency_key"));
+        assert_eq!(field_of("{nope").as_deref(), Some("<400>"));
+    }
+
+    #[test]
+    fn a_full_request_validates_into_a_spec() {
+        let json = r#"{"url":"https://x.io/h","method":"put","headers":{"X-A":"1"},
+            "body":{"k":[1,2]},"delay":"90s",
+            "retry":{"backoff":"exponential","interval":"10s","max_interval":"5m","max_attempts":5,
+                     "jitter":0.2,"permanent_statuses":[404]},
+            "timeout":"5s","expect_body":"ok","metadata":{"order":"42"}}"#;
+        let new = parse(json.as_bytes()).unwrap().validate(Some("key-1")).unwrap();
+        assert_eq!(new.spec.request.method, "PUT");
+        assert_eq!(new.spec.request.body, r#"{"k":[1,2]}"#);
+        assert!(new
+            .spec
+            .request
+            .headers
+            .contains(&("content-type".into(), "application/json".into())));
+        assert_eq!(new.when, FireTime::After(Duration::from_secs(90)));
+        assert_eq!(new.spec.retry.max_attempts, 5);
+        assert_eq!(new.spec.retry.permanent_statuses, vec![404]);
+        assert_eq!(new.idempotency_key.as_deref(), Some("key-1"));
+    }
+
+    #[test]
+    fn digest_ignores_the_key_and_sees_every_other_change() {
+        let a = parse(br#"{"url":"https://x.io","idempotency_key":"a","body":{"x":1,"y":2}}"#).unwrap();
+        let b = parse(br#"{"body":{"y":2,"x":1},"url":"https://x.io"}"#).unwrap();
+        let c = parse(br#"{"url":"https://x.io","body":{"x":1,"y":3}}"#).unwrap();
+        assert_eq!(a.digest(), b.digest());
+        assert_ne!(a.digest(), c.digest());
+    }
+}

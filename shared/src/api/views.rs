@@ -1,0 +1,164 @@
+//! What the API shows of a task. Header values are never echoed: they may hold secrets.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::domain::{AttemptOutcome, AttemptRecord, Backoff, RetryPolicy, Status, Task};
+use crate::ports::Page;
+
+#[derive(Debug, Serialize)]
+pub struct TaskView {
+    pub id: String,
+    pub status: Status,
+    pub url: String,
+    pub method: String,
+    pub header_names: Vec<String>,
+    pub body_bytes: usize,
+    pub timeout: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect_body: Option<String>,
+    pub retry: RetryView,
+    pub metadata: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// The current (or last) attempt number.
+    pub attempt: u32,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub last_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<AttemptView>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RetryView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_interval: Option<String>,
+    pub max_attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_duration: Option<String>,
+    pub jitter: f64,
+    pub permanent_statuses: Vec<u16>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AttemptView {
+    pub number: u32,
+    pub scheduled_at: DateTime<Utc>,
+    pub started_at: DateTime<Utc>,
+    pub lateness_ms: i64,
+    pub duration_ms: u64,
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+    pub response: Option<String>,
+    pub outcome: AttemptOutcome,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PageView {
+    pub tasks: Vec<TaskView>,
+    pub next_cursor: Option<String>,
+}
+
+fn human(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+impl TaskView {
+    pub fn new(task: &Task, attempts: Option<&[AttemptRecord]>) -> Self {
+        let req = &task.spec.request;
+        Self {
+            id: task.id.to_string(),
+            status: task.status,
+            url: req.url.clone(),
+            method: req.method.clone(),
+            header_names: req.headers.iter().map(|(n, _)| n.clone()).collect(),
+            body_bytes: req.body.len(),
+            timeout: human(task.spec.timeout),
+            expect_body: task.spec.expect_body.clone(),
+            retry: RetryView::new(&task.spec.retry),
+            metadata: task.spec.metadata.clone(),
+            idempotency_key: task.idempotency_key.clone(),
+            attempt: task.attempt,
+            next_attempt_at: task.next_fire_at,
+            created_at: task.created_at,
+            updated_at: task.updated_at,
+            last_error: task.last_error.clone(),
+            attempts: attempts.map(|a| a.iter().map(AttemptView::new).collect()),
+        }
+    }
+}
+
+impl RetryView {
+    fn new(p: &RetryPolicy) -> Self {
+        let (schedule, backoff, interval, max_interval) = match &p.backoff {
+            Backoff::Schedule { steps } => {
+                (Some(steps.iter().copied().map(human).collect()), None, None, None)
+            }
+            Backoff::Fixed { interval } => (None, Some("fixed"), Some(human(*interval)), None),
+            Backoff::Linear {
+                interval,
+                max_interval,
+            } => (
+                None,
+                Some("linear"),
+                Some(human(*interval)),
+                Some(human(*max_interval)),
+            ),
+            Backoff::Exponential {
+                interval,
+                max_interval,
+            } => (
+                None,
+                Some("exponential"),
+                Some(human(*interval)),
+                Some(human(*max_interval)),
+            ),
+        };
+        Self {
+            schedule,
+            backoff,
+            interval,
+            max_interval,
+            max_attempts: p.max_attempts,
+            max_duration: p.max_duration.map(human),
+            jitter: p.jitter,
+            permanent_statuses: p.permanent_statuses.clone(),
+        }
+    }
+}
+
+impl AttemptView {
+    fn new(a: &AttemptRecord) -> Self {
+        Self {
+            number: a.number,
+            scheduled_at: a.scheduled_at,
+            started_at: a.started_at,
+            lateness_ms: a.lateness_ms,
+            duration_ms: a.duration_ms,
+            status_code: a.status_code,
+            error: a.error.clone(),
+            response: a.response_excerpt.clone(),
+            outcome: a.outcome,
+        }
+    }
+}
+
+impl PageView {
+    pub fn new(page: &Page) -> Self {
+        Self {
+            tasks: page.tasks.iter().map(|t| TaskView::new(t, None)).collect(),
+            next_cursor: page.next_cursor.map(|c| c.to_string()),
+        }
+    }
+}

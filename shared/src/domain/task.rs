@@ -1,0 +1,155 @@
+//! A task, its lifecycle state and the record of each attempt.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::duration_ms;
+use super::ids::{TaskId, TenantId};
+use super::retry_policy::RetryPolicy;
+
+/// Where a task is in its lifecycle.
+///
+/// `scheduled → delivering → succeeded | scheduled (next attempt) | failed`, and
+/// `scheduled → canceled`. A `failed` task may be redriven back to `scheduled`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Scheduled,
+    Delivering,
+    Succeeded,
+    Failed,
+    Canceled,
+}
+
+impl Status {
+    pub const ALL: [Status; 5] = [
+        Status::Scheduled,
+        Status::Delivering,
+        Status::Succeeded,
+        Status::Failed,
+        Status::Canceled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Scheduled => "scheduled",
+            Status::Delivering => "delivering",
+            Status::Succeeded => "succeeded",
+            Status::Failed => "failed",
+            Status::Canceled => "canceled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Succeeded | Status::Failed | Status::Canceled)
+    }
+}
+
+/// The HTTP request a task makes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallbackRequest {
+    pub url: String,
+    pub method: String,
+    /// In the order given; names are kept as the client spelled them.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// Everything the client asked for, fixed at registration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    pub request: CallbackRequest,
+    #[serde(with = "duration_ms")]
+    pub timeout: Duration,
+    pub expect_body: Option<String>,
+    pub retry: RetryPolicy,
+    pub metadata: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: TaskId,
+    pub tenant: TenantId,
+    pub spec: TaskSpec,
+    pub idempotency_key: Option<String>,
+    /// Digest of the registration request, to tell a true repeat from a reused key.
+    pub request_hash: String,
+    pub status: Status,
+    /// The current attempt number (1-based, counted over the task's whole life).
+    pub attempt: u32,
+    /// The first attempt number of the current round (1, or later after a redrive).
+    pub round_start: u32,
+    pub round_started_at: DateTime<Utc>,
+    /// When the current attempt is due; set while `scheduled` or `delivering`.
+    pub next_fire_at: Option<DateTime<Utc>>,
+    /// While `delivering`: after this instant another worker may take the attempt over.
+    pub lease_until: Option<DateTime<Utc>>,
+    /// Incremented by every write; each transition is conditional on it.
+    pub version: u64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub last_error: Option<String>,
+    /// `failed` but its dead-letter record is not yet acknowledged; the sweeper retries it.
+    #[serde(default)]
+    pub dead_letter_pending: bool,
+}
+
+impl Task {
+    /// Attempts already made in the current round, the one in flight included.
+    pub fn attempts_in_round(&self) -> u32 {
+        self.attempt + 1 - self.round_start
+    }
+
+    /// A copy prepared for the next write: version bumped, `updated_at` set.
+    pub fn next_version(&self, now: DateTime<Utc>) -> Task {
+        let mut t = self.clone();
+        t.version += 1;
+        t.updated_at = now;
+        t
+    }
+}
+
+/// What happened in one attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub task_id: TaskId,
+    pub number: u32,
+    pub scheduled_at: DateTime<Utc>,
+    pub started_at: DateTime<Utc>,
+    /// `started_at - scheduled_at`, in milliseconds (negative never happens: early fires re-arm).
+    pub lateness_ms: i64,
+    pub duration_ms: u64,
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+    /// At most 1 KiB of the response body.
+    pub response_excerpt: Option<String>,
+    pub outcome: AttemptOutcome,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    Succeeded,
+    /// Failed; another attempt follows.
+    Retrying,
+    /// Failed, and the task failed with it (permanent status or policy exhausted).
+    Failed,
+}
+
+/// The record an operator gets for a task that never succeeded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub task_id: TaskId,
+    pub tenant: TenantId,
+    pub url: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub failed_at: DateTime<Utc>,
+}

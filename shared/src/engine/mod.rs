@@ -1,0 +1,275 @@
+//! The engine: every use case of Boomerang, as logic over the ports.
+
+mod deliver;
+mod sweep;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::clock::Clock;
+use crate::domain::{AttemptRecord, Status, Task, TaskId, TaskSpec, TenantId};
+use crate::ports::{
+    CreateOutcome, DeadLetters, ListQuery, Page, StoreError, TaskStore, Tenants, Timer, Webhooks,
+};
+
+pub use deliver::DeliverOutcome;
+pub use sweep::SweepReport;
+
+/// The furthest ahead a task may be scheduled.
+pub const MAX_SCHEDULE_AHEAD: Duration = Duration::from_secs(365 * 24 * 3600);
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("no such task")]
+    NotFound,
+    /// The task is not in a state that allows the operation.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("this idempotency key was already used with a different request")]
+    IdempotencyMismatch,
+    #[error("{field}: {detail}")]
+    Invalid { field: &'static str, detail: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// When the first attempt is due.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FireTime {
+    Now,
+    After(Duration),
+    At(DateTime<Utc>),
+}
+
+/// A validated registration.
+#[derive(Clone, Debug)]
+pub struct NewTask {
+    pub spec: TaskSpec,
+    pub when: FireTime,
+    pub idempotency_key: Option<String>,
+    /// Digest of the request as the client sent it (see [`Task::request_hash`]).
+    pub request_hash: String,
+}
+
+#[derive(Debug)]
+pub struct Registration {
+    pub task: Task,
+    /// False when an earlier registration with the same idempotency key was returned.
+    pub created: bool,
+}
+
+#[derive(Debug)]
+pub struct TaskDetails {
+    pub task: Task,
+    pub attempts: Vec<AttemptRecord>,
+}
+
+#[derive(Clone, Debug)]
+pub struct EngineSettings {
+    /// Added to a task's timeout to form its delivery lease.
+    pub lease_margin: Duration,
+    /// Tries of a dead-letter send before it is left to the sweeper.
+    pub dead_letter_tries: u32,
+    /// Most tasks one sweep handles.
+    pub sweep_batch: usize,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            lease_margin: Duration::from_secs(30),
+            dead_letter_tries: 5,
+            sweep_batch: 1000,
+        }
+    }
+}
+
+/// The adapters an engine runs on.
+#[derive(Clone)]
+pub struct Ports {
+    pub store: Arc<dyn TaskStore>,
+    pub timer: Arc<dyn Timer>,
+    pub dead_letters: Arc<dyn DeadLetters>,
+    pub tenants: Arc<dyn Tenants>,
+    pub webhooks: Arc<dyn Webhooks>,
+    pub clock: Arc<dyn Clock>,
+}
+
+pub struct Engine {
+    ports: Ports,
+    settings: EngineSettings,
+}
+
+impl Engine {
+    pub fn new(ports: Ports, settings: EngineSettings) -> Self {
+        Self { ports, settings }
+    }
+
+    pub fn ports(&self) -> &Ports {
+        &self.ports
+    }
+
+    /// Validates, persists, then arms the first attempt. A timer that fails to arm is
+    /// logged and left to the sweeper: the task is already durable.
+    pub async fn register(
+        &self,
+        tenant: &TenantId,
+        new: NewTask,
+    ) -> Result<Registration, EngineError> {
+        self.ports
+            .webhooks
+            .check_destination(&new.spec.request.url)
+            .map_err(|detail| EngineError::Invalid {
+                field: "url",
+                detail,
+            })?;
+        let now = self.ports.clock.now();
+        let fire_at = resolve_fire_time(new.when, now)?;
+        let task = Task {
+            id: TaskId::new(),
+            tenant: tenant.clone(),
+            spec: new.spec,
+            idempotency_key: new.idempotency_key,
+            request_hash: new.request_hash,
+            status: Status::Scheduled,
+            attempt: 1,
+            round_start: 1,
+            round_started_at: fire_at,
+            next_fire_at: Some(fire_at),
+            lease_until: None,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+            last_error: None,
+            dead_letter_pending: false,
+        };
+        match self.ports.store.create(&task).await? {
+            CreateOutcome::Created => {
+                tracing::info!(task = %task.id, tenant = %tenant, fire_at = %fire_at, "task registered");
+                self.arm(&task.id, 1, fire_at).await;
+                Ok(Registration {
+                    task,
+                    created: true,
+                })
+            }
+            CreateOutcome::Existing(existing) if existing.request_hash == task.request_hash => {
+                Ok(Registration {
+                    task: *existing,
+                    created: false,
+                })
+            }
+            CreateOutcome::Existing(_) => Err(EngineError::IdempotencyMismatch),
+        }
+    }
+
+    pub async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<TaskDetails, EngineError> {
+        let task = self.owned_task(tenant, id).await?;
+        let attempts = self.ports.store.attempts(id).await?;
+        Ok(TaskDetails { task, attempts })
+    }
+
+    pub async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, EngineError> {
+        Ok(self.ports.store.list(tenant, query).await?)
+    }
+
+    /// Cancels a `scheduled` task. A timer still armed for it will find it canceled.
+    pub async fn cancel(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
+        self.transition(tenant, id, |task, now| match task.status {
+            Status::Scheduled => {
+                let mut next = task.next_version(now);
+                next.status = Status::Canceled;
+                next.next_fire_at = None;
+                Ok(next)
+            }
+            Status::Delivering => Err(EngineError::Conflict(
+                "the task is being delivered and can no longer be canceled".into(),
+            )),
+            other => Err(EngineError::Conflict(format!(
+                "the task is already {}",
+                other.as_str()
+            ))),
+        })
+        .await
+    }
+
+    /// Gives a `failed` task a new round of its retry policy, starting now.
+    pub async fn redrive(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
+        let task = self
+            .transition(tenant, id, |task, now| {
+                if task.status != Status::Failed {
+                    return Err(EngineError::Conflict(format!(
+                        "only failed tasks can be retried; this one is {}",
+                        task.status.as_str()
+                    )));
+                }
+                let mut next = task.next_version(now);
+                next.status = Status::Scheduled;
+                next.attempt = task.attempt + 1;
+                next.round_start = next.attempt;
+                next.round_started_at = now;
+                next.next_fire_at = Some(now);
+                next.dead_letter_pending = false;
+                Ok(next)
+            })
+            .await?;
+        tracing::info!(task = %task.id, attempt = task.attempt, "task redriven");
+        self.arm(&task.id, task.attempt, task.updated_at).await;
+        Ok(task)
+    }
+
+    /// Reads the tenant's task, applies `change` and writes it conditionally; re-reads and
+    /// tries again when a concurrent writer got there first.
+    async fn transition<F>(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+        change: F,
+    ) -> Result<Task, EngineError>
+    where
+        F: Fn(&Task, DateTime<Utc>) -> Result<Task, EngineError>,
+    {
+        loop {
+            let task = self.owned_task(tenant, id).await?;
+            let next = change(&task, self.ports.clock.now())?;
+            match self.ports.store.update(&next, task.version).await {
+                Ok(()) => return Ok(next),
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    async fn owned_task(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
+        match self.ports.store.get(id).await? {
+            Some(task) if &task.tenant == tenant => Ok(task),
+            _ => Err(EngineError::NotFound),
+        }
+    }
+
+    async fn arm(&self, id: &TaskId, attempt: u32, at: DateTime<Utc>) {
+        if let Err(e) = self.ports.timer.arm(id, attempt, at).await {
+            tracing::error!(task = %id, attempt, error = %e, "could not arm timer; the sweeper will");
+        }
+    }
+}
+
+fn resolve_fire_time(when: FireTime, now: DateTime<Utc>) -> Result<DateTime<Utc>, EngineError> {
+    let max_ahead = chrono::Duration::from_std(MAX_SCHEDULE_AHEAD).expect("constant in range");
+    let (at, field) = match when {
+        FireTime::Now => return Ok(now),
+        FireTime::After(d) => (
+            chrono::Duration::from_std(d).ok().map(|d| now + d),
+            "delay",
+        ),
+        FireTime::At(at) => (Some(at.max(now)), "fire_at"),
+    };
+    match at {
+        Some(at) if at <= now + max_ahead => Ok(at),
+        _ => Err(EngineError::Invalid {
+            field,
+            detail: "must be at most 365 days ahead".into(),
+        }),
+    }
+}

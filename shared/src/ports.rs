@@ -1,0 +1,168 @@
+//! The engine's ports: what it needs from the outside world, as traits.
+//!
+//! Each has an embedded adapter (local binary, tests) and an AWS adapter; the engine cannot
+//! tell them apart.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::domain::{
+    AttemptRecord, DeadLetter, SigningSecret, Status, Task, TaskId, TaskSpec, TenantId,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A conditional write lost: the item is not in the state the writer expected.
+    #[error("the task was changed concurrently")]
+    Conflict,
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("stored record is unreadable: {0}")]
+    Corrupt(String),
+}
+
+#[derive(Debug)]
+pub enum CreateOutcome {
+    Created,
+    /// The tenant already has a task with this idempotency key.
+    Existing(Box<Task>),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ListQuery {
+    pub status: Option<Status>,
+    pub limit: u32,
+    /// Continue after this task id (lists are newest first).
+    pub cursor: Option<TaskId>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Page {
+    pub tasks: Vec<Task>,
+    pub next_cursor: Option<TaskId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DueReason {
+    /// `scheduled` and due before the cutoff.
+    Scheduled,
+    /// `delivering` with its lease expired: the worker died mid-delivery.
+    LeaseExpired,
+    /// `failed` and its dead-letter record not yet acknowledged.
+    DeadLetterPending,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DueTask {
+    pub id: TaskId,
+    pub attempt: u32,
+    pub fire_at: DateTime<Utc>,
+    pub reason: DueReason,
+}
+
+#[async_trait]
+pub trait TaskStore: Send + Sync {
+    /// Stores a new task; with an idempotency key, an existing task of the same tenant and
+    /// key wins and is returned instead (race-free: one conditional write).
+    async fn create(&self, task: &Task) -> Result<CreateOutcome, StoreError>;
+
+    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError>;
+
+    /// Replaces the task only if its stored version is `expected_version`; otherwise
+    /// [`StoreError::Conflict`].
+    async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError>;
+
+    /// Records an attempt; writing the same (task, number) again overwrites it.
+    async fn put_attempt(&self, record: &AttemptRecord) -> Result<(), StoreError>;
+
+    /// Every recorded attempt of a task, in order.
+    async fn attempts(&self, id: &TaskId) -> Result<Vec<AttemptRecord>, StoreError>;
+
+    /// One page of a tenant's tasks, newest first.
+    async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError>;
+
+    /// Work for the sweeper: `scheduled` tasks due at or before `fire_before`, `delivering`
+    /// tasks whose lease ended at or before `now`, and failed tasks with a pending dead letter.
+    async fn due(
+        &self,
+        fire_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<DueTask>, StoreError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("timer unavailable: {0}")]
+pub struct TimerError(pub String);
+
+/// Arms a one-shot, at-least-once timer that later calls `Engine::deliver(id, attempt)`.
+/// Timers may fire early, late or twice; the engine copes with all three.
+#[async_trait]
+pub trait Timer: Send + Sync {
+    async fn arm(&self, id: &TaskId, attempt: u32, at: DateTime<Utc>) -> Result<(), TimerError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("dead-letter queue unavailable: {0}")]
+pub struct DeadLetterError(pub String);
+
+#[async_trait]
+pub trait DeadLetters: Send + Sync {
+    /// Must be idempotent per task id: a retried send may arrive twice.
+    async fn send(&self, letter: &DeadLetter) -> Result<(), DeadLetterError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("tenant directory unavailable: {0}")]
+pub struct TenantsError(pub String);
+
+#[async_trait]
+pub trait Tenants: Send + Sync {
+    /// The tenant an API key belongs to, if any.
+    async fn authenticate(&self, api_key: &str) -> Result<Option<TenantId>, TenantsError>;
+
+    async fn signing_secret(&self, tenant: &TenantId)
+        -> Result<Option<SigningSecret>, TenantsError>;
+}
+
+/// One webhook call to make.
+pub struct WebhookCall<'a> {
+    pub task_id: &'a TaskId,
+    pub attempt: u32,
+    pub spec: &'a TaskSpec,
+    pub secret: &'a SigningSecret,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// What came back from a webhook call (or why nothing did).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WebhookResult {
+    pub status: Option<u16>,
+    /// At most 1 KiB of the body, lossily decoded.
+    pub excerpt: Option<String>,
+    /// Whether the whole body equals the task's `expect_body` (true when none is set).
+    pub body_matches: bool,
+    pub retry_after: Option<Duration>,
+    pub error: Option<WebhookError>,
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum WebhookError {
+    /// The destination is not allowed (SSRF guard): retrying cannot help.
+    #[error("destination refused: {0}")]
+    Refused(String),
+    /// Connect error, timeout, reset: worth another attempt.
+    #[error("{0}")]
+    Transport(String),
+}
+
+#[async_trait]
+pub trait Webhooks: Send + Sync {
+    /// Checks a URL before it is accepted (scheme, literal addresses); the resolved addresses
+    /// are checked again at call time.
+    fn check_destination(&self, url: &str) -> Result<(), String>;
+
+    async fn send(&self, call: &WebhookCall<'_>) -> WebhookResult;
+}

@@ -1,0 +1,132 @@
+//! The in-process timer of the local binary.
+//!
+//! It keeps in memory only what falls due within `horizon`; anything later is left to the
+//! store, from which the local sweep loads it as it comes near. So a million far-future
+//! tasks cost no memory, and after a restart the sweep re-arms everything from disk.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc, Notify};
+
+use crate::domain::TaskId;
+use crate::ports::{Timer, TimerError};
+
+/// A timer fire: deliver this attempt of this task.
+pub type Fire = (TaskId, u32);
+
+pub struct LocalTimer {
+    horizon: chrono::Duration,
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    queue: BinaryHeap<Reverse<(DateTime<Utc>, TaskId, u32)>>,
+    /// The earliest armed time per attempt; duplicates of an armed attempt are dropped.
+    armed: HashMap<Fire, DateTime<Utc>>,
+}
+
+impl LocalTimer {
+    /// The timer and the receiving end of its fires.
+    pub fn new(horizon: Duration) -> (Arc<Self>, mpsc::UnboundedReceiver<Fire>) {
+        let timer = Arc::new(Self {
+            horizon: chrono::Duration::from_std(horizon).expect("horizon in range"),
+            state: Mutex::new(State::default()),
+            wake: Notify::new(),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(timer.clone().run(tx));
+        (timer, rx)
+    }
+
+    /// How many fires are held in memory.
+    pub fn pending(&self) -> usize {
+        self.state.lock().expect("timer lock").armed.len()
+    }
+
+    async fn run(self: Arc<Self>, fires: mpsc::UnboundedSender<Fire>) {
+        loop {
+            let next = self.pop_due(Utc::now());
+            match next {
+                Ok(fire) => {
+                    if fires.send(fire).is_err() {
+                        return; // nobody is listening any more
+                    }
+                }
+                Err(None) => self.wake.notified().await,
+                Err(Some(wait)) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = self.wake.notified() => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next due fire, or how long to wait for one (`None`: nothing armed).
+    fn pop_due(&self, now: DateTime<Utc>) -> Result<Fire, Option<Duration>> {
+        let mut state = self.state.lock().expect("timer lock");
+        while let Some(Reverse((at, id, attempt))) = state.queue.peek().cloned() {
+            if state.armed.get(&(id, attempt)) != Some(&at) {
+                state.queue.pop(); // superseded by an earlier arm of the same attempt
+                continue;
+            }
+            if at > now {
+                return Err(Some((at - now).to_std().unwrap_or_default()));
+            }
+            state.queue.pop();
+            state.armed.remove(&(id, attempt));
+            return Ok((id, attempt));
+        }
+        Err(None)
+    }
+}
+
+#[async_trait]
+impl Timer for LocalTimer {
+    async fn arm(&self, id: &TaskId, attempt: u32, at: DateTime<Utc>) -> Result<(), TimerError> {
+        if at > Utc::now() + self.horizon {
+            return Ok(()); // the sweep loads it when it comes near
+        }
+        let mut state = self.state.lock().expect("timer lock");
+        let key = (*id, attempt);
+        if state.armed.get(&key).is_some_and(|armed| *armed <= at) {
+            return Ok(());
+        }
+        state.armed.insert(key, at);
+        state.queue.push(Reverse((at, *id, attempt)));
+        drop(state);
+        self.wake.notify_one();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn fires_in_time_order_once_per_attempt_and_skips_far_work() {
+        let (timer, mut fires) = LocalTimer::new(Duration::from_secs(60));
+        let now = Utc::now();
+        let (a, b, far) = (TaskId::new(), TaskId::new(), TaskId::new());
+        timer.arm(&b, 1, now + chrono::Duration::milliseconds(80)).await.unwrap();
+        timer.arm(&a, 1, now + chrono::Duration::milliseconds(20)).await.unwrap();
+        timer.arm(&a, 1, now + chrono::Duration::milliseconds(40)).await.unwrap();
+        timer.arm(&far, 1, now + chrono::Duration::hours(2)).await.unwrap();
+        assert_eq!(timer.pending(), 2, "the far task is not held in memory");
+        let first = tokio::time::timeout(Duration::from_secs(5), fires.recv()).await.unwrap();
+        let second = tokio::time::timeout(Duration::from_secs(5), fires.recv()).await.unwrap();
+        assert_eq!(first, Some((a, 1)));
+        assert_eq!(second, Some((b, 1)));
+        assert!(Utc::now() >= now + chrono::Duration::milliseconds(80));
+        assert_eq!(timer.pending(), 0);
+    }
+}
