@@ -44,7 +44,7 @@ pub struct Page {
     pub next_cursor: Option<TaskId>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum DueReason {
     /// `scheduled` and due before the cutoff.
     Scheduled,

@@ -1,1 +1,271 @@
+//! The contract every [`TaskStore`] adapter must honour, as one suite that each adapter's
+//! tests run. Tenants are unique per run, so the suite can share a table with other tests.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::{
+    AttemptOutcome, AttemptRecord, CallbackRequest, RetryPolicy, Status, Task, TaskId, TaskSpec,
+    TenantId,
+};
+use crate::ports::{CreateOutcome, DueReason, ListQuery, StoreError, TaskStore};
+
+/// A fresh tenant id no other test uses.
+pub fn unique_tenant(prefix: &str) -> TenantId {
+    TenantId::new(format!("{prefix}-{}", ulid::Ulid::new()))
+}
+
+/// A scheduled task due at `fire_at`.
+pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>) -> Task {
+    Task {
+        id: TaskId::new(),
+        tenant: tenant.clone(),
+        spec: TaskSpec {
+            request: CallbackRequest {
+                url: "https://example.com/hook".into(),
+                method: "POST".into(),
+                headers: vec![("x-trace".into(), "1".into())],
+                body: "{\"n\":1}".into(),
+            },
+            timeout: Duration::from_secs(10),
+            expect_body: None,
+            retry: RetryPolicy::default(),
+            metadata: [("order".to_string(), "42".to_string())].into(),
+        },
+        idempotency_key: key.map(str::to_string),
+        request_hash: "hash".into(),
+        status: Status::Scheduled,
+        attempt: 1,
+        round_start: 1,
+        round_started_at: fire_at,
+        next_fire_at: Some(fire_at),
+        lease_until: None,
+        version: 1,
+        created_at: fire_at,
+        updated_at: fire_at,
+        last_error: None,
+        dead_letter_pending: false,
+    }
+}
+
+/// Runs every check of the contract.
+pub async fn store_contract(store: Arc<dyn TaskStore>) {
+    create_get_round_trip(&*store).await;
+    idempotent_create(&*store).await;
+    concurrent_idempotent_creates_have_one_winner(store.clone()).await;
+    conditional_update(&*store).await;
+    concurrent_claims_have_one_winner(store.clone()).await;
+    attempts_are_kept_in_order(&*store).await;
+    list_is_scoped_filtered_and_paged(&*store).await;
+    due_finds_only_work_to_do(&*store).await;
+}
+
+fn millis(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(t.timestamp_millis()).expect("in range")
+}
+
+async fn create_get_round_trip(store: &dyn TaskStore) {
+    let tenant = unique_tenant("roundtrip");
+    let task = sample_task(&tenant, None, millis(Utc::now()));
+    assert!(matches!(store.create(&task).await.unwrap(), CreateOutcome::Created));
+    assert_eq!(store.get(&task.id).await.unwrap(), Some(task));
+    assert_eq!(store.get(&TaskId::new()).await.unwrap(), None);
+}
+
+async fn idempotent_create(store: &dyn TaskStore) {
+    let tenant = unique_tenant("idem");
+    let now = millis(Utc::now());
+    let first = sample_task(&tenant, Some("key"), now);
+    let again = sample_task(&tenant, Some("key"), now);
+    assert!(matches!(store.create(&first).await.unwrap(), CreateOutcome::Created));
+    match store.create(&again).await.unwrap() {
+        CreateOutcome::Existing(t) => assert_eq!(t.id, first.id),
+        other => panic!("expected the existing task, got {other:?}"),
+    }
+    assert_eq!(store.get(&again.id).await.unwrap(), None, "the loser is not stored");
+    let other = sample_task(&unique_tenant("idem"), Some("key"), now);
+    assert!(matches!(store.create(&other).await.unwrap(), CreateOutcome::Created));
+}
+
+async fn concurrent_idempotent_creates_have_one_winner(store: Arc<dyn TaskStore>) {
+    let tenant = unique_tenant("race");
+    let now = millis(Utc::now());
+    let handles: Vec<_> = (0..20)
+        .map(|_| {
+            let (store, task) = (store.clone(), sample_task(&tenant, Some("same"), now));
+            tokio::spawn(async move { store.create(&task).await })
+        })
+        .collect();
+    let mut created = 0;
+    let mut ids = std::collections::HashSet::new();
+    for h in handles {
+        match h.await.unwrap().unwrap() {
+            CreateOutcome::Created => created += 1,
+            CreateOutcome::Existing(t) => {
+                ids.insert(t.id);
+            }
+        }
+    }
+    assert_eq!(created, 1, "exactly one registration wins");
+    assert!(ids.len() <= 1, "every loser sees the same winner");
+    let page = store
+        .list(&tenant, &ListQuery { limit: 50, ..ListQuery::default() })
+        .await
+        .unwrap();
+    assert_eq!(page.tasks.len(), 1);
+}
+
+async fn conditional_update(store: &dyn TaskStore) {
+    let tenant = unique_tenant("update");
+    let now = millis(Utc::now());
+    let task = sample_task(&tenant, None, now);
+    store.create(&task).await.unwrap();
+    let mut next = task.next_version(now);
+    next.status = Status::Delivering;
+    next.lease_until = Some(now);
+    assert!(matches!(store.update(&next, 7).await, Err(StoreError::Conflict)));
+    store.update(&next, 1).await.unwrap();
+    assert_eq!(store.get(&task.id).await.unwrap(), Some(next.clone()));
+    assert!(matches!(store.update(&next, 1).await, Err(StoreError::Conflict)));
+    let ghost = sample_task(&tenant, None, now);
+    assert!(matches!(store.update(&ghost, 1).await, Err(StoreError::Conflict)));
+}
+
+async fn concurrent_claims_have_one_winner(store: Arc<dyn TaskStore>) {
+    let tenant = unique_tenant("claim");
+    let now = millis(Utc::now());
+    let task = sample_task(&tenant, None, now);
+    store.create(&task).await.unwrap();
+    let handles: Vec<_> = (0..20)
+        .map(|i| {
+            let store = store.clone();
+            let mut claim = task.next_version(now);
+            claim.status = Status::Delivering;
+            claim.last_error = Some(format!("worker {i}"));
+            tokio::spawn(async move { store.update(&claim, 1).await.is_ok() })
+        })
+        .collect();
+    let mut winners = 0;
+    for h in handles {
+        winners += h.await.unwrap() as u32;
+    }
+    assert_eq!(winners, 1, "exactly one claim succeeds");
+}
+
+async fn attempts_are_kept_in_order(store: &dyn TaskStore) {
+    let tenant = unique_tenant("attempts");
+    let now = millis(Utc::now());
+    let task = sample_task(&tenant, None, now);
+    store.create(&task).await.unwrap();
+    let record = |n: u32, code: u16| AttemptRecord {
+        task_id: task.id,
+        number: n,
+        scheduled_at: now,
+        started_at: now,
+        lateness_ms: 5,
+        duration_ms: 12,
+        status_code: Some(code),
+        error: None,
+        response_excerpt: Some("ok".into()),
+        outcome: AttemptOutcome::Retrying,
+    };
+    for n in [2, 1, 10] {
+        store.put_attempt(&record(n, 500)).await.unwrap();
+    }
+    store.put_attempt(&record(2, 503)).await.unwrap();
+    let got = store.attempts(&task.id).await.unwrap();
+    let numbers: Vec<_> = got.iter().map(|a| (a.number, a.status_code)).collect();
+    assert_eq!(numbers, vec![(1, Some(500)), (2, Some(503)), (10, Some(500))]);
+    assert!(store.attempts(&TaskId::new()).await.unwrap().is_empty());
+}
+
+async fn list_is_scoped_filtered_and_paged(store: &dyn TaskStore) {
+    let tenant = unique_tenant("list");
+    let now = millis(Utc::now());
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let mut t = sample_task(&tenant, None, now);
+        if i % 2 == 1 {
+            t.status = Status::Canceled;
+            t.next_fire_at = None;
+        }
+        store.create(&t).await.unwrap();
+        ids.push(t.id);
+        // ULIDs minted in the same millisecond are still ordered, but be explicit.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    store
+        .create(&sample_task(&unique_tenant("list"), None, now))
+        .await
+        .unwrap();
+    ids.reverse(); // newest first
+    let q = |limit, cursor, status| ListQuery {
+        status,
+        limit,
+        cursor,
+    };
+    let first = store.list(&tenant, &q(2, None, None)).await.unwrap();
+    assert_eq!(first.tasks.iter().map(|t| t.id).collect::<Vec<_>>(), ids[..2]);
+    let second = store.list(&tenant, &q(2, first.next_cursor, None)).await.unwrap();
+    assert_eq!(second.tasks.iter().map(|t| t.id).collect::<Vec<_>>(), ids[2..4]);
+    let last = store.list(&tenant, &q(2, second.next_cursor, None)).await.unwrap();
+    assert_eq!(last.tasks.iter().map(|t| t.id).collect::<Vec<_>>(), ids[4..]);
+    assert_eq!(last.next_cursor, None);
+    let canceled = store
+        .list(&tenant, &q(10, None, Some(Status::Canceled)))
+        .await
+        .unwrap();
+    assert_eq!(canceled.tasks.len(), 2);
+    assert!(canceled.tasks.iter().all(|t| t.status == Status::Canceled));
+}
+
+async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
+    let tenant = unique_tenant("due");
+    let now = millis(Utc::now());
+    let minute = chrono::Duration::minutes(1);
+    let overdue = sample_task(&tenant, None, now - minute);
+    let later = sample_task(&tenant, None, now + minute * 30);
+    let mut stalled = sample_task(&tenant, None, now - minute);
+    stalled.status = Status::Delivering;
+    stalled.lease_until = Some(now - minute);
+    let mut working = sample_task(&tenant, None, now - minute);
+    working.status = Status::Delivering;
+    working.lease_until = Some(now + minute);
+    let mut pending = sample_task(&tenant, None, now - minute);
+    pending.status = Status::Failed;
+    pending.next_fire_at = None;
+    pending.dead_letter_pending = true;
+    let mut done = sample_task(&tenant, None, now - minute);
+    done.status = Status::Succeeded;
+    done.next_fire_at = None;
+    for t in [&overdue, &later, &stalled, &working, &pending, &done] {
+        store.create(t).await.unwrap();
+    }
+    let mine = |items: Vec<crate::ports::DueTask>| {
+        let ours = [overdue.id, later.id, stalled.id, working.id, pending.id, done.id];
+        let mut v: Vec<_> = items
+            .into_iter()
+            .filter(|d| ours.contains(&d.id))
+            .map(|d| (d.id, d.reason))
+            .collect();
+        v.sort();
+        v
+    };
+    let mut expected = vec![
+        (overdue.id, DueReason::Scheduled),
+        (stalled.id, DueReason::LeaseExpired),
+        (pending.id, DueReason::DeadLetterPending),
+    ];
+    expected.sort();
+    assert_eq!(mine(store.due(now, now, 10_000).await.unwrap()), expected);
+    let due = store.due(now, now, 10_000).await.unwrap();
+    let item = due.iter().find(|d| d.id == overdue.id).unwrap();
+    assert_eq!((item.attempt, item.fire_at), (1, now - minute));
+
+    expected.push((later.id, DueReason::Scheduled));
+    expected.sort();
+    let ahead = store.due(now + minute * 31, now, 10_000).await.unwrap();
+    assert_eq!(mine(ahead), expected, "a positive lookahead loads later work");
+}

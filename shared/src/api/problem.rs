@@ -66,15 +66,6 @@ impl Problem {
         }
     }
 
-    pub fn unsupported_media_type(detail: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "urn:boomerang:problem:unsupported-media-type",
-            "Unsupported media type",
-            detail.into(),
-        )
-    }
-
     pub fn unauthorized() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,

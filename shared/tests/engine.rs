@@ -1,0 +1,456 @@
+//! Engine behaviour on an injected clock, with in-memory adapters and a scripted webhook.
+//! Timers are not fired by themselves here: each test plays the timer by calling `deliver`.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use boomerang::clock::ManualClock;
+use boomerang::domain::{
+    AttemptOutcome, CallbackRequest, RetryPolicy, SigningSecret, Status, TaskSpec, TenantId,
+};
+use boomerang::engine::{DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports};
+use boomerang::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
+use boomerang::store::memory::{MemoryDeadLetters, RecordingTimer};
+use boomerang::store::MemoryStore;
+use boomerang::tenants::StaticTenants;
+use chrono::{DateTime, TimeZone, Utc};
+use tokio::sync::Semaphore;
+
+/// Answers each call with the next scripted result (200 once the script runs out), and can
+/// hold calls until the test lets them go.
+#[derive(Default)]
+struct ScriptedWebhooks {
+    script: Mutex<VecDeque<WebhookResult>>,
+    calls: AtomicU32,
+    gate: Option<Arc<Semaphore>>,
+}
+
+impl ScriptedWebhooks {
+    fn answering(results: Vec<WebhookResult>) -> Self {
+        Self {
+            script: Mutex::new(results.into()),
+            ..Self::default()
+        }
+    }
+    fn calls(&self) -> u32 {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+fn status(code: u16) -> WebhookResult {
+    WebhookResult {
+        status: Some(code),
+        body_matches: true,
+        ..WebhookResult::default()
+    }
+}
+
+#[async_trait]
+impl Webhooks for ScriptedWebhooks {
+    fn check_destination(&self, url: &str) -> Result<(), String> {
+        url.starts_with("https://").then_some(()).ok_or("must use https".into())
+    }
+
+    async fn send(&self, _call: &WebhookCall<'_>) -> WebhookResult {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(gate) = &self.gate {
+            gate.acquire().await.expect("gate open").forget();
+        }
+        self.script.lock().unwrap().pop_front().unwrap_or_else(|| status(200))
+    }
+}
+
+struct Harness {
+    engine: Arc<Engine>,
+    clock: Arc<ManualClock>,
+    timer: Arc<RecordingTimer>,
+    dead_letters: Arc<MemoryDeadLetters>,
+    webhooks: Arc<ScriptedWebhooks>,
+    tenant: TenantId,
+}
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap()
+}
+
+fn harness(webhooks: ScriptedWebhooks) -> Harness {
+    let clock = Arc::new(ManualClock::new(t0()));
+    let store = Arc::new(MemoryStore::default());
+    let timer = Arc::new(RecordingTimer::default());
+    let dead_letters = Arc::new(MemoryDeadLetters::default());
+    let webhooks = Arc::new(webhooks);
+    let tenant = TenantId::new("acme");
+    let tenants = StaticTenants::new("key", tenant.clone(), SigningSecret::generate());
+    let ports = Ports {
+        store,
+        timer: timer.clone(),
+        dead_letters: dead_letters.clone(),
+        tenants: Arc::new(tenants),
+        webhooks: webhooks.clone(),
+        clock: clock.clone(),
+    };
+    let settings = EngineSettings {
+        lease_margin: Duration::from_secs(30),
+        dead_letter_tries: 3,
+        sweep_batch: 100,
+    };
+    Harness {
+        engine: Arc::new(Engine::new(ports, settings)),
+        clock,
+        timer,
+        dead_letters,
+        webhooks,
+        tenant,
+    }
+}
+
+fn new_task(when: FireTime, retry: RetryPolicy) -> NewTask {
+    NewTask {
+        spec: TaskSpec {
+            request: CallbackRequest {
+                url: "https://example.com/hook".into(),
+                method: "POST".into(),
+                headers: vec![],
+                body: "{}".into(),
+            },
+            timeout: Duration::from_secs(10),
+            expect_body: None,
+            retry,
+            metadata: Default::default(),
+        },
+        when,
+        idempotency_key: None,
+        request_hash: "h".into(),
+    }
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+impl Harness {
+    async fn register(&self, when: FireTime, retry: RetryPolicy) -> boomerang::domain::Task {
+        self.engine
+            .register(&self.tenant, new_task(when, retry))
+            .await
+            .unwrap()
+            .task
+    }
+    async fn status_of(&self, task: &boomerang::domain::Task) -> Status {
+        self.engine.get(&self.tenant, &task.id).await.unwrap().task.status
+    }
+}
+
+#[tokio::test]
+async fn success_on_first_attempt_records_lateness() {
+    let h = harness(ScriptedWebhooks::default());
+    let task = h.register(FireTime::After(secs(60)), RetryPolicy::default()).await;
+    assert_eq!(h.timer.armed(), vec![(task.id, 1, t0() + chrono::Duration::seconds(60))]);
+    h.clock.advance(secs(62));
+    let outcome = h.engine.deliver(&task.id, 1).await.unwrap();
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    let details = h.engine.get(&h.tenant, &task.id).await.unwrap();
+    assert_eq!(details.attempts.len(), 1);
+    assert_eq!(details.attempts[0].lateness_ms, 2000);
+    assert_eq!(details.attempts[0].outcome, AttemptOutcome::Succeeded);
+}
+
+#[tokio::test]
+async fn duplicate_timer_fire_calls_the_webhook_once() {
+    let h = harness(ScriptedWebhooks::default());
+    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
+    let (a, b) = tokio::join!(h.engine.deliver(&task.id, 1), h.engine.deliver(&task.id, 1));
+    let outcomes = [a.unwrap(), b.unwrap()];
+    assert!(outcomes.contains(&DeliverOutcome::Attempted(Status::Succeeded)));
+    assert!(outcomes.contains(&DeliverOutcome::Stale));
+    assert_eq!(h.engine.deliver(&task.id, 1).await.unwrap(), DeliverOutcome::Stale);
+    assert_eq!(h.webhooks.calls(), 1);
+}
+
+#[tokio::test]
+async fn early_fire_re_arms_for_the_due_time_without_calling() {
+    let h = harness(ScriptedWebhooks::default());
+    let task = h.register(FireTime::After(secs(1200)), RetryPolicy::default()).await;
+    h.timer.clear();
+    h.clock.advance(secs(1100));
+    assert_eq!(h.engine.deliver(&task.id, 1).await.unwrap(), DeliverOutcome::Early);
+    assert_eq!(h.webhooks.calls(), 0);
+    assert_eq!(h.timer.armed(), vec![(task.id, 1, t0() + chrono::Duration::seconds(1200))]);
+    h.clock.advance(secs(100));
+    assert_eq!(
+        h.engine.deliver(&task.id, 1).await.unwrap(),
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+}
+
+#[tokio::test]
+async fn lost_timer_is_repaired_by_the_sweep() {
+    let h = harness(ScriptedWebhooks::default());
+    h.timer.fail_next(1);
+    let task = h.register(FireTime::After(secs(60)), RetryPolicy::default()).await;
+    assert!(h.timer.armed().is_empty(), "arming failed, but the task is stored");
+    let overdue = chrono::Duration::seconds(-60);
+    h.clock.advance(secs(90));
+    assert_eq!(h.engine.sweep(overdue).await.unwrap().rearmed, 0, "not yet suspect");
+    h.clock.advance(secs(60));
+    assert_eq!(h.engine.sweep(overdue).await.unwrap().rearmed, 1);
+    let (id, attempt, _) = h.timer.armed()[0];
+    assert_eq!((id, attempt), (task.id, 1));
+    h.engine.deliver(&id, attempt).await.unwrap();
+    assert_eq!(h.status_of(&task).await, Status::Succeeded);
+    assert_eq!(h.webhooks.calls(), 1);
+}
+
+#[tokio::test]
+async fn cancel_wins_before_fire_and_loses_during_delivery() {
+    let h = harness(ScriptedWebhooks::default());
+    let early = h.register(FireTime::After(secs(60)), RetryPolicy::default()).await;
+    let canceled = h.engine.cancel(&h.tenant, &early.id).await.unwrap();
+    assert_eq!(canceled.status, Status::Canceled);
+    h.clock.advance(secs(60));
+    assert_eq!(h.engine.deliver(&early.id, 1).await.unwrap(), DeliverOutcome::Stale);
+    assert_eq!(h.webhooks.calls(), 0);
+    assert!(matches!(
+        h.engine.cancel(&h.tenant, &early.id).await,
+        Err(EngineError::Conflict(_))
+    ));
+
+    let gate = Arc::new(Semaphore::new(0));
+    let h = harness(ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        ..ScriptedWebhooks::default()
+    });
+    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
+    let engine = h.engine.clone();
+    let id = task.id;
+    let delivery = tokio::spawn(async move { engine.deliver(&id, 1).await });
+    wait_until(|| h.webhooks.calls() == 1).await;
+    let race = h.engine.cancel(&h.tenant, &task.id).await;
+    assert!(matches!(race, Err(EngineError::Conflict(_))), "{race:?}");
+    gate.add_permits(1);
+    delivery.await.unwrap().unwrap();
+    assert_eq!(h.status_of(&task).await, Status::Succeeded);
+}
+
+#[tokio::test]
+async fn an_expired_lease_is_taken_over_after_a_crash() {
+    let gate = Arc::new(Semaphore::new(0));
+    let h = harness(ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        ..ScriptedWebhooks::default()
+    });
+    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
+    let engine = h.engine.clone();
+    let id = task.id;
+    let crashed = tokio::spawn(async move { engine.deliver(&id, 1).await });
+    wait_until(|| h.webhooks.calls() == 1).await;
+    crashed.abort(); // the worker dies mid-call
+    assert_eq!(h.status_of(&task).await, Status::Delivering);
+
+    h.timer.clear();
+    let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
+    assert_eq!(report.leases_taken_over, 0, "the lease still holds");
+    assert_eq!(h.engine.deliver(&id, 1).await.unwrap(), DeliverOutcome::Stale);
+
+    h.clock.advance(secs(10 + 30));
+    let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
+    assert_eq!(report.leases_taken_over, 1);
+    assert_eq!(h.timer.armed(), vec![(id, 1, h.clock_now())]);
+    gate.add_permits(1);
+    assert_eq!(
+        h.engine.deliver(&id, 1).await.unwrap(),
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+    assert_eq!(h.webhooks.calls(), 2);
+}
+
+impl Harness {
+    fn clock_now(&self) -> DateTime<Utc> {
+        use boomerang::clock::Clock;
+        self.clock.now()
+    }
+}
+
+#[tokio::test]
+async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
+    let h = harness(ScriptedWebhooks::answering(vec![status(500); 3]));
+    let policy = RetryPolicy {
+        max_attempts: 3,
+        ..RetryPolicy::default()
+    };
+    let task = h.register(FireTime::Now, policy).await;
+    assert_eq!(
+        h.engine.deliver(&task.id, 1).await.unwrap(),
+        DeliverOutcome::Attempted(Status::Scheduled)
+    );
+    let after_first = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
+    assert_eq!(after_first.attempt, 2);
+    assert_eq!(after_first.next_fire_at, Some(t0() + chrono::Duration::seconds(30)));
+    h.clock.advance(secs(30));
+    h.engine.deliver(&task.id, 2).await.unwrap();
+    h.clock.advance(secs(60));
+    assert_eq!(
+        h.engine.deliver(&task.id, 3).await.unwrap(),
+        DeliverOutcome::Attempted(Status::Failed)
+    );
+    let details = h.engine.get(&h.tenant, &task.id).await.unwrap();
+    assert_eq!(details.attempts.len(), 3);
+    assert_eq!(details.attempts[2].outcome, AttemptOutcome::Failed);
+    assert!(!details.task.dead_letter_pending);
+    let letters = h.dead_letters.letters();
+    assert_eq!(letters.len(), 1);
+    assert_eq!((letters[0].task_id, letters[0].attempts), (task.id, 3));
+}
+
+#[tokio::test]
+async fn gone_and_permanent_statuses_fail_at_once() {
+    let h = harness(ScriptedWebhooks::answering(vec![status(410), status(404)]));
+    let gone = h.register(FireTime::Now, RetryPolicy::default()).await;
+    h.engine.deliver(&gone.id, 1).await.unwrap();
+    assert_eq!(h.status_of(&gone).await, Status::Failed);
+    let policy = RetryPolicy {
+        permanent_statuses: vec![404],
+        ..RetryPolicy::default()
+    };
+    let missing = h.register(FireTime::Now, policy).await;
+    h.engine.deliver(&missing.id, 1).await.unwrap();
+    assert_eq!(h.status_of(&missing).await, Status::Failed);
+    assert_eq!(h.dead_letters.letters().len(), 2);
+}
+
+#[tokio::test]
+async fn refused_destinations_fail_and_transport_errors_retry() {
+    let refused = WebhookResult {
+        error: Some(WebhookError::Refused("10.0.0.1 is a private address".into())),
+        ..WebhookResult::default()
+    };
+    let reset = WebhookResult {
+        error: Some(WebhookError::Transport("connection reset".into())),
+        ..WebhookResult::default()
+    };
+    let h = harness(ScriptedWebhooks::answering(vec![refused, reset]));
+    let a = h.register(FireTime::Now, RetryPolicy::default()).await;
+    h.engine.deliver(&a.id, 1).await.unwrap();
+    assert_eq!(h.status_of(&a).await, Status::Failed);
+    let b = h.register(FireTime::Now, RetryPolicy::default()).await;
+    h.engine.deliver(&b.id, 1).await.unwrap();
+    assert_eq!(h.status_of(&b).await, Status::Scheduled);
+}
+
+#[tokio::test]
+async fn retry_after_replaces_the_wait_within_the_maximum_interval() {
+    let mut busy = status(503);
+    busy.retry_after = Some(secs(7));
+    let mut very_busy = status(429);
+    very_busy.retry_after = Some(secs(999_999));
+    let h = harness(ScriptedWebhooks::answering(vec![busy, very_busy]));
+    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
+    h.engine.deliver(&task.id, 1).await.unwrap();
+    let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
+    assert_eq!(t.next_fire_at, Some(t0() + chrono::Duration::seconds(7)));
+    h.clock.advance(secs(7));
+    h.engine.deliver(&task.id, 2).await.unwrap();
+    let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
+    // Bounded by the default policy's longest step, one hour.
+    assert_eq!(t.next_fire_at, Some(t0() + chrono::Duration::seconds(7 + 3600)));
+}
+
+#[tokio::test]
+async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
+    let h = harness(ScriptedWebhooks::answering(vec![status(410), status(410)]));
+    h.dead_letters.fail_next(1);
+    let once = h.register(FireTime::Now, RetryPolicy::default()).await;
+    h.engine.deliver(&once.id, 1).await.unwrap();
+    assert_eq!(h.dead_letters.letters().len(), 1, "retried after one failure");
+
+    h.dead_letters.fail_next(3); // every try of the engine fails
+    let down = h.register(FireTime::Now, RetryPolicy::default()).await;
+    h.engine.deliver(&down.id, 1).await.unwrap();
+    assert_eq!(h.dead_letters.letters().len(), 1);
+    assert!(h.engine.get(&h.tenant, &down.id).await.unwrap().task.dead_letter_pending);
+    let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
+    assert_eq!(report.dead_letters_resent, 1);
+    assert_eq!(h.dead_letters.letters().len(), 2);
+    assert!(!h.engine.get(&h.tenant, &down.id).await.unwrap().task.dead_letter_pending);
+}
+
+#[tokio::test]
+async fn a_failed_task_can_be_redriven_for_a_new_round() {
+    let h = harness(ScriptedWebhooks::answering(vec![status(500)]));
+    let policy = RetryPolicy {
+        max_attempts: 1,
+        ..RetryPolicy::default()
+    };
+    let task = h.register(FireTime::Now, policy).await;
+    h.engine.deliver(&task.id, 1).await.unwrap();
+    assert_eq!(h.status_of(&task).await, Status::Failed);
+    assert!(matches!(
+        h.engine.redrive(&h.tenant, &task.id).await,
+        Ok(_)
+    ));
+    let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
+    assert_eq!((t.status, t.attempt, t.round_start), (Status::Scheduled, 2, 2));
+    h.engine.deliver(&task.id, 2).await.unwrap();
+    assert_eq!(h.status_of(&task).await, Status::Succeeded);
+    assert!(matches!(
+        h.engine.redrive(&h.tenant, &task.id).await,
+        Err(EngineError::Conflict(_))
+    ));
+}
+
+#[tokio::test]
+async fn idempotent_registration_returns_the_same_task_or_refuses_a_changed_one() {
+    let h = harness(ScriptedWebhooks::default());
+    let mut first = new_task(FireTime::Now, RetryPolicy::default());
+    first.idempotency_key = Some("k1".into());
+    let a = h.engine.register(&h.tenant, first.clone()).await.unwrap();
+    let b = h.engine.register(&h.tenant, first.clone()).await.unwrap();
+    assert!(a.created && !b.created);
+    assert_eq!(a.task.id, b.task.id);
+    let mut changed = first.clone();
+    changed.request_hash = "other".into();
+    assert!(matches!(
+        h.engine.register(&h.tenant, changed).await,
+        Err(EngineError::IdempotencyMismatch)
+    ));
+    let other_tenant = TenantId::new("other");
+    let c = h.engine.register(&other_tenant, first).await.unwrap();
+    assert!(c.created, "keys are scoped to a tenant");
+    assert!(matches!(
+        h.engine.get(&other_tenant, &a.task.id).await,
+        Err(EngineError::NotFound)
+    ));
+}
+
+#[tokio::test]
+async fn invalid_destinations_and_far_fire_times_are_refused_before_storing() {
+    let h = harness(ScriptedWebhooks::default());
+    let mut bad_url = new_task(FireTime::Now, RetryPolicy::default());
+    bad_url.spec.request.url = "http://example.com".into();
+    assert!(matches!(
+        h.engine.register(&h.tenant, bad_url).await,
+        Err(EngineError::Invalid { field: "url", .. })
+    ));
+    let far = new_task(FireTime::After(secs(366 * 24 * 3600)), RetryPolicy::default());
+    assert!(matches!(
+        h.engine.register(&h.tenant, far).await,
+        Err(EngineError::Invalid { field: "delay", .. })
+    ));
+    let page = h
+        .engine
+        .list(&h.tenant, &boomerang::ports::ListQuery { limit: 10, ..Default::default() })
+        .await
+        .unwrap();
+    assert!(page.tasks.is_empty());
+}
+
+async fn wait_until(cond: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !cond() {
+        assert!(tokio::time::Instant::now() < deadline, "condition not met in time");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
