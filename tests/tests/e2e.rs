@@ -1,1 +1,403 @@
+//! End-to-end: the real `boomerang serve` binary calling real HTTP receivers on loopback.
 
+use std::time::Duration;
+
+use boomerang::webhook::signing;
+use boomerang_e2e::{wait_for, Receiver, Reply, Server, ServerOptions};
+use serde_json::{json, Value};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn id_of(task: &Value) -> String {
+    task["id"].as_str().expect("task id").to_string()
+}
+
+fn header(r: &boomerang_e2e::Received, name: &str) -> String {
+    r.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn first_try_success_is_signed_per_standard_webhooks() {
+    let server = Server::start(ServerOptions::default());
+    let rx = Receiver::always(200).await;
+    let (status, task) = server
+        .register(json!({
+            "url": rx.url("/hook"), "delay": "1s",
+            "body": {"order": 42}, "headers": {"X-Secret-Token": "s3cret"},
+            "metadata": {"customer": "c-1"}
+        }))
+        .await;
+    assert_eq!(status, 201, "{task}");
+    let id = id_of(&task);
+    assert_eq!(task["status"], "scheduled");
+    assert_eq!(task["metadata"]["customer"], "c-1");
+    let done = server.wait_status(&id, "succeeded", WAIT).await;
+
+    let got = rx.received();
+    assert_eq!(got.len(), 1);
+    let r = &got[0];
+    assert_eq!(r.body.as_ref(), br#"{"order":42}"#);
+    assert_eq!(header(r, "content-type"), "application/json");
+    assert_eq!(header(r, "x-secret-token"), "s3cret");
+    assert_eq!(header(r, "webhook-id"), id);
+    assert_eq!(header(r, "boomerang-attempt"), "1");
+    let verified = signing::verify(
+        &server.secret,
+        &header(r, "webhook-id"),
+        &header(r, "webhook-timestamp"),
+        &header(r, "webhook-signature"),
+        &r.body,
+        chrono::Utc::now().timestamp(),
+    );
+    assert_eq!(verified, Ok(()));
+
+    let attempts = done["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0]["status_code"], 200);
+    assert_eq!(attempts[0]["response"], "ok");
+    assert!(attempts[0]["lateness_ms"].as_i64().unwrap() >= 0);
+    // Header values may be secrets: only names are shown.
+    assert!(!done.to_string().contains("s3cret"));
+    assert_eq!(done["header_names"], json!(["X-Secret-Token", "content-type"]));
+}
+
+#[tokio::test]
+async fn fails_twice_then_succeeds_with_the_scheduled_spacing() {
+    let server = Server::start(ServerOptions::default());
+    let rx = Receiver::start(|_, n| Reply::status(if n < 2 { 500 } else { 200 })).await;
+    let (_, task) = server
+        .register(json!({"url": rx.url("/flaky"), "retry": {"schedule": ["1s", "2s"]}}))
+        .await;
+    let done = server.wait_status(&id_of(&task), "succeeded", WAIT).await;
+    let got = rx.received();
+    assert_eq!(got.len(), 3);
+    let gap1 = got[1].at - got[0].at;
+    let gap2 = got[2].at - got[1].at;
+    // Never early; late by no more than a busy machine explains.
+    assert!(gap1 >= Duration::from_millis(950) && gap1 < Duration::from_secs(4), "{gap1:?}");
+    assert!(gap2 >= Duration::from_millis(1950) && gap2 < Duration::from_secs(5), "{gap2:?}");
+    let codes: Vec<_> = done["attempts"].as_array().unwrap().iter().map(|a| a["status_code"].clone()).collect();
+    assert_eq!(codes, vec![json!(500), json!(500), json!(200)]);
+    assert_eq!(done["attempts"][0]["outcome"], "retrying");
+    assert_eq!(done["attempts"][0]["error"], "HTTP 500");
+}
+
+#[tokio::test]
+async fn always_failing_ends_failed_with_a_dead_letter_and_can_be_redriven() {
+    let server = Server::start(ServerOptions::default());
+    let rx = Receiver::start(|_, n| Reply::status(if n < 3 { 500 } else { 200 })).await;
+    let (_, task) = server
+        .register(json!({"url": rx.url("/down"), "retry": {"schedule": ["1s"], "max_attempts": 3}}))
+        .await;
+    let id = id_of(&task);
+    let failed = server.wait_status(&id, "failed", WAIT).await;
+    assert_eq!(rx.count("/down"), 3);
+    assert_eq!(failed["attempts"].as_array().unwrap().len(), 3);
+    assert_eq!(failed["last_error"], "HTTP 500");
+
+    let (_, page) = server.get_json("/v1/tasks?status=failed").await;
+    let ids: Vec<_> = page["tasks"].as_array().unwrap().iter().map(id_of).collect();
+    assert_eq!(ids, vec![id.clone()]);
+    let log = server.log();
+    assert!(
+        log.lines().any(|l| l.contains("WARN") && l.contains(&id) && l.contains("task failed")),
+        "a WARN line names the task:\n{log}"
+    );
+
+    let res = server
+        .request(reqwest::Method::POST, &format!("/v1/tasks/{id}/retry"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let done = server.wait_status(&id, "succeeded", WAIT).await;
+    assert_eq!(done["attempt"], 4);
+    assert_eq!(rx.count("/down"), 4);
+}
+
+#[tokio::test]
+async fn gone_fails_at_once() {
+    let server = Server::start(ServerOptions::default());
+    let rx = Receiver::always(410).await;
+    let (_, task) = server.register(json!({"url": rx.url("/gone")})).await;
+    let failed = server.wait_status(&id_of(&task), "failed", WAIT).await;
+    assert_eq!(rx.count("/gone"), 1);
+    assert_eq!(failed["attempts"][0]["outcome"], "failed");
+    assert_eq!(failed["next_attempt_at"], Value::Null);
+}
+
+#[tokio::test]
+async fn retry_after_is_honored() {
+    let server = Server::start(ServerOptions::default());
+    let rx = Receiver::start(|_, n| {
+        if n == 0 {
+            Reply {
+                headers: vec![("retry-after", "2".into())],
+                ..Reply::status(503)
+            }
+        } else {
+            Reply::status(200)
+        }
+    })
+    .await;
+    // The schedule alone would wait 8s; the server asks for 2s.
+    let (_, task) = server
+        .register(json!({"url": rx.url("/busy"), "retry": {"schedule": ["8s"]}}))
+        .await;
+    server.wait_status(&id_of(&task), "succeeded", WAIT).await;
+    let got = rx.received();
+    let gap = got[1].at - got[0].at;
+    assert!(gap >= Duration::from_millis(1950) && gap < Duration::from_secs(7), "{gap:?}");
+}
+
+#[tokio::test]
+async fn a_task_canceled_before_it_fires_is_never_called() {
+    let server = Server::start(ServerOptions::default());
+    let rx = Receiver::always(200).await;
+    let (_, task) = server.register(json!({"url": rx.url("/canceled"), "delay": "2s"})).await;
+    let id = id_of(&task);
+    // A later task to the same receiver: once it has arrived, the canceled one would have too.
+    let (_, sentinel) = server.register(json!({"url": rx.url("/sentinel"), "delay": "3s"})).await;
+    let res = server
+        .request(reqwest::Method::DELETE, &format!("/v1/tasks/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    server.wait_status(&id_of(&sentinel), "succeeded", WAIT).await;
+    assert_eq!(rx.count("/canceled"), 0);
+    assert_eq!(server.task(&id).await["status"], "canceled");
+
+    let again = server
+        .request(reqwest::Method::DELETE, &format!("/v1/tasks/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 409);
+    let unknown = server
+        .request(reqwest::Method::DELETE, "/v1/tasks/01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+}
+
+#[tokio::test]
+async fn twenty_concurrent_duplicate_registrations_make_one_task_and_one_call() {
+    let server = std::sync::Arc::new(Server::start(ServerOptions::default()));
+    let rx = Receiver::always(200).await;
+    let body = json!({"url": rx.url("/once"), "delay": "1s", "body": "hello"});
+    let handles: Vec<_> = (0..20)
+        .map(|_| {
+            let (server, body) = (server.clone(), body.clone());
+            tokio::spawn(async move {
+                let res = server
+                    .request(reqwest::Method::POST, "/v1/tasks")
+                    .header("Idempotency-Key", "order-42")
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = res.status().as_u16();
+                (status, res.json::<Value>().await.unwrap())
+            })
+        })
+        .collect();
+    let mut created = 0;
+    let mut ids = std::collections::HashSet::new();
+    for h in handles {
+        let (status, task) = h.await.unwrap();
+        assert!(status == 201 || status == 200, "{status}: {task}");
+        created += (status == 201) as u32;
+        ids.insert(id_of(&task));
+    }
+    assert_eq!(created, 1);
+    assert_eq!(ids.len(), 1);
+    let id = ids.into_iter().next().unwrap();
+    server.wait_status(&id, "succeeded", WAIT).await;
+    assert_eq!(rx.count("/once"), 1);
+    let (_, page) = server.get_json("/v1/tasks").await;
+    assert_eq!(page["tasks"].as_array().unwrap().len(), 1);
+
+    let changed = server
+        .request(reqwest::Method::POST, "/v1/tasks")
+        .header("Idempotency-Key", "order-42")
+        .json(&json!({"url": rx.url("/once"), "body": "different"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 422);
+}
+
+#[tokio::test]
+async fn kill_9_with_pending_and_in_flight_tasks_loses_nothing() {
+    let mut server = Server::start(ServerOptions::default());
+    // The first call to /slow hangs (the server dies during it); later calls answer at once.
+    let rx = Receiver::start(|path, n| {
+        if path == "/slow" && n == 0 {
+            Reply {
+                delay: Duration::from_secs(30),
+                ..Reply::status(200)
+            }
+        } else {
+            Reply::status(200)
+        }
+    })
+    .await;
+    let (_, slow) = server.register(json!({"url": rx.url("/slow"), "timeout": "2s"})).await;
+    let mut pending = Vec::new();
+    for i in 0..5 {
+        let (status, t) = server
+            .register(json!({"url": rx.url("/pending"), "delay": format!("{}s", 3 + i)}))
+            .await;
+        assert_eq!(status, 201);
+        pending.push(id_of(&t));
+    }
+    wait_for("the slow delivery to be in flight", WAIT, || async {
+        (rx.count("/slow") == 1).then_some(())
+    })
+    .await;
+    assert_eq!(server.task(&id_of(&slow)).await["status"], "delivering");
+
+    server.kill9_and_restart();
+
+    server.wait_status(&id_of(&slow), "succeeded", WAIT).await;
+    for id in &pending {
+        server.wait_status(id, "succeeded", WAIT).await;
+    }
+    assert_eq!(rx.count("/pending"), 5);
+    assert_eq!(rx.count("/slow"), 2, "the interrupted delivery is retried after its lease");
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing() {
+    let server = Server::start(ServerOptions { dev: false, ..ServerOptions::default() });
+    let url = "https://example.com/hook";
+    let many_headers: serde_json::Map<String, Value> =
+        (0..51).map(|i| (format!("X-H{i}"), json!("v"))).collect();
+    let cases: Vec<(Value, u16, &str)> = vec![
+        (json!({"url": url, "unknown": 1}), 422, "unknown"),
+        (json!({}), 422, "url"),
+        (json!({"url": "/relative"}), 422, "url"),
+        (json!({"url": "ftp://example.com/x"}), 422, "url"),
+        (json!({"url": "http://example.com/x"}), 422, "url"),
+        (json!({"url": format!("{url}?{}", "a".repeat(2100))}), 422, "url"),
+        (json!({"url": url, "body": "x".repeat(256 * 1024 + 1)}), 413, "body"),
+        (json!({"url": url, "headers": many_headers}), 422, "headers"),
+        (json!({"url": url, "headers": {"Host": "evil"}}), 422, "headers.Host"),
+        (json!({"url": url, "headers": {"Content-Length": "1"}}), 422, "headers.Content-Length"),
+        (json!({"url": url, "headers": {"Transfer-Encoding": "chunked"}}), 422, "headers.Transfer-Encoding"),
+        (json!({"url": url, "headers": {"webhook-signature": "x"}}), 422, "headers.webhook-signature"),
+        (json!({"url": url, "delay": "5s", "fire_at": "2030-01-01T00:00:00Z"}), 422, "fire_at"),
+        (json!({"url": url, "delay": "-5s"}), 422, "delay"),
+        (json!({"url": url, "delay": "soonish"}), 422, "delay"),
+        (json!({"url": url, "delay": "400days"}), 422, "delay"),
+        (json!({"url": url, "fire_at": "2999-01-01T00:00:00Z"}), 422, "fire_at"),
+        (json!({"url": url, "retry": {"max_attempts": 0}}), 422, "retry.max_attempts"),
+        (json!({"url": url, "retry": {"max_attempts": 101}}), 422, "retry.max_attempts"),
+        (json!({"url": url, "retry": {"schedule": []}}), 422, "retry.schedule"),
+        (json!({"url": url, "retry": {"schedule": vec!["1s"; 101]}}), 422, "retry.schedule"),
+        (json!({"url": url, "retry": {"schedule": ["1s", "8d"]}}), 422, "retry.schedule[1]"),
+        (json!({"url": url, "retry": {"schedule": ["100ms"]}}), 422, "retry.schedule[0]"),
+        (json!({"url": url, "retry": {"jitter": 0.51}}), 422, "retry.jitter"),
+        (json!({"url": url, "timeout": "0s"}), 422, "timeout"),
+        (json!({"url": url, "timeout": "2m"}), 422, "timeout"),
+        (json!({"url": url, "idempotency_key": "k".repeat(256)}), 422, "idempotency_key"),
+        (json!({"url": url, "retry": {"max_attempts": "three"}}), 422, "retry.max_attempts"),
+    ];
+    for (body, status, field) in cases {
+        let res = server
+            .request(reqwest::Method::POST, "/v1/tasks")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), status, "{body}");
+        let ct = res.headers()["content-type"].to_str().unwrap().to_string();
+        assert_eq!(ct, "application/problem+json");
+        let problem: Value = res.json().await.unwrap();
+        assert_eq!(problem["field"], field, "{problem}");
+        assert_eq!(problem["status"], status);
+        assert!(problem["detail"].as_str().unwrap().contains(field), "{problem}");
+    }
+
+    let raw = |body: &'static str| {
+        server
+            .request(reqwest::Method::POST, "/v1/tasks")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    assert_eq!(raw("{not json").await.unwrap().status(), 400);
+    assert_eq!(raw("").await.unwrap().status(), 400);
+    let huge = server
+        .request(reqwest::Method::POST, "/v1/tasks")
+        .body(vec![b' '; 2 * 1024 * 1024])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(huge.status(), 413);
+
+    // A key reused with a different body.
+    let first = server
+        .request(reqwest::Method::POST, "/v1/tasks")
+        .header("Idempotency-Key", "k-1")
+        .json(&json!({"url": url, "delay": "1h"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 201);
+    let reused = server
+        .request(reqwest::Method::POST, "/v1/tasks")
+        .header("Idempotency-Key", "k-1")
+        .json(&json!({"url": url, "delay": "2h"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reused.status(), 422);
+    let problem: Value = reused.json().await.unwrap();
+    assert_eq!(problem["field"], "idempotency_key");
+
+    let unauthorized = reqwest::get(format!("{}/v1/tasks", server.base)).await.unwrap();
+    assert_eq!(unauthorized.status(), 401);
+    let (status, bad_query) = server.get_json("/v1/tasks?status=lost").await;
+    assert_eq!((status, bad_query["field"].clone()), (422, json!("status")));
+    let (status, _) = server.get_json("/v1/tasks/not-a-task-id").await;
+    assert_eq!(status, 404);
+
+    // Only the one valid registration was stored, and the server is healthy.
+    let (_, page) = server.get_json("/v1/tasks").await;
+    assert_eq!(page["tasks"].as_array().unwrap().len(), 1);
+    let health = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
+    assert_eq!(health.status(), 200);
+}
+
+#[tokio::test]
+async fn private_and_loopback_destinations_are_refused_without_dev() {
+    let server = Server::start(ServerOptions { dev: false, ..ServerOptions::default() });
+    for url in [
+        "https://127.0.0.1/x",
+        "https://10.1.2.3/x",
+        "https://169.254.169.254/latest/meta-data",
+        "https://[::1]/x",
+        "https://[::ffff:127.0.0.1]/x",
+        "https://100.64.0.1/x",
+        "http://example.com/x",
+    ] {
+        let (status, problem) = server.register(json!({"url": url})).await;
+        assert_eq!((status, problem["field"].clone()), (422, json!("url")), "{url}");
+    }
+    // A name that resolves to loopback passes registration but is refused after DNS.
+    let rx = Receiver::always(200).await;
+    let url = format!("https://localhost:{}/rebind", rx.addr.port());
+    let (status, task) = server.register(json!({"url": url})).await;
+    assert_eq!(status, 201, "{task}");
+    let failed = server.wait_status(&id_of(&task), "failed", WAIT).await;
+    let error = failed["last_error"].as_str().unwrap();
+    assert!(error.contains("destination refused"), "{error}");
+    assert_eq!(rx.received().len(), 0);
+}
