@@ -123,8 +123,10 @@ pub trait Tenants: Send + Sync {
     /// The tenant an API key belongs to, if any.
     async fn authenticate(&self, api_key: &str) -> Result<Option<TenantId>, TenantsError>;
 
-    async fn signing_secret(&self, tenant: &TenantId)
-        -> Result<Option<SigningSecret>, TenantsError>;
+    async fn signing_secret(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<SigningSecret>, TenantsError>;
 }
 
 /// One webhook call to make.

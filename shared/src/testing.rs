@@ -69,7 +69,10 @@ fn millis(t: DateTime<Utc>) -> DateTime<Utc> {
 async fn create_get_round_trip(store: &dyn TaskStore) {
     let tenant = unique_tenant("roundtrip");
     let task = sample_task(&tenant, None, millis(Utc::now()));
-    assert!(matches!(store.create(&task).await.unwrap(), CreateOutcome::Created));
+    assert!(matches!(
+        store.create(&task).await.unwrap(),
+        CreateOutcome::Created
+    ));
     assert_eq!(store.get(&task.id).await.unwrap(), Some(task));
     assert_eq!(store.get(&TaskId::new()).await.unwrap(), None);
 }
@@ -79,14 +82,24 @@ async fn idempotent_create(store: &dyn TaskStore) {
     let now = millis(Utc::now());
     let first = sample_task(&tenant, Some("key"), now);
     let again = sample_task(&tenant, Some("key"), now);
-    assert!(matches!(store.create(&first).await.unwrap(), CreateOutcome::Created));
+    assert!(matches!(
+        store.create(&first).await.unwrap(),
+        CreateOutcome::Created
+    ));
     match store.create(&again).await.unwrap() {
         CreateOutcome::Existing(t) => assert_eq!(t.id, first.id),
         other => panic!("expected the existing task, got {other:?}"),
     }
-    assert_eq!(store.get(&again.id).await.unwrap(), None, "the loser is not stored");
+    assert_eq!(
+        store.get(&again.id).await.unwrap(),
+        None,
+        "the loser is not stored"
+    );
     let other = sample_task(&unique_tenant("idem"), Some("key"), now);
-    assert!(matches!(store.create(&other).await.unwrap(), CreateOutcome::Created));
+    assert!(matches!(
+        store.create(&other).await.unwrap(),
+        CreateOutcome::Created
+    ));
 }
 
 async fn concurrent_idempotent_creates_have_one_winner(store: Arc<dyn TaskStore>) {
@@ -111,7 +124,13 @@ async fn concurrent_idempotent_creates_have_one_winner(store: Arc<dyn TaskStore>
     assert_eq!(created, 1, "exactly one registration wins");
     assert!(ids.len() <= 1, "every loser sees the same winner");
     let page = store
-        .list(&tenant, &ListQuery { limit: 50, ..ListQuery::default() })
+        .list(
+            &tenant,
+            &ListQuery {
+                limit: 50,
+                ..ListQuery::default()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(page.tasks.len(), 1);
@@ -125,12 +144,21 @@ async fn conditional_update(store: &dyn TaskStore) {
     let mut next = task.next_version(now);
     next.status = Status::Delivering;
     next.lease_until = Some(now);
-    assert!(matches!(store.update(&next, 7).await, Err(StoreError::Conflict)));
+    assert!(matches!(
+        store.update(&next, 7).await,
+        Err(StoreError::Conflict)
+    ));
     store.update(&next, 1).await.unwrap();
     assert_eq!(store.get(&task.id).await.unwrap(), Some(next.clone()));
-    assert!(matches!(store.update(&next, 1).await, Err(StoreError::Conflict)));
+    assert!(matches!(
+        store.update(&next, 1).await,
+        Err(StoreError::Conflict)
+    ));
     let ghost = sample_task(&tenant, None, now);
-    assert!(matches!(store.update(&ghost, 1).await, Err(StoreError::Conflict)));
+    assert!(matches!(
+        store.update(&ghost, 1).await,
+        Err(StoreError::Conflict)
+    ));
 }
 
 async fn concurrent_claims_have_one_winner(store: Arc<dyn TaskStore>) {
@@ -177,7 +205,10 @@ async fn attempts_are_kept_in_order(store: &dyn TaskStore) {
     store.put_attempt(&record(2, 503)).await.unwrap();
     let got = store.attempts(&task.id).await.unwrap();
     let numbers: Vec<_> = got.iter().map(|a| (a.number, a.status_code)).collect();
-    assert_eq!(numbers, vec![(1, Some(500)), (2, Some(503)), (10, Some(500))]);
+    assert_eq!(
+        numbers,
+        vec![(1, Some(500)), (2, Some(503)), (10, Some(500))]
+    );
     assert!(store.attempts(&TaskId::new()).await.unwrap().is_empty());
 }
 
@@ -207,11 +238,26 @@ async fn list_is_scoped_filtered_and_paged(store: &dyn TaskStore) {
         cursor,
     };
     let first = store.list(&tenant, &q(2, None, None)).await.unwrap();
-    assert_eq!(first.tasks.iter().map(|t| t.id).collect::<Vec<_>>(), ids[..2]);
-    let second = store.list(&tenant, &q(2, first.next_cursor, None)).await.unwrap();
-    assert_eq!(second.tasks.iter().map(|t| t.id).collect::<Vec<_>>(), ids[2..4]);
-    let last = store.list(&tenant, &q(2, second.next_cursor, None)).await.unwrap();
-    assert_eq!(last.tasks.iter().map(|t| t.id).collect::<Vec<_>>(), ids[4..]);
+    assert_eq!(
+        first.tasks.iter().map(|t| t.id).collect::<Vec<_>>(),
+        ids[..2]
+    );
+    let second = store
+        .list(&tenant, &q(2, first.next_cursor, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        second.tasks.iter().map(|t| t.id).collect::<Vec<_>>(),
+        ids[2..4]
+    );
+    let last = store
+        .list(&tenant, &q(2, second.next_cursor, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        last.tasks.iter().map(|t| t.id).collect::<Vec<_>>(),
+        ids[4..]
+    );
     assert_eq!(last.next_cursor, None);
     let canceled = store
         .list(&tenant, &q(10, None, Some(Status::Canceled)))
@@ -244,7 +290,9 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         store.create(t).await.unwrap();
     }
     let mine = |items: Vec<crate::ports::DueTask>| {
-        let ours = [overdue.id, later.id, stalled.id, working.id, pending.id, done.id];
+        let ours = [
+            overdue.id, later.id, stalled.id, working.id, pending.id, done.id,
+        ];
         let mut v: Vec<_> = items
             .into_iter()
             .filter(|d| ours.contains(&d.id))
@@ -267,5 +315,9 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
     expected.push((later.id, DueReason::Scheduled));
     expected.sort();
     let ahead = store.due(now + minute * 31, now, 10_000).await.unwrap();
-    assert_eq!(mine(ahead), expected, "a positive lookahead loads later work");
+    assert_eq!(
+        mine(ahead),
+        expected,
+        "a positive lookahead loads later work"
+    );
 }

@@ -11,7 +11,9 @@ use boomerang::clock::ManualClock;
 use boomerang::domain::{
     AttemptOutcome, CallbackRequest, RetryPolicy, SigningSecret, Status, TaskSpec, TenantId,
 };
-use boomerang::engine::{DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports};
+use boomerang::engine::{
+    DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports,
+};
 use boomerang::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
 use boomerang::store::memory::{MemoryDeadLetters, RecordingTimer};
 use boomerang::store::MemoryStore;
@@ -51,7 +53,9 @@ fn status(code: u16) -> WebhookResult {
 #[async_trait]
 impl Webhooks for ScriptedWebhooks {
     fn check_destination(&self, url: &str) -> Result<(), String> {
-        url.starts_with("https://").then_some(()).ok_or("must use https".into())
+        url.starts_with("https://")
+            .then_some(())
+            .ok_or("must use https".into())
     }
 
     async fn send(&self, _call: &WebhookCall<'_>) -> WebhookResult {
@@ -59,7 +63,11 @@ impl Webhooks for ScriptedWebhooks {
         if let Some(gate) = &self.gate {
             gate.acquire().await.expect("gate open").forget();
         }
-        self.script.lock().unwrap().pop_front().unwrap_or_else(|| status(200))
+        self.script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| status(200))
     }
 }
 
@@ -140,15 +148,25 @@ impl Harness {
             .task
     }
     async fn status_of(&self, task: &boomerang::domain::Task) -> Status {
-        self.engine.get(&self.tenant, &task.id).await.unwrap().task.status
+        self.engine
+            .get(&self.tenant, &task.id)
+            .await
+            .unwrap()
+            .task
+            .status
     }
 }
 
 #[tokio::test]
 async fn success_on_first_attempt_records_lateness() {
     let h = harness(ScriptedWebhooks::default());
-    let task = h.register(FireTime::After(secs(60)), RetryPolicy::default()).await;
-    assert_eq!(h.timer.armed(), vec![(task.id, 1, t0() + chrono::Duration::seconds(60))]);
+    let task = h
+        .register(FireTime::After(secs(60)), RetryPolicy::default())
+        .await;
+    assert_eq!(
+        h.timer.armed(),
+        vec![(task.id, 1, t0() + chrono::Duration::seconds(60))]
+    );
     h.clock.advance(secs(62));
     let outcome = h.engine.deliver(&task.id, 1).await.unwrap();
     assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
@@ -166,19 +184,30 @@ async fn duplicate_timer_fire_calls_the_webhook_once() {
     let outcomes = [a.unwrap(), b.unwrap()];
     assert!(outcomes.contains(&DeliverOutcome::Attempted(Status::Succeeded)));
     assert!(outcomes.contains(&DeliverOutcome::Stale));
-    assert_eq!(h.engine.deliver(&task.id, 1).await.unwrap(), DeliverOutcome::Stale);
+    assert_eq!(
+        h.engine.deliver(&task.id, 1).await.unwrap(),
+        DeliverOutcome::Stale
+    );
     assert_eq!(h.webhooks.calls(), 1);
 }
 
 #[tokio::test]
 async fn early_fire_re_arms_for_the_due_time_without_calling() {
     let h = harness(ScriptedWebhooks::default());
-    let task = h.register(FireTime::After(secs(1200)), RetryPolicy::default()).await;
+    let task = h
+        .register(FireTime::After(secs(1200)), RetryPolicy::default())
+        .await;
     h.timer.clear();
     h.clock.advance(secs(1100));
-    assert_eq!(h.engine.deliver(&task.id, 1).await.unwrap(), DeliverOutcome::Early);
+    assert_eq!(
+        h.engine.deliver(&task.id, 1).await.unwrap(),
+        DeliverOutcome::Early
+    );
     assert_eq!(h.webhooks.calls(), 0);
-    assert_eq!(h.timer.armed(), vec![(task.id, 1, t0() + chrono::Duration::seconds(1200))]);
+    assert_eq!(
+        h.timer.armed(),
+        vec![(task.id, 1, t0() + chrono::Duration::seconds(1200))]
+    );
     h.clock.advance(secs(100));
     assert_eq!(
         h.engine.deliver(&task.id, 1).await.unwrap(),
@@ -190,11 +219,20 @@ async fn early_fire_re_arms_for_the_due_time_without_calling() {
 async fn lost_timer_is_repaired_by_the_sweep() {
     let h = harness(ScriptedWebhooks::default());
     h.timer.fail_next(1);
-    let task = h.register(FireTime::After(secs(60)), RetryPolicy::default()).await;
-    assert!(h.timer.armed().is_empty(), "arming failed, but the task is stored");
+    let task = h
+        .register(FireTime::After(secs(60)), RetryPolicy::default())
+        .await;
+    assert!(
+        h.timer.armed().is_empty(),
+        "arming failed, but the task is stored"
+    );
     let overdue = chrono::Duration::seconds(-60);
     h.clock.advance(secs(90));
-    assert_eq!(h.engine.sweep(overdue).await.unwrap().rearmed, 0, "not yet suspect");
+    assert_eq!(
+        h.engine.sweep(overdue).await.unwrap().rearmed,
+        0,
+        "not yet suspect"
+    );
     h.clock.advance(secs(60));
     assert_eq!(h.engine.sweep(overdue).await.unwrap().rearmed, 1);
     let (id, attempt, _) = h.timer.armed()[0];
@@ -207,11 +245,16 @@ async fn lost_timer_is_repaired_by_the_sweep() {
 #[tokio::test]
 async fn cancel_wins_before_fire_and_loses_during_delivery() {
     let h = harness(ScriptedWebhooks::default());
-    let early = h.register(FireTime::After(secs(60)), RetryPolicy::default()).await;
+    let early = h
+        .register(FireTime::After(secs(60)), RetryPolicy::default())
+        .await;
     let canceled = h.engine.cancel(&h.tenant, &early.id).await.unwrap();
     assert_eq!(canceled.status, Status::Canceled);
     h.clock.advance(secs(60));
-    assert_eq!(h.engine.deliver(&early.id, 1).await.unwrap(), DeliverOutcome::Stale);
+    assert_eq!(
+        h.engine.deliver(&early.id, 1).await.unwrap(),
+        DeliverOutcome::Stale
+    );
     assert_eq!(h.webhooks.calls(), 0);
     assert!(matches!(
         h.engine.cancel(&h.tenant, &early.id).await,
@@ -253,7 +296,10 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
     h.timer.clear();
     let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
     assert_eq!(report.leases_taken_over, 0, "the lease still holds");
-    assert_eq!(h.engine.deliver(&id, 1).await.unwrap(), DeliverOutcome::Stale);
+    assert_eq!(
+        h.engine.deliver(&id, 1).await.unwrap(),
+        DeliverOutcome::Stale
+    );
 
     h.clock.advance(secs(10 + 30));
     let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
@@ -288,7 +334,10 @@ async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
     );
     let after_first = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     assert_eq!(after_first.attempt, 2);
-    assert_eq!(after_first.next_fire_at, Some(t0() + chrono::Duration::seconds(30)));
+    assert_eq!(
+        after_first.next_fire_at,
+        Some(t0() + chrono::Duration::seconds(30))
+    );
     h.clock.advance(secs(30));
     h.engine.deliver(&task.id, 2).await.unwrap();
     h.clock.advance(secs(60));
@@ -324,7 +373,9 @@ async fn gone_and_permanent_statuses_fail_at_once() {
 #[tokio::test]
 async fn refused_destinations_fail_and_transport_errors_retry() {
     let refused = WebhookResult {
-        error: Some(WebhookError::Refused("10.0.0.1 is a private address".into())),
+        error: Some(WebhookError::Refused(
+            "10.0.0.1 is a private address".into(),
+        )),
         ..WebhookResult::default()
     };
     let reset = WebhookResult {
@@ -355,7 +406,10 @@ async fn retry_after_replaces_the_wait_within_the_maximum_interval() {
     h.engine.deliver(&task.id, 2).await.unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     // Bounded by the default policy's longest step, one hour.
-    assert_eq!(t.next_fire_at, Some(t0() + chrono::Duration::seconds(7 + 3600)));
+    assert_eq!(
+        t.next_fire_at,
+        Some(t0() + chrono::Duration::seconds(7 + 3600))
+    );
 }
 
 #[tokio::test]
@@ -364,17 +418,35 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
     h.dead_letters.fail_next(1);
     let once = h.register(FireTime::Now, RetryPolicy::default()).await;
     h.engine.deliver(&once.id, 1).await.unwrap();
-    assert_eq!(h.dead_letters.letters().len(), 1, "retried after one failure");
+    assert_eq!(
+        h.dead_letters.letters().len(),
+        1,
+        "retried after one failure"
+    );
 
     h.dead_letters.fail_next(3); // every try of the engine fails
     let down = h.register(FireTime::Now, RetryPolicy::default()).await;
     h.engine.deliver(&down.id, 1).await.unwrap();
     assert_eq!(h.dead_letters.letters().len(), 1);
-    assert!(h.engine.get(&h.tenant, &down.id).await.unwrap().task.dead_letter_pending);
+    assert!(
+        h.engine
+            .get(&h.tenant, &down.id)
+            .await
+            .unwrap()
+            .task
+            .dead_letter_pending
+    );
     let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
     assert_eq!(report.dead_letters_resent, 1);
     assert_eq!(h.dead_letters.letters().len(), 2);
-    assert!(!h.engine.get(&h.tenant, &down.id).await.unwrap().task.dead_letter_pending);
+    assert!(
+        !h.engine
+            .get(&h.tenant, &down.id)
+            .await
+            .unwrap()
+            .task
+            .dead_letter_pending
+    );
 }
 
 #[tokio::test]
@@ -387,12 +459,12 @@ async fn a_failed_task_can_be_redriven_for_a_new_round() {
     let task = h.register(FireTime::Now, policy).await;
     h.engine.deliver(&task.id, 1).await.unwrap();
     assert_eq!(h.status_of(&task).await, Status::Failed);
-    assert!(matches!(
-        h.engine.redrive(&h.tenant, &task.id).await,
-        Ok(_)
-    ));
+    h.engine.redrive(&h.tenant, &task.id).await.unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
-    assert_eq!((t.status, t.attempt, t.round_start), (Status::Scheduled, 2, 2));
+    assert_eq!(
+        (t.status, t.attempt, t.round_start),
+        (Status::Scheduled, 2, 2)
+    );
     h.engine.deliver(&task.id, 2).await.unwrap();
     assert_eq!(h.status_of(&task).await, Status::Succeeded);
     assert!(matches!(
@@ -434,14 +506,23 @@ async fn invalid_destinations_and_far_fire_times_are_refused_before_storing() {
         h.engine.register(&h.tenant, bad_url).await,
         Err(EngineError::Invalid { field: "url", .. })
     ));
-    let far = new_task(FireTime::After(secs(366 * 24 * 3600)), RetryPolicy::default());
+    let far = new_task(
+        FireTime::After(secs(366 * 24 * 3600)),
+        RetryPolicy::default(),
+    );
     assert!(matches!(
         h.engine.register(&h.tenant, far).await,
         Err(EngineError::Invalid { field: "delay", .. })
     ));
     let page = h
         .engine
-        .list(&h.tenant, &boomerang::ports::ListQuery { limit: 10, ..Default::default() })
+        .list(
+            &h.tenant,
+            &boomerang::ports::ListQuery {
+                limit: 10,
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     assert!(page.tasks.is_empty());
@@ -450,7 +531,10 @@ async fn invalid_destinations_and_far_fire_times_are_refused_before_storing() {
 async fn wait_until(cond: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while !cond() {
-        assert!(tokio::time::Instant::now() < deadline, "condition not met in time");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met in time"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }

@@ -124,7 +124,11 @@ impl Server {
     }
 
     pub async fn get_json(&self, path: &str) -> (u16, Value) {
-        let res = self.request(reqwest::Method::GET, path).send().await.unwrap();
+        let res = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .unwrap();
         (res.status().as_u16(), res.json().await.unwrap())
     }
 

@@ -62,7 +62,10 @@ async fn first_try_success_is_signed_per_standard_webhooks() {
     assert!(attempts[0]["lateness_ms"].as_i64().unwrap() >= 0);
     // Header values may be secrets: only names are shown.
     assert!(!done.to_string().contains("s3cret"));
-    assert_eq!(done["header_names"], json!(["X-Secret-Token", "content-type"]));
+    assert_eq!(
+        done["header_names"],
+        json!(["X-Secret-Token", "content-type"])
+    );
 }
 
 #[tokio::test]
@@ -78,9 +81,20 @@ async fn fails_twice_then_succeeds_with_the_scheduled_spacing() {
     let gap1 = got[1].at - got[0].at;
     let gap2 = got[2].at - got[1].at;
     // Never early; late by no more than a busy machine explains.
-    assert!(gap1 >= Duration::from_millis(950) && gap1 < Duration::from_secs(4), "{gap1:?}");
-    assert!(gap2 >= Duration::from_millis(1950) && gap2 < Duration::from_secs(5), "{gap2:?}");
-    let codes: Vec<_> = done["attempts"].as_array().unwrap().iter().map(|a| a["status_code"].clone()).collect();
+    assert!(
+        gap1 >= Duration::from_millis(950) && gap1 < Duration::from_secs(4),
+        "{gap1:?}"
+    );
+    assert!(
+        gap2 >= Duration::from_millis(1950) && gap2 < Duration::from_secs(5),
+        "{gap2:?}"
+    );
+    let codes: Vec<_> = done["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status_code"].clone())
+        .collect();
     assert_eq!(codes, vec![json!(500), json!(500), json!(200)]);
     assert_eq!(done["attempts"][0]["outcome"], "retrying");
     assert_eq!(done["attempts"][0]["error"], "HTTP 500");
@@ -100,11 +114,17 @@ async fn always_failing_ends_failed_with_a_dead_letter_and_can_be_redriven() {
     assert_eq!(failed["last_error"], "HTTP 500");
 
     let (_, page) = server.get_json("/v1/tasks?status=failed").await;
-    let ids: Vec<_> = page["tasks"].as_array().unwrap().iter().map(id_of).collect();
+    let ids: Vec<_> = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(id_of)
+        .collect();
     assert_eq!(ids, vec![id.clone()]);
     let log = server.log();
     assert!(
-        log.lines().any(|l| l.contains("WARN") && l.contains(&id) && l.contains("task failed")),
+        log.lines()
+            .any(|l| l.contains("WARN") && l.contains(&id) && l.contains("task failed")),
         "a WARN line names the task:\n{log}"
     );
 
@@ -151,24 +171,33 @@ async fn retry_after_is_honored() {
     server.wait_status(&id_of(&task), "succeeded", WAIT).await;
     let got = rx.received();
     let gap = got[1].at - got[0].at;
-    assert!(gap >= Duration::from_millis(1950) && gap < Duration::from_secs(7), "{gap:?}");
+    assert!(
+        gap >= Duration::from_millis(1950) && gap < Duration::from_secs(7),
+        "{gap:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_task_canceled_before_it_fires_is_never_called() {
     let server = Server::start(ServerOptions::default());
     let rx = Receiver::always(200).await;
-    let (_, task) = server.register(json!({"url": rx.url("/canceled"), "delay": "2s"})).await;
+    let (_, task) = server
+        .register(json!({"url": rx.url("/canceled"), "delay": "2s"}))
+        .await;
     let id = id_of(&task);
     // A later task to the same receiver: once it has arrived, the canceled one would have too.
-    let (_, sentinel) = server.register(json!({"url": rx.url("/sentinel"), "delay": "3s"})).await;
+    let (_, sentinel) = server
+        .register(json!({"url": rx.url("/sentinel"), "delay": "3s"}))
+        .await;
     let res = server
         .request(reqwest::Method::DELETE, &format!("/v1/tasks/{id}"))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    server.wait_status(&id_of(&sentinel), "succeeded", WAIT).await;
+    server
+        .wait_status(&id_of(&sentinel), "succeeded", WAIT)
+        .await;
     assert_eq!(rx.count("/canceled"), 0);
     assert_eq!(server.task(&id).await["status"], "canceled");
 
@@ -179,7 +208,10 @@ async fn a_task_canceled_before_it_fires_is_never_called() {
         .unwrap();
     assert_eq!(again.status(), 409);
     let unknown = server
-        .request(reqwest::Method::DELETE, "/v1/tasks/01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        .request(
+            reqwest::Method::DELETE,
+            "/v1/tasks/01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        )
         .send()
         .await
         .unwrap();
@@ -248,7 +280,9 @@ async fn kill_9_with_pending_and_in_flight_tasks_loses_nothing() {
         }
     })
     .await;
-    let (_, slow) = server.register(json!({"url": rx.url("/slow"), "timeout": "2s"})).await;
+    let (_, slow) = server
+        .register(json!({"url": rx.url("/slow"), "timeout": "2s"}))
+        .await;
     let mut pending = Vec::new();
     for i in 0..5 {
         let (status, t) = server
@@ -270,12 +304,19 @@ async fn kill_9_with_pending_and_in_flight_tasks_loses_nothing() {
         server.wait_status(id, "succeeded", WAIT).await;
     }
     assert_eq!(rx.count("/pending"), 5);
-    assert_eq!(rx.count("/slow"), 2, "the interrupted delivery is retried after its lease");
+    assert_eq!(
+        rx.count("/slow"),
+        2,
+        "the interrupted delivery is retried after its lease"
+    );
 }
 
 #[tokio::test]
 async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing() {
-    let server = Server::start(ServerOptions { dev: false, ..ServerOptions::default() });
+    let server = Server::start(ServerOptions {
+        dev: false,
+        ..ServerOptions::default()
+    });
     let url = "https://example.com/hook";
     let many_headers: serde_json::Map<String, Value> =
         (0..51).map(|i| (format!("X-H{i}"), json!("v"))).collect();
@@ -285,29 +326,97 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing() {
         (json!({"url": "/relative"}), 422, "url"),
         (json!({"url": "ftp://example.com/x"}), 422, "url"),
         (json!({"url": "http://example.com/x"}), 422, "url"),
-        (json!({"url": format!("{url}?{}", "a".repeat(2100))}), 422, "url"),
-        (json!({"url": url, "body": "x".repeat(256 * 1024 + 1)}), 413, "body"),
+        (
+            json!({"url": format!("{url}?{}", "a".repeat(2100))}),
+            422,
+            "url",
+        ),
+        (
+            json!({"url": url, "body": "x".repeat(256 * 1024 + 1)}),
+            413,
+            "body",
+        ),
         (json!({"url": url, "headers": many_headers}), 422, "headers"),
-        (json!({"url": url, "headers": {"Host": "evil"}}), 422, "headers.Host"),
-        (json!({"url": url, "headers": {"Content-Length": "1"}}), 422, "headers.Content-Length"),
-        (json!({"url": url, "headers": {"Transfer-Encoding": "chunked"}}), 422, "headers.Transfer-Encoding"),
-        (json!({"url": url, "headers": {"webhook-signature": "x"}}), 422, "headers.webhook-signature"),
-        (json!({"url": url, "delay": "5s", "fire_at": "2030-01-01T00:00:00Z"}), 422, "fire_at"),
+        (
+            json!({"url": url, "headers": {"Host": "evil"}}),
+            422,
+            "headers.Host",
+        ),
+        (
+            json!({"url": url, "headers": {"Content-Length": "1"}}),
+            422,
+            "headers.Content-Length",
+        ),
+        (
+            json!({"url": url, "headers": {"Transfer-Encoding": "chunked"}}),
+            422,
+            "headers.Transfer-Encoding",
+        ),
+        (
+            json!({"url": url, "headers": {"webhook-signature": "x"}}),
+            422,
+            "headers.webhook-signature",
+        ),
+        (
+            json!({"url": url, "delay": "5s", "fire_at": "2030-01-01T00:00:00Z"}),
+            422,
+            "fire_at",
+        ),
         (json!({"url": url, "delay": "-5s"}), 422, "delay"),
         (json!({"url": url, "delay": "soonish"}), 422, "delay"),
         (json!({"url": url, "delay": "400days"}), 422, "delay"),
-        (json!({"url": url, "fire_at": "2999-01-01T00:00:00Z"}), 422, "fire_at"),
-        (json!({"url": url, "retry": {"max_attempts": 0}}), 422, "retry.max_attempts"),
-        (json!({"url": url, "retry": {"max_attempts": 101}}), 422, "retry.max_attempts"),
-        (json!({"url": url, "retry": {"schedule": []}}), 422, "retry.schedule"),
-        (json!({"url": url, "retry": {"schedule": vec!["1s"; 101]}}), 422, "retry.schedule"),
-        (json!({"url": url, "retry": {"schedule": ["1s", "8d"]}}), 422, "retry.schedule[1]"),
-        (json!({"url": url, "retry": {"schedule": ["100ms"]}}), 422, "retry.schedule[0]"),
-        (json!({"url": url, "retry": {"jitter": 0.51}}), 422, "retry.jitter"),
+        (
+            json!({"url": url, "fire_at": "2999-01-01T00:00:00Z"}),
+            422,
+            "fire_at",
+        ),
+        (
+            json!({"url": url, "retry": {"max_attempts": 0}}),
+            422,
+            "retry.max_attempts",
+        ),
+        (
+            json!({"url": url, "retry": {"max_attempts": 101}}),
+            422,
+            "retry.max_attempts",
+        ),
+        (
+            json!({"url": url, "retry": {"schedule": []}}),
+            422,
+            "retry.schedule",
+        ),
+        (
+            json!({"url": url, "retry": {"schedule": vec!["1s"; 101]}}),
+            422,
+            "retry.schedule",
+        ),
+        (
+            json!({"url": url, "retry": {"schedule": ["1s", "8d"]}}),
+            422,
+            "retry.schedule[1]",
+        ),
+        (
+            json!({"url": url, "retry": {"schedule": ["100ms"]}}),
+            422,
+            "retry.schedule[0]",
+        ),
+        (
+            json!({"url": url, "retry": {"jitter": 0.51}}),
+            422,
+            "retry.jitter",
+        ),
         (json!({"url": url, "timeout": "0s"}), 422, "timeout"),
         (json!({"url": url, "timeout": "2m"}), 422, "timeout"),
-        (json!({"url": url, "idempotency_key": "k".repeat(256)}), 422, "idempotency_key"),
-        (json!({"url": url, "retry": {"max_attempts": "three"}}), 422, "retry.max_attempts"),
+        (
+            json!({"url": url, "idempotency_key": "k".repeat(256)}),
+            422,
+            "idempotency_key",
+        ),
+        (
+            json!({"url": url, "retry": {"max_attempts": "three"}}),
+            422,
+            "retry.max_attempts",
+        ),
     ];
     for (body, status, field) in cases {
         let res = server
@@ -322,7 +431,10 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing() {
         let problem: Value = res.json().await.unwrap();
         assert_eq!(problem["field"], field, "{problem}");
         assert_eq!(problem["status"], status);
-        assert!(problem["detail"].as_str().unwrap().contains(field), "{problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(field),
+            "{problem}"
+        );
     }
 
     let raw = |body: &'static str| {
@@ -362,7 +474,9 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing() {
     let problem: Value = reused.json().await.unwrap();
     assert_eq!(problem["field"], "idempotency_key");
 
-    let unauthorized = reqwest::get(format!("{}/v1/tasks", server.base)).await.unwrap();
+    let unauthorized = reqwest::get(format!("{}/v1/tasks", server.base))
+        .await
+        .unwrap();
     assert_eq!(unauthorized.status(), 401);
     let (status, bad_query) = server.get_json("/v1/tasks?status=lost").await;
     assert_eq!((status, bad_query["field"].clone()), (422, json!("status")));
@@ -372,13 +486,18 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing() {
     // Only the one valid registration was stored, and the server is healthy.
     let (_, page) = server.get_json("/v1/tasks").await;
     assert_eq!(page["tasks"].as_array().unwrap().len(), 1);
-    let health = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
+    let health = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
 }
 
 #[tokio::test]
 async fn private_and_loopback_destinations_are_refused_without_dev() {
-    let server = Server::start(ServerOptions { dev: false, ..ServerOptions::default() });
+    let server = Server::start(ServerOptions {
+        dev: false,
+        ..ServerOptions::default()
+    });
     for url in [
         "https://127.0.0.1/x",
         "https://10.1.2.3/x",
@@ -389,7 +508,11 @@ async fn private_and_loopback_destinations_are_refused_without_dev() {
         "http://example.com/x",
     ] {
         let (status, problem) = server.register(json!({"url": url})).await;
-        assert_eq!((status, problem["field"].clone()), (422, json!("url")), "{url}");
+        assert_eq!(
+            (status, problem["field"].clone()),
+            (422, json!("url")),
+            "{url}"
+        );
     }
     // A name that resolves to loopback passes registration but is refused after DNS.
     let rx = Receiver::always(200).await;

@@ -20,5 +20,9 @@ async fn sqlite_store_honours_the_contract() {
 }
 
 fn ulid_like() -> String {
-    format!("{}-{}", std::process::id(), chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0))
+    format!(
+        "{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+    )
 }

@@ -73,7 +73,8 @@ fn read(data_dir: &Path) -> Result<Option<Stored>> {
     let path = data_dir.join(FILE);
     match std::fs::read(&path) {
         Ok(bytes) => Ok(Some(
-            serde_json::from_slice(&bytes).with_context(|| format!("reading {}", path.display()))?,
+            serde_json::from_slice(&bytes)
+                .with_context(|| format!("reading {}", path.display()))?,
         )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),

@@ -56,7 +56,11 @@ struct ServeArgs {
     #[arg(long, env = "BOOMERANG_DEV")]
     dev: bool,
     /// Private ranges webhooks may reach even without --dev (repeatable, or comma-separated).
-    #[arg(long = "allow-cidr", env = "BOOMERANG_ALLOWED_CIDRS", value_delimiter = ',')]
+    #[arg(
+        long = "allow-cidr",
+        env = "BOOMERANG_ALLOWED_CIDRS",
+        value_delimiter = ','
+    )]
     allowed_cidrs: Vec<IpNet>,
     /// Extra time past a task's timeout before a stalled delivery is taken over.
     #[arg(long, env = "BOOMERANG_LEASE_MARGIN", default_value = "30s",
@@ -111,9 +115,12 @@ fn init_tracing(format: &str) {
 async fn serve(args: ServeArgs) -> Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
-    let creds =
-        credentials::load_or_create(&args.data_dir, args.api_key, args.signing_secret)?;
-    let tenants = StaticTenants::new(&creds.api_key, TenantId::new("default"), creds.secret.clone());
+    let creds = credentials::load_or_create(&args.data_dir, args.api_key, args.signing_secret)?;
+    let tenants = StaticTenants::new(
+        &creds.api_key,
+        TenantId::new("default"),
+        creds.secret.clone(),
+    );
     let backend = backend::embedded(EmbeddedConfig {
         data_dir: args.data_dir.clone(),
         dev: args.dev,
@@ -128,7 +135,11 @@ async fn serve(args: ServeArgs) -> Result<()> {
         },
     })?;
     let engine = backend.engine.clone();
-    tokio::spawn(run_deliveries(engine.clone(), backend.fires, args.concurrency));
+    tokio::spawn(run_deliveries(
+        engine.clone(),
+        backend.fires,
+        args.concurrency,
+    ));
     tokio::spawn(run_sweeper(
         engine.clone(),
         args.sweep_interval,
@@ -146,7 +157,12 @@ async fn serve(args: ServeArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_banner(addr: SocketAddr, data_dir: &std::path::Path, creds: &credentials::Credentials, dev: bool) {
+fn print_banner(
+    addr: SocketAddr,
+    data_dir: &std::path::Path,
+    creds: &credentials::Credentials,
+    dev: bool,
+) {
     println!("Boomerang listening on http://{addr}");
     println!("  data dir:       {}", data_dir.display());
     println!("  API key:        {}", creds.api_key);
@@ -156,6 +172,8 @@ fn print_banner(addr: SocketAddr, data_dir: &std::path::Path, creds: &credential
     }
     if dev {
         println!("  dev mode: http:// and private/loopback targets are allowed");
+    } else {
+        println!("  callback URLs must be public https:// (use --dev for local receivers)");
     }
 }
 
@@ -165,7 +183,8 @@ async fn shutdown() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };

@@ -35,7 +35,10 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .route("/tasks/{id}/retry", post(retry_task))
         .route_layer(middleware::from_fn_with_state(engine.clone(), authenticate));
     Router::new()
-        .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
+        .route(
+            "/healthz",
+            get(|| async { Json(serde_json::json!({"status": "ok"})) }),
+        )
         .nest("/v1", v1)
         .fallback(|| async { Problem::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
@@ -43,11 +46,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .with_state(engine)
 }
 
-async fn authenticate(
-    State(engine): State<Arc<Engine>>,
-    mut req: Request,
-    next: Next,
-) -> Response {
+async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next: Next) -> Response {
     let key = req
         .headers()
         .get(header::AUTHORIZATION)

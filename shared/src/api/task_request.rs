@@ -246,7 +246,12 @@ fn backoff(
 ) -> Result<Backoff, Problem> {
     let interval = match interval {
         Some(i) => bounded("retry.interval", &i, MIN_STEP, MAX_STEP)?,
-        None => return Err(Problem::invalid("retry.interval", "is required with `backoff`")),
+        None => {
+            return Err(Problem::invalid(
+                "retry.interval",
+                "is required with `backoff`",
+            ))
+        }
     };
     let max_interval = max_interval
         .map(|m| bounded("retry.max_interval", &m, MIN_STEP, MAX_STEP))
@@ -451,35 +456,83 @@ mod tests {
     fn each_rule_names_its_field() {
         let cases = [
             (r#"{"url":"https://x.io","bogus":1}"#, "bogus"),
-            (r#"{"url":"https://x.io","retry":{"bogus":1}}"#, "retry.bogus"),
+            (
+                r#"{"url":"https://x.io","retry":{"bogus":1}}"#,
+                "retry.bogus",
+            ),
             (r#"{}"#, "url"),
             (r#"{"url":5}"#, "url"),
             (r#"{"url":"https://x.io","delay":"-5s"}"#, "delay"),
             (r#"{"url":"https://x.io","delay":"soon"}"#, "delay"),
-            (r#"{"url":"https://x.io","delay":"1s","fire_at":"2030-01-01T00:00:00Z"}"#, "fire_at"),
+            (
+                r#"{"url":"https://x.io","delay":"1s","fire_at":"2030-01-01T00:00:00Z"}"#,
+                "fire_at",
+            ),
             (r#"{"url":"https://x.io","fire_at":"tomorrow"}"#, "fire_at"),
             (r#"{"url":"https://x.io","timeout":"0s"}"#, "timeout"),
             (r#"{"url":"https://x.io","timeout":"61s"}"#, "timeout"),
-            (r#"{"url":"https://x.io","retry":{"max_attempts":0}}"#, "retry.max_attempts"),
-            (r#"{"url":"https://x.io","retry":{"max_attempts":101}}"#, "retry.max_attempts"),
-            (r#"{"url":"https://x.io","retry":{"schedule":[]}}"#, "retry.schedule"),
-            (r#"{"url":"https://x.io","retry":{"schedule":["1s","8d"]}}"#, "retry.schedule[1]"),
-            (r#"{"url":"https://x.io","retry":{"schedule":["500ms"]}}"#, "retry.schedule[0]"),
-            (r#"{"url":"https://x.io","retry":{"jitter":0.6}}"#, "retry.jitter"),
-            (r#"{"url":"https://x.io","retry":{"backoff":"fixed"}}"#, "retry.interval"),
-            (r#"{"url":"https://x.io","retry":{"backoff":"cubic","interval":"1s"}}"#, "retry.backoff"),
-            (r#"{"url":"https://x.io","retry":{"backoff":"linear","interval":"1m","max_interval":"1s"}}"#, "retry.max_interval"),
-            (r#"{"url":"https://x.io","headers":{"Host":"evil"}}"#, "headers.Host"),
-            (r#"{"url":"https://x.io","headers":{"webhook-id":"x"}}"#, "headers.webhook-id"),
-            (r#"{"url":"https://x.io","headers":{"Transfer-Encoding":"chunked"}}"#, "headers.Transfer-Encoding"),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":0}}"#,
+                "retry.max_attempts",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":101}}"#,
+                "retry.max_attempts",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"schedule":[]}}"#,
+                "retry.schedule",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"schedule":["1s","8d"]}}"#,
+                "retry.schedule[1]",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"schedule":["500ms"]}}"#,
+                "retry.schedule[0]",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"jitter":0.6}}"#,
+                "retry.jitter",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"fixed"}}"#,
+                "retry.interval",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"cubic","interval":"1s"}}"#,
+                "retry.backoff",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"linear","interval":"1m","max_interval":"1s"}}"#,
+                "retry.max_interval",
+            ),
+            (
+                r#"{"url":"https://x.io","headers":{"Host":"evil"}}"#,
+                "headers.Host",
+            ),
+            (
+                r#"{"url":"https://x.io","headers":{"webhook-id":"x"}}"#,
+                "headers.webhook-id",
+            ),
+            (
+                r#"{"url":"https://x.io","headers":{"Transfer-Encoding":"chunked"}}"#,
+                "headers.Transfer-Encoding",
+            ),
             (r#"{"url":"https://x.io","method":"TRACE"}"#, "method"),
         ];
         for (json, field) in cases {
             assert_eq!(field_of(json).as_deref(), Some(field), "{json}");
         }
-        let schedule = format!(r#"{{"url":"https://x.io","retry":{{"schedule":[{}]}}}}"#, vec![r#""1s""#; 101].join(","));
+        let schedule = format!(
+            r#"{{"url":"https://x.io","retry":{{"schedule":[{}]}}}}"#,
+            vec![r#""1s""#; 101].join(",")
+        );
         assert_eq!(field_of(&schedule).as_deref(), Some("retry.schedule"));
-        let key = format!(r#"{{"url":"https://x.io","idempotency_key":"{}"}}"#, "k".repeat(256));
+        let key = format!(
+            r#"{{"url":"https://x.io","idempotency_key":"{}"}}"#,
+            "k".repeat(256)
+        );
         assert_eq!(field_of(&key).as_deref(), Some("idempotency_key"));
         assert_eq!(field_of("{nope").as_deref(), Some("<400>"));
     }
@@ -491,7 +544,10 @@ mod tests {
             "retry":{"backoff":"exponential","interval":"10s","max_interval":"5m","max_attempts":5,
                      "jitter":0.2,"permanent_statuses":[404]},
             "timeout":"5s","expect_body":"ok","metadata":{"order":"42"}}"#;
-        let new = parse(json.as_bytes()).unwrap().validate(Some("key-1")).unwrap();
+        let new = parse(json.as_bytes())
+            .unwrap()
+            .validate(Some("key-1"))
+            .unwrap();
         assert_eq!(new.spec.request.method, "PUT");
         assert_eq!(new.spec.request.body, r#"{"k":[1,2]}"#);
         assert!(new
@@ -507,7 +563,8 @@ mod tests {
 
     #[test]
     fn digest_ignores_the_key_and_sees_every_other_change() {
-        let a = parse(br#"{"url":"https://x.io","idempotency_key":"a","body":{"x":1,"y":2}}"#).unwrap();
+        let a =
+            parse(br#"{"url":"https://x.io","idempotency_key":"a","body":{"x":1,"y":2}}"#).unwrap();
         let b = parse(br#"{"body":{"y":2,"x":1},"url":"https://x.io"}"#).unwrap();
         let c = parse(br#"{"url":"https://x.io","body":{"x":1,"y":3}}"#).unwrap();
         assert_eq!(a.digest(), b.digest());

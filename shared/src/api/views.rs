@@ -102,9 +102,12 @@ impl TaskView {
 impl RetryView {
     fn new(p: &RetryPolicy) -> Self {
         let (schedule, backoff, interval, max_interval) = match &p.backoff {
-            Backoff::Schedule { steps } => {
-                (Some(steps.iter().copied().map(human).collect()), None, None, None)
-            }
+            Backoff::Schedule { steps } => (
+                Some(steps.iter().copied().map(human).collect()),
+                None,
+                None,
+                None,
+            ),
             Backoff::Fixed { interval } => (None, Some("fixed"), Some(human(*interval)), None),
             Backoff::Linear {
                 interval,

@@ -171,7 +171,8 @@ mod tests {
         prop_oneof![
             prop::collection::vec(step.clone(), 1..=MAX_SCHEDULE_STEPS)
                 .prop_map(|steps| Backoff::Schedule { steps }),
-            step.clone().prop_map(|interval| Backoff::Fixed { interval }),
+            step.clone()
+                .prop_map(|interval| Backoff::Fixed { interval }),
             (step.clone(), step.clone()).prop_map(|(a, b)| Backoff::Linear {
                 interval: a.min(b),
                 max_interval: a.max(b)

@@ -81,7 +81,10 @@ impl Engine {
             lateness_ms: (now - due).num_milliseconds().max(0),
             duration_ms: (finished - now).num_milliseconds().max(0) as u64,
             status_code: result.status,
-            error: next.last_error.clone().filter(|_| next.status != Status::Succeeded),
+            error: next
+                .last_error
+                .clone()
+                .filter(|_| next.status != Status::Succeeded),
             response_excerpt: result.excerpt.clone(),
             outcome: match next.status {
                 Status::Succeeded => AttemptOutcome::Succeeded,
@@ -213,7 +216,9 @@ impl Engine {
 fn judge(result: &WebhookResult, task: &Task) -> Verdict {
     let policy = &task.spec.retry;
     match (&result.error, result.status) {
-        (Some(WebhookError::Refused(why)), _) => Verdict::Fail(format!("destination refused: {why}")),
+        (Some(WebhookError::Refused(why)), _) => {
+            Verdict::Fail(format!("destination refused: {why}"))
+        }
         (Some(WebhookError::Transport(why)), _) => Verdict::Retry {
             error: why.clone(),
             retry_after: None,

@@ -259,10 +259,7 @@ fn resolve_fire_time(when: FireTime, now: DateTime<Utc>) -> Result<DateTime<Utc>
     let max_ahead = chrono::Duration::from_std(MAX_SCHEDULE_AHEAD).expect("constant in range");
     let (at, field) = match when {
         FireTime::Now => return Ok(now),
-        FireTime::After(d) => (
-            chrono::Duration::from_std(d).ok().map(|d| now + d),
-            "delay",
-        ),
+        FireTime::After(d) => (chrono::Duration::from_std(d).ok().map(|d| now + d), "delay"),
         FireTime::At(at) => (Some(at.max(now)), "fire_at"),
     };
     match at {

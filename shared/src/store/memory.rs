@@ -38,7 +38,9 @@ impl TaskStore for MemoryStore {
         if let Some(key) = &task.idempotency_key {
             let k = (task.tenant.clone(), key.clone());
             if let Some(existing) = inner.idempotency.get(&k) {
-                return Ok(CreateOutcome::Existing(Box::new(inner.tasks[existing].clone())));
+                return Ok(CreateOutcome::Existing(Box::new(
+                    inner.tasks[existing].clone(),
+                )));
             }
             inner.idempotency.insert(k, task.id);
         }
@@ -113,7 +115,11 @@ pub(crate) fn page(tasks: &mut Vec<Task>, limit: u32) -> Page {
     let more = tasks.len() > limit as usize;
     tasks.truncate(limit as usize);
     Page {
-        next_cursor: if more { tasks.last().map(|t| t.id) } else { None },
+        next_cursor: if more {
+            tasks.last().map(|t| t.id)
+        } else {
+            None
+        },
         tasks: std::mem::take(tasks),
     }
 }
@@ -125,7 +131,11 @@ fn due_reason(t: &Task, fire_before: DateTime<Utc>, now: DateTime<Utc>) -> Optio
         Status::Failed if t.dead_letter_pending => (DueReason::DeadLetterPending, t.updated_at),
         _ => return None,
     };
-    let cutoff = if reason == DueReason::Scheduled { fire_before } else { now };
+    let cutoff = if reason == DueReason::Scheduled {
+        fire_before
+    } else {
+        now
+    };
     (at <= cutoff).then(|| DueTask {
         id: t.id,
         attempt: t.attempt,

@@ -117,13 +117,29 @@ mod tests {
         let (timer, mut fires) = LocalTimer::new(Duration::from_secs(60));
         let now = Utc::now();
         let (a, b, far) = (TaskId::new(), TaskId::new(), TaskId::new());
-        timer.arm(&b, 1, now + chrono::Duration::milliseconds(80)).await.unwrap();
-        timer.arm(&a, 1, now + chrono::Duration::milliseconds(20)).await.unwrap();
-        timer.arm(&a, 1, now + chrono::Duration::milliseconds(40)).await.unwrap();
-        timer.arm(&far, 1, now + chrono::Duration::hours(2)).await.unwrap();
+        timer
+            .arm(&b, 1, now + chrono::Duration::milliseconds(80))
+            .await
+            .unwrap();
+        timer
+            .arm(&a, 1, now + chrono::Duration::milliseconds(20))
+            .await
+            .unwrap();
+        timer
+            .arm(&a, 1, now + chrono::Duration::milliseconds(40))
+            .await
+            .unwrap();
+        timer
+            .arm(&far, 1, now + chrono::Duration::hours(2))
+            .await
+            .unwrap();
         assert_eq!(timer.pending(), 2, "the far task is not held in memory");
-        let first = tokio::time::timeout(Duration::from_secs(5), fires.recv()).await.unwrap();
-        let second = tokio::time::timeout(Duration::from_secs(5), fires.recv()).await.unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(5), fires.recv())
+            .await
+            .unwrap();
+        let second = tokio::time::timeout(Duration::from_secs(5), fires.recv())
+            .await
+            .unwrap();
         assert_eq!(first, Some((a, 1)));
         assert_eq!(second, Some((b, 1)));
         assert!(Utc::now() >= now + chrono::Duration::milliseconds(80));

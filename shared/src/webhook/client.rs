@@ -203,9 +203,8 @@ impl Resolve for GuardedResolver {
         let policy = self.0.clone();
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let resolved: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let mut refusals = Vec::new();
             let allowed: Vec<SocketAddr> = resolved
                 .into_iter()
@@ -222,8 +221,10 @@ impl Resolve for GuardedResolver {
                     .first()
                     .cloned()
                     .unwrap_or_else(|| "no addresses".into());
-                return Err(Box::new(RefusedAddress(format!("{host} resolves to {why}")))
-                    as Box<dyn StdError + Send + Sync>);
+                return Err(
+                    Box::new(RefusedAddress(format!("{host} resolves to {why}")))
+                        as Box<dyn StdError + Send + Sync>,
+                );
             }
             Ok(Box::new(allowed.into_iter()) as Addrs)
         })

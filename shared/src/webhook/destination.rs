@@ -90,11 +90,15 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
     if seg[0] == 0x64 && seg[1] == 0xff9b {
         // NAT64 (64:ff9b::/96)
-        return forbidden_v4(Ipv4Addr::from((u32::from(seg[6]) << 16) | u32::from(seg[7])));
+        return forbidden_v4(Ipv4Addr::from(
+            (u32::from(seg[6]) << 16) | u32::from(seg[7]),
+        ));
     }
     if seg[0] == 0x2002 {
         // 6to4 (2002::/16) embeds the IPv4 address in the next 32 bits.
-        return forbidden_v4(Ipv4Addr::from((u32::from(seg[1]) << 16) | u32::from(seg[2])));
+        return forbidden_v4(Ipv4Addr::from(
+            (u32::from(seg[1]) << 16) | u32::from(seg[2]),
+        ));
     }
     Some(match seg[0] {
         _ if ip.is_loopback() => "loopback",
@@ -160,7 +164,14 @@ mod tests {
 
     #[test]
     fn allows_public_addresses() {
-        for ip in ["1.1.1.1", "8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:1.1.1.1"] {
+        for ip in [
+            "1.1.1.1",
+            "8.8.8.8",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "::ffff:1.1.1.1",
+        ] {
             let ip: IpAddr = ip.parse().unwrap();
             assert!(strict().check_ip(ip).is_ok(), "{ip} should be allowed");
         }
@@ -168,7 +179,10 @@ mod tests {
 
     #[test]
     fn dev_mode_and_allowed_cidrs_relax_the_guard() {
-        let dev = DestinationPolicy { dev: true, ..strict() };
+        let dev = DestinationPolicy {
+            dev: true,
+            ..strict()
+        };
         assert!(dev.check_url("http://127.0.0.1:8080/x").is_ok());
         let vpc = DestinationPolicy {
             allowed_cidrs: vec!["10.0.0.0/8".parse().unwrap()],
@@ -188,7 +202,10 @@ mod tests {
         assert!(p.check_url("https://user:pw@example.com/").is_err());
         assert!(p.check_url("https://127.0.0.1/").is_err());
         assert!(p.check_url("https://[::ffff:127.0.0.1]/").is_err());
-        assert!(p.check_url("https://0x7f000001/").is_err(), "hex IPv4 literal");
+        assert!(
+            p.check_url("https://0x7f000001/").is_err(),
+            "hex IPv4 literal"
+        );
         let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
         assert!(p.check_url(&long).is_err());
     }

@@ -102,7 +102,10 @@ mod tests {
         let secret = SigningSecret::generate();
         let sig = sign(&secret, "id1", 1000, b"hello");
         let header = format!("v1,bogus {sig}");
-        assert_eq!(verify(&secret, "id1", "1000", &header, b"hello", 1010), Ok(()));
+        assert_eq!(
+            verify(&secret, "id1", "1000", &header, b"hello", 1010),
+            Ok(())
+        );
         assert_eq!(
             verify(&secret, "id1", "1000", &sig, b"hellO", 1010),
             Err(VerifyError::Mismatch)

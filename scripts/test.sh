@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite: format, lint, unit, contract and end-to-end tests.
+# Runs on a fresh clone; installs whatever it needs by itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_component() {
+  if ! cargo "$1" --version >/dev/null 2>&1; then
+    echo "== installing rustup component $2"
+    rustup component add "$2"
+  fi
+}
+need_component fmt rustfmt
+need_component clippy clippy
+
+echo "== cargo fmt --check"
+cargo fmt --all --check
+
+echo "== cargo clippy"
+cargo clippy --locked --workspace --all-targets -- -D warnings
+
+echo "== build (the end-to-end tests run the real binary)"
+cargo build --locked --workspace --all-targets
+
+echo "== cargo test"
+log=$(mktemp)
+cargo test --locked --workspace 2>&1 | tee "$log"
+# One closing line for the whole run: the sum over every test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "Summary: %d passed, %d failed\n", p, f }' "$log"
+rm -f "$log"
