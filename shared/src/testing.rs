@@ -19,35 +19,20 @@ pub fn unique_tenant(prefix: &str) -> TenantId {
 
 /// A scheduled task due at `fire_at`.
 pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>) -> Task {
-    Task {
-        id: TaskId::new(),
-        tenant: tenant.clone(),
-        spec: TaskSpec {
-            request: CallbackRequest {
-                url: "https://example.com/hook".into(),
-                method: "POST".into(),
-                headers: vec![("x-trace".into(), "1".into())],
-                body: "{\"n\":1}".into(),
-            },
-            timeout: Duration::from_secs(10),
-            expect_body: None,
-            retry: RetryPolicy::default(),
-            metadata: [("order".to_string(), "42".to_string())].into(),
+    let spec = TaskSpec {
+        request: CallbackRequest {
+            url: "https://example.com/hook".into(),
+            method: "POST".into(),
+            headers: vec![("x-trace".into(), "1".into())],
+            body: "{\"n\":1}".into(),
         },
-        idempotency_key: key.map(str::to_string),
-        request_hash: "hash".into(),
-        status: Status::Scheduled,
-        attempt: 1,
-        round_start: 1,
-        round_started_at: fire_at,
-        next_fire_at: Some(fire_at),
-        lease_until: None,
-        version: 1,
-        created_at: fire_at,
-        updated_at: fire_at,
-        last_error: None,
-        dead_letter_pending: false,
-    }
+        timeout: Duration::from_secs(10),
+        expect_body: None,
+        retry: RetryPolicy::default(),
+        metadata: [("order".to_string(), "42".to_string())].into(),
+    };
+    let key = key.map(str::to_string);
+    Task::new_scheduled(tenant.clone(), spec, key, "hash".into(), fire_at, fire_at)
 }
 
 /// Runs every check of the contract.

@@ -261,16 +261,7 @@ async fn cancel_wins_before_fire_and_loses_during_delivery() {
         Err(EngineError::Conflict(_))
     ));
 
-    let gate = Arc::new(Semaphore::new(0));
-    let h = harness(ScriptedWebhooks {
-        gate: Some(gate.clone()),
-        ..ScriptedWebhooks::default()
-    });
-    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
-    let engine = h.engine.clone();
-    let id = task.id;
-    let delivery = tokio::spawn(async move { engine.deliver(&id, 1).await });
-    wait_until(|| h.webhooks.calls() == 1).await;
+    let (h, gate, task, delivery) = delivery_held_mid_call().await;
     let race = h.engine.cancel(&h.tenant, &task.id).await;
     assert!(matches!(race, Err(EngineError::Conflict(_))), "{race:?}");
     gate.add_permits(1);
@@ -280,16 +271,8 @@ async fn cancel_wins_before_fire_and_loses_during_delivery() {
 
 #[tokio::test]
 async fn an_expired_lease_is_taken_over_after_a_crash() {
-    let gate = Arc::new(Semaphore::new(0));
-    let h = harness(ScriptedWebhooks {
-        gate: Some(gate.clone()),
-        ..ScriptedWebhooks::default()
-    });
-    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
-    let engine = h.engine.clone();
+    let (h, gate, task, crashed) = delivery_held_mid_call().await;
     let id = task.id;
-    let crashed = tokio::spawn(async move { engine.deliver(&id, 1).await });
-    wait_until(|| h.webhooks.calls() == 1).await;
     crashed.abort(); // the worker dies mid-call
     assert_eq!(h.status_of(&task).await, Status::Delivering);
 
@@ -526,6 +509,26 @@ async fn invalid_destinations_and_far_fire_times_are_refused_before_storing() {
         .await
         .unwrap();
     assert!(page.tasks.is_empty());
+}
+
+/// A task whose first delivery is in flight, held inside the webhook call until the
+/// returned gate gets a permit.
+async fn delivery_held_mid_call() -> (
+    Harness,
+    Arc<Semaphore>,
+    boomerang::domain::Task,
+    tokio::task::JoinHandle<Result<DeliverOutcome, EngineError>>,
+) {
+    let gate = Arc::new(Semaphore::new(0));
+    let h = harness(ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        ..ScriptedWebhooks::default()
+    });
+    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
+    let (engine, id) = (h.engine.clone(), task.id);
+    let delivery = tokio::spawn(async move { engine.deliver(&id, 1).await });
+    wait_until(|| h.webhooks.calls() == 1).await;
+    (h, gate, task, delivery)
 }
 
 async fn wait_until(cond: impl Fn() -> bool) {

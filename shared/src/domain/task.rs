@@ -102,6 +102,35 @@ pub struct Task {
 }
 
 impl Task {
+    /// A newly registered task, its first attempt due at `fire_at`.
+    pub fn new_scheduled(
+        tenant: TenantId,
+        spec: TaskSpec,
+        idempotency_key: Option<String>,
+        request_hash: String,
+        fire_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Task {
+        Task {
+            id: TaskId::new(),
+            tenant,
+            spec,
+            idempotency_key,
+            request_hash,
+            status: Status::Scheduled,
+            attempt: 1,
+            round_start: 1,
+            round_started_at: fire_at,
+            next_fire_at: Some(fire_at),
+            lease_until: None,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+            last_error: None,
+            dead_letter_pending: false,
+        }
+    }
+
     /// Attempts already made in the current round, the one in flight included.
     pub fn attempts_in_round(&self) -> u32 {
         self.attempt + 1 - self.round_start

@@ -127,24 +127,14 @@ impl Engine {
             })?;
         let now = self.ports.clock.now();
         let fire_at = resolve_fire_time(new.when, now)?;
-        let task = Task {
-            id: TaskId::new(),
-            tenant: tenant.clone(),
-            spec: new.spec,
-            idempotency_key: new.idempotency_key,
-            request_hash: new.request_hash,
-            status: Status::Scheduled,
-            attempt: 1,
-            round_start: 1,
-            round_started_at: fire_at,
-            next_fire_at: Some(fire_at),
-            lease_until: None,
-            version: 1,
-            created_at: now,
-            updated_at: now,
-            last_error: None,
-            dead_letter_pending: false,
-        };
+        let task = Task::new_scheduled(
+            tenant.clone(),
+            new.spec,
+            new.idempotency_key,
+            new.request_hash,
+            fire_at,
+            now,
+        );
         match self.ports.store.create(&task).await? {
             CreateOutcome::Created => {
                 tracing::info!(task = %task.id, tenant = %tenant, fire_at = %fire_at, "task registered");
