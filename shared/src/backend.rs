@@ -4,10 +4,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_config::SdkConfig;
 use ipnet::IpNet;
 use tokio::sync::mpsc;
 
-use crate::clock::SystemClock;
+use crate::aws::dynamodb::DynamoStore;
+use crate::aws::sqs_dead_letters::SqsDeadLetters;
+use crate::aws::tenants::DynamoTenants;
+use crate::aws::timer::AwsTimer;
+use crate::aws::triggers::TriggerEmulator;
+use crate::aws::AwsSettings;
+use crate::clock::{Clock, SystemClock};
+use crate::metrics::{Metrics, NoMetrics};
 use crate::engine::{Engine, EngineSettings, Ports};
 use crate::ports::{StoreError, Tenants};
 use crate::store::SqliteStore;
@@ -26,6 +34,8 @@ pub enum BackendError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Client(#[from] ClientBuildError),
+    #[error(transparent)]
+    Settings(#[from] crate::aws::SettingsError),
 }
 
 pub struct EmbeddedConfig {
@@ -63,10 +73,105 @@ pub fn embedded(config: EmbeddedConfig) -> Result<EmbeddedBackend, BackendError>
         tenants: config.tenants,
         webhooks: Arc::new(webhooks),
         clock: Arc::new(SystemClock),
+        metrics: Arc::new(NoMetrics),
     };
     Ok(EmbeddedBackend {
         engine: Arc::new(Engine::new(ports, config.settings)),
         fires,
         store,
     })
+}
+
+/// The engine on DynamoDB, Scheduler + SQS timers and SQS dead letters.
+pub struct AwsBackend {
+    pub engine: Arc<Engine>,
+    pub store: Arc<DynamoStore>,
+    pub tenants: Arc<DynamoTenants>,
+    pub settings: AwsSettings,
+    pub sqs: aws_sdk_sqs::Client,
+    pub scheduler: aws_sdk_scheduler::Client,
+}
+
+pub struct AwsBackendConfig {
+    pub settings: AwsSettings,
+    /// Allow `http://` and private targets (only for local runs against an emulator).
+    pub dev: bool,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<dyn Metrics>,
+    pub engine: EngineSettings,
+}
+
+pub fn aws(sdk: &SdkConfig, config: AwsBackendConfig) -> Result<AwsBackend, BackendError> {
+    let settings = config.settings;
+    let ddb = aws_sdk_dynamodb::Client::new(sdk);
+    let sqs = aws_sdk_sqs::Client::new(sdk);
+    let scheduler = aws_sdk_scheduler::Client::new(sdk);
+    let store = Arc::new(DynamoStore::new(ddb.clone(), &settings.table, settings.retention));
+    let tenants = Arc::new(DynamoTenants::new(ddb, &settings.table));
+    let timer = AwsTimer::new(sqs.clone(), scheduler.clone(), &settings, config.clock.clone());
+    let webhooks = HttpWebhooks::new(DestinationPolicy {
+        dev: config.dev,
+        allowed_cidrs: settings.allowed_cidrs.clone(),
+    })?;
+    let ports = Ports {
+        store: store.clone(),
+        timer: Arc::new(timer),
+        dead_letters: Arc::new(SqsDeadLetters::new(sqs.clone(), &settings.dead_letter_queue_url)),
+        tenants: tenants.clone(),
+        webhooks: Arc::new(webhooks),
+        clock: config.clock,
+        metrics: config.metrics,
+    };
+    Ok(AwsBackend {
+        engine: Arc::new(Engine::new(ports, config.engine)),
+        store,
+        tenants,
+        settings,
+        sqs,
+        scheduler,
+    })
+}
+
+impl AwsBackend {
+    /// The stand-in for Scheduler and the SQS event source mapping (emulators only).
+    pub fn trigger_emulator(&self) -> Arc<TriggerEmulator> {
+        Arc::new(TriggerEmulator {
+            scheduler: self.scheduler.clone(),
+            sqs: self.sqs.clone(),
+            group: self.settings.schedule_group.clone(),
+            queue_url: self.settings.timer_queue_url.clone(),
+            engine: self.engine.clone(),
+            clock: self.engine.ports().clock.clone(),
+        })
+    }
+}
+
+/// The AWS backend as a Lambda builds it: settings from the environment (a missing one is
+/// a start-up error naming it), the SDK's credential chain, EMF metrics.
+pub async fn aws_from_env() -> Result<AwsBackend, BackendError> {
+    let settings = AwsSettings::from_env()?;
+    let sdk = crate::aws::sdk_config().await;
+    aws(
+        &sdk,
+        AwsBackendConfig {
+            settings,
+            dev: false,
+            clock: Arc::new(SystemClock),
+            metrics: Arc::new(crate::metrics::EmfMetrics),
+            engine: EngineSettings::default(),
+        },
+    )
+}
+
+/// JSON logs on stderr, the way CloudWatch Logs reads them (stdout carries EMF lines).
+pub fn init_lambda_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_current_span(false)
+        .without_time()
+        .init();
 }

@@ -5,11 +5,13 @@
 //! interface shared by the local server and the API Lambda.
 
 pub mod api;
+pub mod aws;
 pub mod backend;
 pub mod clock;
 pub mod domain;
 pub mod engine;
 pub mod local_runtime;
+pub mod metrics;
 pub mod ports;
 pub mod retry;
 pub mod store;

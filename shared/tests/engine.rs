@@ -99,6 +99,7 @@ fn harness(webhooks: ScriptedWebhooks) -> Harness {
         tenants: Arc::new(tenants),
         webhooks: webhooks.clone(),
         clock: clock.clone(),
+        metrics: Arc::new(boomerang::metrics::NoMetrics),
     };
     let settings = EngineSettings {
         lease_margin: Duration::from_secs(30),

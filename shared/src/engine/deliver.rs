@@ -5,6 +5,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::{Engine, EngineError};
+use crate::metrics::MetricEvent;
 use crate::domain::{AttemptOutcome, AttemptRecord, DeadLetter, Status, Task, TaskId};
 use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
 use crate::retry::with_retries;
@@ -99,6 +100,12 @@ impl Engine {
             Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
             Err(e) => return Err(e.into()),
         }
+        let lateness_ms = record.lateness_ms;
+        self.ports.metrics.record(match next.status {
+            Status::Succeeded => MetricEvent::Delivered { lateness_ms },
+            Status::Scheduled => MetricEvent::Retried { lateness_ms },
+            _ => MetricEvent::Failed { lateness_ms },
+        });
         tracing::info!(
             task = %id, attempt, status = next.status.as_str(),
             http_status = result.status, lateness_ms = record.lateness_ms,

@@ -9,6 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::clock::Clock;
+use crate::metrics::{MetricEvent, Metrics};
 use crate::domain::{AttemptRecord, Status, Task, TaskId, TaskSpec, TenantId};
 use crate::ports::{
     CreateOutcome, DeadLetters, ListQuery, Page, StoreError, TaskStore, Tenants, Timer, Webhooks,
@@ -95,6 +96,7 @@ pub struct Ports {
     pub tenants: Arc<dyn Tenants>,
     pub webhooks: Arc<dyn Webhooks>,
     pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<dyn Metrics>,
 }
 
 pub struct Engine {
@@ -138,6 +140,7 @@ impl Engine {
         match self.ports.store.create(&task).await? {
             CreateOutcome::Created => {
                 tracing::info!(task = %task.id, tenant = %tenant, fire_at = %fire_at, "task registered");
+                self.ports.metrics.record(MetricEvent::Registered);
                 self.arm(&task.id, 1, fire_at).await;
                 Ok(Registration {
                     task,

@@ -3,6 +3,7 @@
 use chrono::Duration;
 
 use super::{Engine, EngineError};
+use crate::metrics::MetricEvent;
 use crate::ports::DueReason;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,6 +48,12 @@ impl Engine {
                     }
                 }
             }
+        }
+        let repaired = report.rearmed + report.leases_taken_over + report.dead_letters_resent;
+        if repaired > 0 {
+            self.ports
+                .metrics
+                .record(MetricEvent::SweepRepaired { count: repaired });
         }
         Ok(report)
     }

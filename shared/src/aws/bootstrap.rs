@@ -1,0 +1,186 @@
+//! Creates the table, queues and schedule group in an emulator (or an empty account), for
+//! local use and tests. The CDK stack creates the same in a real deployment.
+
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    Projection, ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+};
+
+use super::describe;
+use super::dynamodb::{DUE_INDEX, TENANT_INDEX};
+use super::AwsSettings;
+
+#[derive(Debug, thiserror::Error)]
+#[error("bootstrap failed at {step}: {detail}")]
+pub struct BootstrapError {
+    step: &'static str,
+    detail: String,
+}
+
+fn fail(step: &'static str) -> impl Fn(String) -> BootstrapError {
+    move |detail| BootstrapError { step, detail }
+}
+
+/// Creates everything named after `prefix` (existing resources are kept) and returns the
+/// settings that point at them. The ARNs are placeholders an emulator accepts.
+pub async fn bootstrap(sdk: &SdkConfig, prefix: &str) -> Result<AwsSettings, BootstrapError> {
+    let table = format!("{prefix}-tasks");
+    create_table(&aws_sdk_dynamodb::Client::new(sdk), &table).await?;
+    let sqs = aws_sdk_sqs::Client::new(sdk);
+    let timer_queue_url = create_queue(&sqs, &format!("{prefix}-timer")).await?;
+    let dead_letter_queue_url = create_queue(&sqs, &format!("{prefix}-dead-letters")).await?;
+    let group = format!("{prefix}-timers");
+    let created = aws_sdk_scheduler::Client::new(sdk)
+        .create_schedule_group()
+        .name(&group)
+        .send()
+        .await;
+    if let Err(e) = created {
+        if !e.as_service_error().is_some_and(|se| se.is_conflict_exception()) {
+            return Err(fail("create schedule group")(describe(&e)));
+        }
+    }
+    Ok(AwsSettings {
+        table,
+        timer_queue_url,
+        dead_letter_queue_url,
+        schedule_group: group,
+        delivery_target_arn: format!("arn:aws:lambda:us-east-1:000000000000:function:{prefix}-delivery"),
+        scheduler_role_arn: format!("arn:aws:iam::000000000000:role/{prefix}-scheduler"),
+        scheduler_dlq_arn: None,
+        allowed_cidrs: Vec::new(),
+        retention: Duration::from_secs(super::DEFAULT_RETENTION_DAYS * 24 * 3600),
+    })
+}
+
+async fn create_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<String, BootstrapError> {
+    let out = sqs
+        .create_queue()
+        .queue_name(name)
+        .send()
+        .await
+        .map_err(|e| fail("create queue")(describe(&e)))?;
+    out.queue_url.ok_or_else(|| fail("create queue")("no queue URL returned".into()))
+}
+
+fn key(name: &str, kind: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .expect("complete key element")
+}
+
+fn attr(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(kind)
+        .build()
+        .expect("complete attribute definition")
+}
+
+/// The table of `dynamodb.rs`: `pk`/`sk`, the sparse `due` index and `by_tenant`.
+pub async fn create_table(ddb: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), BootstrapError> {
+    use ScalarAttributeType::{N, S};
+    let due = GlobalSecondaryIndex::builder()
+        .index_name(DUE_INDEX)
+        .key_schema(key("due_shard", KeyType::Hash))
+        .key_schema(key("due_ms", KeyType::Range))
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .non_key_attributes("attempt")
+                .non_key_attributes("due_reason")
+                .non_key_attributes("fire_ms")
+                .build(),
+        )
+        .build()
+        .expect("complete index");
+    let by_tenant = GlobalSecondaryIndex::builder()
+        .index_name(TENANT_INDEX)
+        .key_schema(key("tenant", KeyType::Hash))
+        .key_schema(key("tenant_sk", KeyType::Range))
+        .projection(Projection::builder().projection_type(ProjectionType::All).build())
+        .build()
+        .expect("complete index");
+    let created = ddb
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attr("pk", S))
+        .attribute_definitions(attr("sk", S))
+        .attribute_definitions(attr("due_shard", S))
+        .attribute_definitions(attr("due_ms", N))
+        .attribute_definitions(attr("tenant", S))
+        .attribute_definitions(attr("tenant_sk", S))
+        .key_schema(key("pk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .global_secondary_indexes(due)
+        .global_secondary_indexes(by_tenant)
+        .send()
+        .await;
+    if let Err(e) = created {
+        if !e.as_service_error().is_some_and(|se| se.is_resource_in_use_exception()) {
+            return Err(fail("create table")(describe(&e)));
+        }
+    }
+    wait_active(ddb, table).await?;
+    let ttl = ddb
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name("expires_at")
+                .build()
+                .expect("complete TTL spec"),
+        )
+        .send()
+        .await;
+    if let Err(e) = ttl {
+        // Some emulators lack TTL (or it is already on); reads ignore expired items anyway.
+        tracing::info!(error = %describe(&e), "time to live not enabled");
+    }
+    Ok(())
+}
+
+async fn wait_active(ddb: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), BootstrapError> {
+    for _ in 0..600 {
+        let out = ddb
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(|e| fail("describe table")(describe(&e)))?;
+        let table = out.table.as_ref();
+        let active = table.and_then(|t| t.table_status()) == Some(&TableStatus::Active);
+        let indexes_active = table.is_some_and(|t| {
+            t.global_secondary_indexes()
+                .iter()
+                .all(|i| i.index_status().is_none_or(|s| s.as_str() == "ACTIVE"))
+        });
+        if active && indexes_active {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(fail("wait for table")("table did not become active in 60 s".into()))
+}
+
+/// `export NAME=value` lines for a shell.
+pub fn env_exports(s: &AwsSettings) -> String {
+    [
+        (super::ENV_TABLE, s.table.as_str()),
+        (super::ENV_TIMER_QUEUE_URL, &s.timer_queue_url),
+        (super::ENV_DEAD_LETTER_QUEUE_URL, &s.dead_letter_queue_url),
+        (super::ENV_SCHEDULE_GROUP, &s.schedule_group),
+        (super::ENV_DELIVERY_FUNCTION_ARN, &s.delivery_target_arn),
+        (super::ENV_SCHEDULER_ROLE_ARN, &s.scheduler_role_arn),
+    ]
+    .iter()
+    .map(|(k, v)| format!("export {k}='{v}'\n"))
+    .collect()
+}

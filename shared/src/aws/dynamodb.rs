@@ -1,0 +1,405 @@
+//! The DynamoDB task store: one table, every state change a conditional write.
+//!
+//! Items (`pk`, `sk`):
+//! - `T#<task id>`, `TASK`: the task document plus the attributes the indexes use;
+//! - `T#<task id>`, `A#<attempt, 10 digits>`: one attempt record;
+//! - `I#<tenant>#<key>`, `IDEM`: an idempotency key and the whole task it registered.
+//!
+//! Indexes:
+//! - `due` (sparse, sharded): `due_shard` + `due_ms`, present only while a task has work
+//!   pending (scheduled, delivering, or a dead letter to resend). The sweeper queries each
+//!   shard for `due_ms <= cutoff`.
+//! - `by_tenant`: `tenant` + `tenant_sk` (the task id, so newest first), for listing.
+//!
+//! Finished tasks get `expires_at` (TTL). DynamoDB deletes expired items only eventually, so
+//! every read also ignores them.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+
+use super::describe;
+use crate::domain::{AttemptRecord, Status, Task, TaskId, TenantId};
+use crate::ports::{CreateOutcome, DueReason, DueTask, ListQuery, Page, StoreError, TaskStore};
+
+/// Partitions of the `due` index: spreads sweeper reads and hot due-times.
+pub const DUE_SHARDS: u32 = 8;
+pub const DUE_INDEX: &str = "due";
+pub const TENANT_INDEX: &str = "by_tenant";
+/// How long an idempotency key is remembered (it must be shorter than the retention).
+pub const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// Attempt records outlive their task's longest possible life plus retention.
+const ATTEMPT_RETENTION: Duration = Duration::from_secs(400 * 24 * 3600);
+
+type Item = HashMap<String, AttributeValue>;
+
+#[derive(Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+    retention: Duration,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>, retention: Duration) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            retention,
+        }
+    }
+
+    fn task_item(&self, task: &Task) -> Result<Item, StoreError> {
+        let mut item = Item::new();
+        item.insert("pk".into(), s(task_pk(&task.id)));
+        item.insert("sk".into(), s("TASK"));
+        item.insert("tenant".into(), s(task.tenant.as_str()));
+        item.insert("tenant_sk".into(), s(task.id.to_string()));
+        item.insert("status".into(), s(task.status.as_str()));
+        item.insert("version".into(), n(task.version));
+        item.insert("attempt".into(), n(task.attempt));
+        item.insert("doc".into(), s(encode(task)?));
+        if let Some((reason, at)) = pending_work(task) {
+            item.insert("due_shard".into(), s(shard_of(&task.id)));
+            item.insert("due_ms".into(), n(at.timestamp_millis()));
+            item.insert("due_reason".into(), s(reason));
+            let fire = task.next_fire_at.unwrap_or(at);
+            item.insert("fire_ms".into(), n(fire.timestamp_millis()));
+        }
+        if task.status.is_terminal() && !task.dead_letter_pending {
+            let expires = task.updated_at + chrono::Duration::from_std(self.retention).unwrap_or_default();
+            item.insert("expires_at".into(), n(expires.timestamp()));
+        }
+        Ok(item)
+    }
+
+    async fn put_task(&self, task: &Task, condition: Condition) -> Result<(), StoreError> {
+        let mut req = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(self.task_item(task)?));
+        req = match condition {
+            Condition::New => req.condition_expression("attribute_not_exists(pk)"),
+            Condition::Version(v) => req
+                .condition_expression("version = :v")
+                .expression_attribute_values(":v", n(v)),
+        };
+        match req.send().await {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => {
+                Err(StoreError::Conflict)
+            }
+            Err(e) => Err(StoreError::Unavailable(describe(&e))),
+        }
+    }
+
+    async fn get_item(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+        Ok(out.item.filter(|i| !expired(i, Utc::now())))
+    }
+
+    /// Claims an idempotency key for `task`; on loss returns the winner's task id and doc.
+    async fn claim_idempotency_key(
+        &self,
+        task: &Task,
+        key: &str,
+    ) -> Result<Option<(TaskId, String)>, StoreError> {
+        let pk = idem_pk(&task.tenant, key);
+        let now = Utc::now();
+        let expires = now + chrono::Duration::from_std(IDEMPOTENCY_WINDOW).expect("in range");
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(pk.clone()))
+            .item("sk", s("IDEM"))
+            .item("task_id", s(task.id.to_string()))
+            .item("doc", s(encode(task)?))
+            .item("expires_at", n(expires.timestamp()))
+            // An expired key that TTL has not removed yet may be claimed again.
+            .condition_expression("attribute_not_exists(pk) OR expires_at < :now")
+            .expression_attribute_values(":now", n(now.timestamp()))
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(None),
+            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => {
+                let item = self
+                    .get_item(pk, "IDEM")
+                    .await?
+                    .ok_or_else(|| StoreError::Unavailable("idempotency key vanished; retry".into()))?;
+                let id = get_s(&item, "task_id")?.parse().map_err(|_| corrupt("task_id"))?;
+                Ok(Some((id, get_s(&item, "doc")?.to_string())))
+            }
+            Err(e) => Err(StoreError::Unavailable(describe(&e))),
+        }
+    }
+}
+
+enum Condition {
+    New,
+    Version(u64),
+}
+
+#[async_trait]
+impl TaskStore for DynamoStore {
+    async fn create(&self, task: &Task) -> Result<CreateOutcome, StoreError> {
+        if let Some(key) = &task.idempotency_key {
+            if let Some((winner, doc)) = self.claim_idempotency_key(task, key).await? {
+                if let Some(existing) = self.get(&winner).await? {
+                    return Ok(CreateOutcome::Existing(Box::new(existing)));
+                }
+                // The winner stored its key but died before its task: finish its write from
+                // the copy kept with the key (it was never acknowledged, so this is safe).
+                let original: Task = decode(&doc)?;
+                match self.put_task(&original, Condition::New).await {
+                    Ok(()) | Err(StoreError::Conflict) => {}
+                    Err(e) => return Err(e),
+                }
+                let stored = self.get(&winner).await?.unwrap_or(original);
+                return Ok(CreateOutcome::Existing(Box::new(stored)));
+            }
+        }
+        self.put_task(task, Condition::New).await?;
+        Ok(CreateOutcome::Created)
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        match self.get_item(task_pk(id), "TASK").await? {
+            Some(item) => Ok(Some(decode(get_s(&item, "doc")?)?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
+        self.put_task(task, Condition::Version(expected_version)).await
+    }
+
+    async fn put_attempt(&self, record: &AttemptRecord) -> Result<(), StoreError> {
+        let expires = record.started_at + chrono::Duration::from_std(ATTEMPT_RETENTION).expect("in range");
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(task_pk(&record.task_id)))
+            .item("sk", s(format!("A#{:010}", record.number)))
+            .item("doc", s(encode(record)?))
+            .item("expires_at", n(expires.timestamp()))
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+        Ok(())
+    }
+
+    async fn attempts(&self, id: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
+        let mut records = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
+                .expression_attribute_values(":pk", s(task_pk(id)))
+                .expression_attribute_values(":a", s("A#"))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+            for item in out.items() {
+                records.push(decode(get_s(item, "doc")?)?);
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(records);
+            }
+        }
+    }
+
+    async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError> {
+        let want = query.limit as usize + 1;
+        let mut tasks: Vec<Task> = Vec::new();
+        let mut start: Option<Item> = None;
+        let now = Utc::now().timestamp();
+        loop {
+            let mut req = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(TENANT_INDEX)
+                .scan_index_forward(false)
+                .expression_attribute_values(":t", s(tenant.as_str()))
+                .expression_attribute_values(":now", n(now))
+                .set_exclusive_start_key(start)
+                .limit(want as i32);
+            let mut filter = "(attribute_not_exists(expires_at) OR expires_at > :now)".to_string();
+            req = match query.cursor {
+                Some(c) => req
+                    .key_condition_expression("tenant = :t AND tenant_sk < :c")
+                    .expression_attribute_values(":c", s(c.to_string())),
+                None => req.key_condition_expression("tenant = :t"),
+            };
+            if let Some(status) = query.status {
+                filter.push_str(" AND #st = :st");
+                req = req
+                    .expression_attribute_names("#st", "status")
+                    .expression_attribute_values(":st", s(status.as_str()));
+            }
+            let out = req
+                .filter_expression(filter)
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+            for item in out.items() {
+                tasks.push(decode(get_s(item, "doc")?)?);
+            }
+            start = out.last_evaluated_key;
+            if tasks.len() >= want || start.is_none() {
+                tasks.truncate(want);
+                return Ok(crate::store::memory::page(&mut tasks, query.limit));
+            }
+        }
+    }
+
+    async fn due(
+        &self,
+        fire_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<DueTask>, StoreError> {
+        let cutoff = fire_before.max(now).timestamp_millis();
+        let mut due = Vec::new();
+        for shard in 0..DUE_SHARDS {
+            let mut start: Option<Item> = None;
+            loop {
+                let out = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(DUE_INDEX)
+                    .key_condition_expression("due_shard = :s AND due_ms <= :c")
+                    .expression_attribute_values(":s", s(format!("S{shard}")))
+                    .expression_attribute_values(":c", n(cutoff))
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+                for item in out.items() {
+                    if let Some(task) = due_task(item, fire_before, now)? {
+                        due.push(task);
+                        if due.len() >= limit {
+                            return Ok(due);
+                        }
+                    }
+                }
+                start = out.last_evaluated_key;
+                if start.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(due)
+    }
+}
+
+/// The work a task has pending, for the `due` index: what kind and from when.
+fn pending_work(task: &Task) -> Option<(&'static str, DateTime<Utc>)> {
+    match task.status {
+        Status::Scheduled => Some(("scheduled", task.next_fire_at?)),
+        Status::Delivering => Some(("lease", task.lease_until?)),
+        Status::Failed if task.dead_letter_pending => Some(("dead_letter", task.updated_at)),
+        _ => None,
+    }
+}
+
+fn due_task(item: &Item, fire_before: DateTime<Utc>, now: DateTime<Utc>) -> Result<Option<DueTask>, StoreError> {
+    let at = millis(get_n(item, "due_ms")?);
+    let (reason, cutoff) = match get_s(item, "due_reason")? {
+        "scheduled" => (DueReason::Scheduled, fire_before),
+        "lease" => (DueReason::LeaseExpired, now),
+        _ => (DueReason::DeadLetterPending, now),
+    };
+    if at > cutoff {
+        return Ok(None);
+    }
+    let id = get_s(item, "pk")?
+        .strip_prefix("T#")
+        .and_then(|id| id.parse().ok())
+        .ok_or_else(|| corrupt("pk"))?;
+    Ok(Some(DueTask {
+        id,
+        attempt: get_n(item, "attempt")? as u32,
+        fire_at: millis(get_n(item, "fire_ms")?),
+        reason,
+    }))
+}
+
+pub fn task_pk(id: &TaskId) -> String {
+    format!("T#{id}")
+}
+
+fn idem_pk(tenant: &TenantId, key: &str) -> String {
+    format!("I#{tenant}#{key}")
+}
+
+fn shard_of(id: &TaskId) -> String {
+    // The ULID's last character is random: an even spread over the shards.
+    let last = id.to_string().bytes().last().unwrap_or(0) as u32;
+    format!("S{}", last % DUE_SHARDS)
+}
+
+fn expired(item: &Item, now: DateTime<Utc>) -> bool {
+    get_n(item, "expires_at").is_ok_and(|t| t <= now.timestamp())
+}
+
+fn millis(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
+
+pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+pub(crate) fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+pub(crate) fn get_s<'a>(item: &'a Item, key: &'static str) -> Result<&'a str, StoreError> {
+    item.get(key)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+        .ok_or_else(|| corrupt(key))
+}
+
+fn get_n(item: &Item, key: &'static str) -> Result<i64, StoreError> {
+    item.get(key)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| corrupt(key))
+}
+
+fn corrupt(field: &str) -> StoreError {
+    StoreError::Corrupt(format!("item attribute `{field}` missing or malformed"))
+}
+
+fn encode<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(doc: &str) -> Result<T, StoreError> {
+    serde_json::from_str(doc).map_err(|e| StoreError::Corrupt(e.to_string()))
+}

@@ -1,0 +1,169 @@
+//! The AWS adapters: DynamoDB task store and tenants, EventBridge Scheduler + SQS timers,
+//! SQS dead letters, and the delivery handler the Lambdas (and the local trigger emulation)
+//! call. The engine never sees any of these types.
+
+pub mod bootstrap;
+pub mod delivery;
+pub mod dynamodb;
+pub mod sqs_dead_letters;
+pub mod tenants;
+pub mod timer;
+pub mod triggers;
+
+use std::time::Duration;
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use ipnet::IpNet;
+
+/// Where the AWS resources are. Every field comes from an environment variable.
+#[derive(Clone, Debug)]
+pub struct AwsSettings {
+    pub table: String,
+    pub timer_queue_url: String,
+    pub dead_letter_queue_url: String,
+    pub schedule_group: String,
+    /// What Scheduler invokes: the delivery Lambda's ARN.
+    pub delivery_target_arn: String,
+    pub scheduler_role_arn: String,
+    /// Scheduler's own dead-letter queue for fires it could not deliver (optional).
+    pub scheduler_dlq_arn: Option<String>,
+    pub allowed_cidrs: Vec<IpNet>,
+    /// How long finished tasks are kept.
+    pub retention: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("missing environment variable(s): {}", .0.join(", "))]
+    Missing(Vec<&'static str>),
+    #[error("{0} is invalid: {1}")]
+    Invalid(&'static str, String),
+}
+
+pub const ENV_TABLE: &str = "BOOMERANG_TABLE";
+pub const ENV_TIMER_QUEUE_URL: &str = "BOOMERANG_TIMER_QUEUE_URL";
+pub const ENV_DEAD_LETTER_QUEUE_URL: &str = "BOOMERANG_DEAD_LETTER_QUEUE_URL";
+pub const ENV_SCHEDULE_GROUP: &str = "BOOMERANG_SCHEDULE_GROUP";
+pub const ENV_DELIVERY_FUNCTION_ARN: &str = "BOOMERANG_DELIVERY_FUNCTION_ARN";
+pub const ENV_SCHEDULER_ROLE_ARN: &str = "BOOMERANG_SCHEDULER_ROLE_ARN";
+pub const ENV_SCHEDULER_DLQ_ARN: &str = "BOOMERANG_SCHEDULER_DLQ_ARN";
+pub const ENV_ALLOWED_CIDRS: &str = "BOOMERANG_ALLOWED_CIDRS";
+pub const ENV_RETENTION_DAYS: &str = "BOOMERANG_RETENTION_DAYS";
+
+/// How overdue a task must be before the AWS sweeper re-arms it: timers are durable here,
+/// and Scheduler itself may fire up to a minute late.
+pub const SWEEP_LAG: chrono::Duration = chrono::Duration::seconds(90);
+
+/// Finished tasks are kept at least this long, and idempotency keys are remembered for
+/// [`IDEMPOTENCY_WINDOW`] within it.
+pub const MIN_RETENTION: Duration = Duration::from_secs(2 * 24 * 3600);
+pub const DEFAULT_RETENTION_DAYS: u64 = 7;
+
+impl AwsSettings {
+    /// Reads the settings; the error names every variable that is missing.
+    pub fn from_env() -> Result<Self, SettingsError> {
+        Self::from_lookup(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+    }
+
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let required = [
+            ENV_TABLE,
+            ENV_TIMER_QUEUE_URL,
+            ENV_DEAD_LETTER_QUEUE_URL,
+            ENV_SCHEDULE_GROUP,
+            ENV_DELIVERY_FUNCTION_ARN,
+            ENV_SCHEDULER_ROLE_ARN,
+        ];
+        let missing: Vec<_> = required.into_iter().filter(|k| get(k).is_none()).collect();
+        if !missing.is_empty() {
+            return Err(SettingsError::Missing(missing));
+        }
+        let allowed_cidrs = get(ENV_ALLOWED_CIDRS)
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                s.parse()
+                    .map_err(|_| SettingsError::Invalid(ENV_ALLOWED_CIDRS, s.to_string()))
+            })
+            .collect::<Result<_, _>>()?;
+        let days = match get(ENV_RETENTION_DAYS) {
+            None => DEFAULT_RETENTION_DAYS,
+            Some(d) => d
+                .trim()
+                .parse()
+                .map_err(|_| SettingsError::Invalid(ENV_RETENTION_DAYS, d.clone()))?,
+        };
+        let retention = Duration::from_secs(days * 24 * 3600);
+        if retention < MIN_RETENTION {
+            return Err(SettingsError::Invalid(
+                ENV_RETENTION_DAYS,
+                "must be at least 2 days".into(),
+            ));
+        }
+        let get = |k| get(k).expect("checked above");
+        Ok(Self {
+            table: get(ENV_TABLE),
+            timer_queue_url: get(ENV_TIMER_QUEUE_URL),
+            dead_letter_queue_url: get(ENV_DEAD_LETTER_QUEUE_URL),
+            schedule_group: get(ENV_SCHEDULE_GROUP),
+            delivery_target_arn: get(ENV_DELIVERY_FUNCTION_ARN),
+            scheduler_role_arn: get(ENV_SCHEDULER_ROLE_ARN),
+            scheduler_dlq_arn: std::env::var(ENV_SCHEDULER_DLQ_ARN).ok(),
+            allowed_cidrs,
+            retention,
+        })
+    }
+}
+
+/// The SDK configuration: the standard chain (env, profile, Lambda role). The SDK also
+/// honors `AWS_ENDPOINT_URL`, which is how emulators are reached. Throttling and 5xx
+/// answers are retried by the SDK's standard retry mode.
+pub async fn sdk_config() -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .retry_config(RetryConfig::standard().with_max_attempts(5))
+        .timeout_config(
+            TimeoutConfig::builder()
+                .operation_attempt_timeout(Duration::from_secs(10))
+                .build(),
+        )
+        .load()
+        .await
+}
+
+/// An SDK configuration for an emulator on `endpoint` with fixed test credentials; nothing
+/// is looked up from the environment or the instance metadata service.
+pub fn emulator_config(endpoint: &str) -> SdkConfig {
+    let creds = aws_sdk_dynamodb::config::Credentials::new("test", "test", None, None, "emulator");
+    SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .credentials_provider(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(creds))
+        .retry_config(RetryConfig::standard().with_max_attempts(3))
+        .build()
+}
+
+/// Formats an SDK error with its causes (the SDK's own Display hides them).
+pub(crate) fn describe<E: std::error::Error>(e: &E) -> String {
+    aws_sdk_dynamodb::error::DisplayErrorContext(e).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_settings_are_all_named() {
+        let err = AwsSettings::from_lookup(|k| (k == ENV_TABLE).then(|| "t".to_string()))
+            .unwrap_err()
+            .to_string();
+        for name in [ENV_TIMER_QUEUE_URL, ENV_DEAD_LETTER_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_DELIVERY_FUNCTION_ARN, ENV_SCHEDULER_ROLE_ARN] {
+            assert!(err.contains(name), "{err}");
+        }
+        assert!(!err.contains(ENV_TABLE));
+    }
+}
