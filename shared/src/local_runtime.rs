@@ -28,10 +28,9 @@ pub async fn run_deliveries(
     }
 }
 
-/// Sweeps every `every`, loading work due within `lookahead` into the in-process timer and
-/// taking over expired leases. The first sweep runs at once (start-up recovery).
-pub async fn run_sweeper(engine: Arc<Engine>, every: Duration, lookahead: Duration) {
-    let lookahead = chrono::Duration::from_std(lookahead).expect("lookahead in range");
+/// Sweeps every `every` (see `Engine::sweep` for `lookahead`). The first sweep runs at
+/// once: start-up recovery.
+pub async fn run_sweeper(engine: Arc<Engine>, every: Duration, lookahead: chrono::Duration) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

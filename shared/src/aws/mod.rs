@@ -14,7 +14,10 @@ use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
-use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_config::{BehaviorVersion, Region};
+
+pub use aws_config::SdkConfig;
+pub use aws_sdk_dynamodb::Client as DynamoClient;
 use ipnet::IpNet;
 
 /// Where the AWS resources are. Every field comes from an environment variable.
