@@ -15,8 +15,8 @@ use crate::aws::timer::AwsTimer;
 use crate::aws::triggers::TriggerEmulator;
 use crate::aws::AwsSettings;
 use crate::clock::{Clock, SystemClock};
-use crate::metrics::{Metrics, NoMetrics};
 use crate::engine::{Engine, EngineSettings, Ports};
+use crate::metrics::{Metrics, NoMetrics};
 use crate::ports::{StoreError, Tenants};
 use crate::store::SqliteStore;
 use crate::timer::local::{Fire, LocalTimer};
@@ -106,9 +106,18 @@ pub fn aws(sdk: &SdkConfig, config: AwsBackendConfig) -> Result<AwsBackend, Back
     let ddb = aws_sdk_dynamodb::Client::new(sdk);
     let sqs = aws_sdk_sqs::Client::new(sdk);
     let scheduler = aws_sdk_scheduler::Client::new(sdk);
-    let store = Arc::new(DynamoStore::new(ddb.clone(), &settings.table, settings.retention));
+    let store = Arc::new(DynamoStore::new(
+        ddb.clone(),
+        &settings.table,
+        settings.retention,
+    ));
     let tenants = Arc::new(DynamoTenants::new(ddb, &settings.table));
-    let timer = AwsTimer::new(sqs.clone(), scheduler.clone(), &settings, config.clock.clone());
+    let timer = AwsTimer::new(
+        sqs.clone(),
+        scheduler.clone(),
+        &settings,
+        config.clock.clone(),
+    );
     let webhooks = HttpWebhooks::new(DestinationPolicy {
         dev: config.dev,
         allowed_cidrs: settings.allowed_cidrs.clone(),
@@ -116,7 +125,10 @@ pub fn aws(sdk: &SdkConfig, config: AwsBackendConfig) -> Result<AwsBackend, Back
     let ports = Ports {
         store: store.clone(),
         timer: Arc::new(timer),
-        dead_letters: Arc::new(SqsDeadLetters::new(sqs.clone(), &settings.dead_letter_queue_url)),
+        dead_letters: Arc::new(SqsDeadLetters::new(
+            sqs.clone(),
+            &settings.dead_letter_queue_url,
+        )),
         tenants: tenants.clone(),
         webhooks: Arc::new(webhooks),
         clock: config.clock,

@@ -13,13 +13,21 @@ pub const NAMESPACE: &str = "Boomerang";
 pub enum MetricEvent {
     Registered,
     /// An attempt succeeded.
-    Delivered { lateness_ms: i64 },
+    Delivered {
+        lateness_ms: i64,
+    },
     /// An attempt failed and another is scheduled.
-    Retried { lateness_ms: i64 },
+    Retried {
+        lateness_ms: i64,
+    },
     /// An attempt failed and the task failed with it.
-    Failed { lateness_ms: i64 },
+    Failed {
+        lateness_ms: i64,
+    },
     /// The sweeper re-armed lost or stalled work.
-    SweepRepaired { count: usize },
+    SweepRepaired {
+        count: usize,
+    },
 }
 
 impl MetricEvent {
@@ -86,7 +94,12 @@ mod tests {
         assert_eq!(doc["AttemptLateness"], 42);
         let directive = &doc["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], NAMESPACE);
-        let names: Vec<_> = directive["Metrics"].as_array().unwrap().iter().map(|m| m["Name"].clone()).collect();
+        let names: Vec<_> = directive["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["Name"].clone())
+            .collect();
         assert_eq!(names, vec![json!("Retried"), json!("AttemptLateness")]);
         assert_eq!(doc["_aws"]["Timestamp"], 1_700_000_000_000i64);
     }

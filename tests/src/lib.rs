@@ -1,6 +1,8 @@
 //! Harness for end-to-end tests: the real `boomerang` binary, real HTTP receivers on
 //! loopback, and waits with deadlines instead of sleeps.
 
+pub mod aws;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -13,9 +13,9 @@ async fn main() -> Result<(), Error> {
     let engine = &*backend.engine;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| async move {
         match DeliveryEvent::from_json(event.payload) {
-            DeliveryEvent::Queue(batch) => {
-                Ok::<Value, Error>(serde_json::to_value(delivery::handle_queue(engine, &batch).await)?)
-            }
+            DeliveryEvent::Queue(batch) => Ok::<Value, Error>(serde_json::to_value(
+                delivery::handle_queue(engine, &batch).await,
+            )?),
             DeliveryEvent::Scheduled(input) => {
                 delivery::handle_scheduled(engine, &input).await?;
                 Ok(Value::Null)

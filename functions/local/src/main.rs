@@ -78,7 +78,9 @@ async fn main() -> Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
-        Command::Aws(AwsCommand::Bootstrap { prefix }) => aws_cmd::bootstrap_emulator(&prefix).await,
+        Command::Aws(AwsCommand::Bootstrap { prefix }) => {
+            aws_cmd::bootstrap_emulator(&prefix).await
+        }
         Command::Keys(KeysCommand::Create { tenant }) => aws_cmd::create_key(&tenant).await,
     }
 }

@@ -31,7 +31,12 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free one; the chosen address is printed).
     #[arg(long, env = "BOOMERANG_ADDR", default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
-    #[arg(long, env = "BOOMERANG_BACKEND", value_enum, default_value = "embedded")]
+    #[arg(
+        long,
+        env = "BOOMERANG_BACKEND",
+        value_enum,
+        default_value = "embedded"
+    )]
     backend: Backend,
     /// Where tasks are stored (embedded backend); created if missing.
     #[arg(long, env = "BOOMERANG_DATA_DIR", default_value = "./.boomerang")]
@@ -47,7 +52,11 @@ pub struct ServeArgs {
     #[arg(long, env = "BOOMERANG_DEV")]
     dev: bool,
     /// Private ranges webhooks may reach even without --dev (repeatable, or comma-separated).
-    #[arg(long = "allow-cidr", env = "BOOMERANG_ALLOWED_CIDRS", value_delimiter = ',')]
+    #[arg(
+        long = "allow-cidr",
+        env = "BOOMERANG_ALLOWED_CIDRS",
+        value_delimiter = ','
+    )]
     allowed_cidrs: Vec<IpNet>,
     /// Extra time past a task's timeout before a stalled delivery is taken over.
     #[arg(long, env = "BOOMERANG_LEASE_MARGIN", default_value = "30s",
@@ -112,7 +121,11 @@ fn start_embedded(args: &ServeArgs) -> Result<(Arc<Engine>, Vec<String>)> {
         args.api_key.clone(),
         args.signing_secret.clone(),
     )?;
-    let tenants = StaticTenants::new(&creds.api_key, TenantId::new("default"), creds.secret.clone());
+    let tenants = StaticTenants::new(
+        &creds.api_key,
+        TenantId::new("default"),
+        creds.secret.clone(),
+    );
     let backend = backend::embedded(EmbeddedConfig {
         data_dir: args.data_dir.clone(),
         dev: args.dev,
@@ -124,8 +137,13 @@ fn start_embedded(args: &ServeArgs) -> Result<(Arc<Engine>, Vec<String>)> {
         settings: args.engine_settings(),
     })?;
     let engine = backend.engine.clone();
-    tokio::spawn(run_deliveries(engine.clone(), backend.fires, args.concurrency));
-    let lookahead = chrono::Duration::from_std(args.sweep_interval * 2).context("--sweep-interval")?;
+    tokio::spawn(run_deliveries(
+        engine.clone(),
+        backend.fires,
+        args.concurrency,
+    ));
+    let lookahead =
+        chrono::Duration::from_std(args.sweep_interval * 2).context("--sweep-interval")?;
     tokio::spawn(run_sweeper(engine.clone(), args.sweep_interval, lookahead));
     Ok((engine, embedded_banner(&args.data_dir, &creds)))
 }
@@ -144,7 +162,9 @@ fn embedded_banner(data_dir: &std::path::Path, creds: &Credentials) -> Vec<Strin
 
 async fn start_aws(args: &ServeArgs) -> Result<(Arc<Engine>, Vec<String>)> {
     let mut settings = AwsSettings::from_env()?;
-    settings.allowed_cidrs.extend(args.allowed_cidrs.iter().copied());
+    settings
+        .allowed_cidrs
+        .extend(args.allowed_cidrs.iter().copied());
     let sdk = boomerang::aws::sdk_config().await;
     let backend = backend::aws(
         &sdk,
@@ -165,8 +185,13 @@ async fn start_aws(args: &ServeArgs) -> Result<(Arc<Engine>, Vec<String>)> {
     if args.emulate_triggers {
         tokio::spawn(backend.trigger_emulator().run(Duration::from_secs(1)));
         let lag = chrono::Duration::from_std(args.sweep_lag).context("--sweep-lag")?;
-        tokio::spawn(run_sweeper(backend.engine.clone(), args.sweep_interval, -lag));
-        banner.push("triggers:       emulated (schedules, timer queue and sweeper run here)".into());
+        tokio::spawn(run_sweeper(
+            backend.engine.clone(),
+            args.sweep_interval,
+            -lag,
+        ));
+        banner
+            .push("triggers:       emulated (schedules, timer queue and sweeper run here)".into());
     }
     Ok((backend.engine, banner))
 }
@@ -177,7 +202,8 @@ async fn shutdown() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };

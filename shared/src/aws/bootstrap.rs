@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-    Projection, ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
 };
 
 use super::describe;
@@ -39,7 +39,10 @@ pub async fn bootstrap(sdk: &SdkConfig, prefix: &str) -> Result<AwsSettings, Boo
         .send()
         .await;
     if let Err(e) = created {
-        if !e.as_service_error().is_some_and(|se| se.is_conflict_exception()) {
+        if !e
+            .as_service_error()
+            .is_some_and(|se| se.is_conflict_exception())
+        {
             return Err(fail("create schedule group")(describe(&e)));
         }
     }
@@ -48,7 +51,9 @@ pub async fn bootstrap(sdk: &SdkConfig, prefix: &str) -> Result<AwsSettings, Boo
         timer_queue_url,
         dead_letter_queue_url,
         schedule_group: group,
-        delivery_target_arn: format!("arn:aws:lambda:us-east-1:000000000000:function:{prefix}-delivery"),
+        delivery_target_arn: format!(
+            "arn:aws:lambda:us-east-1:000000000000:function:{prefix}-delivery"
+        ),
         scheduler_role_arn: format!("arn:aws:iam::000000000000:role/{prefix}-scheduler"),
         scheduler_dlq_arn: None,
         allowed_cidrs: Vec::new(),
@@ -63,7 +68,8 @@ async fn create_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<String, B
         .send()
         .await
         .map_err(|e| fail("create queue")(describe(&e)))?;
-    out.queue_url.ok_or_else(|| fail("create queue")("no queue URL returned".into()))
+    out.queue_url
+        .ok_or_else(|| fail("create queue")("no queue URL returned".into()))
 }
 
 fn key(name: &str, kind: KeyType) -> KeySchemaElement {
@@ -83,7 +89,10 @@ fn attr(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
 }
 
 /// The table of `dynamodb.rs`: `pk`/`sk`, the sparse `due` index and `by_tenant`.
-pub async fn create_table(ddb: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), BootstrapError> {
+pub async fn create_table(
+    ddb: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<(), BootstrapError> {
     use ScalarAttributeType::{N, S};
     let due = GlobalSecondaryIndex::builder()
         .index_name(DUE_INDEX)
@@ -103,7 +112,11 @@ pub async fn create_table(ddb: &aws_sdk_dynamodb::Client, table: &str) -> Result
         .index_name(TENANT_INDEX)
         .key_schema(key("tenant", KeyType::Hash))
         .key_schema(key("tenant_sk", KeyType::Range))
-        .projection(Projection::builder().projection_type(ProjectionType::All).build())
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
         .build()
         .expect("complete index");
     let created = ddb
@@ -123,7 +136,10 @@ pub async fn create_table(ddb: &aws_sdk_dynamodb::Client, table: &str) -> Result
         .send()
         .await;
     if let Err(e) = created {
-        if !e.as_service_error().is_some_and(|se| se.is_resource_in_use_exception()) {
+        if !e
+            .as_service_error()
+            .is_some_and(|se| se.is_resource_in_use_exception())
+        {
             return Err(fail("create table")(describe(&e)));
         }
     }
@@ -167,7 +183,9 @@ async fn wait_active(ddb: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), 
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Err(fail("wait for table")("table did not become active in 60 s".into()))
+    Err(fail("wait for table")(
+        "table did not become active in 60 s".into(),
+    ))
 }
 
 /// `export NAME=value` lines for a shell.

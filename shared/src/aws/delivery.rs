@@ -31,7 +31,10 @@ impl DeliveryEvent {
 
 /// Delivers one timer message. A message that is not ours is logged and dropped (retrying
 /// it could never help); only transient failures are errors.
-pub async fn deliver_message(engine: &Engine, body: &str) -> Result<Option<DeliverOutcome>, EngineError> {
+pub async fn deliver_message(
+    engine: &Engine,
+    body: &str,
+) -> Result<Option<DeliverOutcome>, EngineError> {
     let message: TimerMessage = match serde_json::from_str(body) {
         Ok(m) => m,
         Err(e) => {
@@ -47,7 +50,9 @@ pub async fn deliver_message(engine: &Engine, body: &str) -> Result<Option<Deliv
 /// Handles a Scheduler invocation. An error fails the invocation: with Lambda's async
 /// retries off, the event goes to the on-failure destination and the sweeper re-arms.
 pub async fn handle_scheduled(engine: &Engine, input: &Value) -> Result<(), EngineError> {
-    deliver_message(engine, &input.to_string()).await.map(|_| ())
+    deliver_message(engine, &input.to_string())
+        .await
+        .map(|_| ())
 }
 
 /// Handles an SQS batch; the answer lists only the records that failed for a transient

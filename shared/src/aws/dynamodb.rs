@@ -71,7 +71,8 @@ impl DynamoStore {
             item.insert("fire_ms".into(), n(fire.timestamp_millis()));
         }
         if task.status.is_terminal() && !task.dead_letter_pending {
-            let expires = task.updated_at + chrono::Duration::from_std(self.retention).unwrap_or_default();
+            let expires =
+                task.updated_at + chrono::Duration::from_std(self.retention).unwrap_or_default();
             item.insert("expires_at".into(), n(expires.timestamp()));
         }
         Ok(item)
@@ -91,7 +92,10 @@ impl DynamoStore {
         };
         match req.send().await {
             Ok(_) => Ok(()),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => {
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
                 Err(StoreError::Conflict)
             }
             Err(e) => Err(StoreError::Unavailable(describe(&e))),
@@ -137,12 +141,16 @@ impl DynamoStore {
             .await;
         match put {
             Ok(_) => Ok(None),
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => {
-                let item = self
-                    .get_item(pk, "IDEM")
-                    .await?
-                    .ok_or_else(|| StoreError::Unavailable("idempotency key vanished; retry".into()))?;
-                let id = get_s(&item, "task_id")?.parse().map_err(|_| corrupt("task_id"))?;
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                let item = self.get_item(pk, "IDEM").await?.ok_or_else(|| {
+                    StoreError::Unavailable("idempotency key vanished; retry".into())
+                })?;
+                let id = get_s(&item, "task_id")?
+                    .parse()
+                    .map_err(|_| corrupt("task_id"))?;
                 Ok(Some((id, get_s(&item, "doc")?.to_string())))
             }
             Err(e) => Err(StoreError::Unavailable(describe(&e))),
@@ -186,11 +194,13 @@ impl TaskStore for DynamoStore {
     }
 
     async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
-        self.put_task(task, Condition::Version(expected_version)).await
+        self.put_task(task, Condition::Version(expected_version))
+            .await
     }
 
     async fn put_attempt(&self, record: &AttemptRecord) -> Result<(), StoreError> {
-        let expires = record.started_at + chrono::Duration::from_std(ATTEMPT_RETENTION).expect("in range");
+        let expires =
+            record.started_at + chrono::Duration::from_std(ATTEMPT_RETENTION).expect("in range");
         self.client
             .put_item()
             .table_name(&self.table)
@@ -326,7 +336,11 @@ fn pending_work(task: &Task) -> Option<(&'static str, DateTime<Utc>)> {
     }
 }
 
-fn due_task(item: &Item, fire_before: DateTime<Utc>, now: DateTime<Utc>) -> Result<Option<DueTask>, StoreError> {
+fn due_task(
+    item: &Item,
+    fire_before: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Option<DueTask>, StoreError> {
     let at = millis(get_n(item, "due_ms")?);
     let (reason, cutoff) = match get_s(item, "due_reason")? {
         "scheduled" => (DueReason::Scheduled, fire_before),

@@ -145,7 +145,9 @@ pub fn emulator_config(endpoint: &str) -> SdkConfig {
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .endpoint_url(endpoint)
-        .credentials_provider(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(creds))
+        .credentials_provider(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(
+            creds,
+        ))
         .retry_config(RetryConfig::standard().with_max_attempts(3))
         .build()
 }
@@ -164,7 +166,13 @@ mod tests {
         let err = AwsSettings::from_lookup(|k| (k == ENV_TABLE).then(|| "t".to_string()))
             .unwrap_err()
             .to_string();
-        for name in [ENV_TIMER_QUEUE_URL, ENV_DEAD_LETTER_QUEUE_URL, ENV_SCHEDULE_GROUP, ENV_DELIVERY_FUNCTION_ARN, ENV_SCHEDULER_ROLE_ARN] {
+        for name in [
+            ENV_TIMER_QUEUE_URL,
+            ENV_DEAD_LETTER_QUEUE_URL,
+            ENV_SCHEDULE_GROUP,
+            ENV_DELIVERY_FUNCTION_ARN,
+            ENV_SCHEDULER_ROLE_ARN,
+        ] {
             assert!(err.contains(name), "{err}");
         }
         assert!(!err.contains(ENV_TABLE));

@@ -42,7 +42,12 @@ impl DynamoTenants {
         }
     }
 
-    async fn get(&self, pk: String, sk: &str) -> Result<Option<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>>, TenantsError> {
+    async fn get(
+        &self,
+        pk: String,
+        sk: &str,
+    ) -> Result<Option<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>>, TenantsError>
+    {
         let out = self
             .client
             .get_item()
@@ -70,7 +75,9 @@ impl DynamoTenants {
             .await;
         match created {
             Ok(_) => {}
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
             Err(e) => return Err(TenantsError(describe(&e))),
         }
         let secret = self
@@ -106,7 +113,10 @@ impl Tenants for DynamoTenants {
             .map(TenantId::new))
     }
 
-    async fn signing_secret(&self, tenant: &TenantId) -> Result<Option<SigningSecret>, TenantsError> {
+    async fn signing_secret(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<SigningSecret>, TenantsError> {
         let Some(item) = self.get(tenant_pk(tenant), "TENANT").await? else {
             return Ok(None);
         };

@@ -37,8 +37,13 @@ pub struct TimerMessage {
 /// How one arm is carried out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TimerPlan {
-    Queue { delay_seconds: i32 },
-    Schedule { name: String, fire_at: DateTime<Utc> },
+    Queue {
+        delay_seconds: i32,
+    },
+    Schedule {
+        name: String,
+        fire_at: DateTime<Utc>,
+    },
 }
 
 /// Chooses SQS or Scheduler for an attempt due at `at`.
@@ -122,7 +127,12 @@ impl AwsTimer {
         Ok(())
     }
 
-    async fn schedule(&self, name: String, fire_at: DateTime<Utc>, input: String) -> Result<(), TimerError> {
+    async fn schedule(
+        &self,
+        name: String,
+        fire_at: DateTime<Utc>,
+        input: String,
+    ) -> Result<(), TimerError> {
         let target = Target::builder()
             .arn(&self.target_arn)
             .role_arn(&self.role_arn)
@@ -161,7 +171,12 @@ impl AwsTimer {
         match created {
             Ok(_) => Ok(()),
             // Armed before (a retry, or the sweeper): the schedule already does the job.
-            Err(e) if e.as_service_error().is_some_and(|se| se.is_conflict_exception()) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conflict_exception()) =>
+            {
+                Ok(())
+            }
             Err(e) => Err(TimerError(describe(&e))),
         }
     }
@@ -192,10 +207,22 @@ mod tests {
         let now = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap();
         let id = TaskId::new();
         let at = |ms| now + chrono::Duration::milliseconds(ms);
-        assert_eq!(plan(&id, 1, at(-5000), now), TimerPlan::Queue { delay_seconds: 0 });
-        assert_eq!(plan(&id, 1, at(2300), now), TimerPlan::Queue { delay_seconds: 3 });
-        assert_eq!(plan(&id, 1, at(300_000), now), TimerPlan::Queue { delay_seconds: 300 });
-        assert_eq!(plan(&id, 1, at(840_000), now), TimerPlan::Queue { delay_seconds: 840 });
+        assert_eq!(
+            plan(&id, 1, at(-5000), now),
+            TimerPlan::Queue { delay_seconds: 0 }
+        );
+        assert_eq!(
+            plan(&id, 1, at(2300), now),
+            TimerPlan::Queue { delay_seconds: 3 }
+        );
+        assert_eq!(
+            plan(&id, 1, at(300_000), now),
+            TimerPlan::Queue { delay_seconds: 300 }
+        );
+        assert_eq!(
+            plan(&id, 1, at(840_000), now),
+            TimerPlan::Queue { delay_seconds: 840 }
+        );
     }
 
     #[test]
@@ -207,11 +234,20 @@ mod tests {
             TimerPlan::Schedule { name, fire_at } => {
                 assert_eq!(name, format!("{id}-3"));
                 assert!(name.len() <= 64);
-                assert_eq!(fire_at, Utc.with_ymd_and_hms(2030, 1, 1, 12, 18, 0).unwrap());
+                assert_eq!(
+                    fire_at,
+                    Utc.with_ymd_and_hms(2030, 1, 1, 12, 18, 0).unwrap()
+                );
                 // Even a fire 59 s late stays early enough for the SQS re-arm to be precise.
                 let late_fire = fire_at + chrono::Duration::seconds(59);
-                assert!(matches!(plan(&id, 3, due, late_fire), TimerPlan::Queue { delay_seconds: 71 }));
-                assert!(matches!(plan(&id, 3, due, fire_at), TimerPlan::Queue { delay_seconds: 130 }));
+                assert!(matches!(
+                    plan(&id, 3, due, late_fire),
+                    TimerPlan::Queue { delay_seconds: 71 }
+                ));
+                assert!(matches!(
+                    plan(&id, 3, due, fire_at),
+                    TimerPlan::Queue { delay_seconds: 130 }
+                ));
             }
             other => panic!("expected a schedule, got {other:?}"),
         }

@@ -95,7 +95,8 @@ impl TriggerEmulator {
             .target()
             .map(|t| t.input().unwrap_or_default())
             .unwrap_or_default();
-        let input: serde_json::Value = serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
+        let input: serde_json::Value =
+            serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
         if let Err(e) = handle_scheduled(&self.engine, &input).await {
             tracing::warn!(schedule = name, error = %e, "delivery failed; the sweeper will re-arm");
         }

@@ -5,8 +5,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::{Engine, EngineError};
-use crate::metrics::MetricEvent;
 use crate::domain::{AttemptOutcome, AttemptRecord, DeadLetter, Status, Task, TaskId};
+use crate::metrics::MetricEvent;
 use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
 use crate::retry::with_retries;
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::clock::Clock;
-use crate::metrics::{MetricEvent, Metrics};
 use crate::domain::{AttemptRecord, Status, Task, TaskId, TaskSpec, TenantId};
+use crate::metrics::{MetricEvent, Metrics};
 use crate::ports::{
     CreateOutcome, DeadLetters, ListQuery, Page, StoreError, TaskStore, Tenants, Timer, Webhooks,
 };

@@ -1,0 +1,53 @@
+//! AWS emulators for tests: moto server (DynamoDB, SQS, Scheduler) and dynalite (DynamoDB
+//! with atomic conditional writes), both on loopback, started by `scripts/emulators.sh`.
+
+use boomerang::aws::bootstrap::{bootstrap, create_table};
+use boomerang::aws::{emulator_config, AwsSettings, SdkConfig};
+
+fn endpoint(var: &str) -> String {
+    let url = std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run ./scripts/test.sh, which starts the AWS emulators")
+    });
+    assert!(
+        url.starts_with("http://127.0.0.1:") || url.starts_with("http://localhost:"),
+        "{var} must point at loopback, not {url}"
+    );
+    url
+}
+
+pub fn moto_endpoint() -> String {
+    endpoint("BOOMERANG_TEST_MOTO_ENDPOINT")
+}
+
+pub fn dynalite_endpoint() -> String {
+    endpoint("BOOMERANG_TEST_DYNALITE_ENDPOINT")
+}
+
+pub fn moto() -> SdkConfig {
+    emulator_config(&moto_endpoint())
+}
+
+pub fn dynalite() -> SdkConfig {
+    emulator_config(&dynalite_endpoint())
+}
+
+/// A prefix no other test uses (resource names allow `[a-zA-Z0-9_.-]`).
+pub fn unique_prefix(what: &str) -> String {
+    format!("t{}-{what}", ulid::Ulid::new().to_string().to_lowercase())
+}
+
+/// A fresh table, queues and schedule group on moto.
+pub async fn fresh_moto_resources(what: &str) -> AwsSettings {
+    bootstrap(&moto(), &unique_prefix(what))
+        .await
+        .expect("bootstrap on moto")
+}
+
+/// A fresh table on dynalite; returns its name.
+pub async fn fresh_dynalite_table(what: &str) -> String {
+    let table = format!("{}-tasks", unique_prefix(what));
+    create_table(&aws_sdk_dynamodb::Client::new(&dynalite()), &table)
+        .await
+        .expect("create table on dynalite");
+    table
+}
