@@ -312,3 +312,56 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         "a positive lookahead loads later work"
     );
 }
+
+/// Watches a timer's fires, however the adapter delivers them.
+#[async_trait::async_trait]
+pub trait TimerProbe: Send {
+    /// The next fire, or `None` if nothing fired within `within`.
+    async fn next_fire(&mut self, within: Duration) -> Option<(TaskId, u32)>;
+}
+
+/// Waits for the fire of `(id, attempt)`, skipping others (duplicates are allowed).
+async fn await_fire(probe: &mut dyn TimerProbe, id: TaskId, attempt: u32) -> std::time::Instant {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(!left.is_zero(), "timer never fired for {id}/{attempt}");
+        if probe.next_fire(left).await == Some((id, attempt)) {
+            return std::time::Instant::now();
+        }
+    }
+}
+
+/// The contract of every [`Timer`]: a fire for each armed attempt, never early (to the
+/// second), overdue attempts at once, and arming the same attempt twice is harmless.
+pub async fn timer_contract(timer: Arc<dyn crate::ports::Timer>, probe: &mut dyn TimerProbe) {
+    let (a, b, c) = (TaskId::new(), TaskId::new(), TaskId::new());
+    let armed_at = std::time::Instant::now();
+    timer
+        .arm(&a, 1, Utc::now() + chrono::Duration::seconds(2))
+        .await
+        .unwrap();
+    timer
+        .arm(&b, 4, Utc::now() - chrono::Duration::seconds(30))
+        .await
+        .unwrap();
+    let due_c = Utc::now() + chrono::Duration::seconds(1);
+    timer.arm(&c, 2, due_c).await.unwrap();
+    timer.arm(&c, 2, due_c).await.unwrap();
+
+    let fired_b = await_fire(probe, b, 4).await;
+    assert!(
+        fired_b - armed_at < Duration::from_secs(10),
+        "an overdue attempt fires at once"
+    );
+    let fired_c = await_fire(probe, c, 2).await;
+    assert!(
+        fired_c - armed_at >= Duration::from_millis(900),
+        "never early"
+    );
+    let fired_a = await_fire(probe, a, 1).await;
+    assert!(
+        fired_a - armed_at >= Duration::from_millis(1900),
+        "never early"
+    );
+}

@@ -1,0 +1,279 @@
+//! The timer contract against the in-process timer and the AWS timer (SQS on moto), and
+//! the AWS timer's precision plan: long waits become a Scheduler schedule set early, to the
+//! minute; its early fire re-arms through SQS for the rest.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use aws_sdk_sqs::types::QueueAttributeName;
+use boomerang::aws::timer::{at_expression, AwsTimer, TimerMessage};
+use boomerang::aws::AwsSettings;
+use boomerang::clock::{Clock, ManualClock, SystemClock};
+use boomerang::domain::TaskId;
+use boomerang::ports::Timer;
+use boomerang::testing::{timer_contract, TimerProbe};
+use boomerang::timer::local::{Fire, LocalTimer};
+use boomerang_e2e::aws::{fresh_moto_resources, moto};
+use chrono::{DurationRound, Utc};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+struct ChannelProbe(UnboundedReceiver<Fire>);
+
+#[async_trait]
+impl TimerProbe for ChannelProbe {
+    async fn next_fire(&mut self, within: Duration) -> Option<(TaskId, u32)> {
+        tokio::time::timeout(within, self.0.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+/// Reads timer messages straight off the queue, as the SQS trigger would.
+struct QueueProbe {
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+}
+
+impl QueueProbe {
+    async fn receive(&self) -> Vec<TimerMessage> {
+        let out = self
+            .sqs
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        for m in out.messages() {
+            got.push(serde_json::from_str(m.body().unwrap()).unwrap());
+            self.sqs
+                .delete_message()
+                .queue_url(&self.queue_url)
+                .receipt_handle(m.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+        }
+        got
+    }
+
+    async fn counts(&self) -> (u64, u64) {
+        let attrs = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&self.queue_url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+            .send()
+            .await
+            .unwrap();
+        let get = |name| {
+            attrs
+                .attributes()
+                .and_then(|a| a.get(&name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        (
+            get(QueueAttributeName::ApproximateNumberOfMessages),
+            get(QueueAttributeName::ApproximateNumberOfMessagesDelayed),
+        )
+    }
+}
+
+#[async_trait]
+impl TimerProbe for QueueProbe {
+    async fn next_fire(&mut self, within: Duration) -> Option<(TaskId, u32)> {
+        let deadline = Instant::now() + within;
+        let mut pending = Vec::new();
+        while Instant::now() < deadline {
+            pending.extend(self.receive().await);
+            if let Some(m) = pending.first() {
+                return Some((m.task_id, m.attempt));
+            }
+        }
+        None
+    }
+}
+
+fn aws_timer(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsTimer {
+    let sdk = moto();
+    AwsTimer::new(
+        aws_sdk_sqs::Client::new(&sdk),
+        aws_sdk_scheduler::Client::new(&sdk),
+        settings,
+        clock,
+    )
+}
+
+fn probe(settings: &AwsSettings) -> QueueProbe {
+    QueueProbe {
+        sqs: aws_sdk_sqs::Client::new(&moto()),
+        queue_url: settings.timer_queue_url.clone(),
+    }
+}
+
+#[tokio::test]
+async fn the_local_timer_honours_the_contract() {
+    let (timer, fires) = LocalTimer::new(Duration::from_secs(60));
+    timer_contract(timer, &mut ChannelProbe(fires)).await;
+}
+
+#[tokio::test]
+async fn the_aws_timer_honours_the_contract_on_moto() {
+    let settings = fresh_moto_resources("timer").await;
+    let timer = Arc::new(aws_timer(&settings, Arc::new(SystemClock)));
+    timer_contract(timer, &mut probe(&settings)).await;
+}
+
+#[tokio::test]
+async fn a_five_minute_wait_uses_the_queue_only() {
+    let settings = fresh_moto_resources("five").await;
+    let timer = aws_timer(&settings, Arc::new(SystemClock));
+    timer
+        .arm(&TaskId::new(), 1, Utc::now() + chrono::Duration::minutes(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        probe(&settings).counts().await,
+        (0, 1),
+        "one delayed message"
+    );
+    let schedules = aws_sdk_scheduler::Client::new(&moto())
+        .list_schedules()
+        .group_name(&settings.schedule_group)
+        .send()
+        .await
+        .unwrap();
+    assert!(schedules.schedules().is_empty());
+}
+
+#[tokio::test]
+async fn a_twenty_minute_wait_is_scheduled_two_minutes_early_to_the_minute() {
+    let settings = fresh_moto_resources("twenty").await;
+    let now = Utc::now()
+        .duration_trunc(chrono::Duration::minutes(1))
+        .unwrap()
+        + chrono::Duration::seconds(10);
+    let clock = Arc::new(ManualClock::new(now));
+    let timer = aws_timer(&settings, clock);
+    let id = TaskId::new();
+    let due = now + chrono::Duration::minutes(20); // hh:mm:10, twenty minutes on
+    timer.arm(&id, 3, due).await.unwrap();
+    timer.arm(&id, 3, due).await.unwrap(); // an existing schedule counts as success
+
+    let schedule = aws_sdk_scheduler::Client::new(&moto())
+        .get_schedule()
+        .name(format!("{id}-3"))
+        .group_name(&settings.schedule_group)
+        .send()
+        .await
+        .unwrap();
+    let expected = now + chrono::Duration::minutes(18) - chrono::Duration::seconds(10);
+    assert_eq!(
+        schedule.schedule_expression(),
+        Some(at_expression(expected).as_str())
+    );
+    assert_eq!(
+        schedule.action_after_completion().map(|a| a.as_str()),
+        Some("DELETE")
+    );
+    let target = schedule.target().unwrap();
+    assert_eq!(target.arn(), settings.delivery_target_arn);
+    assert_eq!(target.role_arn(), settings.scheduler_role_arn);
+    let input: TimerMessage = serde_json::from_str(target.input().unwrap()).unwrap();
+    assert_eq!(
+        input,
+        TimerMessage {
+            task_id: id,
+            attempt: 3
+        }
+    );
+    assert_eq!(
+        probe(&settings).counts().await,
+        (0, 0),
+        "nothing on the queue"
+    );
+}
+
+/// Scheduler's (early) fire reaches `deliver`, which re-arms the rest through SQS with the
+/// remaining seconds as `DelaySeconds`: the message appears only when the attempt is due.
+#[tokio::test]
+async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
+    use boomerang::backend::{aws, AwsBackendConfig};
+    use boomerang::engine::{EngineSettings, FireTime, NewTask};
+    use boomerang::metrics::NoMetrics;
+
+    let settings = fresh_moto_resources("early").await;
+    let start = Utc::now();
+    let clock = Arc::new(ManualClock::new(start));
+    let backend = aws(
+        &moto(),
+        AwsBackendConfig {
+            settings: settings.clone(),
+            dev: true,
+            clock: clock.clone(),
+            metrics: Arc::new(NoMetrics),
+            engine: EngineSettings::default(),
+        },
+    )
+    .unwrap();
+    let tenant = boomerang::domain::TenantId::new("acme");
+    let spec = boomerang::testing::sample_task(&tenant, None, start).spec;
+    let registered = backend
+        .engine
+        .register(
+            &tenant,
+            NewTask {
+                spec,
+                when: FireTime::After(Duration::from_secs(20 * 60)),
+                idempotency_key: None,
+                request_hash: "h".into(),
+            },
+        )
+        .await
+        .unwrap()
+        .task;
+    let due = registered.next_fire_at.unwrap();
+
+    // Scheduler fires late in its window, three seconds before the attempt is due.
+    clock.set(due - chrono::Duration::seconds(3));
+    let emulator = backend.trigger_emulator();
+    assert_eq!(emulator.fire_due_schedules().await.unwrap(), 1);
+    let fired = Instant::now();
+    let queue = probe(&settings);
+    assert_eq!(
+        queue.counts().await,
+        (0, 1),
+        "re-armed as one delayed message"
+    );
+    let message = loop {
+        assert!(
+            fired.elapsed() < Duration::from_secs(20),
+            "the re-armed message never came"
+        );
+        if let Some(m) = queue.receive().await.pop() {
+            break m;
+        }
+    };
+    assert!(
+        fired.elapsed() >= Duration::from_millis(2500),
+        "DelaySeconds was honoured"
+    );
+    assert_eq!(
+        message,
+        TimerMessage {
+            task_id: registered.id,
+            attempt: 1
+        }
+    );
+    assert_eq!(
+        emulator.fire_due_schedules().await.unwrap(),
+        0,
+        "the schedule was deleted"
+    );
+}
