@@ -51,3 +51,25 @@ pub async fn fresh_dynalite_table(what: &str) -> String {
         .expect("create table on dynalite");
     table
 }
+
+use std::sync::Arc;
+
+use boomerang::backend::{aws, AwsBackend, AwsBackendConfig};
+use boomerang::clock::Clock;
+use boomerang::engine::EngineSettings;
+use boomerang::metrics::NoMetrics;
+
+/// The AWS backend on moto, in dev mode (webhooks may reach loopback receivers).
+pub fn moto_backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsBackend {
+    aws(
+        &moto(),
+        AwsBackendConfig {
+            settings: settings.clone(),
+            dev: true,
+            clock,
+            metrics: Arc::new(NoMetrics),
+            engine: EngineSettings::default(),
+        },
+    )
+    .expect("aws backend")
+}

@@ -1,0 +1,270 @@
+//! Faults on the AWS path, with real emulators and real receivers: timers that fail to arm
+//! after the task is stored, one attempt fired by Scheduler and SQS at once, and a
+//! dead-letter send that fails.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use boomerang::aws::delivery::{handle_queue, handle_scheduled};
+use boomerang::aws::dynamodb::DynamoStore;
+use boomerang::aws::sqs_dead_letters::SqsDeadLetters;
+use boomerang::aws::tenants::DynamoTenants;
+use boomerang::aws::timer::AwsTimer;
+use boomerang::aws::{AwsSettings, SWEEP_LAG};
+use boomerang::clock::{Clock, ManualClock, SystemClock};
+use boomerang::domain::{DeadLetter, Status, TenantId};
+use boomerang::engine::{Engine, EngineSettings, FireTime, NewTask, Ports};
+use boomerang::metrics::NoMetrics;
+use boomerang::ports::{DeadLetterError, DeadLetters};
+use boomerang::webhook::{DestinationPolicy, HttpWebhooks};
+use boomerang_e2e::aws::{
+    dynalite, fresh_dynalite_table, fresh_moto_resources, moto, moto_backend,
+};
+use boomerang_e2e::{wait_for, Receiver};
+use serde_json::json;
+
+fn new_task(url: &str, when: FireTime) -> NewTask {
+    let tenant = TenantId::new("acme");
+    let mut spec = boomerang::testing::sample_task(&tenant, None, chrono::Utc::now()).spec;
+    spec.request.url = url.to_string();
+    NewTask {
+        spec,
+        when,
+        idempotency_key: None,
+        request_hash: "h".into(),
+    }
+}
+
+/// Arming fails after the task is stored; the sweeper (on a healthy engine sharing the
+/// store) re-arms it once it is overdue, and the webhook is called.
+async fn delivered_despite_a_broken_timer(break_it: impl Fn(&mut AwsSettings), wait: Duration) {
+    let settings = fresh_moto_resources("fault").await;
+    let rx = Receiver::always(200).await;
+    let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
+    let healthy = moto_backend(&settings, clock.clone());
+    healthy
+        .tenants
+        .mint_key(&TenantId::new("acme"))
+        .await
+        .unwrap();
+    let mut broken_settings = settings.clone();
+    break_it(&mut broken_settings);
+    let broken = moto_backend(&broken_settings, clock.clone());
+
+    let task = broken
+        .engine
+        .register(
+            &TenantId::new("acme"),
+            new_task(&rx.url("/late"), FireTime::After(wait)),
+        )
+        .await
+        .expect("stored even though the timer failed")
+        .task;
+    let emulator = healthy.trigger_emulator();
+    assert_eq!(
+        emulator.fire_due_schedules().await.unwrap(),
+        0,
+        "no timer was armed"
+    );
+    assert_eq!(
+        emulator.drain_queue_once().await.unwrap(),
+        0,
+        "no timer was armed"
+    );
+
+    clock.advance(wait + SWEEP_LAG.to_std().unwrap() + Duration::from_secs(1));
+    let report = healthy.engine.sweep(-SWEEP_LAG).await.unwrap();
+    assert_eq!(report.rearmed, 1);
+    wait_for(
+        "the repaired timer to fire",
+        Duration::from_secs(20),
+        || async {
+            emulator.drain_queue_once().await.unwrap();
+            (rx.count("/late") == 1).then_some(())
+        },
+    )
+    .await;
+    let task = healthy
+        .engine
+        .ports()
+        .store
+        .get(&task.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(task.status, Status::Succeeded);
+}
+
+#[tokio::test]
+async fn a_failed_create_schedule_is_repaired_by_the_sweeper() {
+    delivered_despite_a_broken_timer(
+        |s| s.schedule_group = "no-such-group".into(),
+        Duration::from_secs(20 * 60),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_send_message_is_repaired_by_the_sweeper() {
+    delivered_despite_a_broken_timer(
+        |s| s.timer_queue_url = format!("{}-missing", s.timer_queue_url),
+        Duration::from_secs(5),
+    )
+    .await;
+}
+
+/// A dead-letter queue that refuses the first send.
+struct FailsOnce {
+    inner: SqsDeadLetters,
+    failed: AtomicBool,
+}
+
+#[async_trait]
+impl DeadLetters for FailsOnce {
+    async fn send(&self, letter: &DeadLetter) -> Result<(), DeadLetterError> {
+        if !self.failed.swap(true, Ordering::SeqCst) {
+            return Err(DeadLetterError("injected: queue unavailable".into()));
+        }
+        self.inner.send(letter).await
+    }
+}
+
+/// Ports with the store on dynalite (atomic conditional writes) and queues on moto.
+async fn atomic_ports(
+    settings: &AwsSettings,
+    dead_letters: Arc<dyn DeadLetters>,
+    clock: Arc<dyn Clock>,
+) -> Ports {
+    let table = fresh_dynalite_table("atomic").await;
+    let ddb = aws_sdk_dynamodb::Client::new(&dynalite());
+    let tenants = DynamoTenants::new(ddb.clone(), &table);
+    tenants.mint_key(&TenantId::new("acme")).await.unwrap();
+    let sdk = moto();
+    Ports {
+        store: Arc::new(DynamoStore::new(
+            ddb,
+            table,
+            Duration::from_secs(7 * 24 * 3600),
+        )),
+        timer: Arc::new(AwsTimer::new(
+            aws_sdk_sqs::Client::new(&sdk),
+            aws_sdk_scheduler::Client::new(&sdk),
+            settings,
+            clock.clone(),
+        )),
+        dead_letters,
+        tenants: Arc::new(tenants),
+        webhooks: Arc::new(
+            HttpWebhooks::new(DestinationPolicy {
+                dev: true,
+                ..Default::default()
+            })
+            .unwrap(),
+        ),
+        clock,
+        metrics: Arc::new(NoMetrics),
+    }
+}
+
+#[tokio::test]
+async fn one_attempt_fired_by_scheduler_and_sqs_at_once_calls_the_webhook_once() {
+    let settings = fresh_moto_resources("double").await;
+    let sqs = aws_sdk_sqs::Client::new(&moto());
+    let dead_letters = Arc::new(SqsDeadLetters::new(sqs, &settings.dead_letter_queue_url));
+    let ports = atomic_ports(&settings, dead_letters, Arc::new(SystemClock)).await;
+    let engine = Engine::new(ports, EngineSettings::default());
+    let rx = boomerang_e2e::Receiver::start(|_, _| boomerang_e2e::Reply {
+        delay: Duration::from_millis(200),
+        ..boomerang_e2e::Reply::status(200)
+    })
+    .await;
+    for round in 0..5 {
+        let path = format!("/double-{round}");
+        let task = engine
+            .register(
+                &TenantId::new("acme"),
+                new_task(&rx.url(&path), FireTime::Now),
+            )
+            .await
+            .unwrap()
+            .task;
+        let message = json!({"task_id": task.id, "attempt": 1});
+        let mut record = SqsMessage::default();
+        record.message_id = Some("m-1".into());
+        record.body = Some(message.to_string());
+        let mut batch = SqsEvent::default();
+        batch.records = vec![record];
+        let (scheduled, queued) = tokio::join!(
+            handle_scheduled(&engine, &message),
+            handle_queue(&engine, &batch)
+        );
+        scheduled.unwrap();
+        assert!(queued.batch_item_failures.is_empty());
+        assert_eq!(
+            rx.count(&path),
+            1,
+            "round {round}: exactly one webhook call"
+        );
+        let stored = engine.ports().store.get(&task.id).await.unwrap().unwrap();
+        assert_eq!(stored.status, Status::Succeeded);
+    }
+}
+
+#[tokio::test]
+async fn a_dead_letter_send_that_fails_once_is_retried_into_one_record() {
+    let settings = fresh_moto_resources("dlq").await;
+    let sqs = aws_sdk_sqs::Client::new(&moto());
+    let dead_letters = Arc::new(FailsOnce {
+        inner: SqsDeadLetters::new(sqs.clone(), &settings.dead_letter_queue_url),
+        failed: AtomicBool::new(false),
+    });
+    let ports = atomic_ports(&settings, dead_letters.clone(), Arc::new(SystemClock)).await;
+    let engine = Engine::new(ports, EngineSettings::default());
+    let rx = Receiver::always(410).await;
+    let task = engine
+        .register(
+            &TenantId::new("acme"),
+            new_task(&rx.url("/gone"), FireTime::Now),
+        )
+        .await
+        .unwrap()
+        .task;
+    engine.deliver(&task.id, 1).await.unwrap();
+    assert!(
+        dead_letters.failed.load(Ordering::SeqCst),
+        "the first send failed"
+    );
+    let stored = engine.ports().store.get(&task.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.dead_letter_pending),
+        (Status::Failed, false)
+    );
+
+    let mut letters = Vec::new();
+    for _ in 0..3 {
+        let out = sqs
+            .receive_message()
+            .queue_url(&settings.dead_letter_queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .unwrap();
+        letters.extend(out.messages.unwrap_or_default());
+    }
+    assert_eq!(letters.len(), 1, "one record");
+    let letter: DeadLetter = serde_json::from_str(letters[0].body().unwrap()).unwrap();
+    assert_eq!((letter.task_id, letter.attempts), (task.id, 1));
+    assert_eq!(letter.url, rx.url("/gone"));
+    assert_eq!(letter.last_error.as_deref(), Some("HTTP 410 (permanent)"));
+    let attr = letters[0]
+        .message_attributes()
+        .unwrap()
+        .get("task_id")
+        .unwrap();
+    assert_eq!(attr.string_value(), Some(task.id.to_string().as_str()));
+}

@@ -1,0 +1,329 @@
+//! The Lambda handlers fed the event shapes AWS sends: API Gateway HTTP API (v2) requests
+//! into the API router, Scheduler input and SQS batches into the delivery handler.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use boomerang::aws::delivery::{handle_queue, handle_scheduled, DeliveryEvent};
+use boomerang::aws::AwsSettings;
+use boomerang::clock::SystemClock;
+use boomerang::domain::TenantId;
+use boomerang_e2e::aws::{fresh_moto_resources, moto_backend};
+use boomerang_e2e::{wait_for, Receiver};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+/// An API Gateway HTTP API (payload 2.0) event, as the API Lambda receives it.
+fn http_api_event(
+    method: &str,
+    path: &str,
+    query: &str,
+    key: &str,
+    body: Option<&Value>,
+) -> String {
+    json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": {
+            "authorization": format!("Bearer {key}"),
+            "content-type": "application/json",
+            "host": "abc123.execute-api.us-east-1.amazonaws.com",
+            "user-agent": "curl/8.5.0"
+        },
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "abc123",
+            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "abc123",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "203.0.113.7",
+                "userAgent": "curl/8.5.0"
+            },
+            "requestId": "JKJaXmPLvHcESHA=",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "21/Nov/2026:10:00:00 +0000",
+            "timeEpoch": 1795255200000u64
+        },
+        "body": body.map(|b| b.to_string()),
+        "isBase64Encoded": false
+    })
+    .to_string()
+}
+
+/// Sends one API Gateway event through the router, as `lambda_http` does.
+async fn call(router: &axum::Router, event: String) -> (u16, Value) {
+    let request = lambda_http::request::from_str(&event).expect("a valid API Gateway event");
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// An SQS event with the fields the event source mapping sends.
+fn sqs_event(bodies: &[(&str, String)]) -> Value {
+    let records: Vec<Value> = bodies
+        .iter()
+        .map(|(id, body)| {
+            json!({
+                "messageId": id,
+                "receiptHandle": format!("AQEB{id}"),
+                "body": body,
+                "attributes": {
+                    "ApproximateReceiveCount": "1",
+                    "SentTimestamp": "1795255200000",
+                    "SenderId": "AIDAEXAMPLE",
+                    "ApproximateFirstReceiveTimestamp": "1795255200001"
+                },
+                "messageAttributes": {},
+                "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:boomerang-timer",
+                "awsRegion": "us-east-1"
+            })
+        })
+        .collect();
+    json!({ "Records": records })
+}
+
+async fn register_via_api(router: &axum::Router, key: &str, url: &str) -> String {
+    let body = json!({"url": url, "delay": "1h"});
+    let (status, task) = call(
+        router,
+        http_api_event("POST", "/v1/tasks", "", key, Some(&body)),
+    )
+    .await;
+    assert_eq!(status, 201, "{task}");
+    task["id"].as_str().unwrap().to_string()
+}
+
+struct Setup {
+    settings: AwsSettings,
+    backend: boomerang::backend::AwsBackend,
+    router: axum::Router,
+}
+
+async fn setup(what: &str) -> Setup {
+    let settings = fresh_moto_resources(what).await;
+    let backend = moto_backend(&settings, Arc::new(SystemClock));
+    let router = boomerang::api::router(backend.engine.clone());
+    Setup {
+        settings,
+        backend,
+        router,
+    }
+}
+
+#[tokio::test]
+async fn api_gateway_events_reach_the_router_and_tenants_are_isolated() {
+    let s = setup("apigw").await;
+    let a = s
+        .backend
+        .tenants
+        .mint_key(&TenantId::new("tenant-a"))
+        .await
+        .unwrap();
+    let b = s
+        .backend
+        .tenants
+        .mint_key(&TenantId::new("tenant-b"))
+        .await
+        .unwrap();
+    let id = register_via_api(&s.router, &a.api_key, "https://example.com/hook").await;
+
+    let (status, task) = call(
+        &s.router,
+        http_api_event("GET", &format!("/v1/tasks/{id}"), "", &a.api_key, None),
+    )
+    .await;
+    assert_eq!((status, task["status"].clone()), (200, json!("scheduled")));
+    let (status, page) = call(
+        &s.router,
+        http_api_event(
+            "GET",
+            "/v1/tasks",
+            "status=scheduled&limit=5",
+            &a.api_key,
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(page["tasks"].as_array().unwrap().len(), 1);
+
+    // Tenant B sees nothing of A's, and cannot cancel it.
+    let (status, _) = call(
+        &s.router,
+        http_api_event("GET", &format!("/v1/tasks/{id}"), "", &b.api_key, None),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (_, page) = call(
+        &s.router,
+        http_api_event("GET", "/v1/tasks", "", &b.api_key, None),
+    )
+    .await;
+    assert_eq!(page["tasks"], json!([]));
+    let (status, _) = call(
+        &s.router,
+        http_api_event("DELETE", &format!("/v1/tasks/{id}"), "", &b.api_key, None),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = call(
+        &s.router,
+        http_api_event("GET", "/v1/tasks", "", "bmr_not_a_key", None),
+    )
+    .await;
+    assert_eq!(status, 401);
+
+    let (status, task) = call(
+        &s.router,
+        http_api_event("DELETE", &format!("/v1/tasks/{id}"), "", &a.api_key, None),
+    )
+    .await;
+    assert_eq!((status, task["status"].clone()), (200, json!("canceled")));
+    assert_ne!(a.secret, b.secret, "each tenant signs with its own secret");
+}
+
+#[tokio::test]
+async fn bad_requests_through_api_gateway_get_problem_bodies() {
+    let s = setup("apigw-bad").await;
+    let a = s
+        .backend
+        .tenants
+        .mint_key(&TenantId::new("tenant-a"))
+        .await
+        .unwrap();
+    let body = json!({"url": "https://example.com", "retry": {"jitter": 2}});
+    let (status, problem) = call(
+        &s.router,
+        http_api_event("POST", "/v1/tasks", "", &a.api_key, Some(&body)),
+    )
+    .await;
+    assert_eq!(
+        (status, problem["field"].clone()),
+        (422, json!("retry.jitter"))
+    );
+}
+
+#[tokio::test]
+async fn sqs_batches_report_only_transient_failures() {
+    let s = setup("sqs-batch").await;
+    let rx = Receiver::always(200).await;
+    let a = s
+        .backend
+        .tenants
+        .mint_key(&TenantId::new("tenant-a"))
+        .await
+        .unwrap();
+    let id = register_via_api(&s.router, &a.api_key, &rx.url("/batch")).await;
+    // The attempt was registered an hour ahead; make it due now.
+    let task = s
+        .backend
+        .engine
+        .ports()
+        .store
+        .get(&id.parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut due = task.next_version(chrono::Utc::now());
+    due.next_fire_at = Some(chrono::Utc::now());
+    s.backend
+        .engine
+        .ports()
+        .store
+        .update(&due, task.version)
+        .await
+        .unwrap();
+
+    let event = sqs_event(&[
+        ("m-ours", json!({"task_id": id, "attempt": 1}).to_string()),
+        (
+            "m-foreign",
+            r#"{"hello": "not a timer message"}"#.to_string(),
+        ),
+        (
+            "m-unknown",
+            json!({"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "attempt": 1}).to_string(),
+        ),
+        ("m-garbage", "<xml/>".to_string()),
+    ]);
+    let DeliveryEvent::Queue(batch) = DeliveryEvent::from_json(event.clone()) else {
+        panic!("an SQS event is recognised as one");
+    };
+    let response = handle_queue(&s.backend.engine, &batch).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "nothing transient failed"
+    );
+    wait_for("the webhook call", Duration::from_secs(10), || async {
+        (rx.count("/batch") == 1).then_some(())
+    })
+    .await;
+    let (_, task) = call(
+        &s.router,
+        http_api_event("GET", &format!("/v1/tasks/{id}"), "", &a.api_key, None),
+    )
+    .await;
+    assert_eq!(task["status"], "succeeded");
+
+    // The same batch against a store that is down: our records fail (SQS will redeliver
+    // them), the foreign ones are still acknowledged.
+    let mut broken = s.settings.clone();
+    broken.table = "no-such-table".into();
+    let down = moto_backend(&broken, Arc::new(SystemClock));
+    let batch: SqsEvent = serde_json::from_value(event).unwrap();
+    let response = handle_queue(&down.engine, &batch).await;
+    let mut failed: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
+    failed.sort();
+    assert_eq!(failed, vec!["m-ours".to_string(), "m-unknown".to_string()]);
+    let wire = serde_json::to_value(&response).unwrap();
+    assert_eq!(
+        wire["batchItemFailures"][0]["itemIdentifier"],
+        json!(failed[0])
+    );
+}
+
+#[tokio::test]
+async fn scheduler_input_is_delivered_and_malformed_input_is_acknowledged() {
+    let s = setup("sched-input").await;
+    let input = json!({"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "attempt": 2});
+    assert!(matches!(
+        DeliveryEvent::from_json(input.clone()),
+        DeliveryEvent::Scheduled(_)
+    ));
+    handle_scheduled(&s.backend.engine, &input)
+        .await
+        .expect("unknown task: acknowledged");
+    handle_scheduled(&s.backend.engine, &json!({"unexpected": true}))
+        .await
+        .expect("not ours: acknowledged");
+    handle_scheduled(&s.backend.engine, &json!("just a string"))
+        .await
+        .expect("not ours: acknowledged");
+
+    let mut broken = s.settings.clone();
+    broken.table = "no-such-table".into();
+    let down = moto_backend(&broken, Arc::new(SystemClock));
+    assert!(
+        handle_scheduled(&down.engine, &input).await.is_err(),
+        "transient: the invocation fails"
+    );
+}
