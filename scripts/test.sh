@@ -22,6 +22,10 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 echo "== build (the end-to-end tests run the real binary)"
 cargo build --locked --workspace --all-targets
 
+echo "== AWS emulators"
+# shellcheck source=scripts/emulators.sh
+. scripts/emulators.sh
+
 echo "== cargo test"
 log=$(mktemp)
 cargo test --locked --workspace 2>&1 | tee "$log"

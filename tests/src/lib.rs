@@ -18,6 +18,18 @@ use serde_json::Value;
 
 pub const API_KEY: &str = "bmr_e2e_test_key";
 
+/// Which backend a server under test runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite and the in-process timer.
+    Embedded,
+    /// DynamoDB, Scheduler and SQS on moto, with the triggers emulated by the server.
+    Aws,
+    /// As `Aws`, but DynamoDB on dynalite, whose conditional writes are atomic under the
+    /// concurrency a race test creates (moto's are not).
+    AwsAtomic,
+}
+
 /// The `boomerang` binary of this workspace, built on first use if it is missing.
 pub fn binary() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
@@ -55,17 +67,31 @@ where
 }
 
 pub struct ServerOptions {
+    pub backend: Backend,
     pub dev: bool,
     pub lease_margin: &'static str,
 }
 
-impl Default for ServerOptions {
-    fn default() -> Self {
+impl ServerOptions {
+    pub fn on(backend: Backend) -> Self {
         Self {
+            backend,
             dev: true,
             lease_margin: "2s",
         }
     }
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self::on(Backend::Embedded)
+    }
+}
+
+/// How to start a server: its arguments and environment (the same on every restart).
+struct Launch {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 /// A running `boomerang serve` on its own data directory and a free port.
@@ -74,7 +100,8 @@ pub struct Server {
     pub base: String,
     pub data_dir: PathBuf,
     pub secret: SigningSecret,
-    options: ServerOptions,
+    pub api_key: String,
+    launch: Launch,
     http: reqwest::Client,
 }
 
@@ -82,23 +109,53 @@ impl Server {
     pub fn start(options: ServerOptions) -> Self {
         let data_dir = std::env::temp_dir().join(format!("boomerang-e2e-{}", ulid::Ulid::new()));
         std::fs::create_dir_all(&data_dir).unwrap();
-        let secret = SigningSecret::generate();
-        let (child, base) = spawn(&data_dir, &secret, &options);
+        let mut args: Vec<String> = ["serve", "--addr", "127.0.0.1:0", "--sweep-interval", "1s"]
+            .map(String::from)
+            .into();
+        args.extend(["--lease-margin".into(), options.lease_margin.into()]);
+        if options.dev {
+            args.push("--dev".into());
+        }
+        let (secret, api_key, env) = match options.backend {
+            Backend::Embedded => {
+                let secret = SigningSecret::generate();
+                args.extend(["--data-dir".into(), data_dir.display().to_string()]);
+                args.extend(["--api-key".into(), API_KEY.into()]);
+                args.extend(["--signing-secret".into(), secret.expose()]);
+                (secret, API_KEY.to_string(), Vec::new())
+            }
+            Backend::Aws | Backend::AwsAtomic => {
+                args.extend(
+                    [
+                        "--backend",
+                        "aws",
+                        "--emulate-triggers",
+                        "--sweep-lag",
+                        "3s",
+                    ]
+                    .map(String::from),
+                );
+                aws_resources(options.backend == Backend::AwsAtomic)
+            }
+        };
+        let launch = Launch { args, env };
+        let (child, base) = spawn(&data_dir, &launch);
         Self {
             child,
             base,
             data_dir,
             secret,
-            options,
+            api_key,
+            launch,
             http: reqwest::Client::new(),
         }
     }
 
-    /// `kill -9`, then start again on the same data directory.
+    /// `kill -9`, then start again on the same data (directory, or table and queues).
     pub fn kill9_and_restart(&mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().unwrap();
-        let (child, base) = spawn(&self.data_dir, &self.secret, &self.options);
+        let (child, base) = spawn(&self.data_dir, &self.launch);
         self.child = child;
         self.base = base;
     }
@@ -111,7 +168,7 @@ impl Server {
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.http
             .request(method, format!("{}{}", self.base, path))
-            .bearer_auth(API_KEY)
+            .bearer_auth(&self.api_key)
     }
 
     /// POST /v1/tasks; returns the status and the JSON body.
@@ -164,24 +221,77 @@ impl Drop for Server {
     }
 }
 
-fn spawn(data_dir: &Path, secret: &SigningSecret, options: &ServerOptions) -> (Child, String) {
+/// The environment that points the CLI at the emulators.
+fn emulator_env(dynamodb_on_dynalite: bool) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("AWS_ENDPOINT_URL".to_string(), aws::moto_endpoint()),
+        ("AWS_ACCESS_KEY_ID".to_string(), "test".to_string()),
+        ("AWS_SECRET_ACCESS_KEY".to_string(), "test".to_string()),
+        ("AWS_REGION".to_string(), "us-east-1".to_string()),
+        ("AWS_EC2_METADATA_DISABLED".to_string(), "true".to_string()),
+    ];
+    if dynamodb_on_dynalite {
+        env.push((
+            "AWS_ENDPOINT_URL_DYNAMODB".to_string(),
+            aws::dynalite_endpoint(),
+        ));
+    }
+    env
+}
+
+/// Runs the CLI to completion; returns its stdout.
+fn cli(args: &[&str], env: &[(String, String)]) -> String {
+    let out = Command::new(binary())
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("run boomerang");
+    assert!(
+        out.status.success(),
+        "boomerang {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `boomerang aws bootstrap` and `boomerang keys create`, as a user would run them.
+fn aws_resources(dynamodb_on_dynalite: bool) -> (SigningSecret, String, Vec<(String, String)>) {
+    let mut env = emulator_env(dynamodb_on_dynalite);
+    let exports = cli(
+        &["aws", "bootstrap", "--prefix", &aws::unique_prefix("e2e")],
+        &env,
+    );
+    for line in exports.lines() {
+        let (k, v) = line
+            .strip_prefix("export ")
+            .and_then(|l| l.split_once('='))
+            .expect("export NAME='value' lines");
+        env.push((k.to_string(), v.trim_matches('\'').to_string()));
+    }
+    let minted = cli(&["keys", "create", "--tenant", "e2e"], &env);
+    let field = |name: &str| {
+        minted
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+            .expect("keys create prints the field")
+    };
+    let secret = SigningSecret::parse(&field("signing secret:")).unwrap();
+    (secret, field("API key:"), env)
+}
+
+fn spawn(data_dir: &Path, launch: &Launch) -> (Child, String) {
     let stderr = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(data_dir.join("stderr.log"))
         .unwrap();
     let mut cmd = Command::new(binary());
-    cmd.args(["serve", "--addr", "127.0.0.1:0", "--sweep-interval", "1s"])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(["--api-key", API_KEY, "--lease-margin", options.lease_margin])
-        .args(["--signing-secret", &secret.expose()])
+    cmd.args(&launch.args)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .env_remove("BOOMERANG_DEV")
         .stdout(Stdio::piped())
         .stderr(stderr);
-    if options.dev {
-        cmd.arg("--dev");
-    }
     let mut child = cmd.spawn().expect("spawn boomerang serve");
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();

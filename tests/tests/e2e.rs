@@ -1,12 +1,39 @@
 //! End-to-end: the real `boomerang serve` binary calling real HTTP receivers on loopback.
+//! Every scenario runs twice: on the embedded backend, and on the AWS backend
+//! (`serve --backend aws --emulate-triggers` against DynamoDB, Scheduler and SQS on moto).
 
 use std::time::Duration;
 
 use boomerang::webhook::signing;
-use boomerang_e2e::{wait_for, Receiver, Reply, Server, ServerOptions};
+use boomerang_e2e::{wait_for, Backend, Receiver, Reply, Server, ServerOptions};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(30);
+
+/// Generates a test per scenario and backend: `embedded::NAME` and `aws::NAME`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $( #[tokio::test] async fn $name() { super::$name(super::Backend::Embedded).await } )*
+        }
+        mod aws {
+            $( #[tokio::test] async fn $name() { super::$name(super::Backend::Aws).await } )*
+        }
+    };
+}
+
+on_both_backends!(
+    first_try_success_is_signed_per_standard_webhooks,
+    fails_twice_then_succeeds_with_the_scheduled_spacing,
+    always_failing_ends_failed_with_a_dead_letter_and_can_be_redriven,
+    gone_fails_at_once,
+    retry_after_is_honored,
+    a_task_canceled_before_it_fires_is_never_called,
+    twenty_concurrent_duplicate_registrations_make_one_task_and_one_call,
+    kill_9_with_pending_and_in_flight_tasks_loses_nothing,
+    bad_input_gets_a_problem_naming_the_field_and_stores_nothing,
+    private_and_loopback_destinations_are_refused_without_dev,
+);
 
 fn id_of(task: &Value) -> String {
     task["id"].as_str().expect("task id").to_string()
@@ -20,9 +47,8 @@ fn header(r: &boomerang_e2e::Received, name: &str) -> String {
         .to_string()
 }
 
-#[tokio::test]
-async fn first_try_success_is_signed_per_standard_webhooks() {
-    let server = Server::start(ServerOptions::default());
+async fn first_try_success_is_signed_per_standard_webhooks(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::always(200).await;
     let (status, task) = server
         .register(json!({
@@ -68,9 +94,8 @@ async fn first_try_success_is_signed_per_standard_webhooks() {
     );
 }
 
-#[tokio::test]
-async fn fails_twice_then_succeeds_with_the_scheduled_spacing() {
-    let server = Server::start(ServerOptions::default());
+async fn fails_twice_then_succeeds_with_the_scheduled_spacing(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::start(|_, n| Reply::status(if n < 2 { 500 } else { 200 })).await;
     let (_, task) = server
         .register(json!({"url": rx.url("/flaky"), "retry": {"schedule": ["1s", "2s"]}}))
@@ -100,9 +125,8 @@ async fn fails_twice_then_succeeds_with_the_scheduled_spacing() {
     assert_eq!(done["attempts"][0]["error"], "HTTP 500");
 }
 
-#[tokio::test]
-async fn always_failing_ends_failed_with_a_dead_letter_and_can_be_redriven() {
-    let server = Server::start(ServerOptions::default());
+async fn always_failing_ends_failed_with_a_dead_letter_and_can_be_redriven(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::start(|_, n| Reply::status(if n < 3 { 500 } else { 200 })).await;
     let (_, task) = server
         .register(json!({"url": rx.url("/down"), "retry": {"schedule": ["1s"], "max_attempts": 3}}))
@@ -139,9 +163,8 @@ async fn always_failing_ends_failed_with_a_dead_letter_and_can_be_redriven() {
     assert_eq!(rx.count("/down"), 4);
 }
 
-#[tokio::test]
-async fn gone_fails_at_once() {
-    let server = Server::start(ServerOptions::default());
+async fn gone_fails_at_once(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::always(410).await;
     let (_, task) = server.register(json!({"url": rx.url("/gone")})).await;
     let failed = server.wait_status(&id_of(&task), "failed", WAIT).await;
@@ -150,9 +173,8 @@ async fn gone_fails_at_once() {
     assert_eq!(failed["next_attempt_at"], Value::Null);
 }
 
-#[tokio::test]
-async fn retry_after_is_honored() {
-    let server = Server::start(ServerOptions::default());
+async fn retry_after_is_honored(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::start(|_, n| {
         if n == 0 {
             Reply {
@@ -177,9 +199,8 @@ async fn retry_after_is_honored() {
     );
 }
 
-#[tokio::test]
-async fn a_task_canceled_before_it_fires_is_never_called() {
-    let server = Server::start(ServerOptions::default());
+async fn a_task_canceled_before_it_fires_is_never_called(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::always(200).await;
     let (_, task) = server
         .register(json!({"url": rx.url("/canceled"), "delay": "2s"}))
@@ -218,9 +239,13 @@ async fn a_task_canceled_before_it_fires_is_never_called() {
     assert_eq!(unknown.status(), 404);
 }
 
-#[tokio::test]
-async fn twenty_concurrent_duplicate_registrations_make_one_task_and_one_call() {
-    let server = std::sync::Arc::new(Server::start(ServerOptions::default()));
+async fn twenty_concurrent_duplicate_registrations_make_one_task_and_one_call(backend: Backend) {
+    // The race needs atomic conditional writes, which moto's DynamoDB lacks under load.
+    let backend = match backend {
+        Backend::Aws => Backend::AwsAtomic,
+        other => other,
+    };
+    let server = std::sync::Arc::new(Server::start(ServerOptions::on(backend)));
     let rx = Receiver::always(200).await;
     let body = json!({"url": rx.url("/once"), "delay": "1s", "body": "hello"});
     let handles: Vec<_> = (0..20)
@@ -265,9 +290,8 @@ async fn twenty_concurrent_duplicate_registrations_make_one_task_and_one_call() 
     assert_eq!(changed.status(), 422);
 }
 
-#[tokio::test]
-async fn kill_9_with_pending_and_in_flight_tasks_loses_nothing() {
-    let mut server = Server::start(ServerOptions::default());
+async fn kill_9_with_pending_and_in_flight_tasks_loses_nothing(backend: Backend) {
+    let mut server = Server::start(ServerOptions::on(backend));
     // The first call to /slow hangs (the server dies during it); later calls answer at once.
     let rx = Receiver::start(|path, n| {
         if path == "/slow" && n == 0 {
@@ -311,11 +335,10 @@ async fn kill_9_with_pending_and_in_flight_tasks_loses_nothing() {
     );
 }
 
-#[tokio::test]
-async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing() {
+async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing(backend: Backend) {
     let server = Server::start(ServerOptions {
         dev: false,
-        ..ServerOptions::default()
+        ..ServerOptions::on(backend)
     });
     let url = "https://example.com/hook";
     let many_headers: serde_json::Map<String, Value> =
@@ -492,11 +515,10 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing() {
     assert_eq!(health.status(), 200);
 }
 
-#[tokio::test]
-async fn private_and_loopback_destinations_are_refused_without_dev() {
+async fn private_and_loopback_destinations_are_refused_without_dev(backend: Backend) {
     let server = Server::start(ServerOptions {
         dev: false,
-        ..ServerOptions::default()
+        ..ServerOptions::on(backend)
     });
     for url in [
         "https://127.0.0.1/x",
