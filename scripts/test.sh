@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: format, lint, unit, contract and end-to-end tests.
+# The whole test suite: format, lint, the Lambda zips, unit, contract, emulator and
+# end-to-end tests.
 # Runs on a fresh clone; installs whatever it needs by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,9 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 
 echo "== build (the end-to-end tests run the real binary)"
 cargo build --locked --workspace --all-targets
+
+echo "== Lambda zips (cargo lambda build --release --arm64)"
+bash scripts/build-lambdas.sh
 
 echo "== AWS emulators"
 # shellcheck source=scripts/emulators.sh

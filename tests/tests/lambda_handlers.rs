@@ -125,21 +125,22 @@ async fn setup(what: &str) -> Setup {
     }
 }
 
+impl Setup {
+    /// Mints an API key for a new tenant.
+    async fn key(&self, tenant: &str) -> boomerang::aws::tenants::MintedKey {
+        self.backend
+            .tenants
+            .mint_key(&TenantId::new(tenant))
+            .await
+            .unwrap()
+    }
+}
+
 #[tokio::test]
 async fn api_gateway_events_reach_the_router_and_tenants_are_isolated() {
     let s = setup("apigw").await;
-    let a = s
-        .backend
-        .tenants
-        .mint_key(&TenantId::new("tenant-a"))
-        .await
-        .unwrap();
-    let b = s
-        .backend
-        .tenants
-        .mint_key(&TenantId::new("tenant-b"))
-        .await
-        .unwrap();
+    let a = s.key("tenant-a").await;
+    let b = s.key("tenant-b").await;
     let id = register_via_api(&s.router, &a.api_key, "https://example.com/hook").await;
 
     let (status, task) = call(
@@ -200,12 +201,7 @@ async fn api_gateway_events_reach_the_router_and_tenants_are_isolated() {
 #[tokio::test]
 async fn bad_requests_through_api_gateway_get_problem_bodies() {
     let s = setup("apigw-bad").await;
-    let a = s
-        .backend
-        .tenants
-        .mint_key(&TenantId::new("tenant-a"))
-        .await
-        .unwrap();
+    let a = s.key("tenant-a").await;
     let body = json!({"url": "https://example.com", "retry": {"jitter": 2}});
     let (status, problem) = call(
         &s.router,
@@ -222,12 +218,7 @@ async fn bad_requests_through_api_gateway_get_problem_bodies() {
 async fn sqs_batches_report_only_transient_failures() {
     let s = setup("sqs-batch").await;
     let rx = Receiver::always(200).await;
-    let a = s
-        .backend
-        .tenants
-        .mint_key(&TenantId::new("tenant-a"))
-        .await
-        .unwrap();
+    let a = s.key("tenant-a").await;
     let id = register_via_api(&s.router, &a.api_key, &rx.url("/batch")).await;
     // The attempt was registered an hour ahead; make it due now.
     let task = s

@@ -25,6 +25,7 @@ use chrono::{DateTime, Utc};
 use super::describe;
 use crate::domain::{AttemptRecord, Status, Task, TaskId, TenantId};
 use crate::ports::{CreateOutcome, DueReason, DueTask, ListQuery, Page, StoreError, TaskStore};
+use crate::store::codec::{decode, encode};
 
 /// Partitions of the `due` index: spreads sweeper reads and hot due-times.
 pub const DUE_SHARDS: u32 = 8;
@@ -35,7 +36,7 @@ pub const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// Attempt records outlive their task's longest possible life plus retention.
 const ATTEMPT_RETENTION: Duration = Duration::from_secs(400 * 24 * 3600);
 
-type Item = HashMap<String, AttributeValue>;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 
 #[derive(Clone)]
 pub struct DynamoStore {
@@ -103,17 +104,10 @@ impl DynamoStore {
     }
 
     async fn get_item(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(pk))
-            .key("sk", s(sk))
-            .consistent_read(true)
-            .send()
+        let item = get_item(&self.client, &self.table, pk, sk)
             .await
-            .map_err(|e| StoreError::Unavailable(describe(&e)))?;
-        Ok(out.item.filter(|i| !expired(i, Utc::now())))
+            .map_err(StoreError::Unavailable)?;
+        Ok(item.filter(|i| !expired(i, Utc::now())))
     }
 
     /// Claims an idempotency key for `task`; on loss returns the winner's task id and doc.
@@ -362,6 +356,25 @@ fn due_task(
     }))
 }
 
+/// A consistent read of one item.
+pub(crate) async fn get_item(
+    client: &Client,
+    table: &str,
+    pk: String,
+    sk: &str,
+) -> Result<Option<Item>, String> {
+    let out = client
+        .get_item()
+        .table_name(table)
+        .key("pk", s(pk))
+        .key("sk", s(sk))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(|e| describe(&e))?;
+    Ok(out.item)
+}
+
 pub fn task_pk(id: &TaskId) -> String {
     format!("T#{id}")
 }
@@ -408,12 +421,4 @@ fn get_n(item: &Item, key: &'static str) -> Result<i64, StoreError> {
 
 fn corrupt(field: &str) -> StoreError {
     StoreError::Corrupt(format!("item attribute `{field}` missing or malformed"))
-}
-
-fn encode<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn decode<T: serde::de::DeserializeOwned>(doc: &str) -> Result<T, StoreError> {
-    serde_json::from_str(doc).map_err(|e| StoreError::Corrupt(e.to_string()))
 }

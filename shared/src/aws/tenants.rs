@@ -3,14 +3,12 @@
 //!
 //! Items: `K#<sha256 hex of key>`, `KEY` → tenant; `N#<tenant>`, `TENANT` → signing secret.
 
-use std::collections::HashMap;
-
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
 
 use super::describe;
-use super::dynamodb::{get_s, n, s};
+use super::dynamodb::{get_item, get_s, n, s, Item};
 use crate::domain::{generate_api_key, SigningSecret, TenantId};
 use crate::ports::{Tenants, TenantsError};
 
@@ -42,22 +40,10 @@ impl DynamoTenants {
         }
     }
 
-    async fn get(
-        &self,
-        pk: String,
-        sk: &str,
-    ) -> Result<Option<HashMap<String, aws_sdk_dynamodb::types::AttributeValue>>, TenantsError>
-    {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(pk))
-            .key("sk", s(sk))
-            .send()
+    async fn get(&self, pk: String, sk: &str) -> Result<Option<Item>, TenantsError> {
+        get_item(&self.client, &self.table, pk, sk)
             .await
-            .map_err(|e| TenantsError(describe(&e)))?;
-        Ok(out.item)
+            .map_err(TenantsError)
     }
 
     /// Creates the tenant if new (keeping an existing tenant's secret) and a new API key.

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::codec::{decode, encode};
 use crate::domain::{AttemptRecord, DeadLetter, Status, Task, TaskId, TenantId};
 use crate::ports::{
     CreateOutcome, DeadLetterError, DeadLetters, DueReason, DueTask, ListQuery, Page, StoreError,
@@ -115,14 +116,6 @@ impl SqliteStore {
 
 fn unavailable(e: rusqlite::Error) -> StoreError {
     StoreError::Unavailable(e.to_string())
-}
-
-fn encode<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
-    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn decode<T: serde::de::DeserializeOwned>(doc: &str) -> Result<T, StoreError> {
-    serde_json::from_str(doc).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 fn ms(t: Option<DateTime<Utc>>) -> Option<i64> {
