@@ -182,6 +182,38 @@ impl Server {
         (res.status().as_u16(), res.json().await.unwrap())
     }
 
+    /// POSTs a request that declares a `Content-Length` of `declared` bytes but sends only
+    /// the first KiB, and returns the status the server answers with meanwhile.
+    pub async fn post_declaring_length(&self, path: &str, declared: usize) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.base.trim_start_matches("http://");
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+             Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n",
+            self.api_key
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&[b' '; 1024]).await.unwrap();
+        let mut response = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut buf = [0u8; 1024];
+            while !response.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => response.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+        .await;
+        assert!(read.is_ok(), "the server waited for the rest of the body");
+        let head = String::from_utf8_lossy(&response);
+        head.split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("no status line in {head:?}"))
+    }
+
     pub async fn get_json(&self, path: &str) -> (u16, Value) {
         let res = self
             .request(reqwest::Method::GET, path)

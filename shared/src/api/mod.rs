@@ -8,9 +8,8 @@ pub mod views;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -42,7 +41,6 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .nest("/v1", v1)
         .fallback(|| async { Problem::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
-        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .with_state(engine)
 }
 
@@ -73,15 +71,9 @@ async fn create_task(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Response, Problem> {
-    let body = body.map_err(|e| match e.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => Problem::too_large(
-            "body",
-            format!("requests must be at most {} KiB", MAX_REQUEST_BYTES / 1024),
-        ),
-        _ => Problem::malformed(e.body_text()),
-    })?;
+    let body = read_body(&headers, body).await?;
     // The body is read as JSON whatever its declared type: `curl -d` says form-urlencoded.
     let header_key = match headers.get("idempotency-key") {
         Some(v) => Some(
@@ -100,6 +92,35 @@ async fn create_task(
     };
     let location = format!("/v1/tasks/{}", registration.task.id);
     Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+}
+
+/// Reads the request body, refusing an oversized one from its declared length before
+/// reading any of it (and from its actual length when it is streamed).
+async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, Problem> {
+    let too_large = || {
+        Problem::too_large(
+            "body",
+            format!("requests must be at most {} KiB", MAX_REQUEST_BYTES / 1024),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > MAX_REQUEST_BYTES) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, MAX_REQUEST_BYTES)
+        .await
+        .map_err(|e| {
+            let length_limit = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if length_limit {
+                too_large()
+            } else {
+                Problem::malformed(format!("could not read the request body: {e}"))
+            }
+        })
 }
 
 fn task_id(raw: &str) -> Result<TaskId, Problem> {
