@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: format, lint, the Lambda zips, unit, contract, emulator and
-# end-to-end tests.
+# The whole test suite: format, lint, the Lambda zips, the CDK stack's checks, unit,
+# contract, emulator and end-to-end tests.
 # Runs on a fresh clone; installs whatever it needs by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,14 +26,19 @@ cargo build --locked --workspace --all-targets
 echo "== Lambda zips (cargo lambda build --release --arm64)"
 bash scripts/build-lambdas.sh
 
+echo "== infrastructure (CDK) checks"
+log=$(mktemp)
+bash scripts/infra-checks.sh 2>&1 | tee "$log"
+
 echo "== AWS emulators"
 # shellcheck source=scripts/emulators.sh
 . scripts/emulators.sh
 
 echo "== cargo test"
-log=$(mktemp)
-cargo test --locked --workspace 2>&1 | tee "$log"
-# One closing line for the whole run: the sum over every test binary.
+cargo test --locked --workspace 2>&1 | tee -a "$log"
+# One closing line for the whole run: the sum over every cargo test binary and the
+# CDK assertion tests (node's runner prints "# pass N" and "# fail N").
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     /^# pass / { p += $3 } /^# fail / { f += $3 }
      END { printf "Summary: %d passed, %d failed\n", p, f }' "$log"
 rm -f "$log"

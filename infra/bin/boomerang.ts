@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+// The CDK app. Settings come from context: `cdk deploy -c stage=prod -c alarmEmail=…`.
+
+import * as path from 'path';
+import { App } from 'aws-cdk-lib';
+import { BoomerangStack } from '../lib/boomerang-stack';
+
+const app = new App();
+const ctx = (key: string): string | undefined => {
+  const v = app.node.tryGetContext(key);
+  return v === undefined || v === '' ? undefined : String(v);
+};
+const num = (key: string): number | undefined => {
+  const v = ctx(key);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new Error(`context ${key} must be a whole number, not ${v}`);
+  }
+  return n;
+};
+const stage = ctx('stage') ?? 'dev';
+const architecture = ctx('architecture') ?? 'arm64';
+if (architecture !== 'arm64' && architecture !== 'x86_64') {
+  throw new Error('context architecture must be arm64 or x86_64');
+}
+
+new BoomerangStack(app, `Boomerang-${stage}`, {
+  stage,
+  // The output directory of `cargo lambda build --release --output-format zip`.
+  assetDir: path.resolve(ctx('assetDir') ?? path.join(__dirname, '..', '..', '..', 'target', 'lambda')),
+  architecture,
+  alarmEmail: ctx('alarmEmail'),
+  retentionDays: num('retentionDays'),
+  deliveryReservedConcurrency: num('deliveryReservedConcurrency'),
+  allowedCidrs: ctx('allowedCidrs'),
+  deletionProtection: ctx('deletionProtection') !== 'false',
+  env: {
+    account: process.env.CDK_DEFAULT_ACCOUNT,
+    region: process.env.CDK_DEFAULT_REGION,
+  },
+});

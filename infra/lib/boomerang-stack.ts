@@ -1,0 +1,396 @@
+// Boomerang's AWS stack: the table, the timers (Scheduler group + SQS timer queue), the
+// three Lambdas, the HTTP API, the queues for dead letters and system failures, alarms and
+// a dashboard. Every function has its own role with only the actions it uses.
+
+import * as path from 'path';
+import * as fs from 'fs';
+import { ArnFormat, CfnOutput, Duration, Fn, RemovalPolicy, Stack, StackProps } from 'aws-cdk-lib';
+import { Construct } from 'constructs';
+import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+
+/** The longest webhook timeout a task may ask for (the API refuses more). */
+export const MAX_WEBHOOK_TIMEOUT_SECONDS = 60;
+/** Added to a task's timeout to form its delivery lease (the engine's default). */
+export const LEASE_MARGIN_SECONDS = 30;
+/** The namespace of the Embedded Metric Format lines the functions print. */
+export const METRICS_NAMESPACE = 'Boomerang';
+
+export interface BoomerangStackProps extends StackProps {
+  /** Prefix of resource names, e.g. `prod`. */
+  readonly stage: string;
+  /**
+   * Directory with `api/`, `delivery/` and `sweeper/`, each holding the `bootstrap.zip` of
+   * `cargo lambda build --release --output-format zip` (its `target/lambda`).
+   */
+  readonly assetDir: string;
+  /** `arm64` (default) or `x86_64`: must match how the zips were built. */
+  readonly architecture?: 'arm64' | 'x86_64';
+  /** Where alarms are e-mailed; none: alarms only go to the SNS topic. */
+  readonly alarmEmail?: string;
+  /** Days finished tasks are kept (at least 2). */
+  readonly retentionDays?: number;
+  /** Caps the delivery function's concurrency, and so the outbound fan-out. */
+  readonly deliveryReservedConcurrency?: number;
+  /** Private ranges webhooks may reach (comma-separated CIDRs). */
+  readonly allowedCidrs?: string;
+  /** Off only for throw-away test stacks. */
+  readonly deletionProtection?: boolean;
+}
+
+/** A function's code: the built zip if it is there, else a placeholder (synth and tests). */
+function functionCode(assetDir: string, name: string): lambda.Code {
+  const zip = path.join(assetDir, name, 'bootstrap.zip');
+  if (fs.existsSync(zip)) {
+    return lambda.Code.fromAsset(zip);
+  }
+  process.stderr.write(`note: ${zip} not built; using placeholder code for ${name}\n`);
+  return lambda.Code.fromAsset(path.join(__dirname, '..', '..', 'placeholder'));
+}
+
+export class BoomerangStack extends Stack {
+  readonly table: dynamodb.Table;
+  readonly api: apigw.HttpApi;
+  readonly functions: Record<'api' | 'delivery' | 'sweeper', lambda.Function>;
+  readonly schedulerRole: iam.Role;
+
+  constructor(scope: Construct, id: string, props: BoomerangStackProps) {
+    super(scope, id, props);
+    const stage = props.stage;
+    const retentionDays = props.retentionDays ?? 7;
+    if (retentionDays < 2) {
+      throw new Error('retentionDays must be at least 2');
+    }
+    const protect = props.deletionProtection ?? true;
+    const removalPolicy = protect ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    const architecture =
+      props.architecture === 'x86_64' ? lambda.Architecture.X86_64 : lambda.Architecture.ARM_64;
+
+    // ── Storage ────────────────────────────────────────────────────────────────────────
+    this.table = new dynamodb.Table(this, 'Tasks', {
+      tableName: `${stage}-boomerang-tasks`,
+      partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'sk', type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      deletionProtection: protect,
+      timeToLiveAttribute: 'expires_at',
+      removalPolicy,
+    });
+    // Sparse and sharded: only tasks with pending work, which is what the sweeper reads.
+    this.table.addGlobalSecondaryIndex({
+      indexName: 'due',
+      partitionKey: { name: 'due_shard', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'due_ms', type: dynamodb.AttributeType.NUMBER },
+      projectionType: dynamodb.ProjectionType.INCLUDE,
+      nonKeyAttributes: ['attempt', 'due_reason', 'fire_ms'],
+    });
+    this.table.addGlobalSecondaryIndex({
+      indexName: 'by_tenant',
+      partitionKey: { name: 'tenant', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'tenant_sk', type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType.ALL,
+    });
+
+    // ── Queues ─────────────────────────────────────────────────────────────────────────
+    const queue = (id: string, name: string, extra: Partial<sqs.QueueProps> = {}) =>
+      new sqs.Queue(this, id, {
+        queueName: `${stage}-boomerang-${name}`,
+        encryption: sqs.QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        retentionPeriod: Duration.days(14),
+        ...extra,
+      });
+    // Fires Scheduler could not deliver, failed async invocations and timer messages that
+    // failed over and over: nothing is lost, and the sweeper repairs the tasks meanwhile.
+    const systemFailures = queue('SystemFailures', 'system-failures');
+    const deadLetters = queue('DeadLetters', 'dead-letters');
+
+    // ── Functions ──────────────────────────────────────────────────────────────────────
+    // The delivery function handles a batch of up to 10 timer messages concurrently, each
+    // at most one webhook timeout long; its own timeout stays above that, and at the lease
+    // (timeout + margin) so a running delivery is not taken over.
+    const deliveryTimeout = Duration.seconds(MAX_WEBHOOK_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS);
+    const timerQueue = queue('TimerQueue', 'timer', {
+      // AWS asks for at least six times the function timeout on an event source queue.
+      visibilityTimeout: Duration.seconds(deliveryTimeout.toSeconds() * 6),
+      deadLetterQueue: { queue: systemFailures, maxReceiveCount: 5 },
+    });
+
+    const group = new scheduler.CfnScheduleGroup(this, 'Timers', {
+      name: `${stage}-boomerang-timers`,
+    });
+    const scheduleArns = Stack.of(this).formatArn({
+      service: 'scheduler',
+      resource: 'schedule',
+      resourceName: `${group.name}/*`,
+    });
+
+    const logGroup = (name: string) =>
+      new logs.LogGroup(this, `${name}Logs`, {
+        logGroupName: `/aws/lambda/${stage}-boomerang-${name.toLowerCase()}`,
+        retention: logs.RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
+
+    const makeFunction = (
+      name: 'Api' | 'Delivery' | 'Sweeper',
+      memorySize: number,
+      timeout: Duration,
+      extra: Partial<lambda.FunctionProps> = {},
+    ) => {
+      const group = logGroup(name);
+      // Only writing its own logs; no managed policy (they grant logs on `*`).
+      const role = new iam.Role(this, `${name}Role`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      });
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resources: [group.logGroupArn, `${group.logGroupArn}:*`],
+        }),
+      );
+      return new lambda.Function(this, name, {
+        functionName: `${stage}-boomerang-${name.toLowerCase()}`,
+        runtime: lambda.Runtime.PROVIDED_AL2023,
+        architecture,
+        handler: 'bootstrap',
+        code: functionCode(props.assetDir, name.toLowerCase()),
+        memorySize,
+        timeout,
+        role,
+        logGroup: group,
+        ...extra,
+      });
+    };
+
+    // 512 MB buys enough CPU that TLS handshakes and JSON stay in the milliseconds; the API
+    // answers well inside API Gateway's 30 s.
+    // Built from the literal name, so functions (the delivery function included) can be
+    // told this ARN without a reference cycle.
+    const deliveryArn = Stack.of(this).formatArn({
+      service: 'lambda',
+      resource: 'function',
+      resourceName: `${stage}-boomerang-delivery`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    const apiFn = makeFunction('Api', 512, Duration.seconds(29));
+    const deliveryFn = makeFunction('Delivery', 1024, deliveryTimeout, {
+      reservedConcurrentExecutions: props.deliveryReservedConcurrency,
+    });
+    // One sweep at a time: overlapping sweeps would only re-arm the same tasks twice.
+    const sweeperFn = makeFunction('Sweeper', 256, Duration.seconds(60), {
+      reservedConcurrentExecutions: 1,
+    });
+    this.functions = { api: apiFn, delivery: deliveryFn, sweeper: sweeperFn };
+
+    // Scheduler may invoke the delivery function, and nothing else.
+    this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
+    });
+    this.schedulerRole.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: [deliveryArn],
+      }),
+    );
+    this.schedulerRole.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['sqs:SendMessage'],
+        resources: [systemFailures.queueArn],
+      }),
+    );
+
+    const env: Record<string, string> = {
+      BOOMERANG_TABLE: this.table.tableName,
+      BOOMERANG_TIMER_QUEUE_URL: timerQueue.queueUrl,
+      BOOMERANG_DEAD_LETTER_QUEUE_URL: deadLetters.queueUrl,
+      BOOMERANG_SCHEDULE_GROUP: group.ref,
+      BOOMERANG_DELIVERY_FUNCTION_ARN: deliveryArn,
+      BOOMERANG_SCHEDULER_ROLE_ARN: this.schedulerRole.roleArn,
+      BOOMERANG_SCHEDULER_DLQ_ARN: systemFailures.queueArn,
+      BOOMERANG_RETENTION_DAYS: String(retentionDays),
+      BOOMERANG_ALLOWED_CIDRS: props.allowedCidrs ?? '',
+    };
+    // Every function registers, redrives or re-arms, so each may write tasks and arm timers.
+    for (const fn of [apiFn, deliveryFn, sweeperFn]) {
+      for (const [k, v] of Object.entries(env)) {
+        fn.addEnvironment(k, v);
+      }
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query'],
+          resources: [this.table.tableArn, `${this.table.tableArn}/index/*`],
+        }),
+      );
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['sqs:SendMessage'],
+          resources: [timerQueue.queueArn],
+        }),
+      );
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['scheduler:CreateSchedule'],
+          resources: [scheduleArns],
+        }),
+      );
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['iam:PassRole'],
+          resources: [this.schedulerRole.roleArn],
+          conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+        }),
+      );
+    }
+    // Exhausted tasks are dead-lettered by whoever ran the last attempt, or by the sweeper.
+    for (const fn of [deliveryFn, sweeperFn]) {
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['sqs:SendMessage'],
+          resources: [deadLetters.queueArn],
+        }),
+      );
+    }
+    // The API also redrives failed tasks; it never sends dead letters itself.
+
+    // Scheduler invokes asynchronously: no Lambda retries (Scheduler has its own), and a
+    // failure goes to the system-failures queue.
+    deliveryFn.configureAsyncInvoke({
+      retryAttempts: 0,
+      maxEventAge: Duration.hours(1),
+      onFailure: new SqsDestination(systemFailures),
+    });
+    deliveryFn.addEventSource(
+      new SqsEventSource(timerQueue, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+      }),
+    );
+
+    new events.Rule(this, 'SweepEveryMinute', {
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [new targets.LambdaFunction(sweeperFn, { retryAttempts: 0 })],
+    });
+
+    // ── HTTP API ───────────────────────────────────────────────────────────────────────
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
+      logGroupName: `/aws/apigateway/${stage}-boomerang`,
+      retention: logs.RetentionDays.THREE_MONTHS,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.api = new apigw.HttpApi(this, 'HttpApi', {
+      apiName: `${stage}-boomerang`,
+      createDefaultStage: true,
+    });
+    const integration = new HttpLambdaIntegration('ApiIntegration', apiFn);
+    this.api.addRoutes({ path: '/v1/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
+    this.api.addRoutes({ path: '/healthz', methods: [apigw.HttpMethod.GET], integration });
+    const stageResource = this.api.defaultStage!.node.defaultChild as apigw.CfnStage;
+    stageResource.accessLogSettings = {
+      destinationArn: accessLogs.logGroupArn,
+      format: JSON.stringify({
+        requestId: '$context.requestId',
+        ip: '$context.identity.sourceIp',
+        time: '$context.requestTime',
+        method: '$context.httpMethod',
+        path: '$context.path',
+        status: '$context.status',
+        latency: '$context.responseLatency',
+        integrationError: '$context.integrationErrorMessage',
+      }),
+    };
+    stageResource.defaultRouteSettings = {
+      throttlingRateLimit: 100,
+      throttlingBurstLimit: 200,
+    };
+
+    // ── Alarms and dashboard ───────────────────────────────────────────────────────────
+    const topic = new sns.Topic(this, 'Alarms', {
+      topicName: `${stage}-boomerang-alarms`,
+      masterKey: kms.Alias.fromAliasName(this, 'SnsKey', 'alias/aws/sns'),
+      enforceSSL: true,
+    });
+    if (props.alarmEmail) {
+      topic.addSubscription(new subs.EmailSubscription(props.alarmEmail));
+    }
+    const alarm = (id: string, metric: cloudwatch.IMetric, description: string) => {
+      const a = new cloudwatch.Alarm(this, id, {
+        alarmName: `${stage}-boomerang-${id}`,
+        alarmDescription: description,
+        metric,
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      a.addAlarmAction(new cwActions.SnsAction(topic));
+      return a;
+    };
+    const period = Duration.minutes(5);
+    alarm(
+      'dead-letters',
+      deadLetters.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
+      'Tasks failed for good and wait for manual handling (redrive with POST /v1/tasks/{id}/retry).',
+    );
+    alarm(
+      'system-failures',
+      systemFailures.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
+      'Timer fires or invocations failed; the sweeper repairs the tasks, but find out why.',
+    );
+    alarm(
+      'delivery-errors',
+      deliveryFn.metricErrors({ period, statistic: 'Sum' }),
+      'The delivery function failed (not a webhook failure: those are retried tasks).',
+    );
+    const custom = (metricName: string, statistic: string) =>
+      new cloudwatch.Metric({ namespace: METRICS_NAMESPACE, metricName, period, statistic });
+    alarm(
+      'sweeper-repairs',
+      custom('SweepRepaired', 'Sum'),
+      'The sweeper found lost timers or stalled deliveries and re-armed them.',
+    );
+
+    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      dashboardName: `${stage}-boomerang`,
+    });
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Tasks',
+        left: ['Registered', 'Delivered', 'Retried', 'Failed'].map((m) => custom(m, 'Sum')),
+        width: 12,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Attempt lateness (ms)',
+        left: [custom('AttemptLateness', 'p50'), custom('AttemptLateness', 'p99')],
+        width: 12,
+      }),
+    );
+
+    // ── Outputs ────────────────────────────────────────────────────────────────────────
+    new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint });
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'TimerQueueUrl', { value: timerQueue.queueUrl });
+    new CfnOutput(this, 'DeadLetterQueueUrl', { value: deadLetters.queueUrl });
+    new CfnOutput(this, 'SystemFailuresQueueUrl', { value: systemFailures.queueUrl });
+    new CfnOutput(this, 'ScheduleGroup', { value: Fn.ref(group.logicalId) });
+  }
+}

@@ -1,0 +1,241 @@
+// Assertions on the synthesized template: every resource and wiring the stack promises.
+
+import { test } from 'node:test';
+import * as assert from 'node:assert/strict';
+import * as os from 'os';
+import * as path from 'path';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { BoomerangStack, BoomerangStackProps, MAX_WEBHOOK_TIMEOUT_SECONDS } from '../lib/boomerang-stack';
+
+// No zips in an empty directory: the placeholder code is used.
+const noZips = path.join(os.tmpdir(), 'boomerang-no-zips');
+
+function synth(extra: Partial<BoomerangStackProps> = {}): Template {
+  const app = new App();
+  const stack = new BoomerangStack(app, 'Test', { stage: 'test', assetDir: noZips, ...extra });
+  return Template.fromStack(stack);
+}
+
+const template = synth();
+const resources = (type: string) => template.findResources(type);
+const only = (type: string) => {
+  const all = Object.values(resources(type));
+  assert.equal(all.length, 1, `exactly one ${type}`);
+  return all[0] as { Properties: any };
+};
+const fnByName = (name: string) =>
+  Object.values(resources('AWS::Lambda::Function')).find(
+    (f: any) => f.Properties.FunctionName === `test-boomerang-${name}`,
+  ) as { Properties: any };
+const logicalIdOf = (type: string, pred: (r: any) => boolean) =>
+  Object.entries(resources(type)).find(([, r]) => pred(r))![0];
+
+test('the table has its keys, indexes, TTL, point-in-time recovery and protection', () => {
+  const table = only('AWS::DynamoDB::Table');
+  const p = table.Properties;
+  assert.deepEqual(p.KeySchema, [
+    { AttributeName: 'pk', KeyType: 'HASH' },
+    { AttributeName: 'sk', KeyType: 'RANGE' },
+  ]);
+  assert.equal(p.BillingMode, 'PAY_PER_REQUEST');
+  assert.deepEqual(p.TimeToLiveSpecification, { AttributeName: 'expires_at', Enabled: true });
+  assert.equal(p.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled, true);
+  assert.equal(p.DeletionProtectionEnabled, true);
+  assert.equal(p.SSESpecification.SSEEnabled, true);
+  const due = p.GlobalSecondaryIndexes.find((i: any) => i.IndexName === 'due');
+  assert.deepEqual(due.KeySchema, [
+    { AttributeName: 'due_shard', KeyType: 'HASH' },
+    { AttributeName: 'due_ms', KeyType: 'RANGE' },
+  ]);
+  assert.equal(due.Projection.ProjectionType, 'INCLUDE');
+  const byTenant = p.GlobalSecondaryIndexes.find((i: any) => i.IndexName === 'by_tenant');
+  assert.equal(byTenant.KeySchema[0].AttributeName, 'tenant');
+});
+
+test('deletion protection can be turned off for test stacks', () => {
+  const t = synth({ deletionProtection: false });
+  t.hasResourceProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: false });
+  t.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Delete' });
+  template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
+});
+
+test('three provided.al2023 functions, arm64 by default, with explained sizes', () => {
+  for (const name of ['api', 'delivery', 'sweeper']) {
+    const fn = fnByName(name).Properties;
+    assert.equal(fn.Runtime, 'provided.al2023');
+    assert.deepEqual(fn.Architectures, ['arm64']);
+    assert.equal(fn.Handler, 'bootstrap');
+    assert.ok(fn.MemorySize >= 256);
+  }
+  const delivery = fnByName('delivery').Properties;
+  assert.ok(delivery.Timeout > MAX_WEBHOOK_TIMEOUT_SECONDS, 'above the longest webhook timeout');
+  assert.ok(delivery.MemorySize >= 1024);
+  assert.ok(fnByName('api').Properties.Timeout < 30, 'inside API Gateway’s limit');
+  assert.equal(fnByName('sweeper').Properties.ReservedConcurrentExecutions, 1);
+  const x86 = synth({ architecture: 'x86_64' });
+  x86.hasResourceProperties('AWS::Lambda::Function', { Architectures: ['x86_64'] });
+});
+
+test('functions are configured from the stack parameters', () => {
+  const t = synth({ retentionDays: 30, deliveryReservedConcurrency: 25, allowedCidrs: '10.1.0.0/16' });
+  t.hasResourceProperties('AWS::Lambda::Function', {
+    FunctionName: 'test-boomerang-delivery',
+    ReservedConcurrentExecutions: 25,
+    Environment: {
+      Variables: Match.objectLike({
+        BOOMERANG_RETENTION_DAYS: '30',
+        BOOMERANG_ALLOWED_CIDRS: '10.1.0.0/16',
+        BOOMERANG_TABLE: Match.anyValue(),
+        BOOMERANG_TIMER_QUEUE_URL: Match.anyValue(),
+        BOOMERANG_DEAD_LETTER_QUEUE_URL: Match.anyValue(),
+        BOOMERANG_SCHEDULE_GROUP: Match.anyValue(),
+        BOOMERANG_DELIVERY_FUNCTION_ARN: Match.anyValue(),
+        BOOMERANG_SCHEDULER_ROLE_ARN: Match.anyValue(),
+      }),
+    },
+  });
+  assert.throws(() => synth({ retentionDays: 1 }), /at least 2/);
+});
+
+test('the HTTP API routes /v1/* and /healthz to the API function, logged and throttled', () => {
+  const routes = Object.values(resources('AWS::ApiGatewayV2::Route')).map((r: any) => r.Properties.RouteKey);
+  assert.deepEqual(routes.sort(), ['ANY /v1/{proxy+}', 'GET /healthz']);
+  const stage = only('AWS::ApiGatewayV2::Stage').Properties;
+  assert.ok(stage.AccessLogSettings.DestinationArn);
+  assert.match(stage.AccessLogSettings.Format, /\$context.requestId/);
+  assert.ok(stage.DefaultRouteSettings.ThrottlingRateLimit > 0);
+  assert.ok(stage.DefaultRouteSettings.ThrottlingBurstLimit > 0);
+  const integration = only('AWS::ApiGatewayV2::Integration').Properties;
+  const apiId = logicalIdOf('AWS::Lambda::Function', (f) => f.Properties.FunctionName === 'test-boomerang-api');
+  assert.deepEqual(integration.IntegrationUri, { 'Fn::GetAtt': [apiId, 'Arn'] });
+});
+
+test('Scheduler has its group and a role that may invoke only the delivery function', () => {
+  only('AWS::Scheduler::ScheduleGroup');
+  const roleId = logicalIdOf('AWS::IAM::Role', (r) =>
+    JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes('scheduler.amazonaws.com'),
+  );
+  const policies = Object.values(resources('AWS::IAM::Policy')).filter((p: any) =>
+    p.Properties.Roles.some((r: any) => r.Ref === roleId),
+  );
+  const statements = policies.flatMap((p: any) => p.Properties.PolicyDocument.Statement);
+  const invoke = statements.filter((s: any) => [s.Action].flat().some((a: string) => a.startsWith('lambda:')));
+  assert.equal(invoke.length, 1);
+  assert.equal(invoke[0].Action, 'lambda:InvokeFunction');
+  assert.match(JSON.stringify(invoke[0].Resource), /function:test-boomerang-delivery"/);
+  const actions = statements.flatMap((s: any) => [s.Action].flat()).sort();
+  assert.deepEqual(actions, ['lambda:InvokeFunction', 'sqs:SendMessage']);
+});
+
+test('the timer queue feeds the delivery function with partial batch responses', () => {
+  const esm = only('AWS::Lambda::EventSourceMapping').Properties;
+  assert.deepEqual(esm.FunctionResponseTypes, ['ReportBatchItemFailures']);
+  assert.equal(esm.BatchSize, 10);
+  const deliveryId = logicalIdOf('AWS::Lambda::Function', (f) => f.Properties.FunctionName === 'test-boomerang-delivery');
+  assert.deepEqual(esm.FunctionName, { Ref: deliveryId });
+  const timerId = logicalIdOf('AWS::SQS::Queue', (q) => q.Properties.QueueName === 'test-boomerang-timer');
+  assert.deepEqual(esm.EventSourceArn, { 'Fn::GetAtt': [timerId, 'Arn'] });
+});
+
+test('async invocations of the delivery function are not retried and fail to a queue', () => {
+  const config = only('AWS::Lambda::EventInvokeConfig').Properties;
+  assert.equal(config.MaximumRetryAttempts, 0);
+  const failuresId = logicalIdOf('AWS::SQS::Queue', (q) => q.Properties.QueueName === 'test-boomerang-system-failures');
+  assert.deepEqual(config.DestinationConfig.OnFailure.Destination, { 'Fn::GetAtt': [failuresId, 'Arn'] });
+});
+
+test('the sweeper runs every minute', () => {
+  const rule = only('AWS::Events::Rule').Properties;
+  assert.equal(rule.ScheduleExpression, 'rate(1 minute)');
+  const sweeperId = logicalIdOf('AWS::Lambda::Function', (f) => f.Properties.FunctionName === 'test-boomerang-sweeper');
+  assert.deepEqual(rule.Targets[0].Arn, { 'Fn::GetAtt': [sweeperId, 'Arn'] });
+});
+
+test('no IAM statement has a wildcard action or a `*` resource', () => {
+  const docs = [
+    ...Object.values(resources('AWS::IAM::Policy')).map((p: any) => p.Properties.PolicyDocument),
+    ...Object.values(resources('AWS::IAM::Role')).flatMap((r: any) =>
+      (r.Properties.Policies ?? []).map((p: any) => p.PolicyDocument),
+    ),
+  ];
+  assert.ok(docs.length > 0);
+  for (const doc of docs) {
+    for (const s of doc.Statement) {
+      for (const action of [s.Action].flat()) {
+        assert.ok(!action.includes('*'), `wildcard action ${action}`);
+      }
+      for (const resource of [s.Resource].flat()) {
+        assert.notEqual(resource, '*', `statement ${JSON.stringify(s)} allows every resource`);
+      }
+    }
+  }
+  for (const role of Object.values(resources('AWS::IAM::Role')) as any[]) {
+    assert.equal(role.Properties.ManagedPolicyArns, undefined, 'no managed policies');
+  }
+});
+
+test('each function may touch only what it uses', () => {
+  const actionsOf = (name: string) => {
+    const fnRole = fnByName(name).Properties.Role['Fn::GetAtt'][0];
+    return Object.values(resources('AWS::IAM::Policy'))
+      .filter((p: any) => p.Properties.Roles.some((r: any) => r.Ref === fnRole))
+      .flatMap((p: any) => p.Properties.PolicyDocument.Statement)
+      .flatMap((s: any) => [s.Action].flat());
+  };
+  const api = new Set(actionsOf('api'));
+  assert.ok(!api.has('sqs:ReceiveMessage'), 'the API does not consume the timer queue');
+  const delivery = new Set(actionsOf('delivery'));
+  for (const a of ['dynamodb:PutItem', 'sqs:ReceiveMessage', 'scheduler:CreateSchedule', 'iam:PassRole']) {
+    assert.ok(delivery.has(a), `delivery needs ${a}`);
+  }
+  for (const a of ['dynamodb:DeleteItem', 'dynamodb:Scan', 'scheduler:DeleteSchedule']) {
+    assert.ok(!delivery.has(a) && !api.has(a), `nobody needs ${a}`);
+  }
+});
+
+test('queues and table are encrypted and log groups have retention', () => {
+  for (const q of Object.values(resources('AWS::SQS::Queue')) as any[]) {
+    assert.equal(q.Properties.SqsManagedSseEnabled, true);
+  }
+  assert.equal(Object.keys(resources('AWS::SQS::Queue')).length, 3);
+  for (const g of Object.values(resources('AWS::Logs::LogGroup')) as any[]) {
+    assert.ok(g.Properties.RetentionInDays > 0);
+  }
+  template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+});
+
+test('alarms go to the SNS topic; e-mail only when asked', () => {
+  const alarms = Object.values(resources('AWS::CloudWatch::Alarm')) as any[];
+  const names = alarms.map((a) => a.Properties.AlarmName).sort();
+  assert.deepEqual(names, [
+    'test-boomerang-dead-letters',
+    'test-boomerang-delivery-errors',
+    'test-boomerang-sweeper-repairs',
+    'test-boomerang-system-failures',
+  ]);
+  const topicId = Object.keys(resources('AWS::SNS::Topic'))[0];
+  for (const a of alarms) {
+    assert.deepEqual(a.Properties.AlarmActions, [{ Ref: topicId }]);
+  }
+  template.resourceCountIs('AWS::SNS::Subscription', 0);
+  synth({ alarmEmail: 'ops@example.com' }).hasResourceProperties('AWS::SNS::Subscription', {
+    Protocol: 'email',
+    Endpoint: 'ops@example.com',
+  });
+});
+
+test('the dashboard shows the task counts and attempt lateness p50 and p99', () => {
+  const body = JSON.stringify(only('AWS::CloudWatch::Dashboard').Properties.DashboardBody);
+  for (const m of ['Registered', 'Delivered', 'Retried', 'Failed', 'AttemptLateness']) {
+    assert.ok(body.includes(m), m);
+  }
+  assert.ok(body.includes('p50') && body.includes('p99'));
+});
+
+test('outputs name the API URL, the table and the queues', () => {
+  const outputs = Object.keys(template.findOutputs('*'));
+  for (const o of ['ApiUrl', 'TableName', 'TimerQueueUrl', 'DeadLetterQueueUrl', 'SystemFailuresQueueUrl']) {
+    assert.ok(outputs.includes(o), o);
+  }
+});
