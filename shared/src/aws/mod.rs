@@ -107,6 +107,7 @@ impl AwsSettings {
                 "must be at least 2 days".into(),
             ));
         }
+        let scheduler_dlq_arn = get(ENV_SCHEDULER_DLQ_ARN);
         let get = |k| get(k).expect("checked above");
         Ok(Self {
             table: get(ENV_TABLE),
@@ -115,7 +116,7 @@ impl AwsSettings {
             schedule_group: get(ENV_SCHEDULE_GROUP),
             delivery_target_arn: get(ENV_DELIVERY_FUNCTION_ARN),
             scheduler_role_arn: get(ENV_SCHEDULER_ROLE_ARN),
-            scheduler_dlq_arn: std::env::var(ENV_SCHEDULER_DLQ_ARN).ok(),
+            scheduler_dlq_arn,
             allowed_cidrs,
             retention,
         })
@@ -176,5 +177,39 @@ mod tests {
             assert!(err.contains(name), "{err}");
         }
         assert!(!err.contains(ENV_TABLE));
+    }
+
+    #[test]
+    fn complete_settings_are_read_with_their_optional_parts() {
+        let env: std::collections::HashMap<&str, &str> = [
+            (ENV_TABLE, "t"),
+            (ENV_TIMER_QUEUE_URL, "https://sqs/timer"),
+            (ENV_DEAD_LETTER_QUEUE_URL, "https://sqs/dlq"),
+            (ENV_SCHEDULE_GROUP, "g"),
+            (
+                ENV_DELIVERY_FUNCTION_ARN,
+                "arn:aws:lambda:eu-west-1:1:function:d",
+            ),
+            (ENV_SCHEDULER_ROLE_ARN, "arn:aws:iam::1:role/s"),
+            (ENV_SCHEDULER_DLQ_ARN, "arn:aws:sqs:eu-west-1:1:failures"),
+            (ENV_ALLOWED_CIDRS, "10.0.0.0/8, 192.168.1.0/24"),
+            (ENV_RETENTION_DAYS, "30"),
+        ]
+        .into();
+        let s = AwsSettings::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(
+            s.scheduler_dlq_arn.as_deref(),
+            Some("arn:aws:sqs:eu-west-1:1:failures")
+        );
+        assert_eq!(s.allowed_cidrs.len(), 2);
+        assert_eq!(s.retention, Duration::from_secs(30 * 24 * 3600));
+        let short = AwsSettings::from_lookup(|k| match k {
+            ENV_RETENTION_DAYS => Some("1".to_string()),
+            k => env.get(k).map(|v| v.to_string()),
+        });
+        assert!(matches!(
+            short,
+            Err(SettingsError::Invalid(ENV_RETENTION_DAYS, _))
+        ));
     }
 }

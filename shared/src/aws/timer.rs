@@ -96,7 +96,6 @@ pub struct AwsTimer {
 }
 
 impl AwsTimer {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         sqs: aws_sdk_sqs::Client,
         scheduler: aws_sdk_scheduler::Client,
