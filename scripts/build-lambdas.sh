@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the three Lambda zips: target/lambda/{api,delivery,sweeper}/bootstrap.zip.
+# Builds the three Lambda zips: target/lambda/{api,delivery,sweeper}/bootstrap.zip
+# (under $CARGO_TARGET_DIR when that is set).
 # Installs what it needs: cargo-lambda (from PyPI, with zig) into a cache, and the Rust
 # target. arm64 by default; BOOMERANG_LAMBDA_ARCH=x86_64 builds for x86-64, and so does a
 # machine that cannot install the arm64 target.
@@ -25,8 +26,9 @@ flag="--arm64"
 
 cargo lambda build --release "$flag" --output-format zip \
   -p boomerang-api -p boomerang-delivery -p boomerang-sweeper
+out="${CARGO_TARGET_DIR:-target}/lambda"
 for f in api delivery sweeper; do
-  zip="target/lambda/$f/bootstrap.zip"
+  zip="$out/$f/bootstrap.zip"
   [ -s "$zip" ] || { echo "missing $zip" >&2; exit 1; }
   printf '%-9s %s %s KiB\n' "$f" "$arch" "$(( $(stat -c %s "$zip") / 1024 ))"
 done

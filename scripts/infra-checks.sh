@@ -4,6 +4,7 @@
 # cfn-lint (errors fail the run) and checkov (skipped checks and reasons: infra/.checkov.yaml).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
 cache="${BOOMERANG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/boomerang-test}"
 cd "$root/infra"
 export CDK_DISABLE_CLI_TELEMETRY=true
@@ -26,7 +27,7 @@ node --test dist/test/
 echo "== cdk synth"
 rm -rf cdk.out
 npx cdk synth --quiet --no-notices --no-version-reporting \
-  -c stage=ci -c deletionProtection=false -c assetDir="$root/target/lambda"
+  -c stage=ci -c deletionProtection=false -c assetDir="$target_dir/lambda"
 template=cdk.out/Boomerang-ci.template.json
 
 echo "== cfn-lint"
