@@ -209,29 +209,24 @@ impl TaskStore for DynamoStore {
     }
 
     async fn attempts(&self, id: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
-        let mut records = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
-                .expression_attribute_values(":pk", s(task_pk(id)))
-                .expression_attribute_values(":a", s("A#"))
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| StoreError::Unavailable(describe(&e)))?;
-            for item in out.items() {
-                records.push(decode(get_s(item, "doc")?)?);
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(records);
-            }
-        }
+        let items = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :a)")
+            .expression_attribute_values(":pk", s(task_pk(id)))
+            .expression_attribute_values(":a", s("A#"))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+        items
+            .iter()
+            .map(|item| decode(get_s(item, "doc")?))
+            .collect()
     }
 
     async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError> {
