@@ -44,6 +44,23 @@ pub struct Page {
     pub next_cursor: Option<TaskId>,
 }
 
+impl Page {
+    /// A page from a list fetched with one row more than `limit`: the extra row only says
+    /// that another page follows.
+    pub fn from_overfetch(mut tasks: Vec<Task>, limit: u32) -> Page {
+        let more = tasks.len() > limit as usize;
+        tasks.truncate(limit as usize);
+        Page {
+            next_cursor: if more {
+                tasks.last().map(|t| t.id)
+            } else {
+                None
+            },
+            tasks,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum DueReason {
     /// `scheduled` and due before the cutoff.

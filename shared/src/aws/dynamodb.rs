@@ -269,7 +269,7 @@ impl TaskStore for DynamoStore {
             start = out.last_evaluated_key;
             if tasks.len() >= want || start.is_none() {
                 tasks.truncate(want);
-                return Ok(crate::store::memory::page(&mut tasks, query.limit));
+                return Ok(Page::from_overfetch(tasks, query.limit));
             }
         }
     }

@@ -256,6 +256,6 @@ fn transport_error(why: String) -> WebhookResult {
     }
 }
 
-pub(super) fn to_chrono(d: Duration) -> chrono::Duration {
+fn to_chrono(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }

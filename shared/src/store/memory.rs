@@ -81,7 +81,7 @@ impl TaskStore for MemoryStore {
 
     async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError> {
         let inner = self.lock();
-        let mut tasks: Vec<Task> = inner
+        let tasks: Vec<Task> = inner
             .tasks
             .values()
             .rev()
@@ -91,7 +91,7 @@ impl TaskStore for MemoryStore {
             .take(query.limit as usize + 1)
             .cloned()
             .collect();
-        Ok(page(&mut tasks, query.limit))
+        Ok(Page::from_overfetch(tasks, query.limit))
     }
 
     async fn due(
@@ -107,20 +107,6 @@ impl TaskStore for MemoryStore {
             .filter_map(|t| due_reason(t, fire_before, now))
             .take(limit)
             .collect())
-    }
-}
-
-/// Cuts a list fetched with one extra row into a page and its cursor.
-pub(crate) fn page(tasks: &mut Vec<Task>, limit: u32) -> Page {
-    let more = tasks.len() > limit as usize;
-    tasks.truncate(limit as usize);
-    Page {
-        next_cursor: if more {
-            tasks.last().map(|t| t.id)
-        } else {
-            None
-        },
-        tasks: std::mem::take(tasks),
     }
 }
 

@@ -289,10 +289,10 @@ impl TaskStore for SqliteStore {
                     r.get::<_, String>(0)
                 })
                 .map_err(unavailable)?;
-            let mut tasks = rows
+            let tasks = rows
                 .map(|doc| decode(&doc.map_err(unavailable)?))
                 .collect::<Result<Vec<Task>, _>>()?;
-            Ok(super::memory::page(&mut tasks, limit))
+            Ok(Page::from_overfetch(tasks, limit))
         })
         .await
     }
