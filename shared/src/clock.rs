@@ -1,6 +1,4 @@
-//! The engine reads time only through [`Clock`], so tests can move it by hand.
-
-use std::sync::Mutex;
+//! The engine reads time and randomness only through these ports, so tests can set both.
 
 use chrono::{DateTime, Utc};
 
@@ -17,27 +15,63 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that moves only when told to.
-#[derive(Debug)]
-pub struct ManualClock(Mutex<DateTime<Utc>>);
+/// Uniform draws in `[0, 1)`; the retry policy's jitter uses them.
+pub trait Random: Send + Sync {
+    fn draw(&self) -> f64;
+}
 
-impl ManualClock {
-    pub fn new(start: DateTime<Utc>) -> Self {
-        Self(Mutex::new(start))
-    }
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThreadRandom;
 
-    pub fn advance(&self, by: std::time::Duration) {
-        let mut now = self.0.lock().expect("clock lock");
-        *now += chrono::Duration::from_std(by).expect("duration in range");
-    }
-
-    pub fn set(&self, to: DateTime<Utc>) {
-        *self.0.lock().expect("clock lock") = to;
+impl Random for ThreadRandom {
+    fn draw(&self) -> f64 {
+        rand::random()
     }
 }
 
-impl Clock for ManualClock {
-    fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().expect("clock lock")
+#[cfg(any(test, feature = "testing"))]
+pub use manual::{FixedRandom, ManualClock};
+
+#[cfg(any(test, feature = "testing"))]
+mod manual {
+    use std::sync::Mutex;
+
+    use chrono::{DateTime, Utc};
+
+    use super::{Clock, Random};
+
+    /// A clock that moves only when told to.
+    #[derive(Debug)]
+    pub struct ManualClock(Mutex<DateTime<Utc>>);
+
+    impl ManualClock {
+        pub fn new(start: DateTime<Utc>) -> Self {
+            Self(Mutex::new(start))
+        }
+
+        pub fn advance(&self, by: std::time::Duration) {
+            let mut now = self.0.lock().expect("clock lock");
+            *now += chrono::Duration::from_std(by).expect("duration in range");
+        }
+
+        pub fn set(&self, to: DateTime<Utc>) {
+            *self.0.lock().expect("clock lock") = to;
+        }
+    }
+
+    impl Clock for ManualClock {
+        fn now(&self) -> DateTime<Utc> {
+            *self.0.lock().expect("clock lock")
+        }
+    }
+
+    /// Always draws the same value.
+    #[derive(Clone, Copy, Debug)]
+    pub struct FixedRandom(pub f64);
+
+    impl Random for FixedRandom {
+        fn draw(&self) -> f64 {
+            self.0
+        }
     }
 }

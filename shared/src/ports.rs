@@ -9,8 +9,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptRecord, DeadLetter, SigningSecret, Status, Task, TaskId, TaskSpec, TenantId,
+    AttemptRecord, AttemptRef, DeadLetter, PendingWork, SigningSecret, Status, Task, TaskId,
+    TaskSpec, TenantId,
 };
+
+/// The underlying error a port failure keeps as its source.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -18,9 +22,9 @@ pub enum StoreError {
     #[error("the task was changed concurrently")]
     Conflict,
     #[error("store unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
     #[error("stored record is unreadable: {0}")]
-    Corrupt(String),
+    Corrupt(#[source] Cause),
 }
 
 #[derive(Debug)]
@@ -61,24 +65,6 @@ impl Page {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DueReason {
-    /// `scheduled` and due before the cutoff.
-    Scheduled,
-    /// `delivering` with its lease expired: the worker died mid-delivery.
-    LeaseExpired,
-    /// `failed` and its dead-letter record not yet acknowledged.
-    DeadLetterPending,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DueTask {
-    pub id: TaskId,
-    pub attempt: u32,
-    pub fire_at: DateTime<Utc>,
-    pub reason: DueReason,
-}
-
 #[async_trait]
 pub trait TaskStore: Send + Sync {
     /// Stores a new task; with an idempotency key, an existing task of the same tenant and
@@ -100,30 +86,30 @@ pub trait TaskStore: Send + Sync {
     /// One page of a tenant's tasks, newest first.
     async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError>;
 
-    /// Work for the sweeper: `scheduled` tasks due at or before `fire_before`, `delivering`
-    /// tasks whose lease ended at or before `now`, and failed tasks with a pending dead letter.
+    /// Work for the sweep: every task's [`Task::pending_work`] that is due at or before
+    /// `cutoff`, at most `limit` of them. Stores index `pending_work()` as it is, so this
+    /// is one range read.
     async fn due(
         &self,
-        fire_before: DateTime<Utc>,
-        now: DateTime<Utc>,
+        cutoff: DateTime<Utc>,
         limit: usize,
-    ) -> Result<Vec<DueTask>, StoreError>;
+    ) -> Result<Vec<PendingWork>, StoreError>;
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error("timer unavailable: {0}")]
-pub struct TimerError(pub String);
+pub struct TimerError(#[source] pub Cause);
 
-/// Arms a one-shot, at-least-once timer that later calls `Engine::deliver(id, attempt)`.
+/// Arms a one-shot, at-least-once timer that later calls `Engine::deliver(attempt)`.
 /// Timers may fire early, late or twice; the engine copes with all three.
 #[async_trait]
 pub trait Timer: Send + Sync {
-    async fn arm(&self, id: &TaskId, attempt: u32, at: DateTime<Utc>) -> Result<(), TimerError>;
+    async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError>;
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error("dead-letter queue unavailable: {0}")]
-pub struct DeadLetterError(pub String);
+pub struct DeadLetterError(#[source] pub Cause);
 
 #[async_trait]
 pub trait DeadLetters: Send + Sync {
@@ -133,7 +119,7 @@ pub trait DeadLetters: Send + Sync {
 
 #[derive(Debug, thiserror::Error)]
 #[error("tenant directory unavailable: {0}")]
-pub struct TenantsError(pub String);
+pub struct TenantsError(#[source] pub Cause);
 
 #[async_trait]
 pub trait Tenants: Send + Sync {
@@ -148,8 +134,7 @@ pub trait Tenants: Send + Sync {
 
 /// One webhook call to make.
 pub struct WebhookCall<'a> {
-    pub task_id: &'a TaskId,
-    pub attempt: u32,
+    pub attempt: AttemptRef,
     pub spec: &'a TaskSpec,
     pub secret: &'a SigningSecret,
     pub timestamp: DateTime<Utc>,

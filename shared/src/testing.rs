@@ -7,14 +7,14 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptOutcome, AttemptRecord, CallbackRequest, RetryPolicy, Status, Task, TaskId, TaskSpec,
-    TenantId,
+    AttemptOutcome, AttemptRecord, AttemptRef, CallbackRequest, PendingWork, RetryPolicy, Status,
+    Task, TaskId, TaskSpec, TenantId, WorkKind,
 };
-use crate::ports::{CreateOutcome, DueReason, ListQuery, StoreError, TaskStore};
+use crate::ports::{CreateOutcome, ListQuery, StoreError, TaskStore};
 
 /// A fresh tenant id no other test uses.
 pub fn unique_tenant(prefix: &str) -> TenantId {
-    TenantId::new(format!("{prefix}-{}", ulid::Ulid::new()))
+    TenantId::parse(format!("{prefix}-{}", ulid::Ulid::new())).expect("a valid tenant id")
 }
 
 /// A scheduled task due at `fire_at`.
@@ -132,9 +132,7 @@ async fn conditional_update(store: &dyn TaskStore) {
     let now = millis(Utc::now());
     let task = sample_task(&tenant, None, now);
     store.create(&task).await.unwrap();
-    let mut next = task.next_version(now);
-    next.status = Status::Delivering;
-    next.lease_until = Some(now);
+    let next = task.claim(1, now, Duration::ZERO).unwrap();
     assert!(matches!(
         store.update(&next, 7).await,
         Err(StoreError::Conflict)
@@ -160,8 +158,7 @@ async fn concurrent_claims_have_one_winner(store: Arc<dyn TaskStore>) {
     let handles: Vec<_> = (0..20)
         .map(|i| {
             let store = store.clone();
-            let mut claim = task.next_version(now);
-            claim.status = Status::Delivering;
+            let mut claim = task.claim(1, now, Duration::from_secs(30)).unwrap();
             claim.last_error = Some(format!("worker {i}"));
             tokio::spawn(async move { store.update(&claim, 1).await.is_ok() })
         })
@@ -210,8 +207,7 @@ async fn list_is_scoped_filtered_and_paged(store: &dyn TaskStore) {
     for i in 0..5 {
         let mut t = sample_task(&tenant, None, now);
         if i % 2 == 1 {
-            t.status = Status::Canceled;
-            t.next_fire_at = None;
+            t = t.cancel(now).unwrap();
         }
         store.create(&t).await.unwrap();
         ids.push(t.id);
@@ -258,58 +254,76 @@ async fn list_is_scoped_filtered_and_paged(store: &dyn TaskStore) {
     assert!(canceled.tasks.iter().all(|t| t.status == Status::Canceled));
 }
 
+/// The store indexes exactly [`Task::pending_work`]: `due(cutoff)` finds every task whose
+/// pending work is due by the cutoff, and nothing else.
 async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
     let tenant = unique_tenant("due");
     let now = millis(Utc::now());
     let minute = chrono::Duration::minutes(1);
+    let lease = |m: i64| Duration::from_secs((m * 60) as u64);
     let overdue = sample_task(&tenant, None, now - minute);
     let later = sample_task(&tenant, None, now + minute * 30);
-    let mut stalled = sample_task(&tenant, None, now - minute);
-    stalled.status = Status::Delivering;
-    stalled.lease_until = Some(now - minute);
-    let mut working = sample_task(&tenant, None, now - minute);
-    working.status = Status::Delivering;
-    working.lease_until = Some(now + minute);
-    let mut pending = sample_task(&tenant, None, now - minute);
+    // Claimed two minutes ago with a one-minute lease: the worker died.
+    let stalled = sample_task(&tenant, None, now - minute * 2)
+        .claim(1, now - minute * 2, lease(1))
+        .unwrap();
+    let working = sample_task(&tenant, None, now - minute)
+        .claim(1, now, lease(1))
+        .unwrap();
+    let mut pending = sample_task(&tenant, None, now - minute)
+        .claim(1, now - minute, lease(1))
+        .unwrap();
     pending.status = Status::Failed;
-    pending.next_fire_at = None;
+    pending.next_attempt_at = None;
+    pending.lease_until = None;
     pending.dead_letter_pending = true;
-    let mut done = sample_task(&tenant, None, now - minute);
-    done.status = Status::Succeeded;
-    done.next_fire_at = None;
-    for t in [&overdue, &later, &stalled, &working, &pending, &done] {
+    let done = working
+        .after_attempt(&crate::domain::Verdict::Success, now, 0.5)
+        .unwrap();
+    let done = Task {
+        id: TaskId::new(),
+        ..done
+    };
+    let all = [&overdue, &later, &stalled, &working, &pending, &done];
+    for t in all {
         store.create(t).await.unwrap();
     }
-    let mine = |items: Vec<crate::ports::DueTask>| {
-        let ours = [
-            overdue.id, later.id, stalled.id, working.id, pending.id, done.id,
-        ];
+    let ours: Vec<TaskId> = all.iter().map(|t| t.id).collect();
+    let mine = |items: Vec<PendingWork>| {
         let mut v: Vec<_> = items
             .into_iter()
-            .filter(|d| ours.contains(&d.id))
-            .map(|d| (d.id, d.reason))
+            .filter(|w| ours.contains(&w.attempt.task_id))
+            .map(|w| (w.attempt.task_id, w.kind))
             .collect();
         v.sort();
         v
     };
     let mut expected = vec![
-        (overdue.id, DueReason::Scheduled),
-        (stalled.id, DueReason::LeaseExpired),
-        (pending.id, DueReason::DeadLetterPending),
+        (overdue.id, WorkKind::Attempt),
+        (stalled.id, WorkKind::LeaseExpiry),
+        (pending.id, WorkKind::DeadLetter),
     ];
     expected.sort();
-    assert_eq!(mine(store.due(now, now, 10_000).await.unwrap()), expected);
-    let due = store.due(now, now, 10_000).await.unwrap();
-    let item = due.iter().find(|d| d.id == overdue.id).unwrap();
-    assert_eq!((item.attempt, item.fire_at), (1, now - minute));
+    let due = store.due(now, 10_000).await.unwrap();
+    assert_eq!(mine(due.clone()), expected);
+    let item = due
+        .iter()
+        .find(|w| w.attempt.task_id == overdue.id)
+        .unwrap();
+    assert_eq!(item, &overdue.pending_work().unwrap());
+    assert_eq!(
+        (item.attempt, item.due_at),
+        (AttemptRef::new(overdue.id, 1), now - minute)
+    );
 
-    expected.push((later.id, DueReason::Scheduled));
+    expected.push((later.id, WorkKind::Attempt));
+    expected.push((working.id, WorkKind::LeaseExpiry));
     expected.sort();
-    let ahead = store.due(now + minute * 31, now, 10_000).await.unwrap();
+    let ahead = store.due(now + minute * 31, 10_000).await.unwrap();
     assert_eq!(
         mine(ahead),
         expected,
-        "a positive lookahead loads later work"
+        "a positive lookahead loads later work, and leases that end within it"
     );
 }
 
@@ -317,16 +331,16 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
 #[async_trait::async_trait]
 pub trait TimerProbe: Send {
     /// The next fire, or `None` if nothing fired within `within`.
-    async fn next_fire(&mut self, within: Duration) -> Option<(TaskId, u32)>;
+    async fn next_fire(&mut self, within: Duration) -> Option<AttemptRef>;
 }
 
-/// Waits for the fire of `(id, attempt)`, skipping others (duplicates are allowed).
-async fn await_fire(probe: &mut dyn TimerProbe, id: TaskId, attempt: u32) -> std::time::Instant {
+/// Waits for the fire of `attempt`, skipping others (duplicates are allowed).
+async fn await_fire(probe: &mut dyn TimerProbe, attempt: AttemptRef) -> std::time::Instant {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        assert!(!left.is_zero(), "timer never fired for {id}/{attempt}");
-        if probe.next_fire(left).await == Some((id, attempt)) {
+        assert!(!left.is_zero(), "timer never fired for {attempt:?}");
+        if probe.next_fire(left).await == Some(attempt) {
             return std::time::Instant::now();
         }
     }
@@ -335,31 +349,35 @@ async fn await_fire(probe: &mut dyn TimerProbe, id: TaskId, attempt: u32) -> std
 /// The contract of every [`Timer`]: a fire for each armed attempt, never early (to the
 /// second), overdue attempts at once, and arming the same attempt twice is harmless.
 pub async fn timer_contract(timer: Arc<dyn crate::ports::Timer>, probe: &mut dyn TimerProbe) {
-    let (a, b, c) = (TaskId::new(), TaskId::new(), TaskId::new());
+    let (a, b, c) = (
+        AttemptRef::new(TaskId::new(), 1),
+        AttemptRef::new(TaskId::new(), 4),
+        AttemptRef::new(TaskId::new(), 2),
+    );
     let armed_at = std::time::Instant::now();
     timer
-        .arm(&a, 1, Utc::now() + chrono::Duration::seconds(2))
+        .arm(a, Utc::now() + chrono::Duration::seconds(2))
         .await
         .unwrap();
     timer
-        .arm(&b, 4, Utc::now() - chrono::Duration::seconds(30))
+        .arm(b, Utc::now() - chrono::Duration::seconds(30))
         .await
         .unwrap();
     let due_c = Utc::now() + chrono::Duration::seconds(1);
-    timer.arm(&c, 2, due_c).await.unwrap();
-    timer.arm(&c, 2, due_c).await.unwrap();
+    timer.arm(c, due_c).await.unwrap();
+    timer.arm(c, due_c).await.unwrap();
 
-    let fired_b = await_fire(probe, b, 4).await;
+    let fired_b = await_fire(probe, b).await;
     assert!(
         fired_b - armed_at < Duration::from_secs(10),
         "an overdue attempt fires at once"
     );
-    let fired_c = await_fire(probe, c, 2).await;
+    let fired_c = await_fire(probe, c).await;
     assert!(
         fired_c - armed_at >= Duration::from_millis(900),
         "never early"
     );
-    let fired_a = await_fire(probe, a, 1).await;
+    let fired_a = await_fire(probe, a).await;
     assert!(
         fired_a - armed_at >= Duration::from_millis(1900),
         "never early"

@@ -7,17 +7,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use boomerang::clock::ManualClock;
+use boomerang::clock::{FixedRandom, ManualClock};
+use boomerang::dead_letters::MemoryDeadLetters;
 use boomerang::domain::{
-    AttemptOutcome, CallbackRequest, RetryPolicy, SigningSecret, Status, TaskSpec, TenantId,
+    AttemptOutcome, AttemptRef, CallbackRequest, RetryPolicy, SigningSecret, Status, TaskSpec,
+    TenantId,
 };
 use boomerang::engine::{
     DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports,
 };
 use boomerang::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
-use boomerang::store::memory::{MemoryDeadLetters, RecordingTimer};
 use boomerang::store::MemoryStore;
 use boomerang::tenants::StaticTenants;
+use boomerang::timer::RecordingTimer;
 use chrono::{DateTime, TimeZone, Utc};
 use tokio::sync::Semaphore;
 
@@ -90,7 +92,7 @@ fn harness(webhooks: ScriptedWebhooks) -> Harness {
     let timer = Arc::new(RecordingTimer::default());
     let dead_letters = Arc::new(MemoryDeadLetters::default());
     let webhooks = Arc::new(webhooks);
-    let tenant = TenantId::new("acme");
+    let tenant = TenantId::parse("acme").unwrap();
     let tenants = StaticTenants::new("key", tenant.clone(), SigningSecret::generate());
     let ports = Ports {
         store,
@@ -99,6 +101,7 @@ fn harness(webhooks: ScriptedWebhooks) -> Harness {
         tenants: Arc::new(tenants),
         webhooks: webhooks.clone(),
         clock: clock.clone(),
+        random: Arc::new(FixedRandom(0.5)),
         metrics: Arc::new(boomerang::metrics::NoMetrics),
     };
     let settings = EngineSettings {
@@ -169,7 +172,7 @@ async fn success_on_first_attempt_records_lateness() {
         vec![(task.id, 1, t0() + chrono::Duration::seconds(60))]
     );
     h.clock.advance(secs(62));
-    let outcome = h.engine.deliver(&task.id, 1).await.unwrap();
+    let outcome = h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
     assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     let details = h.engine.get(&h.tenant, &task.id).await.unwrap();
     assert_eq!(details.attempts.len(), 1);
@@ -181,12 +184,15 @@ async fn success_on_first_attempt_records_lateness() {
 async fn duplicate_timer_fire_calls_the_webhook_once() {
     let h = harness(ScriptedWebhooks::default());
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
-    let (a, b) = tokio::join!(h.engine.deliver(&task.id, 1), h.engine.deliver(&task.id, 1));
+    let (a, b) = tokio::join!(
+        h.engine.deliver(AttemptRef::new(task.id, 1)),
+        h.engine.deliver(AttemptRef::new(task.id, 1))
+    );
     let outcomes = [a.unwrap(), b.unwrap()];
     assert!(outcomes.contains(&DeliverOutcome::Attempted(Status::Succeeded)));
     assert!(outcomes.contains(&DeliverOutcome::Stale));
     assert_eq!(
-        h.engine.deliver(&task.id, 1).await.unwrap(),
+        h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap(),
         DeliverOutcome::Stale
     );
     assert_eq!(h.webhooks.calls(), 1);
@@ -201,7 +207,7 @@ async fn early_fire_re_arms_for_the_due_time_without_calling() {
     h.timer.clear();
     h.clock.advance(secs(1100));
     assert_eq!(
-        h.engine.deliver(&task.id, 1).await.unwrap(),
+        h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap(),
         DeliverOutcome::Early
     );
     assert_eq!(h.webhooks.calls(), 0);
@@ -211,7 +217,7 @@ async fn early_fire_re_arms_for_the_due_time_without_calling() {
     );
     h.clock.advance(secs(100));
     assert_eq!(
-        h.engine.deliver(&task.id, 1).await.unwrap(),
+        h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap(),
         DeliverOutcome::Attempted(Status::Succeeded)
     );
 }
@@ -238,7 +244,10 @@ async fn lost_timer_is_repaired_by_the_sweep() {
     assert_eq!(h.engine.sweep(overdue).await.unwrap().rearmed, 1);
     let (id, attempt, _) = h.timer.armed()[0];
     assert_eq!((id, attempt), (task.id, 1));
-    h.engine.deliver(&id, attempt).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(id, attempt))
+        .await
+        .unwrap();
     assert_eq!(h.status_of(&task).await, Status::Succeeded);
     assert_eq!(h.webhooks.calls(), 1);
 }
@@ -253,7 +262,10 @@ async fn cancel_wins_before_fire_and_loses_during_delivery() {
     assert_eq!(canceled.status, Status::Canceled);
     h.clock.advance(secs(60));
     assert_eq!(
-        h.engine.deliver(&early.id, 1).await.unwrap(),
+        h.engine
+            .deliver(AttemptRef::new(early.id, 1))
+            .await
+            .unwrap(),
         DeliverOutcome::Stale
     );
     assert_eq!(h.webhooks.calls(), 0);
@@ -281,7 +293,7 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
     let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
     assert_eq!(report.leases_taken_over, 0, "the lease still holds");
     assert_eq!(
-        h.engine.deliver(&id, 1).await.unwrap(),
+        h.engine.deliver(AttemptRef::new(id, 1)).await.unwrap(),
         DeliverOutcome::Stale
     );
 
@@ -291,7 +303,7 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
     assert_eq!(h.timer.armed(), vec![(id, 1, h.clock_now())]);
     gate.add_permits(1);
     assert_eq!(
-        h.engine.deliver(&id, 1).await.unwrap(),
+        h.engine.deliver(AttemptRef::new(id, 1)).await.unwrap(),
         DeliverOutcome::Attempted(Status::Succeeded)
     );
     assert_eq!(h.webhooks.calls(), 2);
@@ -313,20 +325,20 @@ async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
     };
     let task = h.register(FireTime::Now, policy).await;
     assert_eq!(
-        h.engine.deliver(&task.id, 1).await.unwrap(),
+        h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap(),
         DeliverOutcome::Attempted(Status::Scheduled)
     );
     let after_first = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     assert_eq!(after_first.attempt, 2);
     assert_eq!(
-        after_first.next_fire_at,
+        after_first.next_attempt_at,
         Some(t0() + chrono::Duration::seconds(30))
     );
     h.clock.advance(secs(30));
-    h.engine.deliver(&task.id, 2).await.unwrap();
+    h.engine.deliver(AttemptRef::new(task.id, 2)).await.unwrap();
     h.clock.advance(secs(60));
     assert_eq!(
-        h.engine.deliver(&task.id, 3).await.unwrap(),
+        h.engine.deliver(AttemptRef::new(task.id, 3)).await.unwrap(),
         DeliverOutcome::Attempted(Status::Failed)
     );
     let details = h.engine.get(&h.tenant, &task.id).await.unwrap();
@@ -342,14 +354,17 @@ async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
 async fn gone_and_permanent_statuses_fail_at_once() {
     let h = harness(ScriptedWebhooks::answering(vec![status(410), status(404)]));
     let gone = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(&gone.id, 1).await.unwrap();
+    h.engine.deliver(AttemptRef::new(gone.id, 1)).await.unwrap();
     assert_eq!(h.status_of(&gone).await, Status::Failed);
     let policy = RetryPolicy {
         permanent_statuses: vec![404],
         ..RetryPolicy::default()
     };
     let missing = h.register(FireTime::Now, policy).await;
-    h.engine.deliver(&missing.id, 1).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(missing.id, 1))
+        .await
+        .unwrap();
     assert_eq!(h.status_of(&missing).await, Status::Failed);
     assert_eq!(h.dead_letters.letters().len(), 2);
 }
@@ -368,10 +383,10 @@ async fn refused_destinations_fail_and_transport_errors_retry() {
     };
     let h = harness(ScriptedWebhooks::answering(vec![refused, reset]));
     let a = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(&a.id, 1).await.unwrap();
+    h.engine.deliver(AttemptRef::new(a.id, 1)).await.unwrap();
     assert_eq!(h.status_of(&a).await, Status::Failed);
     let b = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(&b.id, 1).await.unwrap();
+    h.engine.deliver(AttemptRef::new(b.id, 1)).await.unwrap();
     assert_eq!(h.status_of(&b).await, Status::Scheduled);
 }
 
@@ -383,15 +398,15 @@ async fn retry_after_replaces_the_wait_within_the_maximum_interval() {
     very_busy.retry_after = Some(secs(999_999));
     let h = harness(ScriptedWebhooks::answering(vec![busy, very_busy]));
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(&task.id, 1).await.unwrap();
+    h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
-    assert_eq!(t.next_fire_at, Some(t0() + chrono::Duration::seconds(7)));
+    assert_eq!(t.next_attempt_at, Some(t0() + chrono::Duration::seconds(7)));
     h.clock.advance(secs(7));
-    h.engine.deliver(&task.id, 2).await.unwrap();
+    h.engine.deliver(AttemptRef::new(task.id, 2)).await.unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     // Bounded by the default policy's longest step, one hour.
     assert_eq!(
-        t.next_fire_at,
+        t.next_attempt_at,
         Some(t0() + chrono::Duration::seconds(7 + 3600))
     );
 }
@@ -401,7 +416,7 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
     let h = harness(ScriptedWebhooks::answering(vec![status(410), status(410)]));
     h.dead_letters.fail_next(1);
     let once = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(&once.id, 1).await.unwrap();
+    h.engine.deliver(AttemptRef::new(once.id, 1)).await.unwrap();
     assert_eq!(
         h.dead_letters.letters().len(),
         1,
@@ -410,7 +425,7 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
 
     h.dead_letters.fail_next(3); // every try of the engine fails
     let down = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(&down.id, 1).await.unwrap();
+    h.engine.deliver(AttemptRef::new(down.id, 1)).await.unwrap();
     assert_eq!(h.dead_letters.letters().len(), 1);
     assert!(
         h.engine
@@ -434,25 +449,25 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
 }
 
 #[tokio::test]
-async fn a_failed_task_can_be_redriven_for_a_new_round() {
+async fn a_failed_task_can_be_retried_for_a_new_round() {
     let h = harness(ScriptedWebhooks::answering(vec![status(500)]));
     let policy = RetryPolicy {
         max_attempts: 1,
         ..RetryPolicy::default()
     };
     let task = h.register(FireTime::Now, policy).await;
-    h.engine.deliver(&task.id, 1).await.unwrap();
+    h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
     assert_eq!(h.status_of(&task).await, Status::Failed);
-    h.engine.redrive(&h.tenant, &task.id).await.unwrap();
+    h.engine.retry(&h.tenant, &task.id).await.unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     assert_eq!(
         (t.status, t.attempt, t.round_start),
         (Status::Scheduled, 2, 2)
     );
-    h.engine.deliver(&task.id, 2).await.unwrap();
+    h.engine.deliver(AttemptRef::new(task.id, 2)).await.unwrap();
     assert_eq!(h.status_of(&task).await, Status::Succeeded);
     assert!(matches!(
-        h.engine.redrive(&h.tenant, &task.id).await,
+        h.engine.retry(&h.tenant, &task.id).await,
         Err(EngineError::Conflict(_))
     ));
 }
@@ -472,7 +487,7 @@ async fn idempotent_registration_returns_the_same_task_or_refuses_a_changed_one(
         h.engine.register(&h.tenant, changed).await,
         Err(EngineError::IdempotencyMismatch)
     ));
-    let other_tenant = TenantId::new("other");
+    let other_tenant = TenantId::parse("other").unwrap();
     let c = h.engine.register(&other_tenant, first).await.unwrap();
     assert!(c.created, "keys are scoped to a tenant");
     assert!(matches!(
@@ -527,7 +542,7 @@ async fn delivery_held_mid_call() -> (
     });
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
     let (engine, id) = (h.engine.clone(), task.id);
-    let delivery = tokio::spawn(async move { engine.deliver(&id, 1).await });
+    let delivery = tokio::spawn(async move { engine.deliver(AttemptRef::new(id, 1)).await });
     wait_until(|| h.webhooks.calls() == 1).await;
     (h, gate, task, delivery)
 }

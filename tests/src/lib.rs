@@ -246,10 +246,19 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Stops the server, and fails the test if any request reached the Router's last line
+    /// of defence (a handler panic turned into a 500): no input may ever get that far.
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let log = self.log();
         let _ = std::fs::remove_dir_all(&self.data_dir);
+        if !std::thread::panicking() {
+            assert!(
+                !log.contains(boomerang::api::PANIC_LOG),
+                "a request made the server panic:\n{log}"
+            );
+        }
     }
 }
 

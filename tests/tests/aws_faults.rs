@@ -8,17 +8,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use boomerang::aws::delivery::{handle_queue, handle_scheduled};
-use boomerang::aws::dynamodb::DynamoStore;
-use boomerang::aws::sqs_dead_letters::SqsDeadLetters;
-use boomerang::aws::tenants::DynamoTenants;
-use boomerang::aws::timer::AwsTimer;
+use boomerang::aws::lambda::{handle_queue, handle_scheduled};
 use boomerang::aws::{AwsSettings, SWEEP_LAG};
-use boomerang::clock::{Clock, ManualClock, SystemClock};
-use boomerang::domain::{DeadLetter, Status, TenantId};
+use boomerang::clock::{Clock, ManualClock, SystemClock, ThreadRandom};
+use boomerang::dead_letters::SqsDeadLetters;
+use boomerang::domain::{AttemptRef, DeadLetter, Status, TenantId};
 use boomerang::engine::{Engine, EngineSettings, FireTime, NewTask, Ports};
 use boomerang::metrics::NoMetrics;
 use boomerang::ports::{DeadLetterError, DeadLetters};
+use boomerang::store::DynamoStore;
+use boomerang::tenants::DynamoTenants;
+use boomerang::timer::AwsTimer;
 use boomerang::webhook::{DestinationPolicy, HttpWebhooks};
 use boomerang_e2e::aws::{
     dynalite, fresh_dynalite_table, fresh_moto_resources, moto, moto_backend,
@@ -26,8 +26,12 @@ use boomerang_e2e::aws::{
 use boomerang_e2e::{wait_for, Receiver};
 use serde_json::json;
 
+fn acme() -> TenantId {
+    TenantId::parse("acme").unwrap()
+}
+
 fn new_task(url: &str, when: FireTime) -> NewTask {
-    let tenant = TenantId::new("acme");
+    let tenant = acme();
     let mut spec = boomerang::testing::sample_task(&tenant, None, chrono::Utc::now()).spec;
     spec.request.url = url.to_string();
     NewTask {
@@ -45,21 +49,14 @@ async fn delivered_despite_a_broken_timer(break_it: impl Fn(&mut AwsSettings), w
     let rx = Receiver::always(200).await;
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     let healthy = moto_backend(&settings, clock.clone());
-    healthy
-        .tenants
-        .mint_key(&TenantId::new("acme"))
-        .await
-        .unwrap();
+    healthy.tenants.mint_key(&acme()).await.unwrap();
     let mut broken_settings = settings.clone();
     break_it(&mut broken_settings);
     let broken = moto_backend(&broken_settings, clock.clone());
 
     let task = broken
         .engine
-        .register(
-            &TenantId::new("acme"),
-            new_task(&rx.url("/late"), FireTime::After(wait)),
-        )
+        .register(&acme(), new_task(&rx.url("/late"), FireTime::After(wait)))
         .await
         .expect("stored even though the timer failed")
         .task;
@@ -87,14 +84,7 @@ async fn delivered_despite_a_broken_timer(break_it: impl Fn(&mut AwsSettings), w
         },
     )
     .await;
-    let task = healthy
-        .engine
-        .ports()
-        .store
-        .get(&task.id)
-        .await
-        .unwrap()
-        .unwrap();
+    let task = healthy.engine.get(&acme(), &task.id).await.unwrap().task;
     assert_eq!(task.status, Status::Succeeded);
 }
 
@@ -141,7 +131,7 @@ async fn atomic_ports(
     let table = fresh_dynalite_table("atomic").await;
     let ddb = aws_sdk_dynamodb::Client::new(&dynalite());
     let tenants = DynamoTenants::new(ddb.clone(), &table);
-    tenants.mint_key(&TenantId::new("acme")).await.unwrap();
+    tenants.mint_key(&acme()).await.unwrap();
     let sdk = moto();
     Ports {
         store: Arc::new(DynamoStore::new(
@@ -165,6 +155,7 @@ async fn atomic_ports(
             .unwrap(),
         ),
         clock,
+        random: Arc::new(ThreadRandom),
         metrics: Arc::new(NoMetrics),
     }
 }
@@ -184,10 +175,7 @@ async fn one_attempt_fired_by_scheduler_and_sqs_at_once_calls_the_webhook_once()
     for round in 0..5 {
         let path = format!("/double-{round}");
         let task = engine
-            .register(
-                &TenantId::new("acme"),
-                new_task(&rx.url(&path), FireTime::Now),
-            )
+            .register(&acme(), new_task(&rx.url(&path), FireTime::Now))
             .await
             .unwrap()
             .task;
@@ -208,7 +196,7 @@ async fn one_attempt_fired_by_scheduler_and_sqs_at_once_calls_the_webhook_once()
             1,
             "round {round}: exactly one webhook call"
         );
-        let stored = engine.ports().store.get(&task.id).await.unwrap().unwrap();
+        let stored = engine.get(&acme(), &task.id).await.unwrap().task;
         assert_eq!(stored.status, Status::Succeeded);
     }
 }
@@ -225,19 +213,16 @@ async fn a_dead_letter_send_that_fails_once_is_retried_into_one_record() {
     let engine = Engine::new(ports, EngineSettings::default());
     let rx = Receiver::always(410).await;
     let task = engine
-        .register(
-            &TenantId::new("acme"),
-            new_task(&rx.url("/gone"), FireTime::Now),
-        )
+        .register(&acme(), new_task(&rx.url("/gone"), FireTime::Now))
         .await
         .unwrap()
         .task;
-    engine.deliver(&task.id, 1).await.unwrap();
+    engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
     assert!(
         dead_letters.failed.load(Ordering::SeqCst),
         "the first send failed"
     );
-    let stored = engine.ports().store.get(&task.id).await.unwrap().unwrap();
+    let stored = engine.get(&acme(), &task.id).await.unwrap().task;
     assert_eq!(
         (stored.status, stored.dead_letter_pending),
         (Status::Failed, false)

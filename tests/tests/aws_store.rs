@@ -5,9 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use boomerang::aws::dynamodb::DynamoStore;
-use boomerang::domain::Status;
 use boomerang::ports::{ListQuery, TaskStore};
+use boomerang::store::DynamoStore;
 use boomerang::testing::{sample_task, store_atomicity_contract, store_contract, unique_tenant};
 use boomerang_e2e::aws::{dynalite, fresh_dynalite_table, fresh_moto_resources, moto};
 
@@ -43,9 +42,7 @@ async fn finished_tasks_past_retention_are_invisible() {
     let recent = sample_task(&tenant, None, chrono::Utc::now());
     store.create(&old).await.unwrap();
     store.create(&recent).await.unwrap();
-    let mut done = old.next_version(long_ago);
-    done.status = Status::Succeeded;
-    done.next_fire_at = None;
+    let done = old.cancel(long_ago).unwrap();
     store.update(&done, old.version).await.unwrap();
     old = done;
 

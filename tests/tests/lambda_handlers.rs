@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use boomerang::aws::delivery::{handle_queue, handle_scheduled, DeliveryEvent};
+use boomerang::aws::lambda::{handle_queue, handle_scheduled, DeliveryEvent};
 use boomerang::aws::AwsSettings;
 use boomerang::clock::SystemClock;
 use boomerang::domain::TenantId;
+use boomerang::ports::TaskStore;
 use boomerang_e2e::aws::{fresh_moto_resources, moto_backend};
 use boomerang_e2e::{wait_for, Receiver};
 use serde_json::{json, Value};
@@ -127,10 +128,10 @@ async fn setup(what: &str) -> Setup {
 
 impl Setup {
     /// Mints an API key for a new tenant.
-    async fn key(&self, tenant: &str) -> boomerang::aws::tenants::MintedKey {
+    async fn key(&self, tenant: &str) -> boomerang::tenants::dynamodb::MintedKey {
         self.backend
             .tenants
-            .mint_key(&TenantId::new(tenant))
+            .mint_key(&TenantId::parse(tenant).unwrap())
             .await
             .unwrap()
     }
@@ -223,22 +224,15 @@ async fn sqs_batches_report_only_transient_failures() {
     // The attempt was registered an hour ahead; make it due now.
     let task = s
         .backend
-        .engine
-        .ports()
         .store
         .get(&id.parse().unwrap())
         .await
         .unwrap()
         .unwrap();
-    let mut due = task.next_version(chrono::Utc::now());
-    due.next_fire_at = Some(chrono::Utc::now());
-    s.backend
-        .engine
-        .ports()
-        .store
-        .update(&due, task.version)
-        .await
-        .unwrap();
+    let mut due = task.clone();
+    due.version += 1;
+    due.next_attempt_at = Some(chrono::Utc::now());
+    s.backend.store.update(&due, task.version).await.unwrap();
 
     let event = sqs_event(&[
         ("m-ours", json!({"task_id": id, "attempt": 1}).to_string()),

@@ -7,22 +7,22 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_sqs::types::QueueAttributeName;
-use boomerang::aws::timer::{at_expression, AwsTimer, TimerMessage};
 use boomerang::aws::AwsSettings;
 use boomerang::clock::{Clock, ManualClock, SystemClock};
-use boomerang::domain::TaskId;
+use boomerang::domain::{AttemptRef, TaskId};
 use boomerang::ports::Timer;
 use boomerang::testing::{timer_contract, TimerProbe};
-use boomerang::timer::local::{Fire, LocalTimer};
+use boomerang::timer::aws::{at_expression, AwsTimer};
+use boomerang::timer::LocalTimer;
 use boomerang_e2e::aws::{fresh_moto_resources, moto};
 use chrono::{DurationRound, Utc};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-struct ChannelProbe(UnboundedReceiver<Fire>);
+struct ChannelProbe(UnboundedReceiver<AttemptRef>);
 
 #[async_trait]
 impl TimerProbe for ChannelProbe {
-    async fn next_fire(&mut self, within: Duration) -> Option<(TaskId, u32)> {
+    async fn next_fire(&mut self, within: Duration) -> Option<AttemptRef> {
         tokio::time::timeout(within, self.0.recv())
             .await
             .ok()
@@ -37,7 +37,7 @@ struct QueueProbe {
 }
 
 impl QueueProbe {
-    async fn receive(&self) -> Vec<TimerMessage> {
+    async fn receive(&self) -> Vec<AttemptRef> {
         let out = self
             .sqs
             .receive_message()
@@ -87,13 +87,13 @@ impl QueueProbe {
 
 #[async_trait]
 impl TimerProbe for QueueProbe {
-    async fn next_fire(&mut self, within: Duration) -> Option<(TaskId, u32)> {
+    async fn next_fire(&mut self, within: Duration) -> Option<AttemptRef> {
         let deadline = Instant::now() + within;
         let mut pending = Vec::new();
         while Instant::now() < deadline {
             pending.extend(self.receive().await);
             if let Some(m) = pending.first() {
-                return Some((m.task_id, m.attempt));
+                return Some(*m);
             }
         }
         None
@@ -135,7 +135,10 @@ async fn a_five_minute_wait_uses_the_queue_only() {
     let settings = fresh_moto_resources("five").await;
     let timer = aws_timer(&settings, Arc::new(SystemClock));
     timer
-        .arm(&TaskId::new(), 1, Utc::now() + chrono::Duration::minutes(5))
+        .arm(
+            AttemptRef::new(TaskId::new(), 1),
+            Utc::now() + chrono::Duration::minutes(5),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -163,8 +166,9 @@ async fn a_twenty_minute_wait_is_scheduled_two_minutes_early_to_the_minute() {
     let timer = aws_timer(&settings, clock);
     let id = TaskId::new();
     let due = now + chrono::Duration::minutes(20); // hh:mm:10, twenty minutes on
-    timer.arm(&id, 3, due).await.unwrap();
-    timer.arm(&id, 3, due).await.unwrap(); // an existing schedule counts as success
+    let attempt = AttemptRef::new(id, 3);
+    timer.arm(attempt, due).await.unwrap();
+    timer.arm(attempt, due).await.unwrap(); // an existing schedule counts as success
 
     let schedule = aws_sdk_scheduler::Client::new(&moto())
         .get_schedule()
@@ -185,14 +189,8 @@ async fn a_twenty_minute_wait_is_scheduled_two_minutes_early_to_the_minute() {
     let target = schedule.target().unwrap();
     assert_eq!(target.arn(), settings.delivery_target_arn);
     assert_eq!(target.role_arn(), settings.scheduler_role_arn);
-    let input: TimerMessage = serde_json::from_str(target.input().unwrap()).unwrap();
-    assert_eq!(
-        input,
-        TimerMessage {
-            task_id: id,
-            attempt: 3
-        }
-    );
+    let input: AttemptRef = serde_json::from_str(target.input().unwrap()).unwrap();
+    assert_eq!(input, attempt);
     assert_eq!(
         probe(&settings).counts().await,
         (0, 0),
@@ -222,7 +220,7 @@ async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
         },
     )
     .unwrap();
-    let tenant = boomerang::domain::TenantId::new("acme");
+    let tenant = boomerang::domain::TenantId::parse("acme").unwrap();
     let spec = boomerang::testing::sample_task(&tenant, None, start).spec;
     let registered = backend
         .engine
@@ -238,7 +236,7 @@ async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
         .await
         .unwrap()
         .task;
-    let due = registered.next_fire_at.unwrap();
+    let due = registered.next_attempt_at.unwrap();
 
     // Scheduler fires late in its window, three seconds before the attempt is due.
     clock.set(due - chrono::Duration::seconds(3));
@@ -264,13 +262,7 @@ async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
         fired.elapsed() >= Duration::from_millis(2500),
         "DelaySeconds was honoured"
     );
-    assert_eq!(
-        message,
-        TimerMessage {
-            task_id: registered.id,
-            attempt: 1
-        }
-    );
+    assert_eq!(message, AttemptRef::new(registered.id, 1));
     assert_eq!(
         emulator.fire_due_schedules().await.unwrap(),
         0,

@@ -3,9 +3,9 @@
 
 use anyhow::{bail, Context, Result};
 use boomerang::aws::bootstrap::{bootstrap, env_exports};
-use boomerang::aws::tenants::DynamoTenants;
 use boomerang::aws::ENV_TABLE;
 use boomerang::domain::TenantId;
+use boomerang::tenants::DynamoTenants;
 
 /// Creates the table, queues and schedule group in the emulator at `AWS_ENDPOINT_URL` and
 /// prints the `export` lines that point `serve --backend aws` at them.
@@ -24,7 +24,8 @@ pub async fn create_key(tenant: &str) -> Result<()> {
     let table = std::env::var(ENV_TABLE).with_context(|| format!("{ENV_TABLE} is not set"))?;
     let sdk = boomerang::aws::sdk_config().await;
     let tenants = DynamoTenants::new(boomerang::aws::DynamoClient::new(&sdk), table);
-    let minted = tenants.mint_key(&TenantId::new(tenant)).await?;
+    let tenant = TenantId::parse(tenant).context("--tenant")?;
+    let minted = tenants.mint_key(&tenant).await?;
     println!("tenant:         {}", minted.tenant);
     println!("API key:        {}", minted.api_key);
     println!("signing secret: {}", minted.secret.expose());

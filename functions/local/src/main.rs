@@ -2,7 +2,6 @@
 //! `listen` receives and verifies callbacks.
 
 mod aws_cmd;
-mod credentials;
 mod listen;
 mod serve;
 
@@ -101,7 +100,7 @@ fn init_tracing(format: &str) {
 async fn listen(args: ListenArgs) -> Result<()> {
     let secret = match args.signing_secret {
         Some(s) => Some(SigningSecret::parse(&s).context("--signing-secret")?),
-        None => credentials::stored_secret(&args.data_dir)?,
+        None => boomerang::tenants::credentials::stored_secret(&args.data_dir)?,
     };
     let status = StatusCode::from_u16(args.status).context("--status")?;
     listen::run(listen::ListenConfig {

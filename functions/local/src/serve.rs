@@ -2,21 +2,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use boomerang::aws::AwsSettings;
-use boomerang::backend::{self, AwsBackendConfig, EmbeddedConfig};
-use boomerang::clock::SystemClock;
-use boomerang::domain::TenantId;
-use boomerang::engine::{Engine, EngineSettings};
-use boomerang::local_runtime::{run_deliveries, run_sweeper};
-use boomerang::metrics::NoMetrics;
-use boomerang::tenants::StaticTenants;
+use boomerang::service::{self, BackendChoice, ServiceConfig};
 use ipnet::IpNet;
-
-use crate::credentials::{self, Credentials};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
@@ -58,20 +48,18 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     allowed_cidrs: Vec<IpNet>,
-    /// Extra time past a task's timeout before a stalled delivery is taken over.
-    #[arg(long, env = "BOOMERANG_LEASE_MARGIN", default_value = "30s",
-          value_parser = humantime::parse_duration)]
+    /// Extra time past a task's timeout before a stalled delivery is taken over (1s–1h).
+    #[arg(long, env = "BOOMERANG_LEASE_MARGIN", default_value = "30s", value_parser = humantime::parse_duration)]
     lease_margin: Duration,
-    /// How often the store is swept for work that is due soon, overdue or interrupted.
-    #[arg(long, env = "BOOMERANG_SWEEP_INTERVAL", default_value = "5s",
-          value_parser = humantime::parse_duration)]
+    /// How often the store is swept for work that is due soon, overdue or interrupted
+    /// (100ms–1h).
+    #[arg(long, env = "BOOMERANG_SWEEP_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
     sweep_interval: Duration,
     /// AWS backend with --emulate-triggers: how overdue a task must be before the sweep
-    /// re-arms it.
-    #[arg(long, env = "BOOMERANG_SWEEP_LAG", default_value = "90s",
-          value_parser = humantime::parse_duration)]
+    /// re-arms it (1s–1day).
+    #[arg(long, env = "BOOMERANG_SWEEP_LAG", default_value = "90s", value_parser = humantime::parse_duration)]
     sweep_lag: Duration,
-    /// Most deliveries in flight at once (embedded backend).
+    /// Most deliveries in flight at once (embedded backend; 1–10000).
     #[arg(long, env = "BOOMERANG_CONCURRENCY", default_value_t = 64)]
     concurrency: usize,
     /// AWS backend against an emulator: fire due schedules and poll the timer queue here,
@@ -81,119 +69,51 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    fn engine_settings(&self) -> EngineSettings {
-        EngineSettings {
+    fn config(self) -> ServiceConfig {
+        let backend = match self.backend {
+            Backend::Embedded => BackendChoice::Embedded {
+                data_dir: self.data_dir,
+                api_key: self.api_key,
+                signing_secret: self.signing_secret,
+            },
+            Backend::Aws => BackendChoice::Aws {
+                emulate_triggers: self.emulate_triggers,
+                sweep_lag: self.sweep_lag,
+            },
+        };
+        ServiceConfig {
+            backend,
+            dev: self.dev,
+            allowed_cidrs: self.allowed_cidrs,
             lease_margin: self.lease_margin,
-            ..EngineSettings::default()
+            sweep_interval: self.sweep_interval,
+            concurrency: self.concurrency,
         }
     }
 }
 
 pub async fn run(args: ServeArgs) -> Result<()> {
-    let (engine, banner) = match args.backend {
-        Backend::Embedded => start_embedded(&args)?,
-        Backend::Aws => start_aws(&args).await?,
-    };
-    let listener = tokio::net::TcpListener::bind(args.addr)
+    let (addr, dev) = (args.addr, args.dev);
+    let service = service::start(args.config()).await?;
+    let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .with_context(|| format!("binding {}", args.addr))?;
-    let addr = listener.local_addr()?;
-    println!("Boomerang listening on http://{addr}");
-    for line in banner {
+        .with_context(|| format!("binding {addr}"))?;
+    println!("Boomerang listening on http://{}", listener.local_addr()?);
+    for line in service.summary {
         println!("  {line}");
     }
-    if args.dev {
-        println!("  dev mode: http:// and private/loopback targets are allowed");
-    } else {
-        println!("  callback URLs must be public https:// (use --dev for local receivers)");
-    }
-    axum::serve(listener, boomerang::api::router(engine))
+    println!(
+        "  {}",
+        if dev {
+            "dev mode: http:// and private/loopback targets are allowed"
+        } else {
+            "callback URLs must be public https:// (use --dev for local receivers)"
+        }
+    );
+    axum::serve(listener, boomerang::api::router(service.engine))
         .with_graceful_shutdown(shutdown())
         .await?;
     Ok(())
-}
-
-fn start_embedded(args: &ServeArgs) -> Result<(Arc<Engine>, Vec<String>)> {
-    std::fs::create_dir_all(&args.data_dir)
-        .with_context(|| format!("creating {}", args.data_dir.display()))?;
-    let creds = credentials::load_or_create(
-        &args.data_dir,
-        args.api_key.clone(),
-        args.signing_secret.clone(),
-    )?;
-    let tenants = StaticTenants::new(
-        &creds.api_key,
-        TenantId::new("default"),
-        creds.secret.clone(),
-    );
-    let backend = backend::embedded(EmbeddedConfig {
-        data_dir: args.data_dir.clone(),
-        dev: args.dev,
-        allowed_cidrs: args.allowed_cidrs.clone(),
-        tenants: Arc::new(tenants),
-        // The sweep loads work due within two sweep intervals, so nothing is missed between
-        // sweeps while far-future tasks stay on disk.
-        timer_horizon: args.sweep_interval * 2 + Duration::from_secs(1),
-        settings: args.engine_settings(),
-    })?;
-    let engine = backend.engine.clone();
-    tokio::spawn(run_deliveries(
-        engine.clone(),
-        backend.fires,
-        args.concurrency,
-    ));
-    let lookahead =
-        chrono::Duration::from_std(args.sweep_interval * 2).context("--sweep-interval")?;
-    tokio::spawn(run_sweeper(engine.clone(), args.sweep_interval, lookahead));
-    Ok((engine, embedded_banner(&args.data_dir, &creds)))
-}
-
-fn embedded_banner(data_dir: &std::path::Path, creds: &Credentials) -> Vec<String> {
-    let mut lines = vec![
-        format!("data dir:       {}", data_dir.display()),
-        format!("API key:        {}", creds.api_key),
-        format!("signing secret: {}", creds.secret.expose()),
-    ];
-    if let Some(file) = &creds.file {
-        lines.push(format!("(kept in {})", file.display()));
-    }
-    lines
-}
-
-async fn start_aws(args: &ServeArgs) -> Result<(Arc<Engine>, Vec<String>)> {
-    let mut settings = AwsSettings::from_env()?;
-    settings
-        .allowed_cidrs
-        .extend(args.allowed_cidrs.iter().copied());
-    let sdk = boomerang::aws::sdk_config().await;
-    let backend = backend::aws(
-        &sdk,
-        AwsBackendConfig {
-            settings,
-            dev: args.dev,
-            clock: Arc::new(SystemClock),
-            metrics: Arc::new(NoMetrics),
-            engine: args.engine_settings(),
-        },
-    )?;
-    let mut banner = vec![
-        "backend:        aws".to_string(),
-        format!("table:          {}", backend.settings.table),
-        format!("schedule group: {}", backend.settings.schedule_group),
-        "API keys:       boomerang keys create --tenant NAME".to_string(),
-    ];
-    if args.emulate_triggers {
-        tokio::spawn(backend.trigger_emulator().run(Duration::from_secs(1)));
-        let lag = chrono::Duration::from_std(args.sweep_lag).context("--sweep-lag")?;
-        tokio::spawn(run_sweeper(
-            backend.engine.clone(),
-            args.sweep_interval,
-            -lag,
-        ));
-        banner
-            .push("triggers:       emulated (schedules, timer queue and sweeper run here)".into());
-    }
-    Ok((backend.engine, banner))
 }
 
 async fn shutdown() {

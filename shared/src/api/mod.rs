@@ -15,6 +15,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
+use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::domain::{Status, TaskId, TenantId};
 use crate::engine::Engine;
@@ -28,6 +29,10 @@ pub const DEFAULT_PAGE: u32 = 20;
 pub const MAX_PAGE: u32 = 100;
 
 pub fn router(engine: Arc<Engine>) -> Router {
+    routes(engine).layer(CatchPanicLayer::custom(panic_problem))
+}
+
+fn routes(engine: Arc<Engine>) -> Router {
     let v1 = Router::new()
         .route("/tasks", post(create_task).get(list_tasks))
         .route("/tasks/{id}", get(get_task).delete(cancel_task))
@@ -44,6 +49,22 @@ pub fn router(engine: Arc<Engine>) -> Router {
         .with_state(engine)
 }
 
+/// Logged when a request reached the last line of defence; the end-to-end harness fails
+/// any server whose log contains it.
+pub const PANIC_LOG: &str = "request handler panicked";
+
+/// The last line of defence: a handler that panicked answers a 500 problem instead of
+/// dropping the connection, and the panic is logged. No request should ever get here.
+fn panic_problem(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    tracing::error!(panic = message, "{PANIC_LOG}");
+    Problem::internal().into_response()
+}
+
 async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next: Next) -> Response {
     let key = req
         .headers()
@@ -54,7 +75,7 @@ async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next:
     let Some(key) = key.filter(|k| !k.is_empty()) else {
         return Problem::unauthorized().into_response();
     };
-    match engine.ports().tenants.authenticate(key).await {
+    match engine.authenticate(key).await {
         Ok(Some(tenant)) => {
             req.extensions_mut().insert(tenant);
             next.run(req).await
@@ -193,6 +214,6 @@ async fn retry_task(
     Extension(tenant): Extension<TenantId>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, Problem> {
-    let task = engine.redrive(&tenant, &task_id(&id)?).await?;
+    let task = engine.retry(&tenant, &task_id(&id)?).await?;
     Ok(Json(TaskView::new(&task, None)))
 }

@@ -114,6 +114,16 @@ impl Problem {
         }
     }
 
+    /// Something went wrong that the client cannot fix (500).
+    pub fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "urn:boomerang:problem:internal",
+            "Internal error",
+            "the server failed to handle this request; nothing was stored".into(),
+        )
+    }
+
     pub fn unavailable(detail: impl Into<String>) -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -145,7 +155,7 @@ impl From<EngineError> for Problem {
     fn from(e: EngineError) -> Self {
         match e {
             EngineError::NotFound => Problem::not_found("no such task"),
-            EngineError::Conflict(why) => Problem::conflict(why),
+            EngineError::Conflict(why) => Problem::conflict(why.to_string()),
             EngineError::IdempotencyMismatch => Problem::idempotency_mismatch(),
             EngineError::Invalid { field, detail } => Problem::invalid(field, detail),
             EngineError::Store(e) => {

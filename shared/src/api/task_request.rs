@@ -15,7 +15,7 @@ use crate::domain::retry_policy::{
     MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MIN_STEP,
 };
 use crate::domain::{Backoff, CallbackRequest, RetryPolicy, TaskSpec};
-use crate::engine::{FireTime, NewTask};
+use crate::engine::{FireTime, NewTask, MAX_SCHEDULE_AHEAD};
 
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 pub const MAX_HEADERS: usize = 50;
@@ -28,7 +28,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// The longest a round of retries may be limited to.
-pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+pub const MAX_DURATION: Duration = MAX_SCHEDULE_AHEAD;
 pub const METHODS: [&str; 5] = ["POST", "PUT", "PATCH", "DELETE", "GET"];
 /// Attempts a backoff policy allows when the client does not say.
 pub const DEFAULT_BACKOFF_ATTEMPTS: u32 = 8;
@@ -64,9 +64,19 @@ pub struct RetryRequest {
     pub permanent_statuses: Option<Vec<i64>>,
 }
 
-/// Parses the JSON body; the error names the field that could not be read.
+/// Parses the JSON body; the error names the field that could not be read. Anything but
+/// whitespace after the JSON value is refused (400).
 pub fn parse(body: &[u8]) -> Result<TaskRequest, Problem> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let request = deserialize(&mut de)?;
+    de.end()
+        .map_err(|e| Problem::malformed(format!("unexpected data after the JSON value: {e}")))?;
+    Ok(request)
+}
+
+fn deserialize(
+    de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,
+) -> Result<TaskRequest, Problem> {
     serde_path_to_error::deserialize(de).map_err(|e| {
         let inner = e.inner();
         if inner.is_syntax() || inner.is_eof() {
@@ -280,20 +290,26 @@ fn backoff(
     }
 }
 
-/// A humantime duration within `[min, max]`.
+/// A humantime duration within `[min, max]`. Every duration a request carries goes
+/// through here, so none can overflow the sums the engine makes with it.
 fn bounded(field: &str, raw: &str, min: Duration, max: Duration) -> Result<Duration, Problem> {
     let d = duration(field, raw)?;
     if d < min || d > max {
         return Err(Problem::invalid(
             field,
-            format!(
-                "must be between {} and {}",
-                humantime::format_duration(min),
-                humantime::format_duration(max)
-            ),
+            format!("must be between {} and {}", human(min), human(max)),
         ));
     }
     Ok(d)
+}
+
+/// Whole days as days (humantime would say "11months 30days 3h 50m 24s" for 365 days).
+fn human(d: Duration) -> String {
+    const DAY: u64 = 24 * 3600;
+    match d.as_secs() {
+        s if s >= DAY && s % DAY == 0 && d.subsec_nanos() == 0 => format!("{} days", s / DAY),
+        _ => humantime::format_duration(d).to_string(),
+    }
 }
 
 fn duration(field: &str, raw: &str) -> Result<Duration, Problem> {
@@ -311,7 +327,12 @@ fn fire_time(delay: Option<String>, fire_at: Option<String>) -> Result<FireTime,
             "fire_at",
             "give either `delay` or `fire_at`, not both",
         )),
-        (Some(d), None) => Ok(FireTime::After(duration("delay", &d)?)),
+        (Some(d), None) => Ok(FireTime::After(bounded(
+            "delay",
+            &d,
+            Duration::ZERO,
+            MAX_SCHEDULE_AHEAD,
+        )?)),
         (None, Some(at)) => DateTime::parse_from_rfc3339(at.trim())
             .map(|t| FireTime::At(t.with_timezone(&Utc)))
             .map_err(|_| {
@@ -463,6 +484,33 @@ mod tests {
             (r#"{}"#, "url"),
             (r#"{"url":5}"#, "url"),
             (r#"{"url":"https://x.io","delay":"-5s"}"#, "delay"),
+            (r#"{"url":"https://x.io","delay":"300000y"}"#, "delay"),
+            (r#"{"url":"https://x.io","delay":"366days"}"#, "delay"),
+            (
+                r#"{"url":"https://x.io","delay":"99999999999999999999999s"}"#,
+                "delay",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"max_duration":"300000y"}}"#,
+                "retry.max_duration",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"exponential","interval":"1s","max_interval":"300000y"}}"#,
+                "retry.max_interval",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"fixed","interval":"300000y"}}"#,
+                "retry.interval",
+            ),
+            (r#"{"url":"https://x.io","timeout":"300000y"}"#, "timeout"),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":18446744073709551616}}"#,
+                "retry.max_attempts",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"permanent_statuses":[-1]}}"#,
+                "retry.permanent_statuses[0]",
+            ),
             (r#"{"url":"https://x.io","delay":"soon"}"#, "delay"),
             (
                 r#"{"url":"https://x.io","delay":"1s","fire_at":"2030-01-01T00:00:00Z"}"#,
@@ -535,6 +583,29 @@ mod tests {
         );
         assert_eq!(field_of(&key).as_deref(), Some("idempotency_key"));
         assert_eq!(field_of("{nope").as_deref(), Some("<400>"));
+        assert_eq!(
+            field_of(r#"{"url":"https://x.io"} xyz"#).as_deref(),
+            Some("<400>")
+        );
+        assert_eq!(
+            field_of(r#"{"url":"https://x.io"}{}"#).as_deref(),
+            Some("<400>")
+        );
+        assert_eq!(
+            field_of("{\"url\":\"https://x.io\"} \n\t"),
+            None,
+            "whitespace is fine"
+        );
+        let deep = format!(
+            "{{\"url\":\"https://x.io\",\"body\":{}{}}}",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        );
+        assert_eq!(
+            field_of(&deep).as_deref(),
+            Some("<400>"),
+            "nesting beyond serde_json's limit"
+        );
     }
 
     #[test]

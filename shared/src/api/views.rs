@@ -90,7 +90,7 @@ impl TaskView {
             metadata: task.spec.metadata.clone(),
             idempotency_key: task.idempotency_key.clone(),
             attempt: task.attempt,
-            next_attempt_at: task.next_fire_at,
+            next_attempt_at: task.next_attempt_at,
             created_at: task.created_at,
             updated_at: task.updated_at,
             last_error: task.last_error.clone(),

@@ -10,8 +10,8 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::describe;
-use super::dynamodb::{DUE_INDEX, TENANT_INDEX};
 use super::AwsSettings;
+use crate::store::dynamodb::{DUE_INDEX, TENANT_INDEX};
 
 #[derive(Debug, thiserror::Error)]
 #[error("bootstrap failed at {step}: {detail}")]

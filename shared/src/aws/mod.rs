@@ -1,13 +1,11 @@
-//! The AWS adapters: DynamoDB task store and tenants, EventBridge Scheduler + SQS timers,
-//! SQS dead letters, and the delivery handler the Lambdas (and the local trigger emulation)
-//! call. The engine never sees any of these types.
+//! AWS plumbing shared by the AWS adapters (which live with their ports: `store`, `timer`,
+//! `tenants`, `dead_letters`): settings from the environment, the SDK configuration, item
+//! helpers, resource bootstrap for emulators, the Lambda event dispatch and the trigger
+//! emulation. The engine never sees any of these types.
 
 pub mod bootstrap;
-pub mod delivery;
-pub mod dynamodb;
-pub mod sqs_dead_letters;
-pub mod tenants;
-pub mod timer;
+pub(crate) mod items;
+pub mod lambda;
 pub mod triggers;
 
 use std::time::Duration;
@@ -16,6 +14,7 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
 
+use crate::ports::Cause;
 pub use aws_config::SdkConfig;
 pub use aws_sdk_dynamodb::Client as DynamoClient;
 use ipnet::IpNet;
@@ -41,7 +40,7 @@ pub struct AwsSettings {
 pub enum SettingsError {
     #[error("missing environment variable(s): {}", .0.join(", "))]
     Missing(Vec<&'static str>),
-    #[error("{0} is invalid: {1}")]
+    #[error("{0}: {1}")]
     Invalid(&'static str, String),
 }
 
@@ -59,9 +58,11 @@ pub const ENV_RETENTION_DAYS: &str = "BOOMERANG_RETENTION_DAYS";
 /// and Scheduler itself may fire up to a minute late.
 pub const SWEEP_LAG: chrono::Duration = chrono::Duration::seconds(90);
 
-/// Finished tasks are kept at least this long, and idempotency keys are remembered for
-/// [`IDEMPOTENCY_WINDOW`] within it.
-pub const MIN_RETENTION: Duration = Duration::from_secs(2 * 24 * 3600);
+/// Finished tasks are kept at least this long, so that idempotency keys (remembered for
+/// [`crate::store::dynamodb::IDEMPOTENCY_WINDOW`]) never outlive their task.
+pub const MIN_RETENTION_DAYS: u64 = 2;
+/// Ten years: beyond it a retention is surely a typo (and the sums stay in range).
+pub const MAX_RETENTION_DAYS: u64 = 3650;
 pub const DEFAULT_RETENTION_DAYS: u64 = 7;
 
 impl AwsSettings {
@@ -95,18 +96,17 @@ impl AwsSettings {
             .collect::<Result<_, _>>()?;
         let days = match get(ENV_RETENTION_DAYS) {
             None => DEFAULT_RETENTION_DAYS,
-            Some(d) => d
-                .trim()
-                .parse()
-                .map_err(|_| SettingsError::Invalid(ENV_RETENTION_DAYS, d.clone()))?,
+            Some(d) => d.trim().parse().map_err(|_| {
+                SettingsError::Invalid(ENV_RETENTION_DAYS, format!("`{d}` is not a number of days"))
+            })?,
         };
-        let retention = Duration::from_secs(days * 24 * 3600);
-        if retention < MIN_RETENTION {
+        if !(MIN_RETENTION_DAYS..=MAX_RETENTION_DAYS).contains(&days) {
             return Err(SettingsError::Invalid(
                 ENV_RETENTION_DAYS,
-                "must be at least 2 days".into(),
+                format!("must be between {MIN_RETENTION_DAYS} and {MAX_RETENTION_DAYS} days"),
             ));
         }
+        let retention = Duration::from_secs(days * 24 * 3600);
         let scheduler_dlq_arn = get(ENV_SCHEDULER_DLQ_ARN);
         let get = |k| get(k).expect("checked above");
         Ok(Self {
@@ -156,6 +156,33 @@ pub fn emulator_config(endpoint: &str) -> SdkConfig {
 /// Formats an SDK error with its causes (the SDK's own Display hides them).
 pub(crate) fn describe<E: std::error::Error>(e: &E) -> String {
     aws_sdk_dynamodb::error::DisplayErrorContext(e).to_string()
+}
+
+/// An SDK error as a port error's cause: displayed with its causes, and kept whole as the
+/// source.
+pub(crate) fn sdk_failure<E: std::error::Error + Send + Sync + 'static>(e: E) -> Cause {
+    Box::new(SdkFailure {
+        text: describe(&e),
+        source: Box::new(e),
+    })
+}
+
+#[derive(Debug)]
+struct SdkFailure {
+    text: String,
+    source: Cause,
+}
+
+impl std::fmt::Display for SdkFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for SdkFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
+    }
 }
 
 #[cfg(test)]
@@ -211,5 +238,13 @@ mod tests {
             short,
             Err(SettingsError::Invalid(ENV_RETENTION_DAYS, _))
         ));
+        for absurd in ["18446744073709551615", "213503982336", "-1", "seven"] {
+            let err = AwsSettings::from_lookup(|k| match k {
+                ENV_RETENTION_DAYS => Some(absurd.to_string()),
+                k => env.get(k).map(|v| v.to_string()),
+            })
+            .unwrap_err();
+            assert!(err.to_string().starts_with(ENV_RETENTION_DAYS), "{err}");
+        }
     }
 }

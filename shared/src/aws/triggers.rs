@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 
-use super::delivery::{handle_queue, handle_scheduled};
 use super::describe;
-use super::timer::parse_at_expression;
+use super::lambda::{handle_queue, handle_scheduled};
 use crate::clock::Clock;
 use crate::engine::Engine;
+use crate::timer::aws::parse_at_expression;
 
 pub struct TriggerEmulator {
     pub scheduler: aws_sdk_scheduler::Client,

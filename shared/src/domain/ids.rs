@@ -1,4 +1,5 @@
-//! Typed identifiers, so a tenant id can never be passed where a task id is expected.
+//! Typed identifiers, so a tenant id can never be passed where a task id is expected, and
+//! each is valid from the moment it exists.
 
 use std::fmt;
 use std::str::FromStr;
@@ -49,15 +50,48 @@ impl From<TaskId> for String {
     }
 }
 
-/// The owner of a task. Every read and write is scoped to one tenant.
+/// One attempt of one task: what every timer carries, what the sweep finds and what
+/// `Engine::deliver` takes. Its JSON form is the whole input of a timer message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptRef {
+    pub task_id: TaskId,
+    /// 1-based, counted over the task's whole life.
+    pub attempt: u32,
+}
+
+impl AttemptRef {
+    pub fn new(task_id: TaskId, attempt: u32) -> Self {
+        Self { task_id, attempt }
+    }
+}
+
+/// The longest tenant id, in bytes.
+pub const MAX_TENANT_ID: usize = 64;
+
+/// The owner of a task. Every read and write is scoped to one tenant. Tenant ids become
+/// part of storage keys (`I#<tenant>#<key>`), so they are checked where they are made.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(try_from = "String", into = "String")]
 pub struct TenantId(String);
 
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a tenant id must be 1 to {MAX_TENANT_ID} bytes, without `#`, whitespace or control characters"
+)]
+pub struct InvalidTenantId;
+
 impl TenantId {
-    pub fn new(id: impl Into<String>) -> Self {
-        Self(id.into())
+    pub fn parse(id: impl Into<String>) -> Result<Self, InvalidTenantId> {
+        let id = id.into();
+        let valid = !id.is_empty()
+            && id.len() <= MAX_TENANT_ID
+            && !id
+                .chars()
+                .any(|c| c == '#' || c.is_control() || c.is_whitespace());
+        valid.then_some(Self(id)).ok_or(InvalidTenantId)
     }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -66,5 +100,55 @@ impl TenantId {
 impl fmt::Display for TenantId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+impl FromStr for TenantId {
+    type Err = InvalidTenantId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl TryFrom<String> for TenantId {
+    type Error = InvalidTenantId;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::parse(s)
+    }
+}
+
+impl From<TenantId> for String {
+    fn from(id: TenantId) -> Self {
+        id.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_ids_are_checked_where_they_are_made() {
+        assert!(TenantId::parse("acme-01").is_ok());
+        assert!(TenantId::parse("x".repeat(MAX_TENANT_ID)).is_ok());
+        for bad in ["", "a#b", "a b", "tab\t", "nul\0", "\u{85}"] {
+            assert_eq!(TenantId::parse(bad), Err(InvalidTenantId), "{bad:?}");
+        }
+        assert!(TenantId::parse("x".repeat(MAX_TENANT_ID + 1)).is_err());
+        assert!(serde_json::from_str::<TenantId>("\"a#b\"").is_err());
+        let id: TenantId = serde_json::from_str("\"acme\"").unwrap();
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"acme\"");
+    }
+
+    #[test]
+    fn an_attempt_reference_is_the_timer_message() {
+        let r = AttemptRef::new(TaskId::new(), 3);
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            json,
+            format!("{{\"task_id\":\"{}\",\"attempt\":3}}", r.task_id)
+        );
+        assert_eq!(serde_json::from_str::<AttemptRef>(&json).unwrap(), r);
+        assert!(serde_json::from_str::<AttemptRef>(r#"{"task_id":"x","attempt":1}"#).is_err());
     }
 }

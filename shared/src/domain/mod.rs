@@ -1,12 +1,16 @@
-//! The vocabulary of Boomerang. Nothing here knows about HTTP servers, databases or AWS.
+//! The vocabulary of Boomerang and the task lifecycle. Nothing here knows about HTTP
+//! servers, databases or AWS.
 
 pub mod duration_ms;
 pub mod ids;
+pub mod lifecycle;
 pub mod retry_policy;
 pub mod task;
 pub mod tenant;
+pub mod time;
 
-pub use ids::{TaskId, TenantId};
+pub use ids::{AttemptRef, TaskId, TenantId};
+pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use retry_policy::{Backoff, RetryPolicy};
 pub use task::{
     AttemptOutcome, AttemptRecord, CallbackRequest, DeadLetter, Status, Task, TaskSpec,

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::duration_ms;
+use super::time::checked_add;
 
 /// The shortest and longest step a policy may use.
 pub const MIN_STEP: Duration = Duration::from_secs(1);
@@ -105,11 +106,12 @@ impl RetryPolicy {
     /// The wait before attempt `n`, with jitter applied; `u` is uniform in `[0, 1)`.
     pub fn jittered_delay_before(&self, n: u32, u: f64) -> Duration {
         let base = self.delay_before(n);
-        if self.jitter <= 0.0 {
+        // Written so that a NaN (from a corrupt record or a bad draw) means "no jitter".
+        if !(self.jitter > 0.0 && (0.0..=1.0).contains(&u)) {
             return base;
         }
-        let factor = 1.0 + self.jitter * (2.0 * u.clamp(0.0, 1.0) - 1.0);
-        base.mul_f64(factor.max(0.0))
+        let factor = 1.0 + self.jitter.min(MAX_JITTER) * (2.0 * u - 1.0);
+        base.mul_f64(factor)
     }
 
     /// The longest wait the policy ever uses; also the bound on a honored `Retry-After`.
@@ -147,13 +149,15 @@ impl RetryPolicy {
             Some(ra) => ra.min(self.max_interval()),
             None => self.jittered_delay_before(made + 1, u),
         };
-        let at = now + chrono::Duration::from_std(wait).ok()?;
-        if let Some(max) = self.max_duration {
-            if at > round_started_at + chrono::Duration::from_std(max).ok()? {
-                return None;
-            }
+        // A time past the representable range ends the round rather than panicking.
+        let at = checked_add(now, wait)?;
+        let limit = self
+            .max_duration
+            .map(|max| checked_add(round_started_at, max));
+        match limit {
+            Some(Some(limit)) if at > limit => None,
+            _ => Some(at),
         }
-        Some(at)
     }
 }
 

@@ -13,7 +13,8 @@ use super::retry_policy::RetryPolicy;
 /// Where a task is in its lifecycle.
 ///
 /// `scheduled → delivering → succeeded | scheduled (next attempt) | failed`, and
-/// `scheduled → canceled`. A `failed` task may be redriven back to `scheduled`.
+/// `scheduled → canceled`. A `failed` task may be retried back to `scheduled`. The
+/// transitions themselves are in [`super::lifecycle`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -84,11 +85,12 @@ pub struct Task {
     pub status: Status,
     /// The current attempt number (1-based, counted over the task's whole life).
     pub attempt: u32,
-    /// The first attempt number of the current round (1, or later after a redrive).
+    /// The first attempt number of the current round (1, or later after a retry).
     pub round_start: u32,
     pub round_started_at: DateTime<Utc>,
     /// When the current attempt is due; set while `scheduled` or `delivering`.
-    pub next_fire_at: Option<DateTime<Utc>>,
+    #[serde(alias = "next_fire_at")]
+    pub next_attempt_at: Option<DateTime<Utc>>,
     /// While `delivering`: after this instant another worker may take the attempt over.
     pub lease_until: Option<DateTime<Utc>>,
     /// Incremented by every write; each transition is conditional on it.
@@ -121,7 +123,7 @@ impl Task {
             attempt: 1,
             round_start: 1,
             round_started_at: fire_at,
-            next_fire_at: Some(fire_at),
+            next_attempt_at: Some(fire_at),
             lease_until: None,
             version: 1,
             created_at: now,
@@ -134,14 +136,6 @@ impl Task {
     /// Attempts already made in the current round, the one in flight included.
     pub fn attempts_in_round(&self) -> u32 {
         self.attempt + 1 - self.round_start
-    }
-
-    /// A copy prepared for the next write: version bumped, `updated_at` set.
-    pub fn next_version(&self, now: DateTime<Utc>) -> Task {
-        let mut t = self.clone();
-        t.version += 1;
-        t.updated_at = now;
-        t
     }
 }
 

@@ -1,11 +1,9 @@
-//! `deliver(task, attempt)`: what every timer fire, in every backend, ends up calling.
+//! `deliver(attempt)`: what every timer fire, in every backend, ends up calling.
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-
 use super::{Engine, EngineError};
-use crate::domain::{AttemptOutcome, AttemptRecord, DeadLetter, Status, Task, TaskId};
+use crate::domain::{AttemptRef, Refusal, Status, Task, Verdict};
 use crate::metrics::MetricEvent;
 use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
 use crate::retry::with_retries;
@@ -23,46 +21,28 @@ pub enum DeliverOutcome {
     Attempted(Status),
 }
 
-/// How one response is judged.
-enum Verdict {
-    Success,
-    Fail(String),
-    Retry {
-        error: String,
-        retry_after: Option<Duration>,
-    },
-}
-
 impl Engine {
     /// Claims the attempt with a conditional write, calls the webhook, records the attempt
     /// and moves the task on. Safe under duplicate, early and late timer fires.
-    pub async fn deliver(&self, id: &TaskId, attempt: u32) -> Result<DeliverOutcome, EngineError> {
-        let Some(task) = self.ports.store.get(id).await? else {
-            tracing::info!(task = %id, attempt, "timer fired for an unknown task");
+    pub async fn deliver(&self, at: AttemptRef) -> Result<DeliverOutcome, EngineError> {
+        let Some(task) = self.ports.store.get(&at.task_id).await? else {
+            tracing::info!(task = %at.task_id, attempt = at.attempt, "timer fired for an unknown task");
             return Ok(DeliverOutcome::Unknown);
         };
-        let now = self.ports.clock.now();
-        let due = task.next_fire_at.unwrap_or(now);
-        let claimable = task.attempt == attempt
-            && match task.status {
-                Status::Scheduled => true,
-                Status::Delivering => task.lease_until.is_some_and(|l| l <= now),
-                _ => false,
-            };
-        if !claimable {
-            return Ok(DeliverOutcome::Stale);
-        }
-        if task.status == Status::Scheduled && due > now {
-            self.arm(id, attempt, due).await;
-            return Ok(DeliverOutcome::Early);
-        }
+        let started = self.ports.clock.now();
+        let lease = task.spec.timeout.saturating_add(self.settings.lease_margin);
+        let claimed = match task.claim(at.attempt, started, lease) {
+            Ok(claimed) => claimed,
+            Err(Refusal::NotDue(due)) => {
+                self.arm(at, due).await;
+                return Ok(DeliverOutcome::Early);
+            }
+            Err(Refusal::StaleAttempt(_) | Refusal::Leased(_)) => return Ok(DeliverOutcome::Stale),
+            Err(other) => return Err(EngineError::Conflict(other)),
+        };
         if task.status == Status::Delivering {
-            tracing::warn!(task = %id, attempt, "lease expired mid-delivery; taking the attempt over");
+            tracing::warn!(task = %at.task_id, attempt = at.attempt, "lease expired mid-delivery; taking the attempt over");
         }
-
-        let mut claimed = task.next_version(now);
-        claimed.status = Status::Delivering;
-        claimed.lease_until = Some(now + to_chrono(task.spec.timeout + self.settings.lease_margin));
         match self.ports.store.update(&claimed, task.version).await {
             Ok(()) => {}
             Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
@@ -72,27 +52,11 @@ impl Engine {
         let result = self.call(&claimed).await;
         let finished = self.ports.clock.now();
         let verdict = judge(&result, &claimed);
-        let next = self.next_state(&claimed, &verdict, finished);
-
-        let record = AttemptRecord {
-            task_id: *id,
-            number: attempt,
-            scheduled_at: due,
-            started_at: now,
-            lateness_ms: (now - due).num_milliseconds().max(0),
-            duration_ms: (finished - now).num_milliseconds().max(0) as u64,
-            status_code: result.status,
-            error: next
-                .last_error
-                .clone()
-                .filter(|_| next.status != Status::Succeeded),
-            response_excerpt: result.excerpt.clone(),
-            outcome: match next.status {
-                Status::Succeeded => AttemptOutcome::Succeeded,
-                Status::Scheduled => AttemptOutcome::Retrying,
-                _ => AttemptOutcome::Failed,
-            },
-        };
+        let next = claimed
+            .after_attempt(&verdict, finished, self.ports.random.draw())
+            .map_err(EngineError::Conflict)?;
+        let record =
+            claimed.attempt_record(&next, started, finished, result.status, result.excerpt);
         self.ports.store.put_attempt(&record).await?;
         match self.ports.store.update(&next, claimed.version).await {
             Ok(()) => {}
@@ -107,19 +71,16 @@ impl Engine {
             _ => MetricEvent::Failed { lateness_ms },
         });
         tracing::info!(
-            task = %id, attempt, status = next.status.as_str(),
-            http_status = result.status, lateness_ms = record.lateness_ms,
+            task = %at.task_id, attempt = at.attempt, status = next.status.as_str(),
+            http_status = record.status_code, lateness_ms,
             duration_ms = record.duration_ms, "attempt finished"
         );
 
-        match next.status {
-            Status::Scheduled => {
-                let at = next.next_fire_at.expect("scheduled tasks have a fire time");
-                self.arm(id, next.attempt, at).await;
-            }
-            Status::Failed => {
+        match (next.status, next.pending_work()) {
+            (Status::Scheduled, Some(work)) => self.arm(work.attempt, work.due_at).await,
+            (Status::Failed, _) => {
                 tracing::warn!(
-                    task = %id, tenant = %next.tenant, attempts = next.attempts_in_round(),
+                    task = %at.task_id, tenant = %next.tenant, attempts = next.attempts_in_round(),
                     error = next.last_error.as_deref().unwrap_or(""),
                     "task failed; dead-lettering it for manual handling"
                 );
@@ -140,8 +101,7 @@ impl Engine {
             Err(e) => return transport_error(e.to_string()),
         };
         let call = WebhookCall {
-            task_id: &task.id,
-            attempt: task.attempt,
+            attempt: AttemptRef::new(task.id, task.attempt),
             spec: &task.spec,
             secret: &secret,
             timestamp: self.ports.clock.now(),
@@ -149,57 +109,10 @@ impl Engine {
         self.ports.webhooks.send(&call).await
     }
 
-    /// The task after this attempt: succeeded, scheduled for the next one, or failed.
-    fn next_state(&self, claimed: &Task, verdict: &Verdict, now: DateTime<Utc>) -> Task {
-        let mut next = claimed.next_version(now);
-        next.lease_until = None;
-        let policy = &claimed.spec.retry;
-        let (error, next_at) = match verdict {
-            Verdict::Success => {
-                next.status = Status::Succeeded;
-                next.next_fire_at = None;
-                next.last_error = None;
-                return next;
-            }
-            Verdict::Fail(error) => (error, None),
-            Verdict::Retry { error, retry_after } => (
-                error,
-                policy.next_attempt_at(
-                    claimed.attempts_in_round(),
-                    claimed.round_started_at,
-                    now,
-                    *retry_after,
-                    rand::random(),
-                ),
-            ),
-        };
-        next.last_error = Some(error.clone());
-        match next_at {
-            Some(at) => {
-                next.status = Status::Scheduled;
-                next.attempt += 1;
-                next.next_fire_at = Some(at);
-            }
-            None => {
-                next.status = Status::Failed;
-                next.next_fire_at = None;
-                next.dead_letter_pending = true;
-            }
-        }
-        next
-    }
-
     /// Sends the dead letter (retried), then clears the pending flag. If the queue stays
     /// down, the flag stays set and the sweeper tries again later.
     pub(super) async fn dead_letter(&self, task: Task) -> Result<(), EngineError> {
-        let letter = DeadLetter {
-            task_id: task.id,
-            tenant: task.tenant.clone(),
-            url: task.spec.request.url.clone(),
-            attempts: task.attempts_in_round(),
-            last_error: task.last_error.clone(),
-            failed_at: task.updated_at,
-        };
+        let letter = task.dead_letter();
         let sent = with_retries(
             "dead-letter send",
             self.settings.dead_letter_tries,
@@ -211,8 +124,10 @@ impl Engine {
             tracing::error!(task = %task.id, error = %e, "dead letter not sent; the sweeper will retry");
             return Ok(());
         }
-        let mut done = task.next_version(self.ports.clock.now());
-        done.dead_letter_pending = false;
+        // Refused: a retry moved the task on meanwhile; nothing is left to acknowledge.
+        let Ok(done) = task.dead_letter_sent(self.ports.clock.now()) else {
+            return Ok(());
+        };
         match self.ports.store.update(&done, task.version).await {
             Ok(()) | Err(StoreError::Conflict) => Ok(()),
             Err(e) => Err(e.into()),
@@ -220,6 +135,7 @@ impl Engine {
     }
 }
 
+/// How the response (or its absence) is judged, by the task's own rules.
 fn judge(result: &WebhookResult, task: &Task) -> Verdict {
     let policy = &task.spec.retry;
     match (&result.error, result.status) {
@@ -254,8 +170,4 @@ fn transport_error(why: String) -> WebhookResult {
         error: Some(WebhookError::Transport(why)),
         ..WebhookResult::default()
     }
-}
-
-fn to_chrono(d: Duration) -> chrono::Duration {
-    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }

@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::clock::Clock;
-use crate::domain::{AttemptRecord, Status, Task, TaskId, TaskSpec, TenantId};
+use crate::clock::{Clock, Random};
+use crate::domain::time::checked_add;
+use crate::domain::{AttemptRecord, AttemptRef, Refusal, Task, TaskId, TaskSpec, TenantId};
 use crate::metrics::{MetricEvent, Metrics};
 use crate::ports::{
-    CreateOutcome, DeadLetters, ListQuery, Page, StoreError, TaskStore, Tenants, Timer, Webhooks,
+    CreateOutcome, DeadLetters, ListQuery, Page, StoreError, TaskStore, Tenants, TenantsError,
+    Timer, Webhooks,
 };
 
 pub use deliver::DeliverOutcome;
@@ -26,8 +28,8 @@ pub enum EngineError {
     #[error("no such task")]
     NotFound,
     /// The task is not in a state that allows the operation.
-    #[error("{0}")]
-    Conflict(String),
+    #[error(transparent)]
+    Conflict(Refusal),
     #[error("this idempotency key was already used with a different request")]
     IdempotencyMismatch,
     #[error("{field}: {detail}")]
@@ -96,6 +98,7 @@ pub struct Ports {
     pub tenants: Arc<dyn Tenants>,
     pub webhooks: Arc<dyn Webhooks>,
     pub clock: Arc<dyn Clock>,
+    pub random: Arc<dyn Random>,
     pub metrics: Arc<dyn Metrics>,
 }
 
@@ -109,8 +112,9 @@ impl Engine {
         Self { ports, settings }
     }
 
-    pub fn ports(&self) -> &Ports {
-        &self.ports
+    /// The tenant an API key belongs to, if any.
+    pub async fn authenticate(&self, api_key: &str) -> Result<Option<TenantId>, TenantsError> {
+        self.ports.tenants.authenticate(api_key).await
     }
 
     /// Validates, persists, then arms the first attempt. A timer that fails to arm is
@@ -141,7 +145,8 @@ impl Engine {
             CreateOutcome::Created => {
                 tracing::info!(task = %task.id, tenant = %tenant, fire_at = %fire_at, "task registered");
                 self.ports.metrics.record(MetricEvent::Registered);
-                self.arm(&task.id, 1, fire_at).await;
+                self.arm(AttemptRef::new(task.id, task.attempt), fire_at)
+                    .await;
                 Ok(Registration {
                     task,
                     created: true,
@@ -169,51 +174,22 @@ impl Engine {
 
     /// Cancels a `scheduled` task. A timer still armed for it will find it canceled.
     pub async fn cancel(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
-        self.transition(tenant, id, |task, now| match task.status {
-            Status::Scheduled => {
-                let mut next = task.next_version(now);
-                next.status = Status::Canceled;
-                next.next_fire_at = None;
-                Ok(next)
-            }
-            Status::Delivering => Err(EngineError::Conflict(
-                "the task is being delivered and can no longer be canceled".into(),
-            )),
-            other => Err(EngineError::Conflict(format!(
-                "the task is already {}",
-                other.as_str()
-            ))),
-        })
-        .await
+        self.transition(tenant, id, Task::cancel).await
     }
 
     /// Gives a `failed` task a new round of its retry policy, starting now.
-    pub async fn redrive(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
-        let task = self
-            .transition(tenant, id, |task, now| {
-                if task.status != Status::Failed {
-                    return Err(EngineError::Conflict(format!(
-                        "only failed tasks can be retried; this one is {}",
-                        task.status.as_str()
-                    )));
-                }
-                let mut next = task.next_version(now);
-                next.status = Status::Scheduled;
-                next.attempt = task.attempt + 1;
-                next.round_start = next.attempt;
-                next.round_started_at = now;
-                next.next_fire_at = Some(now);
-                next.dead_letter_pending = false;
-                Ok(next)
-            })
-            .await?;
-        tracing::info!(task = %task.id, attempt = task.attempt, "task redriven");
-        self.arm(&task.id, task.attempt, task.updated_at).await;
+    pub async fn retry(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
+        let task = self.transition(tenant, id, Task::retry).await?;
+        tracing::info!(task = %task.id, attempt = task.attempt, "failed task retried");
+        if let Some(work) = task.pending_work() {
+            self.arm(work.attempt, work.due_at).await;
+        }
         Ok(task)
     }
 
-    /// Reads the tenant's task, applies `change` and writes it conditionally; re-reads and
-    /// tries again when a concurrent writer got there first.
+    /// Reads the tenant's task, applies the lifecycle transition `change` and writes the
+    /// result conditionally; re-reads and tries again when a concurrent writer got there
+    /// first.
     async fn transition<F>(
         &self,
         tenant: &TenantId,
@@ -221,11 +197,11 @@ impl Engine {
         change: F,
     ) -> Result<Task, EngineError>
     where
-        F: Fn(&Task, DateTime<Utc>) -> Result<Task, EngineError>,
+        F: Fn(&Task, DateTime<Utc>) -> Result<Task, Refusal>,
     {
         loop {
             let task = self.owned_task(tenant, id).await?;
-            let next = change(&task, self.ports.clock.now())?;
+            let next = change(&task, self.ports.clock.now()).map_err(EngineError::Conflict)?;
             match self.ports.store.update(&next, task.version).await {
                 Ok(()) => return Ok(next),
                 Err(StoreError::Conflict) => continue,
@@ -241,22 +217,26 @@ impl Engine {
         }
     }
 
-    async fn arm(&self, id: &TaskId, attempt: u32, at: DateTime<Utc>) {
-        if let Err(e) = self.ports.timer.arm(id, attempt, at).await {
-            tracing::error!(task = %id, attempt, error = %e, "could not arm timer; the sweeper will");
+    async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) {
+        if let Err(e) = self.ports.timer.arm(attempt, at).await {
+            tracing::error!(
+                task = %attempt.task_id, attempt = attempt.attempt, error = %e,
+                "could not arm timer; the sweeper will"
+            );
         }
     }
 }
 
+/// When the first attempt is due: at most [`MAX_SCHEDULE_AHEAD`] from `now`, with every
+/// sum checked (the request's validation bounds them too; this is the second line).
 fn resolve_fire_time(when: FireTime, now: DateTime<Utc>) -> Result<DateTime<Utc>, EngineError> {
-    let max_ahead = chrono::Duration::from_std(MAX_SCHEDULE_AHEAD).expect("constant in range");
     let (at, field) = match when {
         FireTime::Now => return Ok(now),
-        FireTime::After(d) => (chrono::Duration::from_std(d).ok().map(|d| now + d), "delay"),
+        FireTime::After(d) => (checked_add(now, d), "delay"),
         FireTime::At(at) => (Some(at.max(now)), "fire_at"),
     };
-    match at {
-        Some(at) if at <= now + max_ahead => Ok(at),
+    match (at, checked_add(now, MAX_SCHEDULE_AHEAD)) {
+        (Some(at), Some(limit)) if at <= limit => Ok(at),
         _ => Err(EngineError::Invalid {
             field,
             detail: "must be at most 365 days ahead".into(),

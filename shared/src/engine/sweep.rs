@@ -3,44 +3,47 @@
 use chrono::Duration;
 
 use super::{Engine, EngineError};
+use crate::domain::WorkKind;
 use crate::metrics::MetricEvent;
-use crate::ports::DueReason;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SweepReport {
-    /// Scheduled tasks whose timer was (re-)armed.
+    /// Scheduled attempts whose timer was (re-)armed.
     pub rearmed: usize,
-    /// Deliveries whose lease expired, handed to a new worker.
+    /// Deliveries whose lease ends by the cutoff, armed for a new worker to take over.
     pub leases_taken_over: usize,
     /// Dead letters sent again.
     pub dead_letters_resent: usize,
 }
 
 impl Engine {
-    /// Re-arms `scheduled` tasks due before `now + lookahead` and expired leases, and resends
-    /// pending dead letters. With durable timers (AWS) `lookahead` is negative: only tasks
-    /// overdue by that much are suspect. The in-process timer holds only near work in memory,
-    /// so there the sweep also loads what falls due within a positive `lookahead`.
+    /// Arms every pending work item due by `now + lookahead` (see
+    /// [`crate::domain::Task::pending_work`]) and resends pending dead letters. With durable
+    /// timers (AWS) `lookahead` is negative: only work overdue by that much is suspect. The
+    /// in-process timer holds only near work in memory, so there the sweep also loads what
+    /// falls due within a positive `lookahead`.
     pub async fn sweep(&self, lookahead: Duration) -> Result<SweepReport, EngineError> {
         let now = self.ports.clock.now();
+        let cutoff = now.checked_add_signed(lookahead).unwrap_or(now);
         let due = self
             .ports
             .store
-            .due(now + lookahead, now, self.settings.sweep_batch)
+            .due(cutoff, self.settings.sweep_batch)
             .await?;
         let mut report = SweepReport::default();
-        for item in due {
-            match item.reason {
-                DueReason::Scheduled => {
-                    self.arm(&item.id, item.attempt, item.fire_at).await;
+        for work in due {
+            match work.kind {
+                WorkKind::Attempt => {
+                    self.arm(work.attempt, work.due_at).await;
                     report.rearmed += 1;
                 }
-                DueReason::LeaseExpired => {
-                    self.arm(&item.id, item.attempt, now).await;
+                // Armed for when the lease ends: the claim then takes the attempt over.
+                WorkKind::LeaseExpiry => {
+                    self.arm(work.attempt, work.due_at).await;
                     report.leases_taken_over += 1;
                 }
-                DueReason::DeadLetterPending => {
-                    if let Some(task) = self.ports.store.get(&item.id).await? {
+                WorkKind::DeadLetter => {
+                    if let Some(task) = self.ports.store.get(&work.attempt.task_id).await? {
                         if task.dead_letter_pending {
                             self.dead_letter(task).await?;
                             report.dead_letters_resent += 1;

@@ -1,17 +1,14 @@
-//! In-memory adapters for unit tests of the engine. Nothing here is durable.
+//! An in-memory task store for unit tests of the engine. Nothing here is durable, and it is
+//! compiled only for tests (`cfg(test)` or the `testing` feature).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{AttemptRecord, DeadLetter, Status, Task, TaskId, TenantId};
-use crate::ports::{
-    CreateOutcome, DeadLetterError, DeadLetters, DueReason, DueTask, ListQuery, Page, StoreError,
-    TaskStore, Timer, TimerError,
-};
+use crate::domain::{AttemptRecord, PendingWork, Task, TaskId, TenantId};
+use crate::ports::{CreateOutcome, ListQuery, Page, StoreError, TaskStore};
 
 #[derive(Default)]
 pub struct MemoryStore {
@@ -96,106 +93,16 @@ impl TaskStore for MemoryStore {
 
     async fn due(
         &self,
-        fire_before: DateTime<Utc>,
-        now: DateTime<Utc>,
+        cutoff: DateTime<Utc>,
         limit: usize,
-    ) -> Result<Vec<DueTask>, StoreError> {
+    ) -> Result<Vec<PendingWork>, StoreError> {
         Ok(self
             .lock()
             .tasks
             .values()
-            .filter_map(|t| due_reason(t, fire_before, now))
+            .filter_map(Task::pending_work)
+            .filter(|w| w.due_at <= cutoff)
             .take(limit)
             .collect())
-    }
-}
-
-fn due_reason(t: &Task, fire_before: DateTime<Utc>, now: DateTime<Utc>) -> Option<DueTask> {
-    let (reason, at) = match t.status {
-        Status::Scheduled => (DueReason::Scheduled, t.next_fire_at?),
-        Status::Delivering => (DueReason::LeaseExpired, t.lease_until?),
-        Status::Failed if t.dead_letter_pending => (DueReason::DeadLetterPending, t.updated_at),
-        _ => return None,
-    };
-    let cutoff = if reason == DueReason::Scheduled {
-        fire_before
-    } else {
-        now
-    };
-    (at <= cutoff).then(|| DueTask {
-        id: t.id,
-        attempt: t.attempt,
-        fire_at: t.next_fire_at.unwrap_or(at),
-        reason,
-    })
-}
-
-/// Keeps dead letters in a list; can be told to fail the next sends.
-#[derive(Default)]
-pub struct MemoryDeadLetters {
-    letters: Mutex<Vec<DeadLetter>>,
-    failures_left: AtomicU32,
-}
-
-impl MemoryDeadLetters {
-    pub fn fail_next(&self, n: u32) {
-        self.failures_left.store(n, Ordering::SeqCst);
-    }
-
-    pub fn letters(&self) -> Vec<DeadLetter> {
-        self.letters.lock().expect("dead letters lock").clone()
-    }
-}
-
-#[async_trait]
-impl DeadLetters for MemoryDeadLetters {
-    async fn send(&self, letter: &DeadLetter) -> Result<(), DeadLetterError> {
-        let left = self.failures_left.load(Ordering::SeqCst);
-        if left > 0 {
-            self.failures_left.store(left - 1, Ordering::SeqCst);
-            return Err(DeadLetterError("injected failure".into()));
-        }
-        self.letters
-            .lock()
-            .expect("dead letters lock")
-            .push(letter.clone());
-        Ok(())
-    }
-}
-
-/// Records what was armed instead of firing; tests fire by calling `Engine::deliver`.
-#[derive(Default)]
-pub struct RecordingTimer {
-    armed: Mutex<Vec<(TaskId, u32, DateTime<Utc>)>>,
-    failures_left: AtomicU32,
-}
-
-impl RecordingTimer {
-    pub fn armed(&self) -> Vec<(TaskId, u32, DateTime<Utc>)> {
-        self.armed.lock().expect("timer lock").clone()
-    }
-
-    pub fn fail_next(&self, n: u32) {
-        self.failures_left.store(n, Ordering::SeqCst);
-    }
-
-    pub fn clear(&self) {
-        self.armed.lock().expect("timer lock").clear();
-    }
-}
-
-#[async_trait]
-impl Timer for RecordingTimer {
-    async fn arm(&self, id: &TaskId, attempt: u32, at: DateTime<Utc>) -> Result<(), TimerError> {
-        let left = self.failures_left.load(Ordering::SeqCst);
-        if left > 0 {
-            self.failures_left.store(left - 1, Ordering::SeqCst);
-            return Err(TimerError("injected failure".into()));
-        }
-        self.armed
-            .lock()
-            .expect("timer lock")
-            .push((*id, attempt, at));
-        Ok(())
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Each write is a single statement (or transaction) made durable before it returns, so a
 //! `kill -9` at any moment loses nothing that was acknowledged. The task document is kept
-//! as JSON beside the columns the queries need.
+//! as JSON beside the columns the queries need; those columns are derived from the task
+//! (its [`Task::pending_work`] for the sweep), so they never disagree with the document.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -12,11 +13,13 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::codec::{decode, encode};
-use crate::domain::{AttemptRecord, DeadLetter, Status, Task, TaskId, TenantId};
-use crate::ports::{
-    CreateOutcome, DeadLetterError, DeadLetters, DueReason, DueTask, ListQuery, Page, StoreError,
-    TaskStore,
+use crate::domain::{
+    AttemptRecord, AttemptRef, PendingWork, Status, Task, TaskId, TenantId, WorkKind,
 };
+use crate::ports::{CreateOutcome, ListQuery, Page, StoreError, TaskStore};
+
+/// Bumped when the schema changes; [`migrate`] brings older files up to date.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -26,16 +29,12 @@ CREATE TABLE IF NOT EXISTS tasks (
     version INTEGER NOT NULL,
     attempt INTEGER NOT NULL,
     idempotency_key TEXT,
-    next_fire_ms INTEGER,
-    lease_ms INTEGER,
-    dead_letter_pending INTEGER NOT NULL DEFAULT 0,
+    due_kind TEXT,
+    due_ms INTEGER,
     doc TEXT NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_idempotency ON tasks(tenant, idempotency_key)
     WHERE idempotency_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS tasks_due ON tasks(next_fire_ms) WHERE status = 'scheduled';
-CREATE INDEX IF NOT EXISTS tasks_lease ON tasks(lease_ms) WHERE status = 'delivering';
-CREATE INDEX IF NOT EXISTS tasks_dead_letter ON tasks(id) WHERE dead_letter_pending = 1;
 CREATE INDEX IF NOT EXISTS tasks_by_tenant ON tasks(tenant, id);
 CREATE INDEX IF NOT EXISTS tasks_by_tenant_status ON tasks(tenant, status, id);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -52,6 +51,10 @@ CREATE TABLE IF NOT EXISTS dead_letters (
 );
 ";
 
+/// Created after any migration, since an older file lacks the columns it covers.
+const PENDING_WORK_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(due_ms) WHERE due_ms IS NOT NULL;";
+
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
@@ -60,15 +63,7 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the database file at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        Self::init(Connection::open(path).map_err(unavailable)?)
-    }
-
-    /// A private in-memory database, for tests.
-    pub fn in_memory() -> Result<Self, StoreError> {
-        Self::init(Connection::open_in_memory().map_err(unavailable)?)
-    }
-
-    fn init(conn: Connection) -> Result<Self, StoreError> {
+        let mut conn = Connection::open(path).map_err(unavailable)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(unavailable)?;
         // FULL: a commit is on disk before the API acknowledges it.
@@ -77,13 +72,16 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        migrate(&mut conn)?;
+        conn.execute_batch(PENDING_WORK_INDEX)
+            .map_err(unavailable)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
         })
     }
 
     /// Runs `f` on the connection off the async threads.
-    async fn with<T, F>(&self, f: F) -> Result<T, StoreError>
+    pub(crate) async fn with<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
@@ -96,69 +94,104 @@ impl SqliteStore {
             f(&mut guard)
         })
         .await
-        .map_err(|e| StoreError::Unavailable(e.to_string()))?
+        .map_err(|e| StoreError::Unavailable(e.into()))?
     }
+}
 
-    /// Every dead letter, oldest first (operators and tests read them).
-    pub async fn dead_letters(&self) -> Result<Vec<DeadLetter>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c
-                .prepare("SELECT doc FROM dead_letters ORDER BY failed_ms, task_id")
-                .map_err(unavailable)?;
+/// Brings a file written by an older version to [`SCHEMA_VERSION`]. Version 1 kept one
+/// column per kind of pending work; version 2 keeps `due_kind`/`due_ms`, recomputed here
+/// from each task's document.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(unavailable)?;
+    if version >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction().map_err(unavailable)?;
+    let has_due_columns = tx
+        .prepare("SELECT due_kind, due_ms FROM tasks LIMIT 0")
+        .is_ok();
+    if !has_due_columns {
+        tx.execute_batch(
+            "ALTER TABLE tasks ADD COLUMN due_kind TEXT;
+             ALTER TABLE tasks ADD COLUMN due_ms INTEGER;
+             DROP INDEX IF EXISTS tasks_due;
+             DROP INDEX IF EXISTS tasks_lease;
+             DROP INDEX IF EXISTS tasks_dead_letter;",
+        )
+        .map_err(unavailable)?;
+        let docs = {
+            let mut stmt = tx.prepare("SELECT doc FROM tasks").map_err(unavailable)?;
             let rows = stmt
                 .query_map([], |r| r.get::<_, String>(0))
                 .map_err(unavailable)?;
-            rows.map(|doc| decode(&doc.map_err(unavailable)?)).collect()
-        })
-        .await
+            rows.collect::<Result<Vec<_>, _>>().map_err(unavailable)?
+        };
+        for doc in docs {
+            let task: Task = decode(&doc)?;
+            let row = TaskRow::of(&task)?;
+            tx.execute(
+                "UPDATE tasks SET due_kind = ?2, due_ms = ?3 WHERE id = ?1",
+                params![row.id, row.due_kind, row.due_ms],
+            )
+            .map_err(unavailable)?;
+        }
     }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(unavailable)?;
+    tx.commit().map_err(unavailable)
 }
 
 fn unavailable(e: rusqlite::Error) -> StoreError {
-    StoreError::Unavailable(e.to_string())
+    StoreError::Unavailable(e.into())
 }
 
-fn ms(t: Option<DateTime<Utc>>) -> Option<i64> {
-    t.map(|t| t.timestamp_millis())
-}
-
-/// Columns the queries use, derived from the task so they never disagree with `doc`.
-fn task_columns(t: &Task) -> Result<TaskRow, StoreError> {
-    Ok(TaskRow {
-        id: t.id.to_string(),
-        status: t.status.as_str(),
-        version: t.version as i64,
-        attempt: t.attempt as i64,
-        next_fire_ms: if t.status == Status::Scheduled {
-            ms(t.next_fire_at)
-        } else {
-            None
-        },
-        lease_ms: if t.status == Status::Delivering {
-            ms(t.lease_until)
-        } else {
-            None
-        },
-        dead_letter_pending: t.dead_letter_pending,
-        doc: encode(t)?,
-    })
-}
-
+/// The columns the queries use, derived from the task.
 struct TaskRow {
     id: String,
     status: &'static str,
     version: i64,
     attempt: i64,
-    next_fire_ms: Option<i64>,
-    lease_ms: Option<i64>,
-    dead_letter_pending: bool,
+    due_kind: Option<&'static str>,
+    due_ms: Option<i64>,
     doc: String,
+}
+
+impl TaskRow {
+    fn of(t: &Task) -> Result<TaskRow, StoreError> {
+        let work = t.pending_work();
+        Ok(TaskRow {
+            id: t.id.to_string(),
+            status: t.status.as_str(),
+            version: t.version as i64,
+            attempt: t.attempt as i64,
+            due_kind: work.map(|w| w.kind.as_str()),
+            due_ms: work.map(|w| w.due_at.timestamp_millis()),
+            doc: encode(t)?,
+        })
+    }
+}
+
+/// A row of the pending-work index back into the domain's terms.
+fn pending_work(
+    id: String,
+    attempt: u32,
+    kind: String,
+    due_ms: i64,
+) -> Result<PendingWork, StoreError> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("task {id}: bad {what}").into());
+    Ok(PendingWork {
+        attempt: AttemptRef::new(id.parse().map_err(|_| corrupt("id"))?, attempt),
+        kind: WorkKind::parse(&kind).ok_or_else(|| corrupt("due_kind"))?,
+        due_at: DateTime::from_timestamp_millis(due_ms).ok_or_else(|| corrupt("due_ms"))?,
+    })
 }
 
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn create(&self, task: &Task) -> Result<CreateOutcome, StoreError> {
-        let row = task_columns(task)?;
+        let row = TaskRow::of(task)?;
         let tenant = task.tenant.to_string();
         let key = task.idempotency_key.clone();
         self.with(move |c| {
@@ -166,8 +199,8 @@ impl TaskStore for SqliteStore {
             let inserted = tx
                 .execute(
                     "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
-                        next_fire_ms, lease_ms, dead_letter_pending, doc)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                        due_kind, due_ms, doc)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                      ON CONFLICT DO NOTHING",
                     params![
                         row.id,
@@ -176,9 +209,8 @@ impl TaskStore for SqliteStore {
                         row.version,
                         row.attempt,
                         key,
-                        row.next_fire_ms,
-                        row.lease_ms,
-                        row.dead_letter_pending,
+                        row.due_kind,
+                        row.due_ms,
                         row.doc
                     ],
                 )
@@ -214,21 +246,20 @@ impl TaskStore for SqliteStore {
     }
 
     async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
-        let row = task_columns(task)?;
+        let row = TaskRow::of(task)?;
         self.with(move |c| {
             let changed = c
                 .execute(
-                    "UPDATE tasks SET status = ?2, version = ?3, attempt = ?4, next_fire_ms = ?5,
-                        lease_ms = ?6, dead_letter_pending = ?7, doc = ?8
-                     WHERE id = ?1 AND version = ?9",
+                    "UPDATE tasks SET status = ?2, version = ?3, attempt = ?4, due_kind = ?5,
+                        due_ms = ?6, doc = ?7
+                     WHERE id = ?1 AND version = ?8",
                     params![
                         row.id,
                         row.status,
                         row.version,
                         row.attempt,
-                        row.next_fire_ms,
-                        row.lease_ms,
-                        row.dead_letter_pending,
+                        row.due_kind,
+                        row.due_ms,
                         row.doc,
                         expected_version as i64
                     ],
@@ -299,46 +330,25 @@ impl TaskStore for SqliteStore {
 
     async fn due(
         &self,
-        fire_before: DateTime<Utc>,
-        now: DateTime<Utc>,
+        cutoff: DateTime<Utc>,
         limit: usize,
-    ) -> Result<Vec<DueTask>, StoreError> {
-        let (before, now) = (fire_before.timestamp_millis(), now.timestamp_millis());
+    ) -> Result<Vec<PendingWork>, StoreError> {
+        let cutoff = cutoff.timestamp_millis();
         self.with(move |c| {
             let mut stmt = c
                 .prepare(
-                    "SELECT id, attempt, next_fire_ms, 0 FROM tasks
-                       WHERE status = 'scheduled' AND next_fire_ms <= ?1
-                     UNION ALL
-                     SELECT id, attempt, lease_ms, 1 FROM tasks
-                       WHERE status = 'delivering' AND lease_ms <= ?2
-                     UNION ALL
-                     SELECT id, attempt, ?2, 2 FROM tasks WHERE dead_letter_pending = 1
-                     LIMIT ?3",
+                    "SELECT id, attempt, due_kind, due_ms FROM tasks
+                     WHERE due_ms <= ?1 ORDER BY due_ms LIMIT ?2",
                 )
                 .map_err(unavailable)?;
             let rows = stmt
-                .query_map(params![before, now, limit as i64], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, u32>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, i64>(3)?,
-                    ))
+                .query_map(params![cutoff, limit as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
                 })
                 .map_err(unavailable)?;
             rows.map(|row| {
-                let (id, attempt, at_ms, kind) = row.map_err(unavailable)?;
-                Ok(DueTask {
-                    id: id.parse().map_err(|_| StoreError::Corrupt(id.clone()))?,
-                    attempt,
-                    fire_at: DateTime::from_timestamp_millis(at_ms).unwrap_or_default(),
-                    reason: match kind {
-                        0 => DueReason::Scheduled,
-                        1 => DueReason::LeaseExpired,
-                        _ => DueReason::DeadLetterPending,
-                    },
-                })
+                let (id, attempt, kind, due_ms) = row.map_err(unavailable)?;
+                pending_work(id, attempt, kind, due_ms)
             })
             .collect()
         })
@@ -346,27 +356,50 @@ impl TaskStore for SqliteStore {
     }
 }
 
-#[async_trait]
-impl DeadLetters for SqliteStore {
-    async fn send(&self, letter: &DeadLetter) -> Result<(), DeadLetterError> {
-        let doc = serde_json::to_string(letter).map_err(|e| DeadLetterError(e.to_string()))?;
-        let (id, tenant, at) = (
-            letter.task_id.to_string(),
-            letter.tenant.to_string(),
-            letter.failed_at.timestamp_millis(),
-        );
-        self.with(move |c| {
-            // Keyed by task id: a retried send (or a later failure after a redrive) replaces
-            // the record instead of duplicating it.
-            c.execute(
-                "INSERT OR REPLACE INTO dead_letters (task_id, tenant, failed_ms, doc)
-                 VALUES (?1, ?2, ?3, ?4)",
-                params![id, tenant, at, doc],
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::sample_task;
+
+    /// A file written by the previous schema (one column per kind of pending work) is
+    /// migrated on open, and its pending work is found.
+    #[tokio::test]
+    async fn a_version_1_file_is_migrated_and_its_work_found() {
+        let dir = std::env::temp_dir().join(format!("boomerang-migrate-{}", ulid::Ulid::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("boomerang.db");
+        let now = DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap();
+        let task = sample_task(&TenantId::parse("old").unwrap(), None, now);
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE tasks (id TEXT PRIMARY KEY, tenant TEXT NOT NULL,
+                    status TEXT NOT NULL, version INTEGER NOT NULL, attempt INTEGER NOT NULL,
+                    idempotency_key TEXT, next_fire_ms INTEGER, lease_ms INTEGER,
+                    dead_letter_pending INTEGER NOT NULL DEFAULT 0, doc TEXT NOT NULL);
+                 CREATE INDEX tasks_due ON tasks(next_fire_ms) WHERE status = 'scheduled';",
             )
-            .map_err(unavailable)?;
-            Ok(())
-        })
-        .await
-        .map_err(|e| DeadLetterError(e.to_string()))
+            .unwrap();
+            // Written the way version 1 wrote documents (`next_fire_at`).
+            let doc = encode(&task)
+                .unwrap()
+                .replace("next_attempt_at", "next_fire_at");
+            old.execute(
+                "INSERT INTO tasks (id, tenant, status, version, attempt, next_fire_ms, doc)
+                 VALUES (?1, 'old', 'scheduled', 1, 1, ?2, ?3)",
+                params![task.id.to_string(), now.timestamp_millis(), doc],
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.get(&task.id).await.unwrap(), Some(task.clone()));
+        assert_eq!(
+            store.due(now, 10).await.unwrap(),
+            vec![task.pending_work().unwrap()]
+        );
+        drop(store);
+        let reopened = SqliteStore::open(&path).unwrap();
+        assert_eq!(reopened.due(now, 10).await.unwrap().len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

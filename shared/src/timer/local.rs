@@ -13,30 +13,28 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, Notify};
 
-use crate::domain::TaskId;
+use crate::domain::time::checked_add;
+use crate::domain::AttemptRef;
 use crate::ports::{Timer, TimerError};
 
-/// A timer fire: deliver this attempt of this task.
-pub type Fire = (TaskId, u32);
-
 pub struct LocalTimer {
-    horizon: chrono::Duration,
+    horizon: Duration,
     state: Mutex<State>,
     wake: Notify,
 }
 
 #[derive(Default)]
 struct State {
-    queue: BinaryHeap<Reverse<(DateTime<Utc>, TaskId, u32)>>,
+    queue: BinaryHeap<Reverse<(DateTime<Utc>, AttemptRef)>>,
     /// The earliest armed time per attempt; duplicates of an armed attempt are dropped.
-    armed: HashMap<Fire, DateTime<Utc>>,
+    armed: HashMap<AttemptRef, DateTime<Utc>>,
 }
 
 impl LocalTimer {
     /// The timer and the receiving end of its fires.
-    pub fn new(horizon: Duration) -> (Arc<Self>, mpsc::UnboundedReceiver<Fire>) {
+    pub fn new(horizon: Duration) -> (Arc<Self>, mpsc::UnboundedReceiver<AttemptRef>) {
         let timer = Arc::new(Self {
-            horizon: chrono::Duration::from_std(horizon).expect("horizon in range"),
+            horizon,
             state: Mutex::new(State::default()),
             wake: Notify::new(),
         });
@@ -50,7 +48,7 @@ impl LocalTimer {
         self.state.lock().expect("timer lock").armed.len()
     }
 
-    async fn run(self: Arc<Self>, fires: mpsc::UnboundedSender<Fire>) {
+    async fn run(self: Arc<Self>, fires: mpsc::UnboundedSender<AttemptRef>) {
         loop {
             let next = self.pop_due(Utc::now());
             match next {
@@ -71,10 +69,10 @@ impl LocalTimer {
     }
 
     /// The next due fire, or how long to wait for one (`None`: nothing armed).
-    fn pop_due(&self, now: DateTime<Utc>) -> Result<Fire, Option<Duration>> {
+    fn pop_due(&self, now: DateTime<Utc>) -> Result<AttemptRef, Option<Duration>> {
         let mut state = self.state.lock().expect("timer lock");
-        while let Some(Reverse((at, id, attempt))) = state.queue.peek().cloned() {
-            if state.armed.get(&(id, attempt)) != Some(&at) {
+        while let Some(Reverse((at, attempt))) = state.queue.peek().cloned() {
+            if state.armed.get(&attempt) != Some(&at) {
                 state.queue.pop(); // superseded by an earlier arm of the same attempt
                 continue;
             }
@@ -82,8 +80,8 @@ impl LocalTimer {
                 return Err(Some((at - now).to_std().unwrap_or_default()));
             }
             state.queue.pop();
-            state.armed.remove(&(id, attempt));
-            return Ok((id, attempt));
+            state.armed.remove(&attempt);
+            return Ok(attempt);
         }
         Err(None)
     }
@@ -91,17 +89,16 @@ impl LocalTimer {
 
 #[async_trait]
 impl Timer for LocalTimer {
-    async fn arm(&self, id: &TaskId, attempt: u32, at: DateTime<Utc>) -> Result<(), TimerError> {
-        if at > Utc::now() + self.horizon {
+    async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
+        if checked_add(Utc::now(), self.horizon).is_some_and(|horizon| at > horizon) {
             return Ok(()); // the sweep loads it when it comes near
         }
         let mut state = self.state.lock().expect("timer lock");
-        let key = (*id, attempt);
-        if state.armed.get(&key).is_some_and(|armed| *armed <= at) {
+        if state.armed.get(&attempt).is_some_and(|armed| *armed <= at) {
             return Ok(());
         }
-        state.armed.insert(key, at);
-        state.queue.push(Reverse((at, *id, attempt)));
+        state.armed.insert(attempt, at);
+        state.queue.push(Reverse((at, attempt)));
         drop(state);
         self.wake.notify_one();
         Ok(())
@@ -116,21 +113,14 @@ mod tests {
     async fn fires_in_time_order_once_per_attempt_and_skips_far_work() {
         let (timer, mut fires) = LocalTimer::new(Duration::from_secs(60));
         let now = Utc::now();
-        let (a, b, far) = (TaskId::new(), TaskId::new(), TaskId::new());
+        let new_attempt = |_: u8| AttemptRef::new(crate::domain::TaskId::new(), 1);
+        let (a, b, far) = (new_attempt(0), new_attempt(1), new_attempt(2));
+        let ms = chrono::Duration::milliseconds;
+        timer.arm(b, now + ms(80)).await.unwrap();
+        timer.arm(a, now + ms(20)).await.unwrap();
+        timer.arm(a, now + ms(40)).await.unwrap();
         timer
-            .arm(&b, 1, now + chrono::Duration::milliseconds(80))
-            .await
-            .unwrap();
-        timer
-            .arm(&a, 1, now + chrono::Duration::milliseconds(20))
-            .await
-            .unwrap();
-        timer
-            .arm(&a, 1, now + chrono::Duration::milliseconds(40))
-            .await
-            .unwrap();
-        timer
-            .arm(&far, 1, now + chrono::Duration::hours(2))
+            .arm(far, now + chrono::Duration::hours(2))
             .await
             .unwrap();
         assert_eq!(timer.pending(), 2, "the far task is not held in memory");
@@ -140,8 +130,8 @@ mod tests {
         let second = tokio::time::timeout(Duration::from_secs(5), fires.recv())
             .await
             .unwrap();
-        assert_eq!(first, Some((a, 1)));
-        assert_eq!(second, Some((b, 1)));
+        assert_eq!(first, Some(a));
+        assert_eq!(second, Some(b));
         assert!(Utc::now() >= now + chrono::Duration::milliseconds(80));
         assert_eq!(timer.pending(), 0);
     }

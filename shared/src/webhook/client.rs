@@ -100,7 +100,7 @@ impl Webhooks for HttpWebhooks {
 
 fn build_headers(call: &WebhookCall<'_>) -> Result<HeaderMap, String> {
     let body = call.spec.request.body.as_bytes();
-    let id = call.task_id.to_string();
+    let id = call.attempt.task_id.to_string();
     let ts = call.timestamp.timestamp();
     let mut headers = HeaderMap::new();
     for (name, value) in &call.spec.request.headers {
@@ -115,7 +115,7 @@ fn build_headers(call: &WebhookCall<'_>) -> Result<HeaderMap, String> {
             signing::HEADER_SIGNATURE,
             signing::sign(call.secret, &id, ts, body),
         ),
-        (HEADER_ATTEMPT, call.attempt.to_string()),
+        (HEADER_ATTEMPT, call.attempt.attempt.to_string()),
     ];
     for (name, value) in fixed {
         let value = HeaderValue::from_str(&value).map_err(|e| e.to_string())?;

@@ -14,25 +14,17 @@ use aws_sdk_scheduler::types::{
     RetryPolicy as SchedulerRetryPolicy, Target,
 };
 use chrono::{DateTime, DurationRound, Utc};
-use serde::{Deserialize, Serialize};
 
-use super::describe;
+use crate::aws::sdk_failure;
 use crate::clock::Clock;
-use crate::domain::TaskId;
+use crate::domain::time::checked_sub;
+use crate::domain::AttemptRef;
 use crate::ports::{Timer, TimerError};
 
 /// Waits up to this long go through the SQS timer queue (its limit is 15 minutes).
 pub const QUEUE_MAX_WAIT: Duration = Duration::from_secs(14 * 60);
 /// How much earlier than due a schedule is set to fire.
 pub const SCHEDULE_LEAD: Duration = Duration::from_secs(2 * 60);
-
-/// The only input a timer carries: which attempt of which task to deliver.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TimerMessage {
-    pub task_id: TaskId,
-    pub attempt: u32,
-}
 
 /// How one arm is carried out.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,7 +39,7 @@ pub enum TimerPlan {
 }
 
 /// Chooses SQS or Scheduler for an attempt due at `at`.
-pub fn plan(id: &TaskId, attempt: u32, at: DateTime<Utc>, now: DateTime<Utc>) -> TimerPlan {
+pub fn plan(attempt: AttemptRef, at: DateTime<Utc>, now: DateTime<Utc>) -> TimerPlan {
     let wait = (at - now).to_std().unwrap_or_default();
     if wait <= QUEUE_MAX_WAIT {
         // Rounded up: a second late rather than early (an early fire costs a round trip).
@@ -56,19 +48,19 @@ pub fn plan(id: &TaskId, attempt: u32, at: DateTime<Utc>, now: DateTime<Utc>) ->
             delay_seconds: secs.min(900) as i32,
         };
     }
-    let lead = chrono::Duration::from_std(SCHEDULE_LEAD).expect("constant in range");
-    let fire_at = (at - lead)
+    let early = checked_sub(at, SCHEDULE_LEAD).unwrap_or(at);
+    let fire_at = early
         .duration_trunc(chrono::Duration::minutes(1))
-        .unwrap_or(at - lead);
+        .unwrap_or(early);
     TimerPlan::Schedule {
-        name: schedule_name(id, attempt),
+        name: schedule_name(attempt),
         fire_at,
     }
 }
 
 /// Deterministic, so re-arming the same attempt finds the existing schedule (≤ 64 chars).
-pub fn schedule_name(id: &TaskId, attempt: u32) -> String {
-    format!("{id}-{attempt}")
+pub fn schedule_name(attempt: AttemptRef) -> String {
+    format!("{}-{}", attempt.task_id, attempt.attempt)
 }
 
 /// Scheduler's one-time expression, in UTC.
@@ -99,7 +91,7 @@ impl AwsTimer {
     pub fn new(
         sqs: aws_sdk_sqs::Client,
         scheduler: aws_sdk_scheduler::Client,
-        settings: &super::AwsSettings,
+        settings: &crate::aws::AwsSettings,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
@@ -122,7 +114,7 @@ impl AwsTimer {
             .delay_seconds(delay_seconds)
             .send()
             .await
-            .map_err(|e| TimerError(describe(&e)))?;
+            .map_err(|e| TimerError(sdk_failure(e)))?;
         Ok(())
     }
 
@@ -150,11 +142,11 @@ impl AwsTimer {
                     .map(|arn| DeadLetterConfig::builder().arn(arn).build()),
             )
             .build()
-            .map_err(|e| TimerError(e.to_string()))?;
+            .map_err(|e| TimerError(e.into()))?;
         let window = FlexibleTimeWindow::builder()
             .mode(FlexibleTimeWindowMode::Off)
             .build()
-            .map_err(|e| TimerError(e.to_string()))?;
+            .map_err(|e| TimerError(e.into()))?;
         let created = self
             .scheduler
             .create_schedule()
@@ -176,20 +168,17 @@ impl AwsTimer {
             {
                 Ok(())
             }
-            Err(e) => Err(TimerError(describe(&e))),
+            Err(e) => Err(TimerError(sdk_failure(e))),
         }
     }
 }
 
 #[async_trait]
 impl Timer for AwsTimer {
-    async fn arm(&self, id: &TaskId, attempt: u32, at: DateTime<Utc>) -> Result<(), TimerError> {
-        let message = TimerMessage {
-            task_id: *id,
-            attempt,
-        };
-        let body = serde_json::to_string(&message).map_err(|e| TimerError(e.to_string()))?;
-        match plan(id, attempt, at, self.clock.now()) {
+    async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
+        // The attempt reference is the message's whole body.
+        let body = serde_json::to_string(&attempt).map_err(|e| TimerError(e.into()))?;
+        match plan(attempt, at, self.clock.now()) {
             TimerPlan::Queue { delay_seconds } => self.enqueue(body, delay_seconds).await,
             TimerPlan::Schedule { name, fire_at } => self.schedule(name, fire_at, body).await,
         }
@@ -204,22 +193,22 @@ mod tests {
     #[test]
     fn short_waits_use_the_queue_rounded_up() {
         let now = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap();
-        let id = TaskId::new();
+        let id = AttemptRef::new(crate::domain::TaskId::new(), 1);
         let at = |ms| now + chrono::Duration::milliseconds(ms);
         assert_eq!(
-            plan(&id, 1, at(-5000), now),
+            plan(id, at(-5000), now),
             TimerPlan::Queue { delay_seconds: 0 }
         );
         assert_eq!(
-            plan(&id, 1, at(2300), now),
+            plan(id, at(2300), now),
             TimerPlan::Queue { delay_seconds: 3 }
         );
         assert_eq!(
-            plan(&id, 1, at(300_000), now),
+            plan(id, at(300_000), now),
             TimerPlan::Queue { delay_seconds: 300 }
         );
         assert_eq!(
-            plan(&id, 1, at(840_000), now),
+            plan(id, at(840_000), now),
             TimerPlan::Queue { delay_seconds: 840 }
         );
     }
@@ -227,11 +216,11 @@ mod tests {
     #[test]
     fn long_waits_are_scheduled_early_to_the_minute() {
         let now = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 10).unwrap();
-        let id = TaskId::new();
+        let id = AttemptRef::new(crate::domain::TaskId::new(), 3);
         let due = now + chrono::Duration::minutes(20); // 12:20:10
-        match plan(&id, 3, due, now) {
+        match plan(id, due, now) {
             TimerPlan::Schedule { name, fire_at } => {
-                assert_eq!(name, format!("{id}-3"));
+                assert_eq!(name, format!("{}-3", id.task_id));
                 assert!(name.len() <= 64);
                 assert_eq!(
                     fire_at,
@@ -240,11 +229,11 @@ mod tests {
                 // Even a fire 59 s late stays early enough for the SQS re-arm to be precise.
                 let late_fire = fire_at + chrono::Duration::seconds(59);
                 assert!(matches!(
-                    plan(&id, 3, due, late_fire),
+                    plan(id, due, late_fire),
                     TimerPlan::Queue { delay_seconds: 71 }
                 ));
                 assert!(matches!(
-                    plan(&id, 3, due, fire_at),
+                    plan(id, due, fire_at),
                     TimerPlan::Queue { delay_seconds: 130 }
                 ));
             }

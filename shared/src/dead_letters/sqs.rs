@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use aws_sdk_sqs::types::MessageAttributeValue;
 
-use super::describe;
+use crate::aws::sdk_failure;
 use crate::domain::DeadLetter;
 use crate::ports::{DeadLetterError, DeadLetters};
 
@@ -26,13 +26,13 @@ impl DeadLetters for SqsDeadLetters {
     /// A standard queue may hold a retried send twice; both carry the task id, so consumers
     /// can de-duplicate.
     async fn send(&self, letter: &DeadLetter) -> Result<(), DeadLetterError> {
-        let body = serde_json::to_string(letter).map_err(|e| DeadLetterError(e.to_string()))?;
+        let body = serde_json::to_string(letter).map_err(|e| DeadLetterError(e.into()))?;
         let attr = |v: String| {
             MessageAttributeValue::builder()
                 .data_type("String")
                 .string_value(v)
                 .build()
-                .map_err(|e| DeadLetterError(e.to_string()))
+                .map_err(|e| DeadLetterError(e.into()))
         };
         self.sqs
             .send_message()
@@ -42,7 +42,7 @@ impl DeadLetters for SqsDeadLetters {
             .message_attributes("tenant", attr(letter.tenant.to_string())?)
             .send()
             .await
-            .map_err(|e| DeadLetterError(describe(&e)))?;
+            .map_err(|e| DeadLetterError(sdk_failure(e)))?;
         Ok(())
     }
 }

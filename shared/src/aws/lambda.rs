@@ -1,13 +1,46 @@
-//! The delivery handler behind the delivery Lambda (and the local trigger emulation):
-//! one event shape from Scheduler, another from the SQS timer queue, both ending in
-//! `Engine::deliver`.
+//! The Lambda event dispatch: the delivery handler (one event shape from Scheduler,
+//! another from the SQS timer queue, both ending in `Engine::deliver`; the local trigger
+//! emulation uses it too) and the sweeper's handler.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::future::join_all;
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use super::timer::TimerMessage;
+use super::SWEEP_LAG;
+use crate::domain::AttemptRef;
 use crate::engine::{DeliverOutcome, Engine, EngineError};
+
+/// The delivery Lambda's handler: a Scheduler input or an SQS batch, answered with the
+/// batch's partial failures (or nothing, for Scheduler).
+pub async fn handle_delivery(engine: &Engine, event: Value) -> Result<Value, EngineError> {
+    match DeliveryEvent::from_json(event) {
+        DeliveryEvent::Queue(batch) => {
+            let response = handle_queue(engine, &batch).await;
+            Ok(serde_json::to_value(response).unwrap_or(Value::Null))
+        }
+        DeliveryEvent::Scheduled(input) => {
+            handle_scheduled(engine, &input).await?;
+            Ok(Value::Null)
+        }
+    }
+}
+
+/// The sweeper Lambda's handler: re-arms work overdue by more than [`SWEEP_LAG`] (its timer
+/// was lost), deliveries whose lease expired, and dead letters not yet acknowledged.
+pub async fn handle_sweep(engine: &Engine) -> Result<Value, EngineError> {
+    let report = engine.sweep(-SWEEP_LAG).await?;
+    tracing::info!(
+        rearmed = report.rearmed,
+        leases_taken_over = report.leases_taken_over,
+        dead_letters_resent = report.dead_letters_resent,
+        "sweep finished"
+    );
+    Ok(json!({
+        "rearmed": report.rearmed,
+        "leases_taken_over": report.leases_taken_over,
+        "dead_letters_resent": report.dead_letters_resent,
+    }))
+}
 
 /// What a delivery invocation carries.
 pub enum DeliveryEvent {
@@ -35,14 +68,14 @@ pub async fn deliver_message(
     engine: &Engine,
     body: &str,
 ) -> Result<Option<DeliverOutcome>, EngineError> {
-    let message: TimerMessage = match serde_json::from_str(body) {
+    let message: AttemptRef = match serde_json::from_str(body) {
         Ok(m) => m,
         Err(e) => {
             tracing::warn!(error = %e, body = %truncate(body), "ignoring a timer message that is not ours");
             return Ok(None);
         }
     };
-    let outcome = engine.deliver(&message.task_id, message.attempt).await?;
+    let outcome = engine.deliver(message).await?;
     tracing::info!(task = %message.task_id, attempt = message.attempt, ?outcome, "timer fired");
     Ok(Some(outcome))
 }

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
 
-use super::describe;
-use super::dynamodb::{get_item, get_s, n, s, Item};
+use crate::aws::items::{get_item, get_s, n, s, Item};
+use crate::aws::sdk_failure;
 use crate::domain::{generate_api_key, SigningSecret, TenantId};
 use crate::ports::{Tenants, TenantsError};
 
@@ -64,7 +64,7 @@ impl DynamoTenants {
             Err(e)
                 if e.as_service_error()
                     .is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
-            Err(e) => return Err(TenantsError(describe(&e))),
+            Err(e) => return Err(TenantsError(sdk_failure(e))),
         }
         let secret = self
             .signing_secret(tenant)
@@ -80,7 +80,7 @@ impl DynamoTenants {
             .item("created_at", n(chrono::Utc::now().timestamp()))
             .send()
             .await
-            .map_err(|e| TenantsError(describe(&e)))?;
+            .map_err(|e| TenantsError(sdk_failure(e)))?;
         Ok(MintedKey {
             api_key,
             tenant: tenant.clone(),
@@ -96,7 +96,7 @@ impl Tenants for DynamoTenants {
         Ok(item
             .as_ref()
             .and_then(|i| get_s(i, "tenant").ok())
-            .map(TenantId::new))
+            .and_then(|t| TenantId::parse(t).ok()))
     }
 
     async fn signing_secret(
@@ -106,9 +106,9 @@ impl Tenants for DynamoTenants {
         let Some(item) = self.get(tenant_pk(tenant), "TENANT").await? else {
             return Ok(None);
         };
-        let raw = get_s(&item, "signing_secret").map_err(|e| TenantsError(e.to_string()))?;
+        let raw = get_s(&item, "signing_secret").map_err(|e| TenantsError(e.into()))?;
         SigningSecret::parse(raw)
             .map(Some)
-            .map_err(|e| TenantsError(format!("tenant {tenant}: {e}")))
+            .map_err(|e| TenantsError(format!("tenant {tenant}: {e}").into()))
     }
 }

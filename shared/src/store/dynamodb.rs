@@ -6,26 +6,26 @@
 //! - `I#<tenant>#<key>`, `IDEM`: an idempotency key and the whole task it registered.
 //!
 //! Indexes:
-//! - `due` (sparse, sharded): `due_shard` + `due_ms`, present only while a task has work
-//!   pending (scheduled, delivering, or a dead letter to resend). The sweeper queries each
-//!   shard for `due_ms <= cutoff`.
+//! - `due` (sparse, sharded): `due_shard` + `due_ms`, present only while the task has
+//!   [`Task::pending_work`] (`due_reason` is its kind, `due_ms` when it is due). The sweeper
+//!   queries each shard for `due_ms <= cutoff`.
 //! - `by_tenant`: `tenant` + `tenant_sk` (the task id, so newest first), for listing.
 //!
 //! Finished tasks get `expires_at` (TTL). DynamoDB deletes expired items only eventually, so
 //! every read also ignores them.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 
-use super::describe;
-use crate::domain::{AttemptRecord, Status, Task, TaskId, TenantId};
-use crate::ports::{CreateOutcome, DueReason, DueTask, ListQuery, Page, StoreError, TaskStore};
-use crate::store::codec::{decode, encode};
+use super::codec::{decode, encode};
+use crate::aws::items::{corrupt, get_item, get_n, get_s, n, s, Item};
+use crate::aws::sdk_failure;
+use crate::domain::time::checked_add;
+use crate::domain::{AttemptRecord, AttemptRef, PendingWork, Task, TaskId, TenantId, WorkKind};
+use crate::ports::{CreateOutcome, ListQuery, Page, StoreError, TaskStore};
 
 /// Partitions of the `due` index: spreads sweeper reads and hot due-times.
 pub const DUE_SHARDS: u32 = 8;
@@ -35,8 +35,6 @@ pub const TENANT_INDEX: &str = "by_tenant";
 pub const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// Attempt records outlive their task's longest possible life plus retention.
 const ATTEMPT_RETENTION: Duration = Duration::from_secs(400 * 24 * 3600);
-
-pub(crate) type Item = HashMap<String, AttributeValue>;
 
 #[derive(Clone)]
 pub struct DynamoStore {
@@ -64,16 +62,15 @@ impl DynamoStore {
         item.insert("version".into(), n(task.version));
         item.insert("attempt".into(), n(task.attempt));
         item.insert("doc".into(), s(encode(task)?));
-        if let Some((reason, at)) = pending_work(task) {
+        if let Some(work) = task.pending_work() {
             item.insert("due_shard".into(), s(shard_of(&task.id)));
-            item.insert("due_ms".into(), n(at.timestamp_millis()));
-            item.insert("due_reason".into(), s(reason));
-            let fire = task.next_fire_at.unwrap_or(at);
-            item.insert("fire_ms".into(), n(fire.timestamp_millis()));
+            item.insert("due_ms".into(), n(work.due_at.timestamp_millis()));
+            item.insert("due_reason".into(), s(work.kind.as_str()));
         }
         if task.status.is_terminal() && !task.dead_letter_pending {
+            // The retention is bounded where it is configured; the sum is checked anyway.
             let expires =
-                task.updated_at + chrono::Duration::from_std(self.retention).unwrap_or_default();
+                checked_add(task.updated_at, self.retention).unwrap_or(DateTime::<Utc>::MAX_UTC);
             item.insert("expires_at".into(), n(expires.timestamp()));
         }
         Ok(item)
@@ -99,7 +96,7 @@ impl DynamoStore {
             {
                 Err(StoreError::Conflict)
             }
-            Err(e) => Err(StoreError::Unavailable(describe(&e))),
+            Err(e) => Err(StoreError::Unavailable(sdk_failure(e))),
         }
     }
 
@@ -118,7 +115,7 @@ impl DynamoStore {
     ) -> Result<Option<(TaskId, String)>, StoreError> {
         let pk = idem_pk(&task.tenant, key);
         let now = Utc::now();
-        let expires = now + chrono::Duration::from_std(IDEMPOTENCY_WINDOW).expect("in range");
+        let expires = checked_add(now, IDEMPOTENCY_WINDOW).unwrap_or(DateTime::<Utc>::MAX_UTC);
         let put = self
             .client
             .put_item()
@@ -147,7 +144,7 @@ impl DynamoStore {
                     .map_err(|_| corrupt("task_id"))?;
                 Ok(Some((id, get_s(&item, "doc")?.to_string())))
             }
-            Err(e) => Err(StoreError::Unavailable(describe(&e))),
+            Err(e) => Err(StoreError::Unavailable(sdk_failure(e))),
         }
     }
 }
@@ -194,7 +191,7 @@ impl TaskStore for DynamoStore {
 
     async fn put_attempt(&self, record: &AttemptRecord) -> Result<(), StoreError> {
         let expires =
-            record.started_at + chrono::Duration::from_std(ATTEMPT_RETENTION).expect("in range");
+            checked_add(record.started_at, ATTEMPT_RETENTION).unwrap_or(DateTime::<Utc>::MAX_UTC);
         self.client
             .put_item()
             .table_name(&self.table)
@@ -204,7 +201,7 @@ impl TaskStore for DynamoStore {
             .item("expires_at", n(expires.timestamp()))
             .send()
             .await
-            .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
         Ok(())
     }
 
@@ -222,7 +219,7 @@ impl TaskStore for DynamoStore {
             .send()
             .try_collect()
             .await
-            .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
         items
             .iter()
             .map(|item| decode(get_s(item, "doc")?))
@@ -262,7 +259,7 @@ impl TaskStore for DynamoStore {
                 .filter_expression(filter)
                 .send()
                 .await
-                .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
             for item in out.items() {
                 tasks.push(decode(get_s(item, "doc")?)?);
             }
@@ -276,11 +273,9 @@ impl TaskStore for DynamoStore {
 
     async fn due(
         &self,
-        fire_before: DateTime<Utc>,
-        now: DateTime<Utc>,
+        cutoff: DateTime<Utc>,
         limit: usize,
-    ) -> Result<Vec<DueTask>, StoreError> {
-        let cutoff = fire_before.max(now).timestamp_millis();
+    ) -> Result<Vec<PendingWork>, StoreError> {
         let mut due = Vec::new();
         for shard in 0..DUE_SHARDS {
             let mut start: Option<Item> = None;
@@ -292,17 +287,15 @@ impl TaskStore for DynamoStore {
                     .index_name(DUE_INDEX)
                     .key_condition_expression("due_shard = :s AND due_ms <= :c")
                     .expression_attribute_values(":s", s(format!("S{shard}")))
-                    .expression_attribute_values(":c", n(cutoff))
+                    .expression_attribute_values(":c", n(cutoff.timestamp_millis()))
                     .set_exclusive_start_key(start)
                     .send()
                     .await
-                    .map_err(|e| StoreError::Unavailable(describe(&e)))?;
+                    .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
                 for item in out.items() {
-                    if let Some(task) = due_task(item, fire_before, now)? {
-                        due.push(task);
-                        if due.len() >= limit {
-                            return Ok(due);
-                        }
+                    due.push(pending_work(item)?);
+                    if due.len() >= limit {
+                        return Ok(due);
                     }
                 }
                 start = out.last_evaluated_key;
@@ -315,59 +308,19 @@ impl TaskStore for DynamoStore {
     }
 }
 
-/// The work a task has pending, for the `due` index: what kind and from when.
-fn pending_work(task: &Task) -> Option<(&'static str, DateTime<Utc>)> {
-    match task.status {
-        Status::Scheduled => Some(("scheduled", task.next_fire_at?)),
-        Status::Delivering => Some(("lease", task.lease_until?)),
-        Status::Failed if task.dead_letter_pending => Some(("dead_letter", task.updated_at)),
-        _ => None,
-    }
-}
-
-fn due_task(
-    item: &Item,
-    fire_before: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> Result<Option<DueTask>, StoreError> {
-    let at = millis(get_n(item, "due_ms")?);
-    let (reason, cutoff) = match get_s(item, "due_reason")? {
-        "scheduled" => (DueReason::Scheduled, fire_before),
-        "lease" => (DueReason::LeaseExpired, now),
-        _ => (DueReason::DeadLetterPending, now),
-    };
-    if at > cutoff {
-        return Ok(None);
-    }
+/// An entry of the `due` index back into the domain's terms.
+fn pending_work(item: &Item) -> Result<PendingWork, StoreError> {
     let id = get_s(item, "pk")?
         .strip_prefix("T#")
         .and_then(|id| id.parse().ok())
         .ok_or_else(|| corrupt("pk"))?;
-    Ok(Some(DueTask {
-        id,
-        attempt: get_n(item, "attempt")? as u32,
-        fire_at: millis(get_n(item, "fire_ms")?),
-        reason,
-    }))
-}
-
-/// A consistent read of one item.
-pub(crate) async fn get_item(
-    client: &Client,
-    table: &str,
-    pk: String,
-    sk: &str,
-) -> Result<Option<Item>, String> {
-    let out = client
-        .get_item()
-        .table_name(table)
-        .key("pk", s(pk))
-        .key("sk", s(sk))
-        .consistent_read(true)
-        .send()
-        .await
-        .map_err(|e| describe(&e))?;
-    Ok(out.item)
+    let attempt = u32::try_from(get_n(item, "attempt")?).map_err(|_| corrupt("attempt"))?;
+    Ok(PendingWork {
+        attempt: AttemptRef::new(id, attempt),
+        kind: WorkKind::parse(get_s(item, "due_reason")?).ok_or_else(|| corrupt("due_reason"))?,
+        due_at: DateTime::from_timestamp_millis(get_n(item, "due_ms")?)
+            .ok_or_else(|| corrupt("due_ms"))?,
+    })
 }
 
 pub fn task_pk(id: &TaskId) -> String {
@@ -386,34 +339,4 @@ fn shard_of(id: &TaskId) -> String {
 
 fn expired(item: &Item, now: DateTime<Utc>) -> bool {
     get_n(item, "expires_at").is_ok_and(|t| t <= now.timestamp())
-}
-
-fn millis(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
-}
-
-pub(crate) fn s(v: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(v.into())
-}
-
-pub(crate) fn n(v: impl ToString) -> AttributeValue {
-    AttributeValue::N(v.to_string())
-}
-
-pub(crate) fn get_s<'a>(item: &'a Item, key: &'static str) -> Result<&'a str, StoreError> {
-    item.get(key)
-        .and_then(|v| v.as_s().ok())
-        .map(String::as_str)
-        .ok_or_else(|| corrupt(key))
-}
-
-fn get_n(item: &Item, key: &'static str) -> Result<i64, StoreError> {
-    item.get(key)
-        .and_then(|v| v.as_n().ok())
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| corrupt(key))
-}
-
-fn corrupt(field: &str) -> StoreError {
-    StoreError::Corrupt(format!("item attribute `{field}` missing or malformed"))
 }

@@ -1,0 +1,470 @@
+//! The task lifecycle, top to bottom. Every transition is a function from the current task
+//! and its inputs (the time, a verdict, a random draw) to the next task or a typed
+//! [`Refusal`]. The engine reads a task, calls one of these, and writes the result on the
+//! condition that the stored version is still the one it read; it never edits a task itself.
+//!
+//! ```text
+//! scheduled ──claim──▶ delivering ──after_attempt──▶ succeeded | scheduled (next) | failed
+//! scheduled ──cancel─▶ canceled                       failed ──retry──▶ scheduled
+//! ```
+//!
+//! [`Task::pending_work`] states, once for every store, what work a task still has to do.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::ids::AttemptRef;
+use super::task::{AttemptOutcome, AttemptRecord, DeadLetter, Status, Task};
+use super::time::checked_add;
+
+/// Why a transition does not apply to the task as it is now.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The attempt is not the task's pending one: handled already, or the task moved on.
+    #[error("attempt {0} is not pending")]
+    StaleAttempt(u32),
+    /// Another worker holds the attempt until its lease ends.
+    #[error("the attempt is being delivered by another worker until {0}")]
+    Leased(DateTime<Utc>),
+    /// The timer fired before the attempt was due.
+    #[error("the attempt is not due until {0}")]
+    NotDue(DateTime<Utc>),
+    #[error("the task is being delivered and can no longer be canceled")]
+    BeingDelivered,
+    #[error("the task is already {}", .0.as_str())]
+    Finished(Status),
+    #[error("only failed tasks can be retried; this one is {}", .0.as_str())]
+    NotFailed(Status),
+    #[error("the task is {}, not delivering", .0.as_str())]
+    NotDelivering(Status),
+    #[error("no dead letter is pending for this task")]
+    NoDeadLetterPending,
+    #[error("the {0} would fall outside the supported range of times")]
+    TimeOutOfRange(&'static str),
+}
+
+/// How the response to one attempt is judged.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Success,
+    /// Failed for good (a permanent status, a refused destination): the task fails now.
+    Fail(String),
+    /// Failed; another attempt follows if the retry policy allows one. `retry_after` is
+    /// the wait the server asked for, if any.
+    Retry {
+        error: String,
+        retry_after: Option<Duration>,
+    },
+}
+
+/// The kinds of work a task can have pending. The names are what the stores keep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkKind {
+    /// `scheduled`: the attempt is due at `due_at`.
+    Attempt,
+    /// `delivering`: if the worker died, the attempt may be taken over from `due_at`.
+    LeaseExpiry,
+    /// `failed`, and its dead letter not yet acknowledged since `due_at`.
+    DeadLetter,
+}
+
+impl WorkKind {
+    pub const ALL: [WorkKind; 3] = [
+        WorkKind::Attempt,
+        WorkKind::LeaseExpiry,
+        WorkKind::DeadLetter,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkKind::Attempt => "scheduled",
+            WorkKind::LeaseExpiry => "lease",
+            WorkKind::DeadLetter => "dead_letter",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<WorkKind> {
+        WorkKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// What a task still has to do, why, and from when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingWork {
+    pub attempt: AttemptRef,
+    pub kind: WorkKind,
+    pub due_at: DateTime<Utc>,
+}
+
+impl Task {
+    /// The work this task has pending, if any. Stores index exactly this (and nothing
+    /// else) for the sweep: `due_at` is when the work becomes due.
+    pub fn pending_work(&self) -> Option<PendingWork> {
+        let (kind, due_at) = match self.status {
+            Status::Scheduled => (WorkKind::Attempt, self.next_attempt_at?),
+            Status::Delivering => (WorkKind::LeaseExpiry, self.lease_until?),
+            Status::Failed if self.dead_letter_pending => (WorkKind::DeadLetter, self.updated_at),
+            _ => return None,
+        };
+        Some(PendingWork {
+            attempt: AttemptRef::new(self.id, self.attempt),
+            kind,
+            due_at,
+        })
+    }
+
+    /// Takes `attempt` for delivery: `scheduled` and due, or `delivering` with its lease
+    /// expired (the worker died mid-call). The claimer holds a lease of `lease` from `now`.
+    pub fn claim(
+        &self,
+        attempt: u32,
+        now: DateTime<Utc>,
+        lease: Duration,
+    ) -> Result<Task, Refusal> {
+        if self.attempt != attempt {
+            return Err(Refusal::StaleAttempt(attempt));
+        }
+        match (self.status, self.next_attempt_at, self.lease_until) {
+            (Status::Scheduled, Some(due), _) if due > now => return Err(Refusal::NotDue(due)),
+            (Status::Scheduled, _, _) => {}
+            (Status::Delivering, _, Some(until)) if until > now => {
+                return Err(Refusal::Leased(until))
+            }
+            (Status::Delivering, _, Some(_)) => {}
+            _ => return Err(Refusal::StaleAttempt(attempt)),
+        }
+        let lease_until = checked_add(now, lease).ok_or(Refusal::TimeOutOfRange("lease"))?;
+        let mut next = self.next_version(now);
+        next.status = Status::Delivering;
+        next.lease_until = Some(lease_until);
+        Ok(next)
+    }
+
+    /// The task after the attempt it is delivering: succeeded, scheduled for the next
+    /// attempt, or failed with a dead letter pending. `draw` is uniform in `[0, 1)` and
+    /// picks the jitter.
+    pub fn after_attempt(
+        &self,
+        verdict: &Verdict,
+        now: DateTime<Utc>,
+        draw: f64,
+    ) -> Result<Task, Refusal> {
+        if self.status != Status::Delivering {
+            return Err(Refusal::NotDelivering(self.status));
+        }
+        let mut next = self.next_version(now);
+        next.lease_until = None;
+        let (error, next_at) = match verdict {
+            Verdict::Success => {
+                next.status = Status::Succeeded;
+                next.next_attempt_at = None;
+                next.last_error = None;
+                return Ok(next);
+            }
+            Verdict::Fail(error) => (error, None),
+            Verdict::Retry { error, retry_after } => (
+                error,
+                self.spec.retry.next_attempt_at(
+                    self.attempts_in_round(),
+                    self.round_started_at,
+                    now,
+                    *retry_after,
+                    draw,
+                ),
+            ),
+        };
+        next.last_error = Some(error.clone());
+        match next_at {
+            Some(at) => {
+                next.status = Status::Scheduled;
+                next.attempt += 1;
+                next.next_attempt_at = Some(at);
+            }
+            None => {
+                next.status = Status::Failed;
+                next.next_attempt_at = None;
+                next.dead_letter_pending = true;
+            }
+        }
+        Ok(next)
+    }
+
+    /// Cancels a `scheduled` task; a timer still armed for it will find it canceled.
+    pub fn cancel(&self, now: DateTime<Utc>) -> Result<Task, Refusal> {
+        match self.status {
+            Status::Scheduled => {
+                let mut next = self.next_version(now);
+                next.status = Status::Canceled;
+                next.next_attempt_at = None;
+                Ok(next)
+            }
+            Status::Delivering => Err(Refusal::BeingDelivered),
+            finished => Err(Refusal::Finished(finished)),
+        }
+    }
+
+    /// Gives a `failed` task a new round of its retry policy, starting at `now`. Attempt
+    /// numbers continue where they were.
+    pub fn retry(&self, now: DateTime<Utc>) -> Result<Task, Refusal> {
+        if self.status != Status::Failed {
+            return Err(Refusal::NotFailed(self.status));
+        }
+        let mut next = self.next_version(now);
+        next.status = Status::Scheduled;
+        next.attempt = self.attempt + 1;
+        next.round_start = next.attempt;
+        next.round_started_at = now;
+        next.next_attempt_at = Some(now);
+        next.dead_letter_pending = false;
+        Ok(next)
+    }
+
+    /// The dead-letter queue acknowledged this task's record.
+    pub fn dead_letter_sent(&self, now: DateTime<Utc>) -> Result<Task, Refusal> {
+        if self.status != Status::Failed || !self.dead_letter_pending {
+            return Err(Refusal::NoDeadLetterPending);
+        }
+        let mut next = self.next_version(now);
+        next.dead_letter_pending = false;
+        Ok(next)
+    }
+
+    /// The record an operator gets for this failed task.
+    pub fn dead_letter(&self) -> DeadLetter {
+        DeadLetter {
+            task_id: self.id,
+            tenant: self.tenant.clone(),
+            url: self.spec.request.url.clone(),
+            attempts: self.attempts_in_round(),
+            last_error: self.last_error.clone(),
+            failed_at: self.updated_at,
+        }
+    }
+
+    /// The record of the attempt this claimed task just made, given the task it led to.
+    pub fn attempt_record(
+        &self,
+        next: &Task,
+        started_at: DateTime<Utc>,
+        finished_at: DateTime<Utc>,
+        status_code: Option<u16>,
+        response_excerpt: Option<String>,
+    ) -> AttemptRecord {
+        let scheduled_at = self.next_attempt_at.unwrap_or(started_at);
+        AttemptRecord {
+            task_id: self.id,
+            number: self.attempt,
+            scheduled_at,
+            started_at,
+            lateness_ms: (started_at - scheduled_at).num_milliseconds().max(0),
+            duration_ms: (finished_at - started_at).num_milliseconds().max(0) as u64,
+            status_code,
+            error: next
+                .last_error
+                .clone()
+                .filter(|_| next.status != Status::Succeeded),
+            response_excerpt,
+            outcome: match next.status {
+                Status::Succeeded => AttemptOutcome::Succeeded,
+                Status::Scheduled => AttemptOutcome::Retrying,
+                _ => AttemptOutcome::Failed,
+            },
+        }
+    }
+
+    /// A copy prepared for the next write: version bumped, `updated_at` set.
+    fn next_version(&self, now: DateTime<Utc>) -> Task {
+        let mut t = self.clone();
+        t.version += 1;
+        t.updated_at = now;
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{CallbackRequest, RetryPolicy, TaskSpec, TenantId};
+    use chrono::TimeZone;
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap()
+    }
+
+    fn secs(s: i64) -> chrono::Duration {
+        chrono::Duration::seconds(s)
+    }
+
+    const LEASE: Duration = Duration::from_secs(40);
+
+    fn task(retry: RetryPolicy) -> Task {
+        let spec = TaskSpec {
+            request: CallbackRequest {
+                url: "https://example.com/h".into(),
+                method: "POST".into(),
+                headers: vec![],
+                body: String::new(),
+            },
+            timeout: Duration::from_secs(10),
+            expect_body: None,
+            retry,
+            metadata: Default::default(),
+        };
+        let tenant = TenantId::parse("acme").unwrap();
+        Task::new_scheduled(tenant, spec, None, "h".into(), t0() + secs(60), t0())
+    }
+
+    fn retry_once() -> Verdict {
+        Verdict::Retry {
+            error: "HTTP 500".into(),
+            retry_after: None,
+        }
+    }
+
+    /// The rule for pending work, once: every state a task can be in, and what it leaves
+    /// for the sweep. The stores index exactly this.
+    #[test]
+    fn pending_work_table() {
+        let scheduled = task(RetryPolicy::default());
+        let delivering = scheduled.claim(1, t0() + secs(60), LEASE).unwrap();
+        let failed = delivering
+            .after_attempt(&Verdict::Fail("HTTP 410".into()), t0() + secs(61), 0.5)
+            .unwrap();
+        let acknowledged = failed.dead_letter_sent(t0() + secs(62)).unwrap();
+        let succeeded = delivering
+            .after_attempt(&Verdict::Success, t0() + secs(61), 0.5)
+            .unwrap();
+        let canceled = scheduled.cancel(t0()).unwrap();
+        let retried = delivering
+            .after_attempt(&retry_once(), t0() + secs(61), 0.5)
+            .unwrap();
+        let at = |t: &Task, n| AttemptRef::new(t.id, n);
+        let table: [(&Task, Option<(WorkKind, u32, DateTime<Utc>)>); 7] = [
+            (&scheduled, Some((WorkKind::Attempt, 1, t0() + secs(60)))),
+            (
+                &delivering,
+                Some((WorkKind::LeaseExpiry, 1, t0() + secs(100))),
+            ),
+            (&retried, Some((WorkKind::Attempt, 2, t0() + secs(91)))),
+            (&failed, Some((WorkKind::DeadLetter, 1, t0() + secs(61)))),
+            (&acknowledged, None),
+            (&succeeded, None),
+            (&canceled, None),
+        ];
+        for (t, want) in table {
+            let want = want.map(|(kind, n, due_at)| PendingWork {
+                attempt: at(t, n),
+                kind,
+                due_at,
+            });
+            assert_eq!(t.pending_work(), want, "{:?}", t.status);
+        }
+        for kind in WorkKind::ALL {
+            assert_eq!(WorkKind::parse(kind.as_str()), Some(kind));
+        }
+    }
+
+    #[test]
+    fn claim_refuses_early_stale_and_leased_fires_and_takes_over_expired_leases() {
+        let t = task(RetryPolicy::default());
+        assert_eq!(
+            t.claim(1, t0(), LEASE),
+            Err(Refusal::NotDue(t0() + secs(60)))
+        );
+        assert_eq!(
+            t.claim(2, t0() + secs(60), LEASE),
+            Err(Refusal::StaleAttempt(2))
+        );
+        let claimed = t.claim(1, t0() + secs(60), LEASE).unwrap();
+        assert_eq!((claimed.status, claimed.version), (Status::Delivering, 2));
+        assert_eq!(
+            claimed.claim(1, t0() + secs(99), LEASE),
+            Err(Refusal::Leased(t0() + secs(100)))
+        );
+        let taken = claimed.claim(1, t0() + secs(100), LEASE).unwrap();
+        assert_eq!(taken.lease_until, Some(t0() + secs(140)));
+        assert_eq!(
+            t.claim(1, t0() + secs(60), Duration::MAX),
+            Err(Refusal::TimeOutOfRange("lease"))
+        );
+        let canceled = t.cancel(t0()).unwrap();
+        assert_eq!(
+            canceled.claim(1, t0() + secs(60), LEASE),
+            Err(Refusal::StaleAttempt(1))
+        );
+    }
+
+    #[test]
+    fn attempts_move_the_task_on_by_the_policy_and_the_draw() {
+        let policy = RetryPolicy {
+            max_attempts: 2,
+            jitter: 0.5,
+            ..RetryPolicy::default()
+        };
+        let claimed = task(policy).claim(1, t0() + secs(60), LEASE).unwrap();
+        let low = claimed
+            .after_attempt(&retry_once(), t0() + secs(60), 0.0)
+            .unwrap();
+        let high = claimed
+            .after_attempt(&retry_once(), t0() + secs(60), 0.999_999)
+            .unwrap();
+        assert_eq!((low.status, low.attempt), (Status::Scheduled, 2));
+        assert_eq!(
+            low.next_attempt_at,
+            Some(t0() + secs(60 + 15)),
+            "30 s × 0.5"
+        );
+        assert!(
+            high.next_attempt_at > Some(t0() + secs(60 + 44)),
+            "30 s × ~1.5"
+        );
+        let second = low.claim(2, t0() + secs(75), LEASE).unwrap();
+        let failed = second
+            .after_attempt(&retry_once(), t0() + secs(76), 0.5)
+            .unwrap();
+        assert_eq!(
+            (failed.status, failed.dead_letter_pending),
+            (Status::Failed, true)
+        );
+        assert_eq!(failed.last_error.as_deref(), Some("HTTP 500"));
+        let record =
+            second.attempt_record(&failed, t0() + secs(75), t0() + secs(76), Some(500), None);
+        assert_eq!((record.number, record.outcome), (2, AttemptOutcome::Failed));
+        assert_eq!((record.lateness_ms, record.duration_ms), (0, 1000));
+        assert_eq!(
+            low.after_attempt(&Verdict::Success, t0(), 0.5),
+            Err(Refusal::NotDelivering(Status::Scheduled))
+        );
+    }
+
+    #[test]
+    fn cancel_and_retry_apply_only_to_their_states() {
+        let t = task(RetryPolicy::default());
+        let claimed = t.claim(1, t0() + secs(60), LEASE).unwrap();
+        assert_eq!(claimed.cancel(t0()), Err(Refusal::BeingDelivered));
+        let done = claimed
+            .after_attempt(&Verdict::Success, t0() + secs(61), 0.5)
+            .unwrap();
+        assert_eq!(done.cancel(t0()), Err(Refusal::Finished(Status::Succeeded)));
+        assert_eq!(done.retry(t0()), Err(Refusal::NotFailed(Status::Succeeded)));
+        let failed = claimed
+            .after_attempt(&Verdict::Fail("gone".into()), t0() + secs(61), 0.5)
+            .unwrap();
+        let again = failed.retry(t0() + secs(300)).unwrap();
+        assert_eq!(
+            (
+                again.status,
+                again.attempt,
+                again.round_start,
+                again.dead_letter_pending
+            ),
+            (Status::Scheduled, 2, 2, false)
+        );
+        assert_eq!(again.next_attempt_at, Some(t0() + secs(300)));
+        assert_eq!(
+            again.dead_letter_sent(t0()),
+            Err(Refusal::NoDeadLetterPending)
+        );
+    }
+}

@@ -1,0 +1,362 @@
+//! One constructor for a running Boomerang: it checks the configuration, builds the
+//! backend's adapters and engine ([`crate::backend`]) and starts the background loops that
+//! backend needs. `boomerang serve` and the Lambdas only parse their arguments and call it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::aws::{AwsSettings, SettingsError};
+use crate::backend::{self, AwsBackend, AwsBackendConfig, BackendError, EmbeddedConfig};
+use crate::clock::SystemClock;
+use crate::domain::{AttemptRef, TenantId};
+use crate::engine::{Engine, EngineSettings};
+use crate::metrics::{EmfMetrics, NoMetrics};
+use crate::tenants::credentials::{self, CredentialsError};
+use crate::tenants::StaticTenants;
+use crate::webhook::DestinationPolicy;
+
+/// The bounds of each setting; anything outside is refused at start-up.
+pub const SWEEP_INTERVAL: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(3600));
+pub const LEASE_MARGIN: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(3600));
+pub const SWEEP_LAG: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(24 * 3600));
+pub const CONCURRENCY: (usize, usize) = (1, 10_000);
+/// The tenant of the local binary's single API key.
+pub const LOCAL_TENANT: &str = "default";
+
+#[derive(Clone, Debug)]
+pub struct ServiceConfig {
+    pub backend: BackendChoice,
+    /// Allow `http://` and private or loopback targets (local development).
+    pub dev: bool,
+    /// Private ranges webhooks may reach even without `dev`.
+    pub allowed_cidrs: Vec<IpNet>,
+    /// Added to a task's timeout to form its delivery lease.
+    pub lease_margin: Duration,
+    /// How often the store is swept for work that is near, overdue or interrupted.
+    pub sweep_interval: Duration,
+    /// Most deliveries in flight at once (embedded backend).
+    pub concurrency: usize,
+}
+
+#[derive(Clone, Debug)]
+pub enum BackendChoice {
+    /// SQLite in `data_dir`, the in-process timer, and one API key (given or generated
+    /// once and kept in `data_dir`).
+    Embedded {
+        data_dir: PathBuf,
+        api_key: Option<String>,
+        signing_secret: Option<String>,
+    },
+    /// DynamoDB, Scheduler and SQS as the environment says (AWS, or an emulator at
+    /// `AWS_ENDPOINT_URL`). With `emulate_triggers`, this process also plays Scheduler,
+    /// the SQS trigger and the sweeper, which re-arms work overdue by `sweep_lag`.
+    Aws {
+        emulate_triggers: bool,
+        sweep_lag: Duration,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("{setting} must be between {min} and {max} (got {got})")]
+    OutOfRange {
+        setting: &'static str,
+        min: String,
+        max: String,
+        got: String,
+    },
+    #[error("cannot create the data directory {0}: {1}")]
+    DataDir(PathBuf, #[source] std::io::Error),
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// A started service: the engine (to serve the API with) and what to tell the operator.
+pub struct Service {
+    pub engine: Arc<Engine>,
+    pub summary: Vec<String>,
+}
+
+impl ServiceConfig {
+    /// Refuses settings that are out of range, naming the flag that sets them.
+    pub fn validate(&self) -> Result<(), ServiceError> {
+        within("--sweep-interval", self.sweep_interval, SWEEP_INTERVAL)?;
+        within("--lease-margin", self.lease_margin, LEASE_MARGIN)?;
+        if !(CONCURRENCY.0..=CONCURRENCY.1).contains(&self.concurrency) {
+            return Err(out_of_range("--concurrency", CONCURRENCY, self.concurrency));
+        }
+        if let BackendChoice::Aws { sweep_lag, .. } = self.backend {
+            within("--sweep-lag", sweep_lag, SWEEP_LAG)?;
+        }
+        Ok(())
+    }
+
+    fn engine_settings(&self) -> EngineSettings {
+        EngineSettings {
+            lease_margin: self.lease_margin,
+            ..EngineSettings::default()
+        }
+    }
+}
+
+/// Checks the configuration, builds the backend and starts its background loops. Must run
+/// inside a Tokio runtime.
+pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
+    config.validate()?;
+    match &config.backend {
+        BackendChoice::Embedded {
+            data_dir,
+            api_key,
+            signing_secret,
+        } => start_embedded(&config, data_dir, api_key.clone(), signing_secret.clone()),
+        BackendChoice::Aws {
+            emulate_triggers,
+            sweep_lag,
+        } => start_aws(&config, *emulate_triggers, *sweep_lag).await,
+    }
+}
+
+fn start_embedded(
+    config: &ServiceConfig,
+    data_dir: &std::path::Path,
+    api_key: Option<String>,
+    signing_secret: Option<String>,
+) -> Result<Service, ServiceError> {
+    std::fs::create_dir_all(data_dir).map_err(|e| ServiceError::DataDir(data_dir.into(), e))?;
+    let creds = credentials::load_or_create(data_dir, api_key, signing_secret)?;
+    let tenant = TenantId::parse(LOCAL_TENANT).expect("a valid constant");
+    let tenants = StaticTenants::new(&creds.api_key, tenant, creds.secret.clone());
+    // The sweep loads work due within two sweep intervals, so nothing is missed between
+    // sweeps while far-future tasks stay on disk. (Both are bounded by `validate`.)
+    let lookahead = config.sweep_interval * 2;
+    let backend = backend::embedded(EmbeddedConfig {
+        data_dir,
+        policy: policy(config, Vec::new()),
+        tenants: Arc::new(tenants),
+        timer_horizon: lookahead + Duration::from_secs(1),
+        clock: Arc::new(SystemClock),
+        settings: config.engine_settings(),
+    })?;
+    let engine = backend.engine;
+    tokio::spawn(run_deliveries(
+        engine.clone(),
+        backend.fires,
+        config.concurrency,
+    ));
+    tokio::spawn(run_sweeper(
+        engine.clone(),
+        config.sweep_interval,
+        chrono_of(lookahead),
+    ));
+    let mut summary = vec![
+        format!("data dir:       {}", data_dir.display()),
+        format!("API key:        {}", creds.api_key),
+        format!("signing secret: {}", creds.secret.expose()),
+    ];
+    if let Some(file) = &creds.file {
+        summary.push(format!("(kept in {})", file.display()));
+    }
+    Ok(Service { engine, summary })
+}
+
+async fn start_aws(
+    config: &ServiceConfig,
+    emulate_triggers: bool,
+    sweep_lag: Duration,
+) -> Result<Service, ServiceError> {
+    let mut settings = AwsSettings::from_env()?;
+    settings.allowed_cidrs = policy(config, settings.allowed_cidrs).allowed_cidrs;
+    let sdk = crate::aws::sdk_config().await;
+    let backend = backend::aws(
+        &sdk,
+        AwsBackendConfig {
+            settings,
+            dev: config.dev,
+            clock: Arc::new(SystemClock),
+            metrics: Arc::new(NoMetrics),
+            engine: config.engine_settings(),
+        },
+    )?;
+    let mut summary = vec![
+        "backend:        aws".to_string(),
+        format!("table:          {}", backend.settings.table),
+        format!("schedule group: {}", backend.settings.schedule_group),
+        "API keys:       boomerang keys create --tenant NAME".to_string(),
+    ];
+    if emulate_triggers {
+        tokio::spawn(backend.trigger_emulator().run(Duration::from_secs(1)));
+        let engine = backend.engine.clone();
+        tokio::spawn(run_sweeper(
+            engine,
+            config.sweep_interval,
+            -chrono_of(sweep_lag),
+        ));
+        summary
+            .push("triggers:       emulated (schedules, timer queue and sweeper run here)".into());
+    }
+    Ok(Service {
+        engine: backend.engine,
+        summary,
+    })
+}
+
+/// The AWS backend as a Lambda builds it: settings from the environment (a missing or
+/// invalid one is a start-up error naming it), the SDK's credential chain, EMF metrics.
+pub async fn lambda() -> Result<AwsBackend, ServiceError> {
+    let settings = AwsSettings::from_env()?;
+    let sdk = crate::aws::sdk_config().await;
+    Ok(backend::aws(
+        &sdk,
+        AwsBackendConfig {
+            settings,
+            dev: false,
+            clock: Arc::new(SystemClock),
+            metrics: Arc::new(EmfMetrics),
+            engine: EngineSettings::default(),
+        },
+    )?)
+}
+
+/// JSON logs on stderr, the way CloudWatch Logs reads them (stdout carries EMF lines).
+pub fn init_lambda_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_current_span(false)
+        .without_time()
+        .init();
+}
+
+fn policy(config: &ServiceConfig, mut allowed_cidrs: Vec<IpNet>) -> DestinationPolicy {
+    allowed_cidrs.extend(config.allowed_cidrs.iter().copied());
+    DestinationPolicy {
+        dev: config.dev,
+        allowed_cidrs,
+    }
+}
+
+/// Hands each timer fire to `Engine::deliver`, at most `concurrency` at a time.
+async fn run_deliveries(
+    engine: Arc<Engine>,
+    mut fires: mpsc::UnboundedReceiver<AttemptRef>,
+    concurrency: usize,
+) {
+    let permits = Arc::new(Semaphore::new(concurrency));
+    while let Some(attempt) = fires.recv().await {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return; // never closed
+        };
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            if let Err(e) = engine.deliver(attempt).await {
+                // The task is still in the store; the sweep retries it.
+                tracing::error!(task = %attempt.task_id, attempt = attempt.attempt, error = %e, "delivery failed");
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Sweeps every `every` (see `Engine::sweep` for `lookahead`). The first sweep runs at
+/// once: start-up recovery.
+async fn run_sweeper(engine: Arc<Engine>, every: Duration, lookahead: chrono::Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        match engine.sweep(lookahead).await {
+            Ok(r) if r.leases_taken_over > 0 || r.dead_letters_resent > 0 => {
+                tracing::info!(?r, "sweep repaired work")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "sweep failed"),
+        }
+    }
+}
+
+/// For durations bounded by [`ServiceConfig::validate`], so always in range.
+fn chrono_of(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero())
+}
+
+fn within(
+    setting: &'static str,
+    got: Duration,
+    (min, max): (Duration, Duration),
+) -> Result<(), ServiceError> {
+    if (min..=max).contains(&got) {
+        return Ok(());
+    }
+    let human = |d| humantime::format_duration(d).to_string();
+    Err(ServiceError::OutOfRange {
+        setting,
+        min: human(min),
+        max: human(max),
+        got: human(got),
+    })
+}
+
+fn out_of_range(setting: &'static str, (min, max): (usize, usize), got: usize) -> ServiceError {
+    ServiceError::OutOfRange {
+        setting,
+        min: min.to_string(),
+        max: max.to_string(),
+        got: got.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ServiceConfig {
+        ServiceConfig {
+            backend: BackendChoice::Aws {
+                emulate_triggers: true,
+                sweep_lag: Duration::from_secs(90),
+            },
+            dev: false,
+            allowed_cidrs: vec![],
+            lease_margin: Duration::from_secs(30),
+            sweep_interval: Duration::from_secs(5),
+            concurrency: 64,
+        }
+    }
+
+    #[test]
+    fn settings_out_of_range_are_refused_by_flag_name() {
+        assert!(config().validate().is_ok());
+        let refused = |c: ServiceConfig| c.validate().unwrap_err().to_string();
+        let mut c = config();
+        c.sweep_interval = Duration::ZERO;
+        assert_eq!(
+            refused(c),
+            "--sweep-interval must be between 100ms and 1h (got 0s)"
+        );
+        let mut c = config();
+        c.concurrency = 0;
+        assert!(refused(c).starts_with("--concurrency must be between 1 and"));
+        let mut c = config();
+        c.lease_margin = Duration::from_secs(u64::MAX);
+        assert!(refused(c).starts_with("--lease-margin"));
+        let mut c = config();
+        c.backend = BackendChoice::Aws {
+            emulate_triggers: true,
+            sweep_lag: Duration::from_secs(u64::MAX / 2),
+        };
+        assert!(refused(c).starts_with("--sweep-lag"));
+    }
+}

@@ -1,0 +1,50 @@
+//! A timer that records what was armed instead of firing, for engine unit tests: the tests
+//! play the timer by calling `Engine::deliver`.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::domain::{AttemptRef, TaskId};
+use crate::ports::{Timer, TimerError};
+
+#[derive(Default)]
+pub struct RecordingTimer {
+    armed: Mutex<Vec<(AttemptRef, DateTime<Utc>)>>,
+    failures_left: AtomicU32,
+}
+
+impl RecordingTimer {
+    /// Every arm so far, as (task, attempt, time).
+    pub fn armed(&self) -> Vec<(TaskId, u32, DateTime<Utc>)> {
+        self.armed
+            .lock()
+            .expect("timer lock")
+            .iter()
+            .map(|(a, at)| (a.task_id, a.attempt, *at))
+            .collect()
+    }
+
+    pub fn fail_next(&self, n: u32) {
+        self.failures_left.store(n, Ordering::SeqCst);
+    }
+
+    pub fn clear(&self) {
+        self.armed.lock().expect("timer lock").clear();
+    }
+}
+
+#[async_trait]
+impl Timer for RecordingTimer {
+    async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
+        let left = self.failures_left.load(Ordering::SeqCst);
+        if left > 0 {
+            self.failures_left.store(left - 1, Ordering::SeqCst);
+            return Err(TimerError("injected failure".into()));
+        }
+        self.armed.lock().expect("timer lock").push((attempt, at));
+        Ok(())
+    }
+}
