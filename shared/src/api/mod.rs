@@ -217,3 +217,30 @@ async fn retry_task(
     let task = engine.retry(&tenant, &task_id(&id)?).await?;
     Ok(Json(TaskView::new(&task, None)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_a_500_problem_instead_of_dropping_the_connection() {
+        let app = Router::new()
+            .route("/boom", get(|| async { panic!("boom") as &'static str }))
+            .layer(CatchPanicLayer::custom(panic_problem));
+        let response = app
+            .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        let body = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["type"], "urn:boomerang:problem:internal");
+    }
+}

@@ -340,7 +340,8 @@ mod tests {
             .after_attempt(&retry_once(), t0() + secs(61), 0.5)
             .unwrap();
         let at = |t: &Task, n| AttemptRef::new(t.id, n);
-        let table: [(&Task, Option<(WorkKind, u32, DateTime<Utc>)>); 7] = [
+        type Expected = Option<(WorkKind, u32, DateTime<Utc>)>;
+        let table: [(&Task, Expected); 7] = [
             (&scheduled, Some((WorkKind::Attempt, 1, t0() + secs(60)))),
             (
                 &delivering,
