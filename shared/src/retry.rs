@@ -1,4 +1,6 @@
-//! Retries of infrastructure calls (store, queue, timer), in one place.
+//! The one helper for retrying an infrastructure call inside a request. The AWS SDK
+//! already retries throttling and 5xx answers itself; this is for what must be retried on
+//! top of that before it is left to the sweep (today: the dead-letter send).
 
 use std::fmt::Display;
 use std::future::Future;

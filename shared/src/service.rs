@@ -87,6 +87,33 @@ pub struct Service {
     pub summary: Vec<String>,
 }
 
+impl Service {
+    /// Serves the API on `listener` until Ctrl-C or SIGTERM. Deliveries in flight then are
+    /// retried after their lease, at the next start.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, crate::api::router(self.engine))
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut s) = signal(SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down; unfinished tasks resume at the next start");
+}
+
 impl ServiceConfig {
     /// Refuses settings that are out of range, naming the flag that sets them.
     pub fn validate(&self) -> Result<(), ServiceError> {
@@ -113,7 +140,7 @@ impl ServiceConfig {
 /// inside a Tokio runtime.
 pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
     config.validate()?;
-    match &config.backend {
+    let mut service = match &config.backend {
         BackendChoice::Embedded {
             data_dir,
             api_key,
@@ -123,7 +150,13 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
             emulate_triggers,
             sweep_lag,
         } => start_aws(&config, *emulate_triggers, *sweep_lag).await,
-    }
+    }?;
+    service.summary.push(if config.dev {
+        "dev mode: http:// and private/loopback targets are allowed".into()
+    } else {
+        "callback URLs must be public https:// (use --dev for local receivers)".into()
+    });
+    Ok(service)
 }
 
 fn start_embedded(

@@ -168,3 +168,35 @@ async fn hostile_requests_get_an_answer_and_store_nothing() {
     assert_eq!(status, 200);
     assert_eq!(page["tasks"], serde_json::json!([]), "nothing was stored");
 }
+
+/// Settings out of range stop `serve` at start-up with an error naming the flag, instead of
+/// a server that stalls (no delivery permits) or overflows later.
+#[test]
+fn out_of_range_settings_stop_serve_at_start_up() {
+    let data_dir = std::env::temp_dir().join(format!("boomerang-flags-{}", std::process::id()));
+    let cases = [
+        (
+            vec!["--sweep-interval", "0s"],
+            "--sweep-interval must be between",
+        ),
+        (vec!["--concurrency", "0"], "--concurrency must be between"),
+        (
+            vec!["--lease-margin", "100000y"],
+            "--lease-margin must be between",
+        ),
+        (vec!["--lease-margin", "584942417355y"], "--lease-margin"),
+    ];
+    for (flags, message) in cases {
+        let out = std::process::Command::new(boomerang_e2e::binary())
+            .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+            .arg(&data_dir)
+            .args(&flags)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flags:?} was accepted");
+        assert!(stderr.contains(message), "{flags:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&data_dir);
+}

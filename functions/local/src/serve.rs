@@ -6,28 +6,18 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use boomerang::service::{self, BackendChoice, ServiceConfig};
+use humantime::parse_duration as duration;
 use ipnet::IpNet;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Backend {
-    /// SQLite in --data-dir and an in-process timer.
-    Embedded,
-    /// DynamoDB, EventBridge Scheduler and SQS (AWS, or an emulator at AWS_ENDPOINT_URL).
-    Aws,
-}
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free one; the chosen address is printed).
     #[arg(long, env = "BOOMERANG_ADDR", default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
-    #[arg(
-        long,
-        env = "BOOMERANG_BACKEND",
-        value_enum,
-        default_value = "embedded"
-    )]
-    backend: Backend,
+    /// `embedded`: SQLite in --data-dir and an in-process timer. `aws`: DynamoDB,
+    /// EventBridge Scheduler and SQS (AWS, or an emulator at AWS_ENDPOINT_URL).
+    #[arg(long, env = "BOOMERANG_BACKEND", default_value = "embedded", value_parser = ["embedded", "aws"])]
+    backend: String,
     /// Where tasks are stored (embedded backend); created if missing.
     #[arg(long, env = "BOOMERANG_DATA_DIR", default_value = "./.boomerang")]
     data_dir: PathBuf,
@@ -49,15 +39,14 @@ pub struct ServeArgs {
     )]
     allowed_cidrs: Vec<IpNet>,
     /// Extra time past a task's timeout before a stalled delivery is taken over (1s–1h).
-    #[arg(long, env = "BOOMERANG_LEASE_MARGIN", default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BOOMERANG_LEASE_MARGIN", default_value = "30s", value_parser = duration)]
     lease_margin: Duration,
-    /// How often the store is swept for work that is due soon, overdue or interrupted
-    /// (100ms–1h).
-    #[arg(long, env = "BOOMERANG_SWEEP_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
+    /// How often the store is swept for work that is near, overdue or interrupted (100ms–1h).
+    #[arg(long, env = "BOOMERANG_SWEEP_INTERVAL", default_value = "5s", value_parser = duration)]
     sweep_interval: Duration,
     /// AWS backend with --emulate-triggers: how overdue a task must be before the sweep
     /// re-arms it (1s–1day).
-    #[arg(long, env = "BOOMERANG_SWEEP_LAG", default_value = "90s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BOOMERANG_SWEEP_LAG", default_value = "90s", value_parser = duration)]
     sweep_lag: Duration,
     /// Most deliveries in flight at once (embedded backend; 1–10000).
     #[arg(long, env = "BOOMERANG_CONCURRENCY", default_value_t = 64)]
@@ -68,67 +57,33 @@ pub struct ServeArgs {
     emulate_triggers: bool,
 }
 
-impl ServeArgs {
-    fn config(self) -> ServiceConfig {
-        let backend = match self.backend {
-            Backend::Embedded => BackendChoice::Embedded {
-                data_dir: self.data_dir,
-                api_key: self.api_key,
-                signing_secret: self.signing_secret,
-            },
-            Backend::Aws => BackendChoice::Aws {
-                emulate_triggers: self.emulate_triggers,
-                sweep_lag: self.sweep_lag,
-            },
-        };
-        ServiceConfig {
-            backend,
-            dev: self.dev,
-            allowed_cidrs: self.allowed_cidrs,
-            lease_margin: self.lease_margin,
-            sweep_interval: self.sweep_interval,
-            concurrency: self.concurrency,
-        }
-    }
-}
-
 pub async fn run(args: ServeArgs) -> Result<()> {
-    let (addr, dev) = (args.addr, args.dev);
-    let service = service::start(args.config()).await?;
-    let listener = tokio::net::TcpListener::bind(addr)
+    let backend = match args.backend.as_str() {
+        "aws" => BackendChoice::Aws {
+            emulate_triggers: args.emulate_triggers,
+            sweep_lag: args.sweep_lag,
+        },
+        _ => BackendChoice::Embedded {
+            data_dir: args.data_dir,
+            api_key: args.api_key,
+            signing_secret: args.signing_secret,
+        },
+    };
+    let service = service::start(ServiceConfig {
+        backend,
+        dev: args.dev,
+        allowed_cidrs: args.allowed_cidrs,
+        lease_margin: args.lease_margin,
+        sweep_interval: args.sweep_interval,
+        concurrency: args.concurrency,
+    })
+    .await?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
         .await
-        .with_context(|| format!("binding {addr}"))?;
+        .with_context(|| format!("binding {}", args.addr))?;
     println!("Boomerang listening on http://{}", listener.local_addr()?);
-    for line in service.summary {
+    for line in &service.summary {
         println!("  {line}");
     }
-    println!(
-        "  {}",
-        if dev {
-            "dev mode: http:// and private/loopback targets are allowed"
-        } else {
-            "callback URLs must be public https:// (use --dev for local receivers)"
-        }
-    );
-    axum::serve(listener, boomerang::api::router(service.engine))
-        .with_graceful_shutdown(shutdown())
-        .await?;
-    Ok(())
-}
-
-async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
-            s.recv().await;
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
-    tracing::info!("shutting down; unfinished tasks resume at the next start");
+    Ok(service.serve(listener).await?)
 }
