@@ -99,7 +99,7 @@ export class BoomerangStack extends Stack {
       partitionKey: { name: 'due_shard', type: dynamodb.AttributeType.STRING },
       sortKey: { name: 'due_ms', type: dynamodb.AttributeType.NUMBER },
       projectionType: dynamodb.ProjectionType.INCLUDE,
-      nonKeyAttributes: ['attempt', 'due_reason', 'fire_ms'],
+      nonKeyAttributes: ['attempt', 'due_reason'],
     });
     this.table.addGlobalSecondaryIndex({
       indexName: 'by_tenant',
@@ -230,7 +230,7 @@ export class BoomerangStack extends Stack {
       BOOMERANG_RETENTION_DAYS: String(retentionDays),
       BOOMERANG_ALLOWED_CIDRS: props.allowedCidrs ?? '',
     };
-    // Every function registers, redrives or re-arms, so each may write tasks and arm timers.
+    // Every function registers, retries or re-arms, so each may write tasks and arm timers.
     for (const fn of [apiFn, deliveryFn, sweeperFn]) {
       for (const [k, v] of Object.entries(env)) {
         fn.addEnvironment(k, v);
@@ -270,7 +270,7 @@ export class BoomerangStack extends Stack {
         }),
       );
     }
-    // The API also redrives failed tasks; it never sends dead letters itself.
+    // The API also retries failed tasks; it never sends dead letters itself.
 
     // Scheduler invokes asynchronously: no Lambda retries (Scheduler has its own), and a
     // failure goes to the system-failures queue.
@@ -349,7 +349,7 @@ export class BoomerangStack extends Stack {
     alarm(
       'dead-letters',
       deadLetters.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
-      'Tasks failed for good and wait for manual handling (redrive with POST /v1/tasks/{id}/retry).',
+      'Tasks failed for good and wait for manual handling (retry with POST /v1/tasks/{id}/retry).',
     );
     alarm(
       'system-failures',

@@ -103,7 +103,6 @@ pub async fn create_table(
                 .projection_type(ProjectionType::Include)
                 .non_key_attributes("attempt")
                 .non_key_attributes("due_reason")
-                .non_key_attributes("fire_ms")
                 .build(),
         )
         .build()
