@@ -10,13 +10,22 @@ use super::SWEEP_LAG;
 use crate::domain::AttemptRef;
 use crate::engine::{DeliverOutcome, Engine, EngineError};
 
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Failing the invocation makes SQS redeliver the whole batch, which is safe.
+    #[error("cannot encode the batch response: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
 /// The delivery Lambda's handler: a Scheduler input or an SQS batch, answered with the
 /// batch's partial failures (or nothing, for Scheduler).
-pub async fn handle_delivery(engine: &Engine, event: Value) -> Result<Value, EngineError> {
+pub async fn handle_delivery(engine: &Engine, event: Value) -> Result<Value, HandlerError> {
     match DeliveryEvent::from_json(event) {
         DeliveryEvent::Queue(batch) => {
             let response = handle_queue(engine, &batch).await;
-            Ok(serde_json::to_value(response).unwrap_or(Value::Null))
+            Ok(serde_json::to_value(response)?)
         }
         DeliveryEvent::Scheduled(input) => {
             handle_scheduled(engine, &input).await?;
