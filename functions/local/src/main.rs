@@ -2,6 +2,7 @@
 //! `listen` receives and verifies callbacks.
 
 mod aws_cmd;
+mod bench;
 mod listen;
 mod serve;
 
@@ -35,6 +36,9 @@ enum Command {
     /// Manage API keys (AWS backend).
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Measure this machine: start a server and a receiver, drive them, print figures.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 #[derive(Subcommand)]
@@ -81,6 +85,7 @@ async fn main() -> Result<()> {
             aws_cmd::bootstrap_emulator(&prefix).await
         }
         Command::Keys(KeysCommand::Create { tenant }) => aws_cmd::create_key(&tenant).await,
+        Command::Bench(command) => bench::run(command).await,
     }
 }
 

@@ -1,0 +1,59 @@
+//! The benchmark measures and asserts nothing, so this only keeps it working: each mode
+//! runs to the end on a handful of tasks and prints its figures.
+
+use std::process::Command;
+
+fn bench(args: &[&str], expect: &[&str]) {
+    let out = Command::new(boomerang_e2e::binary())
+        .arg("bench")
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench {args:?} failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in expect {
+        assert!(
+            stdout.contains(line),
+            "bench {args:?} printed no `{line}`: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn burst_runs_and_prints_its_figures() {
+    bench(
+        &["burst", "--tasks", "40", "--clients", "4"],
+        &[
+            "registration:",
+            "deliveries:",
+            "lateness (ms):",
+            "(40 samples)",
+            "server CPU:",
+        ],
+    );
+}
+
+#[test]
+fn retry_runs_and_prints_its_figures() {
+    bench(
+        &["retry", "--tasks", "10", "--clients", "2"],
+        &[
+            "retry gap (ms):",
+            "(20 samples)",
+            "final success lateness (ms):",
+        ],
+    );
+}
+
+#[test]
+fn pending_runs_and_prints_its_figures() {
+    bench(
+        &["pending", "--tasks", "200", "--clients", "4"],
+        &["first 10 %", "data dir:", "restart ready in:"],
+    );
+}
