@@ -77,6 +77,26 @@ pub trait TaskStore: Send + Sync {
     /// [`StoreError::Conflict`].
     async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError>;
 
+    /// Claims an attempt for delivery: `claimed` replaces the task if its version is
+    /// `expected_version`, else [`StoreError::Conflict`]. A store whose one process owns its
+    /// data may hold claims in memory only: a crash then forgets the claim, and the attempt
+    /// runs again (at-least-once), at once instead of after a lease.
+    async fn claim(&self, claimed: &Task, expected_version: u64) -> Result<(), StoreError> {
+        self.update(claimed, expected_version).await
+    }
+
+    /// Records an attempt and moves the task on (conditional like [`Self::update`]); one
+    /// durable write where the store can make it one.
+    async fn finish_attempt(
+        &self,
+        record: &AttemptRecord,
+        next: &Task,
+        expected_version: u64,
+    ) -> Result<(), StoreError> {
+        self.put_attempt(record).await?;
+        self.update(next, expected_version).await
+    }
+
     /// Records an attempt; writing the same (task, number) again overwrites it.
     async fn put_attempt(&self, record: &AttemptRecord) -> Result<(), StoreError>;
 

@@ -16,10 +16,10 @@ impl DeadLetters for SqliteStore {
             letter.tenant.to_string(),
             letter.failed_at.timestamp_millis(),
         );
-        self.with(move |c| {
+        self.write(move |w| {
             // Keyed by task id: a retried send (or a later failure after a retry) replaces
             // the record instead of duplicating it.
-            c.execute(
+            w.conn.execute(
                 "INSERT OR REPLACE INTO dead_letters (task_id, tenant, failed_ms, doc)
                  VALUES (?1, ?2, ?3, ?4)",
                 params![id, tenant, at, doc],

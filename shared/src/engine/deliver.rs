@@ -43,7 +43,7 @@ impl Engine {
         if task.status == Status::Delivering {
             tracing::warn!(task = %at.task_id, attempt = at.attempt, "lease expired mid-delivery; taking the attempt over");
         }
-        match self.ports.store.update(&claimed, task.version).await {
+        match self.ports.store.claim(&claimed, task.version).await {
             Ok(()) => {}
             Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
             Err(e) => return Err(e.into()),
@@ -57,8 +57,12 @@ impl Engine {
             .map_err(EngineError::Conflict)?;
         let record =
             claimed.attempt_record(&next, started, finished, result.status, result.excerpt);
-        self.ports.store.put_attempt(&record).await?;
-        match self.ports.store.update(&next, claimed.version).await {
+        match self
+            .ports
+            .store
+            .finish_attempt(&record, &next, claimed.version)
+            .await
+        {
             Ok(()) => {}
             // Our lease ran out and another worker took the attempt over; its result stands.
             Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
