@@ -73,6 +73,10 @@ pub enum ServiceError {
     },
     #[error("cannot create the data directory {0}: {1}")]
     DataDir(PathBuf, #[source] std::io::Error),
+    #[error("the data directory {dir} is in use by another boomerang (pid {pid}); stop it first")]
+    DataDirInUse { dir: PathBuf, pid: String },
+    #[error("cannot lock the data directory {0}: {1}")]
+    Lock(PathBuf, #[source] std::io::Error),
     #[error(transparent)]
     Credentials(#[from] CredentialsError),
     #[error(transparent)]
@@ -85,6 +89,8 @@ pub enum ServiceError {
 pub struct Service {
     pub engine: Arc<Engine>,
     pub summary: Vec<String>,
+    /// Held for as long as the service lives: the data directory's lock (embedded backend).
+    _owner: Option<std::fs::File>,
 }
 
 impl Service {
@@ -166,6 +172,7 @@ fn start_embedded(
     signing_secret: Option<String>,
 ) -> Result<Service, ServiceError> {
     std::fs::create_dir_all(data_dir).map_err(|e| ServiceError::DataDir(data_dir.into(), e))?;
+    let owner = lock_data_dir(data_dir)?;
     let creds = credentials::load_or_create(data_dir, api_key, signing_secret)?;
     let tenant = TenantId::parse(LOCAL_TENANT).expect("a valid constant");
     let tenants = StaticTenants::new(&creds.api_key, tenant, creds.secret.clone());
@@ -199,7 +206,45 @@ fn start_embedded(
     if let Some(file) = &creds.file {
         summary.push(format!("(kept in {})", file.display()));
     }
-    Ok(Service { engine, summary })
+    Ok(Service {
+        engine,
+        summary,
+        _owner: Some(owner),
+    })
+}
+
+/// The file whose lock says which process owns a data directory.
+pub const LOCK_FILE: &str = "lock";
+
+/// Takes the data directory for this process alone, or says which process has it. The
+/// operating system releases the lock when the process ends, however it ends.
+fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, ServiceError> {
+    use std::io::{Read, Seek, Write};
+    let path = dir.join(LOCK_FILE);
+    let lock_error = |e| ServiceError::Lock(path.clone(), e);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(lock_error)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            return Err(ServiceError::DataDirInUse {
+                dir: dir.to_path_buf(),
+                pid: pid.trim().to_string(),
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(lock_error(e)),
+    }
+    file.set_len(0).map_err(lock_error)?;
+    file.rewind().map_err(lock_error)?;
+    writeln!(file, "{}", std::process::id()).map_err(lock_error)?;
+    Ok(file)
 }
 
 async fn start_aws(
@@ -240,6 +285,7 @@ async fn start_aws(
     Ok(Service {
         engine: backend.engine,
         summary,
+        _owner: None,
     })
 }
 

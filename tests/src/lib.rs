@@ -160,6 +160,11 @@ impl Server {
         self.base = base;
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the server logged on stderr (all runs).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.data_dir.join("stderr.log")).unwrap_or_default()

@@ -30,3 +30,46 @@ fn ulid_like() -> String {
         chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
     )
 }
+
+/// Group commit: concurrent writes share commits (fewer commits than writes), and each
+/// write is answered only after the commit that holds it, which a separate connection to
+/// the file then sees.
+#[tokio::test]
+async fn sqlite_commits_concurrent_writes_together_and_answers_after_the_commit() {
+    use boomerang::ports::TaskStore;
+    let dir = std::env::temp_dir().join(format!("boomerang-group-{}", ulid_like()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("boomerang.db");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let tenant = boomerang::testing::unique_tenant("group");
+    let before = store.commits();
+    let writes: Vec<_> = (0..200)
+        .map(|_| {
+            let (store, path) = (store.clone(), path.clone());
+            let task = boomerang::testing::sample_task(&tenant, None, chrono::Utc::now());
+            tokio::spawn(async move {
+                store.create(&task).await.unwrap();
+                // Acknowledged: it must already be in the file, for anyone to read.
+                let other = rusqlite::Connection::open(&path).unwrap();
+                let found: i64 = other
+                    .query_row(
+                        "SELECT count(*) FROM tasks WHERE id = ?1",
+                        [task.id.to_string()],
+                        |r| r.get(0),
+                    )
+                    .unwrap();
+                assert_eq!(found, 1, "acknowledged before its commit");
+            })
+        })
+        .collect();
+    for w in writes {
+        w.await.unwrap();
+    }
+    let commits = store.commits() - before;
+    assert!(
+        commits < 200,
+        "200 writes took {commits} commits: no batching"
+    );
+    println!("200 concurrent registrations in {commits} commits");
+    let _ = std::fs::remove_dir_all(&dir);
+}

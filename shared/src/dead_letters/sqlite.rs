@@ -19,12 +19,13 @@ impl DeadLetters for SqliteStore {
         self.write(move |w| {
             // Keyed by task id: a retried send (or a later failure after a retry) replaces
             // the record instead of duplicating it.
-            w.conn.execute(
-                "INSERT OR REPLACE INTO dead_letters (task_id, tenant, failed_ms, doc)
+            w.conn
+                .execute(
+                    "INSERT OR REPLACE INTO dead_letters (task_id, tenant, failed_ms, doc)
                  VALUES (?1, ?2, ?3, ?4)",
-                params![id, tenant, at, doc],
-            )
-            .map_err(|e| StoreError::Unavailable(e.into()))?;
+                    params![id, tenant, at, doc],
+                )
+                .map_err(|e| StoreError::Unavailable(e.into()))?;
             Ok(())
         })
         .await

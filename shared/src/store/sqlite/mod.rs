@@ -20,11 +20,11 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::codec::{decode, encode};
-use writer::{lock, unavailable, Claim, Claims, Writer, WriterHandle};
 use crate::domain::{
     AttemptRecord, AttemptRef, PendingWork, Status, Task, TaskId, TenantId, WorkKind,
 };
 use crate::ports::{CreateOutcome, ListQuery, Page, StoreError, TaskStore};
+use writer::{lock, unavailable, Claim, Claims, Writer, WriterHandle};
 
 /// Bumped when the schema changes; [`migrate`] brings older files up to date.
 const SCHEMA_VERSION: i64 = 2;
@@ -87,7 +87,8 @@ impl SqliteStore {
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
         migrate(&mut conn)?;
-        conn.execute_batch(PENDING_WORK_INDEX).map_err(unavailable)?;
+        conn.execute_batch(PENDING_WORK_INDEX)
+            .map_err(unavailable)?;
         let claims = Claims::default();
         let writer = WriterHandle::spawn(Writer {
             conn,
@@ -383,8 +384,7 @@ impl TaskStore for SqliteStore {
                         r.get::<_, String>(0)
                     })
                     .map_err(unavailable)?;
-                rows.map(|doc| decode(&doc.map_err(unavailable)?))
-                    .collect()
+                rows.map(|doc| decode(&doc.map_err(unavailable)?)).collect()
             })
             .await?;
         let mut page = Page::from_overfetch(tasks, limit);

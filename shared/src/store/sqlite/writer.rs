@@ -42,7 +42,11 @@ impl Writer {
         }
         let stored: Option<i64> = self
             .conn
-            .query_row("SELECT version FROM tasks WHERE id = ?1", [id.to_string()], |r| r.get(0))
+            .query_row(
+                "SELECT version FROM tasks WHERE id = ?1",
+                [id.to_string()],
+                |r| r.get(0),
+            )
             .optional()
             .map_err(unavailable)?;
         Ok(stored.map(|v| (v as u64, v as u64)))
@@ -100,7 +104,11 @@ impl WriterHandle {
             }
             match in_savepoint(w, f) {
                 Ok(v) if durable => Some(Box::new(move |committed: Result<(), String>| {
-                    let _ = tx.send(committed.map(|()| v).map_err(|e| StoreError::Unavailable(e.into())));
+                    let _ = tx.send(
+                        committed
+                            .map(|()| v)
+                            .map_err(|e| StoreError::Unavailable(e.into())),
+                    );
                 })),
                 other => {
                     let _ = tx.send(other);
