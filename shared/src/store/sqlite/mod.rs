@@ -448,7 +448,7 @@ impl SqliteStore {
             .map(|c| c.task.clone())
             .filter(|t| &t.tenant == tenant && query.cursor.is_none_or(|c| t.id < c))
             .collect();
-        tasks.sort_by(|a, b| b.id.cmp(&a.id));
+        tasks.sort_by_key(|t| std::cmp::Reverse(t.id));
         tasks.truncate(query.limit as usize + 1);
         Page::from_overfetch(tasks, query.limit)
     }
