@@ -57,3 +57,8 @@ fn pending_runs_and_prints_its_figures() {
         &["first 10 %", "data dir:", "restart ready in:"],
     );
 }
+
+#[test]
+fn crash_runs_and_prints_its_figure() {
+    bench(&["crash"], &["in-flight attempt re-run"]);
+}

@@ -26,12 +26,18 @@ pub enum BenchCommand {
     /// Many tasks due in 30 days: RSS, data-dir size, registration/s of the first and the
     /// last 10 %, and how long a restart takes to be ready.
     Pending(PendingArgs),
+    /// A delivery in flight when the server is killed (-9): how soon after the restart the
+    /// attempt runs again.
+    Crash,
     /// The benchmark's receiver (started by the other modes).
     #[command(hide = true)]
     Receiver {
         /// Answer 500 to the first N attempts of each task.
         #[arg(long, default_value_t = 0)]
         fail_first: u32,
+        /// Hold the first request of each path this long before answering.
+        #[arg(long, default_value_t = 0)]
+        hang_first_ms: u64,
     },
 }
 
@@ -58,7 +64,11 @@ pub async fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Burst(args) => burst(args, 0).await,
         BenchCommand::Retry(args) => burst(args, 2).await,
         BenchCommand::Pending(args) => pending(args).await,
-        BenchCommand::Receiver { fail_first } => receiver::run(fail_first).await,
+        BenchCommand::Crash => crash().await,
+        BenchCommand::Receiver {
+            fail_first,
+            hang_first_ms,
+        } => receiver::run(fail_first, hang_first_ms).await,
     }
 }
 
@@ -110,7 +120,7 @@ async fn register_all(
 }
 
 async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
-    let receiver = Receiver::start(fail_first)?;
+    let receiver = Receiver::start(fail_first, 0)?;
     let server = Server::start(&[])?;
     let usage_before = Usage::of(server.pid())?;
     // Due on a whole second far enough ahead for the registrations to finish first.
@@ -236,6 +246,32 @@ async fn pending(args: PendingArgs) -> Result<()> {
         "restart ready in:  {} ms (RSS after restart {} MB)",
         ready.as_millis(),
         after.rss_kb / 1024
+    );
+    Ok(())
+}
+
+async fn crash() -> Result<()> {
+    let receiver = Receiver::start(0, 120_000)?;
+    let mut server = Server::start(&[])?;
+    let task = json!({"url": format!("{}/slow", receiver.url), "timeout": "60s"});
+    let http = reqwest::Client::new();
+    let res = http
+        .post(format!("{}/v1/tasks", server.base))
+        .bearer_auth(&server.api_key)
+        .json(&task)
+        .send()
+        .await?;
+    if res.status().as_u16() != 201 {
+        bail!("registration answered {}", res.status());
+    }
+    receiver.wait_for(1, Duration::from_secs(30)).await?;
+    let restarted = server.kill9_and_restart()?;
+    receiver.wait_for(2, Duration::from_secs(120)).await?;
+    println!("mode:              crash");
+    println!("task timeout 60 s, lease margin 30 s: a lease would hold the attempt for 90 s");
+    println!(
+        "in-flight attempt re-run {} ms after the restart began",
+        restarted.elapsed().as_millis()
     );
     Ok(())
 }

@@ -70,6 +70,18 @@ impl Server {
         self.child.id()
     }
 
+    /// `kill -9`, then starts it again on the same data; returns when the new one was
+    /// spawned.
+    pub fn kill9_and_restart(&mut self) -> Result<Instant> {
+        self.child.kill()?;
+        self.child.wait()?;
+        let started = Instant::now();
+        let (child, base) = spawn(&self.args, "Boomerang listening on ")?;
+        self.child = child;
+        self.base = base;
+        Ok(started)
+    }
+
     /// Stops the server (SIGTERM), starts it again on the same data, and returns how long
     /// the new one took from spawn to answering `/healthz`.
     pub fn restart(&mut self) -> Result<Duration> {
@@ -134,10 +146,15 @@ pub struct Arrival {
 }
 
 impl Receiver {
-    pub fn start(fail_first: u32) -> Result<Receiver> {
-        let args = ["bench", "receiver", "--fail-first"].map(String::from);
-        let mut args = args.to_vec();
-        args.push(fail_first.to_string());
+    pub fn start(fail_first: u32, hang_first_ms: u64) -> Result<Receiver> {
+        let args: Vec<String> = vec![
+            "bench".into(),
+            "receiver".into(),
+            "--fail-first".into(),
+            fail_first.to_string(),
+            "--hang-first-ms".into(),
+            hang_first_ms.to_string(),
+        ];
         let (child, url) = spawn(&args, "receiver on ")?;
         Ok(Receiver { child, url })
     }

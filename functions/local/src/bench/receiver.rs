@@ -20,7 +20,7 @@ struct Seen {
     tasks: BTreeSet<String>,
 }
 
-pub async fn run(fail_first: u32) -> Result<()> {
+pub async fn run(fail_first: u32, hang_first_ms: u64) -> Result<()> {
     let seen: Arc<Mutex<Seen>> = Arc::default();
     let (a, t, r) = (seen.clone(), seen.clone(), seen);
     let app = Router::new()
@@ -39,9 +39,17 @@ pub async fn run(fail_first: u32) -> Result<()> {
             };
             let attempt: u32 = header(HEADER_ATTEMPT).parse().unwrap_or(0);
             let now = chrono::Utc::now().timestamp_millis();
-            let mut seen = r.lock().expect("receiver lock");
-            seen.arrivals.push((uri.path().to_string(), attempt, now));
-            seen.tasks.insert(header(HEADER_ID));
+            let first = {
+                let mut seen = r.lock().expect("receiver lock");
+                let path = uri.path().to_string();
+                let first = hang_first_ms > 0 && !seen.arrivals.iter().any(|(p, _, _)| *p == path);
+                seen.arrivals.push((path, attempt, now));
+                seen.tasks.insert(header(HEADER_ID));
+                first
+            };
+            if first && hang_first_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(hang_first_ms)).await;
+            }
             if attempt <= fail_first {
                 StatusCode::INTERNAL_SERVER_ERROR
             } else {

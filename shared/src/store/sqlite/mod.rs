@@ -85,6 +85,10 @@ impl SqliteStore {
             .map_err(unavailable)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(unavailable)?;
+        // 16 MiB of page cache for the writer (the default is 2 MiB): the indexes' hot
+        // pages stay in memory as the file grows to millions of tasks.
+        conn.pragma_update(None, "cache_size", -16 * 1024)
+            .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
         migrate(&mut conn)?;
         conn.execute_batch(PENDING_WORK_INDEX)
