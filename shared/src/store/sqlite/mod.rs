@@ -306,16 +306,20 @@ impl TaskStore for SqliteStore {
         // Nothing is written, so it is answered at once, without waiting for a commit; it
         // still runs on the writer, in order with the writes around it.
         self.writer
-            .write(false, move |w| match w.versions(&claimed.id)? {
-                Some((current, stored)) if current == expected_version => {
-                    let claim = Claim {
-                        task: claimed,
-                        stored_version: stored,
-                    };
-                    lock(&w.claims).insert(claim.task.id, claim);
-                    Ok(())
+            .write(false, move |w| {
+                let id = claimed.id;
+                let stored = w.stored_version(&id, expected_version)?;
+                // Unclaimed, nothing is written to check the version for us: read it.
+                let unclaimed = !lock(&w.claims).contains_key(&id);
+                if unclaimed && w.file_version(&id)? != Some(expected_version) {
+                    return Err(StoreError::Conflict);
                 }
-                _ => Err(StoreError::Conflict),
+                let claim = Claim {
+                    task: claimed,
+                    stored_version: stored,
+                };
+                lock(&w.claims).insert(id, claim);
+                Ok(())
             })
             .await
     }
@@ -461,12 +465,7 @@ impl SqliteStore {
 /// Replaces the task's row if the version the engine read is still current (the claim's,
 /// while claimed); the claim, if any, ends with it.
 fn write_task(w: &Writer, id: &TaskId, row: &TaskRow, expected: u64) -> Result<(), StoreError> {
-    let Some((current, stored)) = w.versions(id)? else {
-        return Err(StoreError::Conflict);
-    };
-    if current != expected {
-        return Err(StoreError::Conflict);
-    }
+    let stored = w.stored_version(id, expected)?;
     let changed = w
         .conn
         .prepare_cached(

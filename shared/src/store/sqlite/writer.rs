@@ -34,22 +34,26 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// The version a write must expect: the claim's if the task is claimed, else the
-    /// file's. Also returns the file's version, which the `UPDATE` is conditional on.
-    pub fn versions(&self, id: &TaskId) -> Result<Option<(u64, u64)>, StoreError> {
-        if let Some(claim) = lock(&self.claims).get(id) {
-            return Ok(Some((claim.task.version, claim.stored_version)));
+    /// The file's version a write of `id` must be conditional on, if the engine's
+    /// `expected` version is still current: while the task is claimed, the version the
+    /// file held at the claim (and `expected` must be the claim's); otherwise `expected`
+    /// itself, which the conditional statement then checks.
+    pub fn stored_version(&self, id: &TaskId, expected: u64) -> Result<u64, StoreError> {
+        match lock(&self.claims).get(id) {
+            Some(claim) if claim.task.version == expected => Ok(claim.stored_version),
+            Some(_) => Err(StoreError::Conflict),
+            None => Ok(expected),
         }
+    }
+
+    /// The version the file holds for `id`, if the task exists.
+    pub fn file_version(&self, id: &TaskId) -> Result<Option<u64>, StoreError> {
         let stored: Option<i64> = self
             .conn
-            .query_row(
-                "SELECT version FROM tasks WHERE id = ?1",
-                [id.to_string()],
-                |r| r.get(0),
-            )
-            .optional()
+            .prepare_cached("SELECT version FROM tasks WHERE id = ?1")
+            .and_then(|mut stmt| stmt.query_row([id.to_string()], |r| r.get(0)).optional())
             .map_err(unavailable)?;
-        Ok(stored.map(|v| (v as u64, v as u64)))
+        Ok(stored.map(|v| v as u64))
     }
 }
 
@@ -161,7 +165,9 @@ fn run(writer: Writer, jobs: mpsc::Receiver<Job>, commits: &AtomicU64) {
             let _ = writer.conn.execute_batch("ROLLBACK");
             e.to_string()
         });
-        commits.fetch_add(1, Ordering::Relaxed);
+        if committed.is_ok() {
+            commits.fetch_add(1, Ordering::Relaxed);
+        }
         for done in completions {
             done(committed.clone());
         }
