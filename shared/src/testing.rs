@@ -43,6 +43,7 @@ pub async fn store_contract(store: Arc<dyn TaskStore>) {
     attempts_are_kept_in_order(&*store).await;
     list_is_scoped_filtered_and_paged(&*store).await;
     due_finds_only_work_to_do(&*store).await;
+    a_claim_is_seen_and_wins_against_stale_writes(&*store).await;
 }
 
 /// Races: concurrent registrations with one idempotency key, and concurrent claims of one
@@ -50,7 +51,64 @@ pub async fn store_contract(store: Arc<dyn TaskStore>) {
 /// concurrency, so the DynamoDB adapter runs this against dynalite.)
 pub async fn store_atomicity_contract(store: Arc<dyn TaskStore>) {
     concurrent_idempotent_creates_have_one_winner(store.clone()).await;
-    concurrent_claims_have_one_winner(store).await;
+    concurrent_claims_have_one_winner(store.clone()).await;
+    concurrent_claim_calls_have_one_winner(store).await;
+}
+
+/// `claim` (which a store may keep in memory) is read back by `get`, refuses a stale
+/// version, makes a write from the version before it lose (a cancel racing the
+/// delivery), and ends with `finish_attempt`.
+async fn a_claim_is_seen_and_wins_against_stale_writes(store: &dyn TaskStore) {
+    let tenant = unique_tenant("claim-seen");
+    let now = millis(Utc::now());
+    let task = sample_task(&tenant, None, now);
+    store.create(&task).await.unwrap();
+    let claimed = task.claim(1, now, Duration::from_secs(40)).unwrap();
+    store.claim(&claimed, task.version).await.unwrap();
+    assert_eq!(store.get(&task.id).await.unwrap(), Some(claimed.clone()));
+    assert!(matches!(
+        store.claim(&claimed, task.version).await,
+        Err(StoreError::Conflict)
+    ));
+    let canceled = task.cancel(now).unwrap();
+    assert!(matches!(
+        store.update(&canceled, task.version).await,
+        Err(StoreError::Conflict)
+    ));
+    let done = claimed
+        .after_attempt(&crate::domain::Verdict::Success, now, 0.5)
+        .unwrap();
+    let record = claimed.attempt_record(&done, now, now, Some(200), None);
+    store
+        .finish_attempt(&record, &done, claimed.version)
+        .await
+        .unwrap();
+    assert_eq!(store.get(&task.id).await.unwrap(), Some(done.clone()));
+    assert_eq!(store.attempts(&task.id).await.unwrap(), vec![record]);
+    assert!(matches!(
+        store.claim(&claimed, task.version).await,
+        Err(StoreError::Conflict)
+    ));
+}
+
+async fn concurrent_claim_calls_have_one_winner(store: Arc<dyn TaskStore>) {
+    let tenant = unique_tenant("claims");
+    let now = millis(Utc::now());
+    let task = sample_task(&tenant, None, now);
+    store.create(&task).await.unwrap();
+    let handles: Vec<_> = (0..20)
+        .map(|i| {
+            let store = store.clone();
+            let mut claim = task.claim(1, now, Duration::from_secs(30)).unwrap();
+            claim.last_error = Some(format!("worker {i}"));
+            tokio::spawn(async move { store.claim(&claim, 1).await.is_ok() })
+        })
+        .collect();
+    let mut winners = 0;
+    for h in handles {
+        winners += h.await.unwrap() as u32;
+    }
+    assert_eq!(winners, 1, "exactly one claim succeeds");
 }
 
 fn millis(t: DateTime<Utc>) -> DateTime<Utc> {
