@@ -120,7 +120,7 @@ impl Problem {
             StatusCode::INTERNAL_SERVER_ERROR,
             "urn:boomerang:problem:internal",
             "Internal error",
-            "the server failed to handle this request; nothing was stored".into(),
+            "the server failed to handle this request".into(),
         )
     }
 

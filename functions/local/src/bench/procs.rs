@@ -93,7 +93,7 @@ impl Server {
         self.base = base;
         let health = format!("{}/healthz", self.base);
         loop {
-            if reqwest::blocking_get(&health) {
+            if answers_ok(&health) {
                 return Ok(started.elapsed());
             }
             if started.elapsed() > Duration::from_secs(120) {
@@ -112,24 +112,21 @@ impl Drop for Server {
     }
 }
 
-/// A tiny blocking GET over a raw socket, so `restart` needs no runtime of its own.
-mod reqwest {
+/// Whether a plain blocking GET of `url` answers 200 (so `restart` needs no runtime).
+fn answers_ok(url: &str) -> bool {
     use std::io::{Read, Write};
-
-    pub fn blocking_get(url: &str) -> bool {
-        let Some(rest) = url.strip_prefix("http://") else {
-            return false;
-        };
-        let (addr, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let Ok(mut s) = std::net::TcpStream::connect(addr) else {
-            return false;
-        };
-        let req = format!("GET /{path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-        let mut out = String::new();
-        s.write_all(req.as_bytes()).is_ok()
-            && s.read_to_string(&mut out).is_ok()
-            && out.starts_with("HTTP/1.1 200")
-    }
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let (addr, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let req = format!("GET /{path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let mut out = String::new();
+    s.write_all(req.as_bytes()).is_ok()
+        && s.read_to_string(&mut out).is_ok()
+        && out.starts_with("HTTP/1.1 200")
 }
 
 pub struct Receiver {
@@ -160,7 +157,7 @@ impl Receiver {
     }
 
     pub async fn arrivals(&self) -> Result<Vec<Arrival>> {
-        Ok(::reqwest::get(format!("{}/__arrivals", self.url))
+        Ok(reqwest::get(format!("{}/__arrivals", self.url))
             .await?
             .json()
             .await?)
@@ -184,9 +181,9 @@ impl Receiver {
         }
     }
 
-    /// The task ids seen (from the `webhook-id` the receiver recorded as the path's owner).
+    /// The task ids the receiver saw (each request's `webhook-id`).
     pub async fn task_ids(&self) -> Result<Vec<String>> {
-        Ok(::reqwest::get(format!("{}/__tasks", self.url))
+        Ok(reqwest::get(format!("{}/__tasks", self.url))
             .await?
             .json()
             .await?)
