@@ -181,7 +181,10 @@ fn start_embedded(
     let lookahead = config.sweep_interval * 2;
     let backend = backend::embedded(EmbeddedConfig {
         data_dir,
-        policy: policy(config, Vec::new()),
+        policy: DestinationPolicy {
+            dev: config.dev,
+            allowed_cidrs: config.allowed_cidrs.clone(),
+        },
         tenants: Arc::new(tenants),
         timer_horizon: lookahead + Duration::from_secs(1),
         clock: Arc::new(SystemClock),
@@ -253,7 +256,9 @@ async fn start_aws(
     sweep_lag: Duration,
 ) -> Result<Service, ServiceError> {
     let mut settings = AwsSettings::from_env()?;
-    settings.allowed_cidrs = policy(config, settings.allowed_cidrs).allowed_cidrs;
+    settings
+        .allowed_cidrs
+        .extend(config.allowed_cidrs.iter().copied());
     let sdk = crate::aws::sdk_config().await;
     let backend = backend::aws(
         &sdk,
@@ -317,14 +322,6 @@ pub fn init_lambda_tracing() {
         .with_current_span(false)
         .without_time()
         .init();
-}
-
-fn policy(config: &ServiceConfig, mut allowed_cidrs: Vec<IpNet>) -> DestinationPolicy {
-    allowed_cidrs.extend(config.allowed_cidrs.iter().copied());
-    DestinationPolicy {
-        dev: config.dev,
-        allowed_cidrs,
-    }
 }
 
 /// Hands each timer fire to `Engine::deliver`, at most `concurrency` at a time.
