@@ -88,11 +88,39 @@ pub struct AwsBackendConfig {
     pub engine: EngineSettings,
 }
 
+/// The service clients the AWS backend talks through.
+#[derive(Clone)]
+pub struct AwsClients {
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub scheduler: aws_sdk_scheduler::Client,
+}
+
+impl AwsClients {
+    pub fn new(sdk: &SdkConfig) -> Self {
+        Self {
+            dynamodb: aws_sdk_dynamodb::Client::new(sdk),
+            sqs: aws_sdk_sqs::Client::new(sdk),
+            scheduler: aws_sdk_scheduler::Client::new(sdk),
+        }
+    }
+}
+
 pub fn aws(sdk: &SdkConfig, config: AwsBackendConfig) -> Result<AwsBackend, BackendError> {
+    aws_with_clients(AwsClients::new(sdk), config)
+}
+
+/// [`aws`] on clients built elsewhere (the cost meter adds an interceptor to them).
+pub fn aws_with_clients(
+    clients: AwsClients,
+    config: AwsBackendConfig,
+) -> Result<AwsBackend, BackendError> {
     let settings = config.settings;
-    let ddb = aws_sdk_dynamodb::Client::new(sdk);
-    let sqs = aws_sdk_sqs::Client::new(sdk);
-    let scheduler = aws_sdk_scheduler::Client::new(sdk);
+    let AwsClients {
+        dynamodb: ddb,
+        sqs,
+        scheduler,
+    } = clients;
     let store = Arc::new(DynamoStore::new(
         ddb.clone(),
         &settings.table,

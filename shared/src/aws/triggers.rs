@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
 
 use super::describe;
 use super::lambda::{handle_queue, handle_scheduled};
@@ -144,19 +145,28 @@ impl TriggerEmulator {
             .iter()
             .map(|f| f.item_identifier.clone())
             .collect();
-        for m in &messages {
-            if failed.contains(&m.message_id.clone().unwrap_or_default()) {
-                continue; // left for redelivery after the visibility timeout
-            }
-            if let Some(handle) = &m.receipt_handle {
-                self.sqs
-                    .delete_message()
-                    .queue_url(&self.queue_url)
-                    .receipt_handle(handle)
-                    .send()
-                    .await
-                    .map_err(|e| describe(&e))?;
-            }
+        // Like the event source mapping: one batch delete of the records that succeeded;
+        // the failed ones are left for redelivery after the visibility timeout.
+        let done: Vec<_> = messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !failed.contains(&m.message_id.clone().unwrap_or_default()))
+            .filter_map(|(i, m)| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .set_receipt_handle(m.receipt_handle.clone())
+                    .build()
+                    .ok()
+            })
+            .collect();
+        if !done.is_empty() {
+            self.sqs
+                .delete_message_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(done))
+                .send()
+                .await
+                .map_err(|e| describe(&e))?;
         }
         Ok(messages.len())
     }

@@ -2,6 +2,7 @@
 //! starts `boomerang serve` on a fresh data dir and a receiver in a separate process (this
 //! binary again), drives them over loopback HTTP, and asserts nothing.
 
+mod cost;
 mod measure;
 mod procs;
 mod receiver;
@@ -29,6 +30,9 @@ pub enum BenchCommand {
     /// A delivery in flight when the server is killed (-9): how soon after the restart the
     /// attempt runs again.
     Crash,
+    /// What a callback costs on AWS: runs the AWS code path on the emulator at
+    /// AWS_ENDPOINT_URL, counts every AWS request, prints $ per million callbacks.
+    Cost(cost::CostArgs),
     /// The benchmark's receiver (started by the other modes).
     #[command(hide = true)]
     Receiver {
@@ -65,6 +69,7 @@ pub async fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Retry(args) => burst(args, 2).await,
         BenchCommand::Pending(args) => pending(args).await,
         BenchCommand::Crash => crash().await,
+        BenchCommand::Cost(args) => cost::run(args).await,
         BenchCommand::Receiver {
             fail_first,
             hang_first_ms,
