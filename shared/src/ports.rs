@@ -107,14 +107,30 @@ pub trait TaskStore: Send + Sync {
     async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError>;
 
     /// Work for the sweep: every task's [`Task::pending_work`] that is due at or before
-    /// `cutoff`, at most `limit` of them. Stores index `pending_work()` as it is, so this
-    /// is one range read.
-    async fn due(
-        &self,
-        cutoff: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<Vec<PendingWork>, StoreError>;
+    /// `cutoff`, at most `limit` of them, one range read. A store may leave out tasks whose
+    /// work a durable timer holds ([`Task::timer_armed`]), and may return work due later
+    /// than `cutoff` (the sweep arms it for its time).
+    async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError>;
+
+    /// The sweep armed everything one [`Self::due`] returned: a store that reads its index
+    /// from a checkpoint moves the checkpoint to `mark`.
+    async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError> {
+        let _ = mark;
+        Ok(())
+    }
 }
+
+/// What one read of the sweep found.
+#[derive(Clone, Debug, Default)]
+pub struct DueWork {
+    pub work: Vec<PendingWork>,
+    /// Where the next read may start once all of `work` is armed (opaque to the engine).
+    pub mark: Option<SweepMark>,
+}
+
+/// A store's position in its index of pending work.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepMark(pub String);
 
 #[derive(Debug, thiserror::Error)]
 #[error("timer unavailable: {0}")]
@@ -125,6 +141,13 @@ pub struct TimerError(#[source] pub Cause);
 #[async_trait]
 pub trait Timer: Send + Sync {
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError>;
+
+    /// Whether an armed timer survives a crash of this process (a queue message or a
+    /// schedule does; an in-memory timer does not). The engine arms a durable timer before
+    /// it writes the task, so the store need not keep that task where the sweep looks.
+    fn durable(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -362,7 +362,7 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         (pending.id, WorkKind::DeadLetter),
     ];
     expected.sort();
-    let due = store.due(now, 10_000).await.unwrap();
+    let due = store.due(now, 10_000).await.unwrap().work;
     assert_eq!(mine(due.clone()), expected);
     let item = due
         .iter()
@@ -377,7 +377,7 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
     expected.push((later.id, WorkKind::Attempt));
     expected.push((working.id, WorkKind::LeaseExpiry));
     expected.sort();
-    let ahead = store.due(now + minute * 31, 10_000).await.unwrap();
+    let ahead = store.due(now + minute * 31, 10_000).await.unwrap().work;
     assert_eq!(
         mine(ahead),
         expected,

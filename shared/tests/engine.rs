@@ -296,6 +296,12 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
         h.engine.deliver(AttemptRef::new(id, 1)).await.unwrap(),
         DeliverOutcome::Stale
     );
+    assert_eq!(
+        h.timer.armed(),
+        vec![(id, 1, h.clock_now() + secs(10 + 30))],
+        "a fire during the lease is armed again for its end, should the worker be dead"
+    );
+    h.timer.clear();
 
     h.clock.advance(secs(10 + 30));
     let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();

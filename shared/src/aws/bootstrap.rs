@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
 
 use super::describe;
 use super::AwsSettings;
-use crate::store::dynamodb::{DUE_INDEX, TENANT_INDEX};
+use crate::store::dynamodb::{DUE_INDEX, TENANT_INDEX, TTL_ATTRIBUTE};
 
 #[derive(Debug, thiserror::Error)]
 #[error("bootstrap failed at {step}: {detail}")]
@@ -88,34 +88,30 @@ fn attr(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
         .expect("complete attribute definition")
 }
 
-/// The table of `dynamodb.rs`: `pk`/`sk`, the sparse `due` index and `by_tenant`.
+/// The table of `store/dynamodb`: `pk`/`sk`, the sparse `due` index and `by_tenant`, both
+/// keys only, and TTL on `x`.
 pub async fn create_table(
     ddb: &aws_sdk_dynamodb::Client,
     table: &str,
 ) -> Result<(), BootstrapError> {
     use ScalarAttributeType::{N, S};
+    let keys_only = || {
+        Projection::builder()
+            .projection_type(ProjectionType::KeysOnly)
+            .build()
+    };
     let due = GlobalSecondaryIndex::builder()
         .index_name(DUE_INDEX)
-        .key_schema(key("due_shard", KeyType::Hash))
-        .key_schema(key("due_ms", KeyType::Range))
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::Include)
-                .non_key_attributes("attempt")
-                .non_key_attributes("due_reason")
-                .build(),
-        )
+        .key_schema(key("ds", KeyType::Hash))
+        .key_schema(key("dm", KeyType::Range))
+        .projection(keys_only())
         .build()
         .expect("complete index");
     let by_tenant = GlobalSecondaryIndex::builder()
         .index_name(TENANT_INDEX)
-        .key_schema(key("tenant", KeyType::Hash))
-        .key_schema(key("tenant_sk", KeyType::Range))
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::All)
-                .build(),
-        )
+        .key_schema(key("tn", KeyType::Hash))
+        .key_schema(key("pk", KeyType::Range))
+        .projection(keys_only())
         .build()
         .expect("complete index");
     let created = ddb
@@ -124,10 +120,9 @@ pub async fn create_table(
         .billing_mode(BillingMode::PayPerRequest)
         .attribute_definitions(attr("pk", S))
         .attribute_definitions(attr("sk", S))
-        .attribute_definitions(attr("due_shard", S))
-        .attribute_definitions(attr("due_ms", N))
-        .attribute_definitions(attr("tenant", S))
-        .attribute_definitions(attr("tenant_sk", S))
+        .attribute_definitions(attr("ds", S))
+        .attribute_definitions(attr("dm", N))
+        .attribute_definitions(attr("tn", S))
         .key_schema(key("pk", KeyType::Hash))
         .key_schema(key("sk", KeyType::Range))
         .global_secondary_indexes(due)
@@ -149,7 +144,7 @@ pub async fn create_table(
         .time_to_live_specification(
             TimeToLiveSpecification::builder()
                 .enabled(true)
-                .attribute_name("expires_at")
+                .attribute_name(TTL_ATTRIBUTE)
                 .build()
                 .expect("complete TTL spec"),
         )

@@ -16,6 +16,13 @@ impl TaskId {
     pub fn new() -> Self {
         Self(Ulid::new())
     }
+
+    /// When the id was made (a ULID carries its creation time, to the millisecond).
+    pub fn created_at(&self) -> chrono::DateTime<chrono::Utc> {
+        let ms = i64::try_from(self.0.timestamp_ms()).unwrap_or(i64::MAX);
+        chrono::DateTime::from_timestamp_millis(ms)
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
+    }
 }
 
 impl Default for TaskId {

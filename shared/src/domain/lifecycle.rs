@@ -155,6 +155,8 @@ impl Task {
         }
         let mut next = self.next_version(now);
         next.lease_until = None;
+        // The timer that fired this attempt is spent; the engine arms the next one.
+        next.timer_armed = false;
         let (error, next_at) = match verdict {
             Verdict::Success => {
                 next.status = Status::Succeeded;
@@ -217,6 +219,7 @@ impl Task {
         next.round_started_at = now;
         next.next_attempt_at = Some(now);
         next.dead_letter_pending = false;
+        next.timer_armed = false;
         Ok(next)
     }
 

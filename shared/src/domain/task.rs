@@ -101,6 +101,11 @@ pub struct Task {
     /// `failed` but its dead-letter record is not yet acknowledged; the sweeper retries it.
     #[serde(default)]
     pub dead_letter_pending: bool,
+    /// A durable timer holds this task's pending work (set by the engine after it armed
+    /// one). A store need not keep such a task where the sweep looks: the timer, or the
+    /// message it became, is the custody of the work.
+    #[serde(default)]
+    pub timer_armed: bool,
 }
 
 impl Task {
@@ -130,6 +135,7 @@ impl Task {
             updated_at: now,
             last_error: None,
             dead_letter_pending: false,
+            timer_armed: false,
         }
     }
 

@@ -8,6 +8,12 @@ use crate::metrics::MetricEvent;
 use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
 use crate::retry::with_retries;
 
+/// How long after its id was made a task the store does not have may still be on its way
+/// (a durable timer is armed before the task is written).
+const UNKNOWN_WINDOW: chrono::Duration = chrono::Duration::seconds(60);
+/// When such a fire looks again.
+const UNKNOWN_RECHECK: chrono::Duration = chrono::Duration::seconds(5);
+
 /// What a timer fire led to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeliverOutcome {
@@ -26,8 +32,7 @@ impl Engine {
     /// and moves the task on. Safe under duplicate, early and late timer fires.
     pub async fn deliver(&self, at: AttemptRef) -> Result<DeliverOutcome, EngineError> {
         let Some(task) = self.ports.store.get(&at.task_id).await? else {
-            tracing::info!(task = %at.task_id, attempt = at.attempt, "timer fired for an unknown task");
-            return Ok(DeliverOutcome::Unknown);
+            return Ok(self.unknown(at).await);
         };
         let started = self.ports.clock.now();
         let lease = task.spec.timeout.saturating_add(self.settings.lease_margin);
@@ -37,7 +42,13 @@ impl Engine {
                 self.arm(at, due).await;
                 return Ok(DeliverOutcome::Early);
             }
-            Err(Refusal::StaleAttempt(_) | Refusal::Leased(_)) => return Ok(DeliverOutcome::Stale),
+            // The timer (or the message it is) is the custody of the attempt: if the worker
+            // holding the lease dies, this re-armed fire takes the attempt over.
+            Err(Refusal::Leased(until)) => {
+                self.arm(at, until).await;
+                return Ok(DeliverOutcome::Stale);
+            }
+            Err(Refusal::StaleAttempt(_)) => return Ok(DeliverOutcome::Stale),
             Err(other) => return Err(EngineError::Conflict(other)),
         };
         if task.status == Status::Delivering {
@@ -52,9 +63,13 @@ impl Engine {
         let result = self.call(&claimed).await;
         let finished = self.ports.clock.now();
         let verdict = judge(&result, &claimed);
-        let next = claimed
+        let mut next = claimed
             .after_attempt(&verdict, finished, self.ports.random.draw())
             .map_err(EngineError::Conflict)?;
+        if next.status == Status::Failed {
+            next = self.dead_letter_before_write(next).await;
+        }
+        self.arm_before_write(&mut next).await;
         let record =
             claimed.attempt_record(&next, started, finished, result.status, result.excerpt);
         match self
@@ -79,21 +94,32 @@ impl Engine {
             http_status = record.status_code, lateness_ms,
             duration_ms = record.duration_ms, "attempt finished"
         );
-
-        match (next.status, next.pending_work()) {
-            (Status::Scheduled, Some(work)) => self.arm(work.attempt, work.due_at).await,
-            (Status::Failed, _) => {
-                tracing::warn!(
-                    task = %at.task_id, tenant = %next.tenant, attempts = next.attempts_in_round(),
-                    error = next.last_error.as_deref().unwrap_or(""),
-                    "task failed; dead-lettering it for manual handling"
-                );
-                self.dead_letter(next).await?;
-                return Ok(DeliverOutcome::Attempted(Status::Failed));
-            }
-            _ => {}
+        if next.status == Status::Failed {
+            tracing::warn!(
+                task = %at.task_id, tenant = %next.tenant, attempts = next.attempts_in_round(),
+                error = next.last_error.as_deref().unwrap_or(""),
+                dead_letter_sent = !next.dead_letter_pending,
+                "task failed; dead-lettered for manual handling"
+            );
         }
+        self.arm_after_write(&next).await;
         Ok(DeliverOutcome::Attempted(next.status))
+    }
+
+    /// A fire for a task the store does not have. With a durable timer, armed before the
+    /// task is written, the write may still be on its way: a young task's first attempt is
+    /// looked at again a little later instead of being dropped.
+    async fn unknown(&self, at: AttemptRef) -> DeliverOutcome {
+        let now = self.ports.clock.now();
+        let young = now.signed_duration_since(at.task_id.created_at()) < UNKNOWN_WINDOW;
+        if self.ports.timer.durable() && at.attempt == 1 && young {
+            let later = now + UNKNOWN_RECHECK;
+            self.arm(at, later).await;
+            tracing::debug!(task = %at.task_id, "timer fired before its task was stored; looking again");
+        } else {
+            tracing::info!(task = %at.task_id, attempt = at.attempt, "timer fired for an unknown task");
+        }
+        DeliverOutcome::Unknown
     }
 
     async fn call(&self, task: &Task) -> WebhookResult {
@@ -113,9 +139,22 @@ impl Engine {
         self.ports.webhooks.send(&call).await
     }
 
-    /// Sends the dead letter (retried), then clears the pending flag. If the queue stays
-    /// down, the flag stays set and the sweeper tries again later.
-    pub(super) async fn dead_letter(&self, task: Task) -> Result<(), EngineError> {
+    /// Sends the dead letter of a task that just failed, before the task is written: the
+    /// task is then written with its letter already acknowledged, or, if the queue stays
+    /// down, still pending for the sweep to resend. (A crash in between re-runs the attempt
+    /// after its lease, and may send a second letter with the same task id.)
+    async fn dead_letter_before_write(&self, failed: Task) -> Task {
+        if !self.send_dead_letter(&failed).await {
+            return failed;
+        }
+        match failed.dead_letter_sent(self.ports.clock.now()) {
+            Ok(done) => done,
+            Err(_) => failed,
+        }
+    }
+
+    /// Sends a task's dead letter (retried); false if the queue stayed down.
+    async fn send_dead_letter(&self, task: &Task) -> bool {
         let letter = task.dead_letter();
         let sent = with_retries(
             "dead-letter send",
@@ -124,16 +163,24 @@ impl Engine {
             || self.ports.dead_letters.send(&letter),
         )
         .await;
-        if let Err(e) = sent {
+        if let Err(e) = &sent {
             tracing::error!(task = %task.id, error = %e, "dead letter not sent; the sweeper will retry");
-            return Ok(());
+        }
+        sent.is_ok()
+    }
+
+    /// The sweep's resend of a stored task's pending dead letter, then the flag is
+    /// cleared. Returns false if the queue is still down.
+    pub(super) async fn dead_letter(&self, task: Task) -> Result<bool, EngineError> {
+        if !self.send_dead_letter(&task).await {
+            return Ok(false);
         }
         // Refused: a retry moved the task on meanwhile; nothing is left to acknowledge.
         let Ok(done) = task.dead_letter_sent(self.ports.clock.now()) else {
-            return Ok(());
+            return Ok(true);
         };
         match self.ports.store.update(&done, task.version).await {
-            Ok(()) | Err(StoreError::Conflict) => Ok(()),
+            Ok(()) | Err(StoreError::Conflict) => Ok(true),
             Err(e) => Err(e.into()),
         }
     }

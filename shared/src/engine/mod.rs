@@ -10,7 +10,9 @@ use chrono::{DateTime, Utc};
 
 use crate::clock::{Clock, Random};
 use crate::domain::time::checked_add;
-use crate::domain::{AttemptRecord, AttemptRef, Refusal, Task, TaskId, TaskSpec, TenantId};
+use crate::domain::{
+    AttemptRecord, AttemptRef, Refusal, Task, TaskId, TaskSpec, TenantId, WorkKind,
+};
 use crate::metrics::{MetricEvent, Metrics};
 use crate::ports::{
     CreateOutcome, DeadLetters, ListQuery, Page, StoreError, TaskStore, Tenants, TenantsError,
@@ -133,7 +135,7 @@ impl Engine {
             })?;
         let now = self.ports.clock.now();
         let fire_at = resolve_fire_time(new.when, now)?;
-        let task = Task::new_scheduled(
+        let mut task = Task::new_scheduled(
             tenant.clone(),
             new.spec,
             new.idempotency_key,
@@ -141,12 +143,12 @@ impl Engine {
             fire_at,
             now,
         );
+        self.arm_before_write(&mut task).await;
         match self.ports.store.create(&task).await? {
             CreateOutcome::Created => {
-                tracing::info!(task = %task.id, tenant = %tenant, fire_at = %fire_at, "task registered");
+                tracing::debug!(task = %task.id, tenant = %tenant, fire_at = %fire_at, "task registered");
                 self.ports.metrics.record(MetricEvent::Registered);
-                self.arm(AttemptRef::new(task.id, task.attempt), fire_at)
-                    .await;
+                self.arm_after_write(&task).await;
                 Ok(Registration {
                     task,
                     created: true,
@@ -181,15 +183,13 @@ impl Engine {
     pub async fn retry(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
         let task = self.transition(tenant, id, Task::retry).await?;
         tracing::info!(task = %task.id, attempt = task.attempt, "failed task retried");
-        if let Some(work) = task.pending_work() {
-            self.arm(work.attempt, work.due_at).await;
-        }
+        self.arm_after_write(&task).await;
         Ok(task)
     }
 
     /// Reads the tenant's task, applies the lifecycle transition `change` and writes the
-    /// result conditionally; re-reads and tries again when a concurrent writer got there
-    /// first.
+    /// result conditionally (arming a durable timer first if the result has an attempt
+    /// pending); re-reads and tries again when a concurrent writer got there first.
     async fn transition<F>(
         &self,
         tenant: &TenantId,
@@ -201,7 +201,8 @@ impl Engine {
     {
         loop {
             let task = self.owned_task(tenant, id).await?;
-            let next = change(&task, self.ports.clock.now()).map_err(EngineError::Conflict)?;
+            let mut next = change(&task, self.ports.clock.now()).map_err(EngineError::Conflict)?;
+            self.arm_before_write(&mut next).await;
             match self.ports.store.update(&next, task.version).await {
                 Ok(()) => return Ok(next),
                 Err(StoreError::Conflict) => continue,
@@ -217,12 +218,42 @@ impl Engine {
         }
     }
 
-    async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) {
-        if let Err(e) = self.ports.timer.arm(attempt, at).await {
-            tracing::error!(
-                task = %attempt.task_id, attempt = attempt.attempt, error = %e,
-                "could not arm timer; the sweeper will"
-            );
+    /// Arms a timer; a failure is logged and left to the sweep. Returns whether it armed.
+    async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> bool {
+        match self.ports.timer.arm(attempt, at).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(
+                    task = %attempt.task_id, attempt = attempt.attempt, error = %e,
+                    "could not arm timer; the sweeper will"
+                );
+                false
+            }
+        }
+    }
+
+    /// A durable timer is armed *before* the task is written: a crash in between leaves an
+    /// orphan timer (harmless: it finds no such attempt), never a stored task without a
+    /// timer, so the store need not keep the task where the sweep looks
+    /// ([`Task::timer_armed`]). If arming fails, the task is written unarmed and the sweep
+    /// arms it.
+    async fn arm_before_write(&self, task: &mut Task) {
+        if !self.ports.timer.durable() {
+            return;
+        }
+        if let Some(work) = task.pending_work().filter(|w| w.kind == WorkKind::Attempt) {
+            task.timer_armed = self.arm(work.attempt, work.due_at).await;
+        }
+    }
+
+    /// An in-memory timer is armed *after* the write: it could not outlive a crash anyway,
+    /// and the store keeps every task's pending work for the sweep at start-up.
+    async fn arm_after_write(&self, task: &Task) {
+        if self.ports.timer.durable() {
+            return;
+        }
+        if let Some(work) = task.pending_work().filter(|w| w.kind == WorkKind::Attempt) {
+            self.arm(work.attempt, work.due_at).await;
         }
     }
 }

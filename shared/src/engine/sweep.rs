@@ -31,26 +31,32 @@ impl Engine {
             .due(cutoff, self.settings.sweep_batch)
             .await?;
         let mut report = SweepReport::default();
-        for work in due {
+        let mut all_done = true;
+        for work in due.work {
             match work.kind {
                 WorkKind::Attempt => {
-                    self.arm(work.attempt, work.due_at).await;
+                    all_done &= self.arm(work.attempt, work.due_at).await;
                     report.rearmed += 1;
                 }
                 // Armed for when the lease ends: the claim then takes the attempt over.
                 WorkKind::LeaseExpiry => {
-                    self.arm(work.attempt, work.due_at).await;
+                    all_done &= self.arm(work.attempt, work.due_at).await;
                     report.leases_taken_over += 1;
                 }
                 WorkKind::DeadLetter => {
                     if let Some(task) = self.ports.store.get(&work.attempt.task_id).await? {
                         if task.dead_letter_pending {
-                            self.dead_letter(task).await?;
+                            all_done &= self.dead_letter(task).await?;
                             report.dead_letters_resent += 1;
                         }
                     }
                 }
             }
+        }
+        // Only once everything it read is in a timer's (or the queue's) hands may the store
+        // move past it.
+        if let (true, Some(mark)) = (all_done, &due.mark) {
+            self.ports.store.swept(mark).await?;
         }
         let repaired = report.rearmed + report.leases_taken_over + report.dead_letters_resent;
         if repaired > 0 {

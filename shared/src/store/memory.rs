@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{AttemptRecord, PendingWork, Task, TaskId, TenantId};
-use crate::ports::{CreateOutcome, ListQuery, Page, StoreError, TaskStore};
+use crate::domain::{AttemptRecord, Task, TaskId, TenantId};
+use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStore};
 
 #[derive(Default)]
 pub struct MemoryStore {
@@ -91,18 +91,15 @@ impl TaskStore for MemoryStore {
         Ok(Page::from_overfetch(tasks, query.limit))
     }
 
-    async fn due(
-        &self,
-        cutoff: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<Vec<PendingWork>, StoreError> {
-        Ok(self
+    async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
+        let work = self
             .lock()
             .tasks
             .values()
             .filter_map(Task::pending_work)
             .filter(|w| w.due_at <= cutoff)
             .take(limit)
-            .collect())
+            .collect();
+        Ok(DueWork { work, mark: None })
     }
 }

@@ -183,6 +183,11 @@ impl Timer for AwsTimer {
             TimerPlan::Schedule { name, fire_at } => self.schedule(name, fire_at, body).await,
         }
     }
+
+    /// A queue message or a schedule outlives any process.
+    fn durable(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

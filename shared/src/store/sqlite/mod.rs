@@ -23,7 +23,7 @@ use super::codec::{decode, encode};
 use crate::domain::{
     AttemptRecord, AttemptRef, PendingWork, Status, Task, TaskId, TenantId, WorkKind,
 };
-use crate::ports::{CreateOutcome, ListQuery, Page, StoreError, TaskStore};
+use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStore};
 use writer::{lock, unavailable, Claim, Claims, Writer, WriterHandle};
 
 /// Bumped when the schema changes; [`migrate`] brings older files up to date.
@@ -405,11 +405,7 @@ impl TaskStore for SqliteStore {
         Ok(page)
     }
 
-    async fn due(
-        &self,
-        cutoff: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<Vec<PendingWork>, StoreError> {
+    async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
         let cutoff_ms = cutoff.timestamp_millis();
         let stored: Vec<PendingWork> = self
             .read(move |c| {
@@ -444,7 +440,10 @@ impl TaskStore for SqliteStore {
                 .filter(|w| w.due_at <= cutoff),
         );
         due.truncate(limit);
-        Ok(due)
+        Ok(DueWork {
+            work: due,
+            mark: None,
+        })
     }
 }
 
@@ -540,12 +539,12 @@ mod tests {
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.get(&task.id).await.unwrap(), Some(task.clone()));
         assert_eq!(
-            store.due(now, 10).await.unwrap(),
+            store.due(now, 10).await.unwrap().work,
             vec![task.pending_work().unwrap()]
         );
         drop(store);
         let reopened = SqliteStore::open(&path).unwrap();
-        assert_eq!(reopened.due(now, 10).await.unwrap().len(), 1);
+        assert_eq!(reopened.due(now, 10).await.unwrap().work.len(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
