@@ -15,6 +15,9 @@ use crate::clock::Clock;
 use crate::engine::Engine;
 use crate::timer::aws::parse_at_expression;
 
+/// How long a received timer message stays invisible.
+const VISIBILITY_TIMEOUT_SECS: i32 = 10;
+
 pub struct TriggerEmulator {
     pub scheduler: aws_sdk_scheduler::Client,
     pub sqs: aws_sdk_sqs::Client,
@@ -119,7 +122,10 @@ impl TriggerEmulator {
             .queue_url(&self.queue_url)
             .max_number_of_messages(10)
             .wait_time_seconds(1)
-            .visibility_timeout(30)
+            // Short, so that a delivery cut off by a crash is retried soon: a message that
+            // comes back while its attempt is still leased is only armed again for the
+            // lease's end.
+            .visibility_timeout(VISIBILITY_TIMEOUT_SECS)
             .send()
             .await
             .map_err(|e| describe(&e))?;

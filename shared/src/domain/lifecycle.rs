@@ -24,6 +24,10 @@ pub enum Refusal {
     /// The attempt is not the task's pending one: handled already, or the task moved on.
     #[error("attempt {0} is not pending")]
     StaleAttempt(u32),
+    /// The attempt comes after the task's current one: the write that leads to it has not
+    /// been seen yet (or never happened).
+    #[error("attempt {0} is ahead of the task")]
+    AttemptAhead(u32),
     /// Another worker holds the attempt until its lease ends.
     #[error("the attempt is being delivered by another worker until {0}")]
     Leased(DateTime<Utc>),
@@ -122,7 +126,10 @@ impl Task {
         now: DateTime<Utc>,
         lease: Duration,
     ) -> Result<Task, Refusal> {
-        if self.attempt != attempt {
+        if attempt > self.attempt {
+            return Err(Refusal::AttemptAhead(attempt));
+        }
+        if attempt < self.attempt {
             return Err(Refusal::StaleAttempt(attempt));
         }
         match (self.status, self.next_attempt_at, self.lease_until) {
@@ -378,7 +385,16 @@ mod tests {
         );
         assert_eq!(
             t.claim(2, t0() + secs(60), LEASE),
-            Err(Refusal::StaleAttempt(2))
+            Err(Refusal::AttemptAhead(2)),
+            "a fire for an attempt whose write is not seen yet"
+        );
+        let moved_on = Task {
+            attempt: 2,
+            ..t.clone()
+        };
+        assert_eq!(
+            moved_on.claim(1, t0() + secs(60), LEASE),
+            Err(Refusal::StaleAttempt(1))
         );
         let claimed = t.claim(1, t0() + secs(60), LEASE).unwrap();
         assert_eq!((claimed.status, claimed.version), (Status::Delivering, 2));

@@ -8,11 +8,12 @@ use crate::metrics::MetricEvent;
 use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
 use crate::retry::with_retries;
 
-/// How long after its id was made a task the store does not have may still be on its way
-/// (a durable timer is armed before the task is written).
-const UNKNOWN_WINDOW: chrono::Duration = chrono::Duration::seconds(60);
+/// How long a write may still be on its way after a durable timer armed ahead of it fired:
+/// after the task's id was made (registration), or after the task's last write (the end
+/// of the attempt before).
+const WRITE_WINDOW: chrono::Duration = chrono::Duration::seconds(120);
 /// When such a fire looks again.
-const UNKNOWN_RECHECK: chrono::Duration = chrono::Duration::seconds(5);
+const RECHECK: chrono::Duration = chrono::Duration::seconds(1);
 
 /// What a timer fire led to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +50,10 @@ impl Engine {
                 return Ok(DeliverOutcome::Stale);
             }
             Err(Refusal::StaleAttempt(_)) => return Ok(DeliverOutcome::Stale),
+            Err(Refusal::AttemptAhead(_)) => {
+                self.ahead(at, &task).await;
+                return Ok(DeliverOutcome::Stale);
+            }
             Err(other) => return Err(EngineError::Conflict(other)),
         };
         if task.status == Status::Delivering {
@@ -111,15 +116,26 @@ impl Engine {
     /// looked at again a little later instead of being dropped.
     async fn unknown(&self, at: AttemptRef) -> DeliverOutcome {
         let now = self.ports.clock.now();
-        let young = now.signed_duration_since(at.task_id.created_at()) < UNKNOWN_WINDOW;
+        let young = now.signed_duration_since(at.task_id.created_at()) < WRITE_WINDOW;
         if self.ports.timer.durable() && at.attempt == 1 && young {
-            let later = now + UNKNOWN_RECHECK;
-            self.arm(at, later).await;
+            self.arm(at, now + RECHECK).await;
             tracing::debug!(task = %at.task_id, "timer fired before its task was stored; looking again");
         } else {
             tracing::info!(task = %at.task_id, attempt = at.attempt, "timer fired for an unknown task");
         }
         DeliverOutcome::Unknown
+    }
+
+    /// A fire for an attempt after the task's current one: with a durable timer, armed
+    /// before the write that finishes the attempt before it, that write may still be on its
+    /// way. While the task was written recently, it is looked at again a little later; a
+    /// timer whose write never happened (it lost a race) is dropped after that.
+    async fn ahead(&self, at: AttemptRef, task: &Task) {
+        let now = self.ports.clock.now();
+        let recent = now.signed_duration_since(task.updated_at) < WRITE_WINDOW;
+        if self.ports.timer.durable() && recent {
+            self.arm(at, now + RECHECK).await;
+        }
     }
 
     async fn call(&self, task: &Task) -> WebhookResult {

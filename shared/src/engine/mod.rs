@@ -135,11 +135,16 @@ impl Engine {
             })?;
         let now = self.ports.clock.now();
         let fire_at = resolve_fire_time(new.when, now)?;
+        // The digest is only ever compared for a repeat with the same idempotency key.
+        let request_hash = match new.idempotency_key {
+            Some(_) => new.request_hash,
+            None => String::new(),
+        };
         let mut task = Task::new_scheduled(
             tenant.clone(),
             new.spec,
             new.idempotency_key,
-            new.request_hash,
+            request_hash,
             fire_at,
             now,
         );
@@ -181,15 +186,19 @@ impl Engine {
 
     /// Gives a `failed` task a new round of its retry policy, starting now.
     pub async fn retry(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
+        // Written first, unarmed (so the store keeps it where the sweep looks), then armed:
+        // a redrive is rare, so it takes the simple order whatever the timer.
         let task = self.transition(tenant, id, Task::retry).await?;
         tracing::info!(task = %task.id, attempt = task.attempt, "failed task retried");
-        self.arm_after_write(&task).await;
+        if let Some(work) = task.pending_work() {
+            self.arm(work.attempt, work.due_at).await;
+        }
         Ok(task)
     }
 
     /// Reads the tenant's task, applies the lifecycle transition `change` and writes the
-    /// result conditionally (arming a durable timer first if the result has an attempt
-    /// pending); re-reads and tries again when a concurrent writer got there first.
+    /// result conditionally; re-reads and tries again when a concurrent writer got there
+    /// first.
     async fn transition<F>(
         &self,
         tenant: &TenantId,

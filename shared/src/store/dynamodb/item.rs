@@ -78,6 +78,7 @@ pub fn new_item(task: &Task, retention: std::time::Duration) -> Result<Item, Sto
     );
     if let Some(key) = &task.idempotency_key {
         item.insert("ik".into(), s(key));
+        item.insert("rh".into(), s(&task.request_hash));
     }
     for (name, value) in state(task, retention).set {
         item.insert(name.into(), value);
@@ -149,7 +150,11 @@ pub fn task_from(item: &Item) -> Result<Task, StoreError> {
         tenant,
         spec,
         idempotency_key: item.get("ik").and_then(|v| v.as_s().ok()).cloned(),
-        request_hash: String::new(),
+        request_hash: item
+            .get("rh")
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default(),
         status: Status::parse(get_s(item, "st")?).ok_or_else(|| corrupt("st"))?,
         attempt: number("a")?,
         round_start: number("rs")?,

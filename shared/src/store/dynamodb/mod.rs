@@ -162,7 +162,6 @@ impl DynamoStore {
             .item("pk", s(pk.clone()))
             .item("sk", s("I"))
             .item("t", s(task.id.to_string()))
-            .item("h", s(&task.request_hash))
             .item("c", AttributeValue::M(copy_of(task_item)))
             .item("x", n(expires.timestamp()))
             // An expired key that TTL has not removed yet may be claimed again.
@@ -187,9 +186,8 @@ impl DynamoStore {
     /// acknowledged, so this is safe), without a timer: the sweep arms it.
     async fn registered_by(&self, key_item: &Item) -> Result<Task, StoreError> {
         let id: TaskId = get_s(key_item, "t")?.parse().map_err(|_| corrupt("t"))?;
-        let hash = get_s(key_item, "h")?.to_string();
-        let existing = match self.get(&id).await? {
-            Some(task) => task,
+        match self.get(&id).await? {
+            Some(task) => Ok(task),
             None => {
                 let mut copy: Item = key_item
                     .get("c")
@@ -204,13 +202,9 @@ impl DynamoStore {
                     Ok(()) | Err(StoreError::Conflict) => {}
                     Err(e) => return Err(e),
                 }
-                self.get(&id).await?.unwrap_or(task)
+                Ok(self.get(&id).await?.unwrap_or(task))
             }
-        };
-        Ok(Task {
-            request_hash: hash,
-            ..existing
-        })
+        }
     }
 
     /// The items of these keys (eventually consistent), in the order given, skipping any
