@@ -7,6 +7,7 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use tokio::sync::mpsc;
 
+use crate::aws::system_failures::SystemFailures;
 use crate::aws::triggers::TriggerEmulator;
 use crate::aws::AwsSettings;
 use crate::clock::{Clock, ThreadRandom};
@@ -162,6 +163,17 @@ pub fn aws_with_clients(
 }
 
 impl AwsBackend {
+    /// The system-failures queue, if configured (the sweeper drains it).
+    pub fn system_failures(&self) -> Option<SystemFailures> {
+        self.settings
+            .system_failures_queue_url
+            .clone()
+            .map(|queue_url| SystemFailures {
+                sqs: self.sqs.clone(),
+                queue_url,
+            })
+    }
+
     /// The stand-in for Scheduler and the SQS event source mapping (emulators only).
     pub fn trigger_emulator(&self) -> Arc<TriggerEmulator> {
         Arc::new(TriggerEmulator {

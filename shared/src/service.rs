@@ -278,9 +278,9 @@ async fn start_aws(
     ];
     if emulate_triggers {
         tokio::spawn(backend.trigger_emulator().run(Duration::from_secs(1)));
-        let engine = backend.engine.clone();
-        tokio::spawn(run_sweeper(
-            engine,
+        tokio::spawn(run_aws_sweeper(
+            backend.engine.clone(),
+            backend.system_failures(),
             config.sweep_interval,
             -chrono_of(sweep_lag),
         ));
@@ -359,6 +359,23 @@ async fn run_sweeper(engine: Arc<Engine>, every: Duration, lookahead: chrono::Du
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "sweep failed"),
+        }
+    }
+}
+
+/// The AWS sweeper's work, played locally: the sweep and the system-failures redrive.
+async fn run_aws_sweeper(
+    engine: Arc<Engine>,
+    failures: Option<crate::aws::system_failures::SystemFailures>,
+    every: Duration,
+    lookahead: chrono::Duration,
+) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if let Err(e) = crate::aws::lambda::sweep(&engine, failures.as_ref(), lookahead).await {
+            tracing::error!(error = %e, "sweep failed");
         }
     }
 }

@@ -43,6 +43,7 @@ pub async fn store_contract(store: Arc<dyn TaskStore>) {
     idempotent_create(&*store).await;
     conditional_update(&*store).await;
     attempts_are_kept_in_order(&*store).await;
+    every_finished_attempt_is_kept(&*store).await;
     list_is_scoped_filtered_and_paged(&*store).await;
     due_finds_only_work_to_do(&*store).await;
     a_claim_is_seen_and_wins_against_stale_writes(&*store).await;
@@ -258,6 +259,42 @@ async fn attempts_are_kept_in_order(store: &dyn TaskStore) {
         vec![(1, Some(500)), (2, Some(503)), (10, Some(500))]
     );
     assert!(store.attempts(&TaskId::new()).await.unwrap().is_empty());
+}
+
+/// Twelve attempts, each claimed and finished as `deliver` does: every record is kept,
+/// in order, with the task's last state (a store may keep the first few records inside the
+/// task and later ones apart).
+async fn every_finished_attempt_is_kept(store: &dyn TaskStore) {
+    let tenant = unique_tenant("finish");
+    let mut now = millis(Utc::now());
+    let mut task = sample_task(&tenant, None, now);
+    task.spec.retry.max_attempts = 13;
+    store.create(&task).await.unwrap();
+    for n in 1..=12u32 {
+        let claimed = task.claim(n, now, Duration::from_secs(40)).unwrap();
+        store.claim(&claimed, task.version).await.unwrap();
+        let verdict = crate::domain::Verdict::Retry {
+            error: format!("HTTP 50{}", n % 10),
+            retry_after: None,
+        };
+        let later = now + chrono::Duration::milliseconds(25);
+        let next = claimed.after_attempt(&verdict, later, 0.5).unwrap();
+        let record = claimed.attempt_record(&next, now, later, Some(500), Some("no".into()));
+        store
+            .finish_attempt(&record, &next, claimed.version)
+            .await
+            .unwrap();
+        now = next.next_attempt_at.unwrap();
+        task = next;
+    }
+    let got = store.attempts(&task.id).await.unwrap();
+    assert_eq!(
+        got.iter().map(|a| a.number).collect::<Vec<_>>(),
+        (1..=12).collect::<Vec<_>>()
+    );
+    assert!(got.iter().all(|a| a.outcome == AttemptOutcome::Retrying));
+    assert_eq!(got[11].error.as_deref(), Some("HTTP 502"));
+    assert_eq!(store.get(&task.id).await.unwrap(), Some(task));
 }
 
 async fn list_is_scoped_filtered_and_paged(store: &dyn TaskStore) {

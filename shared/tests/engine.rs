@@ -87,9 +87,18 @@ fn t0() -> DateTime<Utc> {
 }
 
 fn harness(webhooks: ScriptedWebhooks) -> Harness {
-    let clock = Arc::new(ManualClock::new(t0()));
-    let store = Arc::new(MemoryStore::default());
-    let timer = Arc::new(RecordingTimer::default());
+    harness_with(webhooks, RecordingTimer::default(), t0(), None)
+}
+
+fn harness_with(
+    webhooks: ScriptedWebhooks,
+    timer: RecordingTimer,
+    start: DateTime<Utc>,
+    store: Option<Arc<dyn boomerang::ports::TaskStore>>,
+) -> Harness {
+    let clock = Arc::new(ManualClock::new(start));
+    let store = store.unwrap_or_else(|| Arc::new(MemoryStore::default()));
+    let timer = Arc::new(timer);
     let dead_letters = Arc::new(MemoryDeadLetters::default());
     let webhooks = Arc::new(webhooks);
     let tenant = TenantId::parse("acme").unwrap();
@@ -562,4 +571,167 @@ async fn wait_until(cond: impl Fn() -> bool) {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Notes, at every write, how many timers were armed by then.
+struct ArmsAtWrites {
+    inner: MemoryStore,
+    timer: Mutex<Option<Arc<RecordingTimer>>>,
+    seen: Mutex<Vec<(&'static str, usize)>>,
+}
+
+impl ArmsAtWrites {
+    fn note(&self, what: &'static str) {
+        let armed = self
+            .timer
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map_or(0, |t| t.armed().len());
+        self.seen.lock().unwrap().push((what, armed));
+    }
+}
+
+#[async_trait]
+impl boomerang::ports::TaskStore for ArmsAtWrites {
+    async fn create(
+        &self,
+        task: &boomerang::domain::Task,
+    ) -> Result<boomerang::ports::CreateOutcome, boomerang::ports::StoreError> {
+        self.note("create");
+        self.inner.create(task).await
+    }
+    async fn get(
+        &self,
+        id: &boomerang::domain::TaskId,
+    ) -> Result<Option<boomerang::domain::Task>, boomerang::ports::StoreError> {
+        self.inner.get(id).await
+    }
+    async fn update(
+        &self,
+        task: &boomerang::domain::Task,
+        v: u64,
+    ) -> Result<(), boomerang::ports::StoreError> {
+        self.note("update");
+        self.inner.update(task, v).await
+    }
+    async fn finish_attempt(
+        &self,
+        record: &boomerang::domain::AttemptRecord,
+        next: &boomerang::domain::Task,
+        v: u64,
+    ) -> Result<(), boomerang::ports::StoreError> {
+        self.note("finish");
+        self.inner.finish_attempt(record, next, v).await
+    }
+    async fn put_attempt(
+        &self,
+        r: &boomerang::domain::AttemptRecord,
+    ) -> Result<(), boomerang::ports::StoreError> {
+        self.inner.put_attempt(r).await
+    }
+    async fn attempts(
+        &self,
+        id: &boomerang::domain::TaskId,
+    ) -> Result<Vec<boomerang::domain::AttemptRecord>, boomerang::ports::StoreError> {
+        self.inner.attempts(id).await
+    }
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        q: &boomerang::ports::ListQuery,
+    ) -> Result<boomerang::ports::Page, boomerang::ports::StoreError> {
+        self.inner.list(tenant, q).await
+    }
+    async fn due(
+        &self,
+        cutoff: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<boomerang::ports::DueWork, boomerang::ports::StoreError> {
+        self.inner.due(cutoff, limit).await
+    }
+}
+
+#[tokio::test]
+async fn a_durable_timer_is_armed_before_each_write_and_the_task_says_so() {
+    let store = Arc::new(ArmsAtWrites {
+        inner: MemoryStore::default(),
+        timer: Mutex::new(None),
+        seen: Mutex::new(Vec::new()),
+    });
+    let h = harness_with(
+        ScriptedWebhooks::answering(vec![status(500)]),
+        RecordingTimer::durable(),
+        t0(),
+        Some(store.clone()),
+    );
+    *store.timer.lock().unwrap() = Some(h.timer.clone());
+    let task = h
+        .register(FireTime::After(secs(60)), RetryPolicy::default())
+        .await;
+    assert!(task.timer_armed);
+    h.clock.advance(secs(60));
+    h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
+    let stored = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
+    assert_eq!((stored.status, stored.attempt), (Status::Scheduled, 2));
+    assert!(stored.timer_armed, "the next attempt's timer was armed");
+    assert_eq!(
+        *store.seen.lock().unwrap(),
+        vec![("create", 1), ("update", 1), ("finish", 2)],
+        "each timer exists before the write that needs it (the claim needs none)"
+    );
+
+    h.timer.fail_next(1);
+    let unarmed = h.register(FireTime::Now, RetryPolicy::default()).await;
+    assert!(
+        !unarmed.timer_armed,
+        "stored all the same, for the sweep to arm"
+    );
+    let due = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
+    assert_eq!(due.rearmed, 1);
+}
+
+#[tokio::test]
+async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
+    let now = Utc::now();
+    let h = harness_with(
+        ScriptedWebhooks::default(),
+        RecordingTimer::durable(),
+        now,
+        None,
+    );
+    let unseen = boomerang::domain::TaskId::new();
+    let at = AttemptRef::new(unseen, 1);
+    assert_eq!(h.engine.deliver(at).await.unwrap(), DeliverOutcome::Unknown);
+    assert_eq!(
+        h.timer.armed(),
+        vec![(unseen, 1, now + chrono::Duration::seconds(1))],
+        "a task registered moments ago may still be on its way to the store"
+    );
+    let task = h
+        .register(FireTime::After(secs(3600)), RetryPolicy::default())
+        .await;
+    h.timer.clear();
+    let ahead = AttemptRef::new(task.id, 2);
+    assert_eq!(
+        h.engine.deliver(ahead).await.unwrap(),
+        DeliverOutcome::Stale
+    );
+    assert_eq!(
+        h.timer.armed(),
+        vec![(task.id, 2, now + chrono::Duration::seconds(1))],
+        "the write that leads to attempt 2 may still be on its way"
+    );
+
+    h.clock.advance(secs(180));
+    h.timer.clear();
+    assert_eq!(h.engine.deliver(at).await.unwrap(), DeliverOutcome::Unknown);
+    assert_eq!(
+        h.engine.deliver(ahead).await.unwrap(),
+        DeliverOutcome::Stale
+    );
+    assert!(
+        h.timer.armed().is_empty(),
+        "orphan timers are dropped in the end"
+    );
 }

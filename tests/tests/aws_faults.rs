@@ -253,3 +253,80 @@ async fn a_dead_letter_send_that_fails_once_is_retried_into_one_record() {
         .unwrap();
     assert_eq!(attr.string_value(), Some(task.id.to_string().as_str()));
 }
+
+/// A timer message that keeps failing ends in the system-failures queue (five receives on
+/// AWS). The task is armed, so it is not where the sweep looks: the sweeper hands the
+/// message back to the timer queue, and the attempt is delivered.
+#[tokio::test]
+async fn a_timer_that_failed_over_and_over_is_handed_back_by_the_sweeper() {
+    let settings = fresh_moto_resources("failures").await;
+    let rx = Receiver::always(200).await;
+    let backend = moto_backend(&settings, Arc::new(SystemClock));
+    backend.tenants.mint_key(&acme()).await.unwrap();
+    let task = backend
+        .engine
+        .register(&acme(), new_task(&rx.url("/redriven"), FireTime::Now))
+        .await
+        .unwrap()
+        .task;
+    assert!(
+        task.timer_armed,
+        "the timer is armed before the task is written"
+    );
+
+    // What SQS's redrive policy does after the fifth failed receive.
+    let sqs = aws_sdk_sqs::Client::new(&moto());
+    let got = sqs
+        .receive_message()
+        .queue_url(&settings.timer_queue_url)
+        .wait_time_seconds(2)
+        .send()
+        .await
+        .unwrap();
+    let message = &got.messages()[0];
+    let failures_url = settings.system_failures_queue_url.clone().unwrap();
+    sqs.send_message()
+        .queue_url(&failures_url)
+        .message_body(message.body().unwrap())
+        .send()
+        .await
+        .unwrap();
+    sqs.delete_message()
+        .queue_url(&settings.timer_queue_url)
+        .receipt_handle(message.receipt_handle().unwrap())
+        .send()
+        .await
+        .unwrap();
+
+    let report = boomerang::aws::lambda::sweep(
+        &backend.engine,
+        backend.system_failures().as_ref(),
+        chrono::Duration::zero(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        report["rearmed"], 0,
+        "an armed task is not in the sweep's index"
+    );
+    assert_eq!(report["timers_redriven"], 1);
+    let emulator = backend.trigger_emulator();
+    wait_for(
+        "the handed-back timer to fire",
+        Duration::from_secs(20),
+        || async {
+            emulator.drain_queue_once().await.unwrap();
+            (rx.count("/redriven") == 1).then_some(())
+        },
+    )
+    .await;
+    let left = sqs
+        .receive_message()
+        .queue_url(&failures_url)
+        .send()
+        .await
+        .unwrap();
+    assert!(left.messages().is_empty(), "the system failure was deleted");
+    let task = backend.engine.get(&acme(), &task.id).await.unwrap().task;
+    assert_eq!(task.status, Status::Succeeded);
+}

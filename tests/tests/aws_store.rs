@@ -63,3 +63,138 @@ async fn finished_tasks_past_retention_are_invisible() {
         vec![recent.id]
     );
 }
+
+/// A JSON body of about 1 KiB, as an order webhook carries.
+fn order_event() -> String {
+    let items: Vec<serde_json::Value> = (0..10)
+        .map(|n| {
+            serde_json::json!({"sku": format!("SKU-{:05}", 131 * n), "qty": 1 + n % 4,
+                "unit_price_cents": 199 + 53 * n, "title": format!("Item {n} of order 0, blue")})
+        })
+        .collect();
+    serde_json::json!({
+        "event": "order.paid", "order_id": "ord_00040000",
+        "customer": {"id": "cus_001000", "email": "buyer0@example.com", "country": "DE"},
+        "items": items, "currency": "EUR", "paid_at": "2026-11-22T10:00:00Z",
+    })
+    .to_string()
+}
+
+/// DynamoDB bills a write by the whole item, per started KiB: a task with a 1 KiB JSON body
+/// stays under one unit at registration and after its attempt (state and record included).
+#[test]
+fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
+    use boomerang::aws::capacity::{item_size, write_units};
+    use boomerang::store::dynamodb::item::{new_item, record_value};
+    let body = order_event();
+    assert!(body.len() >= 1000, "{}", body.len());
+    let now = chrono::Utc::now();
+    let mut task = sample_task(&unique_tenant("size"), None, now);
+    task.spec.request.url = "https://hooks.example.com/orders/paid".into();
+    task.spec.request.headers = vec![("X-Api-Version".into(), "2024-06-01".into())];
+    task.spec.request.body = body;
+    let registered = new_item(&task, RETENTION).unwrap();
+    let claimed = task.claim(1, now, Duration::from_secs(40)).unwrap();
+    let verdict = boomerang::domain::Verdict::Retry {
+        error: "HTTP 503".into(),
+        retry_after: None,
+    };
+    let next = claimed.after_attempt(&verdict, now, 0.5).unwrap();
+    let record = claimed.attempt_record(&next, now, now, Some(503), Some("busy".into()));
+    let mut finished = new_item(&next, RETENTION).unwrap();
+    finished.insert(
+        "h".into(),
+        aws_sdk_dynamodb::types::AttributeValue::L(vec![record_value(&record)]),
+    );
+    for item in [&registered, &finished] {
+        assert_eq!(
+            write_units(item_size(item)),
+            1.0,
+            "{} bytes",
+            item_size(item)
+        );
+    }
+}
+
+/// A task a durable timer holds is not where the sweep looks; one without is, and once the
+/// sweep has armed it, the next sweep reads past it.
+#[tokio::test]
+async fn the_sweep_sees_only_unarmed_work_and_reads_past_its_checkpoint() {
+    let store = moto_store().await;
+    let tenant = unique_tenant("custody");
+    let now = chrono::Utc::now();
+    let minute = chrono::Duration::minutes(1);
+    let mut armed = sample_task(&tenant, None, now - minute);
+    armed.timer_armed = true;
+    let unarmed = sample_task(&tenant, None, now - minute);
+    store.create(&armed).await.unwrap();
+    store.create(&unarmed).await.unwrap();
+
+    let due = store.due(now, 100).await.unwrap();
+    let ids: Vec<_> = due.work.iter().map(|w| w.attempt.task_id).collect();
+    assert_eq!(ids, vec![unarmed.id]);
+    assert_eq!(
+        store.due(now, 100).await.unwrap().work.len(),
+        1,
+        "until the sweep says it armed them, the same work is found again"
+    );
+    store.swept(due.mark.as_ref().unwrap()).await.unwrap();
+    assert!(store.due(now, 100).await.unwrap().work.is_empty());
+
+    let later = sample_task(&tenant, None, now + minute);
+    store.create(&later).await.unwrap();
+    let due = store.due(now + minute * 2, 100).await.unwrap();
+    let ids: Vec<_> = due.work.iter().map(|w| w.attempt.task_id).collect();
+    assert_eq!(
+        ids,
+        vec![later.id],
+        "work written after the checkpoint is found"
+    );
+}
+
+/// A warm Lambda keeps what it read of keys and secrets for a minute; unknown keys are
+/// looked up every time, so a new key works at once.
+#[tokio::test]
+async fn tenant_lookups_are_cached_but_unknown_keys_are_not() {
+    use boomerang::ports::Tenants;
+    use boomerang::tenants::DynamoTenants;
+    let settings = fresh_moto_resources("tenants").await;
+    let client = aws_sdk_dynamodb::Client::new(&moto());
+    let tenants = DynamoTenants::new(client.clone(), &settings.table);
+    let stranger = "bk_not_yet_minted";
+    assert_eq!(tenants.authenticate(stranger).await.unwrap(), None);
+    let minted = tenants.mint_key(&unique_tenant("cache")).await.unwrap();
+    assert_eq!(
+        tenants.authenticate(&minted.api_key).await.unwrap(),
+        Some(minted.tenant.clone())
+    );
+    // Gone from the table (revoked), still known to this warm instance for a while.
+    let scan = client
+        .scan()
+        .table_name(&settings.table)
+        .send()
+        .await
+        .unwrap();
+    for item in scan.items() {
+        if item
+            .get("sk")
+            .and_then(|v| v.as_s().ok())
+            .is_some_and(|s| s == "KEY")
+        {
+            client
+                .delete_item()
+                .table_name(&settings.table)
+                .key("pk", item["pk"].clone())
+                .key("sk", item["sk"].clone())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(
+        tenants.authenticate(&minted.api_key).await.unwrap(),
+        Some(minted.tenant.clone())
+    );
+    let cold = DynamoTenants::new(client, &settings.table);
+    assert_eq!(cold.authenticate(&minted.api_key).await.unwrap(), None);
+}

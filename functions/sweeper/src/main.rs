@@ -1,5 +1,6 @@
-//! The sweeper Lambda, on a one-minute schedule: re-arms lost timers, expired leases and
-//! unacknowledged dead letters (see `boomerang::aws::lambda::handle_sweep`).
+//! The sweeper Lambda, on a one-minute schedule: re-arms lost timers and unacknowledged
+//! dead letters, and hands failed timers back to the timer queue (see
+//! `boomerang::aws::lambda::handle_sweep`).
 
 use boomerang::aws::lambda::handle_sweep;
 use boomerang::service;
@@ -11,8 +12,9 @@ async fn main() -> Result<(), Error> {
     service::init_lambda_tracing();
     let backend = service::lambda().await?;
     let engine = &*backend.engine;
+    let failures = &backend.system_failures();
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| async move {
-        Ok::<Value, Error>(handle_sweep(engine).await?)
+        Ok::<Value, Error>(handle_sweep(engine, failures.as_ref()).await?)
     }))
     .await
 }

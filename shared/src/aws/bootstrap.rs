@@ -30,8 +30,14 @@ pub async fn bootstrap(sdk: &SdkConfig, prefix: &str) -> Result<AwsSettings, Boo
     let table = format!("{prefix}-tasks");
     create_table(&aws_sdk_dynamodb::Client::new(sdk), &table).await?;
     let sqs = aws_sdk_sqs::Client::new(sdk);
-    let timer_queue_url = create_queue(&sqs, &format!("{prefix}-timer")).await?;
-    let dead_letter_queue_url = create_queue(&sqs, &format!("{prefix}-dead-letters")).await?;
+    let failures_url = create_queue(&sqs, &format!("{prefix}-system-failures"), None).await?;
+    let failures_arn = queue_arn(&sqs, &failures_url).await?;
+    // Like the stack: a timer message that fails five times moves to system failures,
+    // from where the sweeper hands it back.
+    let redrive = serde_json::json!({"deadLetterTargetArn": failures_arn, "maxReceiveCount": "5"});
+    let timer_queue_url =
+        create_queue(&sqs, &format!("{prefix}-timer"), Some(redrive.to_string())).await?;
+    let dead_letter_queue_url = create_queue(&sqs, &format!("{prefix}-dead-letters"), None).await?;
     let group = format!("{prefix}-timers");
     let created = aws_sdk_scheduler::Client::new(sdk)
         .create_schedule_group()
@@ -55,21 +61,43 @@ pub async fn bootstrap(sdk: &SdkConfig, prefix: &str) -> Result<AwsSettings, Boo
             "arn:aws:lambda:us-east-1:000000000000:function:{prefix}-delivery"
         ),
         scheduler_role_arn: format!("arn:aws:iam::000000000000:role/{prefix}-scheduler"),
-        scheduler_dlq_arn: None,
+        scheduler_dlq_arn: Some(failures_arn),
+        system_failures_queue_url: Some(failures_url),
         allowed_cidrs: Vec::new(),
         retention: Duration::from_secs(super::DEFAULT_RETENTION_DAYS * 24 * 3600),
     })
 }
 
-async fn create_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> Result<String, BootstrapError> {
+async fn create_queue(
+    sqs: &aws_sdk_sqs::Client,
+    name: &str,
+    redrive_policy: Option<String>,
+) -> Result<String, BootstrapError> {
     let out = sqs
         .create_queue()
         .queue_name(name)
+        .set_attributes(
+            redrive_policy
+                .map(|p| [(aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy, p)].into()),
+        )
         .send()
         .await
         .map_err(|e| fail("create queue")(describe(&e)))?;
     out.queue_url
         .ok_or_else(|| fail("create queue")("no queue URL returned".into()))
+}
+
+async fn queue_arn(sqs: &aws_sdk_sqs::Client, url: &str) -> Result<String, BootstrapError> {
+    let out = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| fail("get queue ARN")(describe(&e)))?;
+    out.attributes
+        .and_then(|mut a| a.remove(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
+        .ok_or_else(|| fail("get queue ARN")("no ARN returned".into()))
 }
 
 fn key(name: &str, kind: KeyType) -> KeySchemaElement {
@@ -192,7 +220,18 @@ pub fn env_exports(s: &AwsSettings) -> String {
         (super::ENV_DELIVERY_FUNCTION_ARN, &s.delivery_target_arn),
         (super::ENV_SCHEDULER_ROLE_ARN, &s.scheduler_role_arn),
     ]
-    .iter()
+    .into_iter()
+    .chain(
+        [
+            (super::ENV_SCHEDULER_DLQ_ARN, s.scheduler_dlq_arn.as_deref()),
+            (
+                super::ENV_SYSTEM_FAILURES_QUEUE_URL,
+                s.system_failures_queue_url.as_deref(),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v))),
+    )
     .map(|(k, v)| format!("export {k}='{v}'\n"))
     .collect()
 }

@@ -6,9 +6,11 @@ use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent
 use futures_util::future::join_all;
 use serde_json::{json, Value};
 
+use super::system_failures::SystemFailures;
 use super::SWEEP_LAG;
 use crate::domain::AttemptRef;
 use crate::engine::{DeliverOutcome, Engine, EngineError};
+use crate::metrics::MetricEvent;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -35,19 +37,45 @@ pub async fn handle_delivery(engine: &Engine, event: Value) -> Result<Value, Han
 }
 
 /// The sweeper Lambda's handler: re-arms work overdue by more than [`SWEEP_LAG`] (its timer
-/// was lost), deliveries whose lease expired, and dead letters not yet acknowledged.
-pub async fn handle_sweep(engine: &Engine) -> Result<Value, EngineError> {
-    let report = engine.sweep(-SWEEP_LAG).await?;
+/// was lost), and dead letters not yet acknowledged; then hands the timers in the
+/// system-failures queue back to the timer queue.
+pub async fn handle_sweep(
+    engine: &Engine,
+    failures: Option<&SystemFailures>,
+) -> Result<Value, EngineError> {
+    sweep(engine, failures, -SWEEP_LAG).await
+}
+
+/// [`handle_sweep`] with the cutoff `lookahead` from now (the trigger emulation sets its
+/// own lag).
+pub async fn sweep(
+    engine: &Engine,
+    failures: Option<&SystemFailures>,
+    lookahead: chrono::Duration,
+) -> Result<Value, EngineError> {
+    let report = engine.sweep(lookahead).await?;
+    let redriven = match failures {
+        Some(f) => f.redrive(engine).await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "could not read the system-failures queue");
+            0
+        }),
+        None => 0,
+    };
+    if redriven > 0 {
+        engine.record(MetricEvent::SweepRepaired { count: redriven });
+    }
     tracing::info!(
         rearmed = report.rearmed,
         leases_taken_over = report.leases_taken_over,
         dead_letters_resent = report.dead_letters_resent,
+        timers_redriven = redriven,
         "sweep finished"
     );
     Ok(json!({
         "rearmed": report.rearmed,
         "leases_taken_over": report.leases_taken_over,
         "dead_letters_resent": report.dead_letters_resent,
+        "timers_redriven": redriven,
     }))
 }
 

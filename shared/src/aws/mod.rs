@@ -7,6 +7,7 @@ pub mod bootstrap;
 pub mod capacity;
 pub(crate) mod items;
 pub mod lambda;
+pub mod system_failures;
 pub mod triggers;
 
 use std::time::Duration;
@@ -32,6 +33,9 @@ pub struct AwsSettings {
     pub scheduler_role_arn: String,
     /// Scheduler's own dead-letter queue for fires it could not deliver (optional).
     pub scheduler_dlq_arn: Option<String>,
+    /// The queue where failed timer messages, fires and invocations end up; the sweeper
+    /// hands them back to the timer queue (optional).
+    pub system_failures_queue_url: Option<String>,
     pub allowed_cidrs: Vec<IpNet>,
     /// How long finished tasks are kept.
     pub retention: Duration,
@@ -52,6 +56,7 @@ pub const ENV_SCHEDULE_GROUP: &str = "BOOMERANG_SCHEDULE_GROUP";
 pub const ENV_DELIVERY_FUNCTION_ARN: &str = "BOOMERANG_DELIVERY_FUNCTION_ARN";
 pub const ENV_SCHEDULER_ROLE_ARN: &str = "BOOMERANG_SCHEDULER_ROLE_ARN";
 pub const ENV_SCHEDULER_DLQ_ARN: &str = "BOOMERANG_SCHEDULER_DLQ_ARN";
+pub const ENV_SYSTEM_FAILURES_QUEUE_URL: &str = "BOOMERANG_SYSTEM_FAILURES_QUEUE_URL";
 pub const ENV_ALLOWED_CIDRS: &str = "BOOMERANG_ALLOWED_CIDRS";
 pub const ENV_RETENTION_DAYS: &str = "BOOMERANG_RETENTION_DAYS";
 
@@ -109,6 +114,7 @@ impl AwsSettings {
         }
         let retention = Duration::from_secs(days * 24 * 3600);
         let scheduler_dlq_arn = get(ENV_SCHEDULER_DLQ_ARN);
+        let system_failures_queue_url = get(ENV_SYSTEM_FAILURES_QUEUE_URL);
         let get = |k| get(k).expect("checked above");
         Ok(Self {
             table: get(ENV_TABLE),
@@ -118,6 +124,7 @@ impl AwsSettings {
             delivery_target_arn: get(ENV_DELIVERY_FUNCTION_ARN),
             scheduler_role_arn: get(ENV_SCHEDULER_ROLE_ARN),
             scheduler_dlq_arn,
+            system_failures_queue_url,
             allowed_cidrs,
             retention,
         })

@@ -114,6 +114,12 @@ impl Engine {
         Self { ports, settings }
     }
 
+    /// Counts an event through the engine's metrics port (for work around the engine, such
+    /// as the sweeper's redrive of failed timers).
+    pub fn record(&self, event: MetricEvent) {
+        self.ports.metrics.record(event);
+    }
+
     /// The tenant an API key belongs to, if any.
     pub async fn authenticate(&self, api_key: &str) -> Result<Option<TenantId>, TenantsError> {
         self.ports.tenants.authenticate(api_key).await
@@ -225,6 +231,12 @@ impl Engine {
             Some(task) if &task.tenant == tenant => Ok(task),
             _ => Err(EngineError::NotFound),
         }
+    }
+
+    /// Arms `attempt` again at once: for a timer that was handed back after it failed to
+    /// fire (`deliver` copes with whatever state the task is in). Returns whether it armed.
+    pub async fn rearm(&self, attempt: AttemptRef) -> bool {
+        self.arm(attempt, self.ports.clock.now()).await
     }
 
     /// Arms a timer; a failure is logged and left to the sweep. Returns whether it armed.

@@ -2,6 +2,14 @@
 //! tenant has its own signing secret.
 //!
 //! Items: `K#<sha256 hex of key>`, `KEY` → tenant; `N#<tenant>`, `TENANT` → signing secret.
+//!
+//! A Lambda instance serves many requests, so what it read is kept for [`CACHE_TTL`]: a
+//! request or a delivery then costs no read for its key or secret. The price: a revoked
+//! key keeps working on warm instances for up to that long.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -15,6 +23,37 @@ use crate::ports::{Tenants, TenantsError};
 pub struct DynamoTenants {
     client: Client,
     table: String,
+    keys: Cache<TenantId>,
+    secrets: Cache<SigningSecret>,
+}
+
+/// How long a key's tenant and a tenant's secret are remembered.
+pub const CACHE_TTL: Duration = Duration::from_secs(60);
+/// Entries per cache; a full cache starts over (it is only an optimisation).
+const CACHE_ENTRIES: usize = 10_000;
+
+/// Found values only: an unknown key is looked up every time, so a new key works at once.
+struct Cache<V>(Mutex<HashMap<String, (Instant, V)>>);
+
+impl<V: Clone> Cache<V> {
+    fn new() -> Self {
+        Self(Mutex::new(HashMap::new()))
+    }
+
+    fn get(&self, key: &str) -> Option<V> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(key)
+            .filter(|(at, _)| at.elapsed() < CACHE_TTL)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn put(&self, key: String, value: V) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= CACHE_ENTRIES {
+            map.clear();
+        }
+        map.insert(key, (Instant::now(), value));
+    }
 }
 
 /// A freshly minted API key (shown once) and the tenant's signing secret.
@@ -37,6 +76,8 @@ impl DynamoTenants {
         Self {
             client,
             table: table.into(),
+            keys: Cache::new(),
+            secrets: Cache::new(),
         }
     }
 
@@ -92,23 +133,36 @@ impl DynamoTenants {
 #[async_trait]
 impl Tenants for DynamoTenants {
     async fn authenticate(&self, api_key: &str) -> Result<Option<TenantId>, TenantsError> {
-        let item = self.get(key_pk(api_key), "KEY").await?;
-        Ok(item
+        let pk = key_pk(api_key);
+        if let Some(tenant) = self.keys.get(&pk) {
+            return Ok(Some(tenant));
+        }
+        let item = self.get(pk.clone(), "KEY").await?;
+        let tenant = item
             .as_ref()
             .and_then(|i| get_s(i, "tenant").ok())
-            .and_then(|t| TenantId::parse(t).ok()))
+            .and_then(|t| TenantId::parse(t).ok());
+        if let Some(t) = &tenant {
+            self.keys.put(pk, t.clone());
+        }
+        Ok(tenant)
     }
 
     async fn signing_secret(
         &self,
         tenant: &TenantId,
     ) -> Result<Option<SigningSecret>, TenantsError> {
-        let Some(item) = self.get(tenant_pk(tenant), "TENANT").await? else {
+        let pk = tenant_pk(tenant);
+        if let Some(secret) = self.secrets.get(&pk) {
+            return Ok(Some(secret));
+        }
+        let Some(item) = self.get(pk.clone(), "TENANT").await? else {
             return Ok(None);
         };
         let raw = get_s(&item, "signing_secret").map_err(|e| TenantsError(e.into()))?;
-        SigningSecret::parse(raw)
-            .map(Some)
-            .map_err(|e| TenantsError(format!("tenant {tenant}: {e}").into()))
+        let secret = SigningSecret::parse(raw)
+            .map_err(|e| TenantsError(format!("tenant {tenant}: {e}").into()))?;
+        self.secrets.put(pk, secret.clone());
+        Ok(Some(secret))
     }
 }

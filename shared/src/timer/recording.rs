@@ -14,9 +14,18 @@ use crate::ports::{Timer, TimerError};
 pub struct RecordingTimer {
     armed: Mutex<Vec<(AttemptRef, DateTime<Utc>)>>,
     failures_left: AtomicU32,
+    durable: bool,
 }
 
 impl RecordingTimer {
+    /// One that says it is durable, as the AWS timer does.
+    pub fn durable() -> Self {
+        Self {
+            durable: true,
+            ..Self::default()
+        }
+    }
+
     /// Every arm so far, as (task, attempt, time).
     pub fn armed(&self) -> Vec<(TaskId, u32, DateTime<Utc>)> {
         self.armed
@@ -46,5 +55,9 @@ impl Timer for RecordingTimer {
         }
         self.armed.lock().expect("timer lock").push((attempt, at));
         Ok(())
+    }
+
+    fn durable(&self) -> bool {
+        self.durable
     }
 }
