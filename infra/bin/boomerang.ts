@@ -24,12 +24,17 @@ const architecture = ctx('architecture') ?? 'arm64';
 if (architecture !== 'arm64' && architecture !== 'x86_64') {
   throw new Error('context architecture must be arm64 or x86_64');
 }
+const frontend = ctx('frontend') ?? 'http-api';
+if (frontend !== 'http-api' && frontend !== 'function-url') {
+  throw new Error('context frontend must be http-api or function-url');
+}
 
 new BoomerangStack(app, `Boomerang-${stage}`, {
   stage,
   // The output directory of `cargo lambda build --release --output-format zip`.
   assetDir: path.resolve(ctx('assetDir') ?? path.join(__dirname, '..', '..', '..', 'target', 'lambda')),
   architecture,
+  frontend,
   alarmEmail: ctx('alarmEmail'),
   retentionDays: num('retentionDays'),
   deliveryReservedConcurrency: num('deliveryReservedConcurrency'),

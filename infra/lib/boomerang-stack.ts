@@ -28,6 +28,9 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 export const MAX_WEBHOOK_TIMEOUT_SECONDS = 60;
 /** Added to a task's timeout to form its delivery lease (the engine's default). */
 export const LEASE_MARGIN_SECONDS = 30;
+/** Memory of the API and delivery functions (`boomerang bench cost` prices with these). */
+export const API_MEMORY_MB = 256;
+export const DELIVERY_MEMORY_MB = 512;
 /** The namespace of the Embedded Metric Format lines the functions print. */
 export const METRICS_NAMESPACE = 'Boomerang';
 
@@ -51,6 +54,12 @@ export interface BoomerangStackProps extends StackProps {
   readonly allowedCidrs?: string;
   /** Off only for throw-away test stacks. */
   readonly deletionProtection?: boolean;
+  /**
+   * `http-api` (default): API Gateway's HTTP API in front of the API function, with access
+   * logs and throttling. `function-url`: the function's own URL, without API Gateway's
+   * $1 per million requests (and without its throttling).
+   */
+  readonly frontend?: 'http-api' | 'function-url';
 }
 
 /** A function's code: the built zip if it is there, else a placeholder (synth and tests). */
@@ -65,7 +74,8 @@ function functionCode(assetDir: string, name: string): lambda.Code {
 
 export class BoomerangStack extends Stack {
   readonly table: dynamodb.Table;
-  readonly api: apigw.HttpApi;
+  /** The HTTP API (absent when the front door is a function URL). */
+  readonly api?: apigw.HttpApi;
   readonly functions: Record<'api' | 'delivery' | 'sweeper', lambda.Function>;
   readonly schedulerRole: iam.Role;
 
@@ -90,22 +100,24 @@ export class BoomerangStack extends Stack {
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: protect,
-      timeToLiveAttribute: 'expires_at',
+      timeToLiveAttribute: 'x',
       removalPolicy,
     });
-    // Sparse and sharded: only tasks with pending work, which is what the sweeper reads.
+    // Both indexes project keys only: an index entry is written when its key is, and
+    // never again when the task's state changes. Sparse and sharded: only tasks with
+    // pending work that no durable timer holds, read by the sweeper from a checkpoint.
     this.table.addGlobalSecondaryIndex({
       indexName: 'due',
-      partitionKey: { name: 'due_shard', type: dynamodb.AttributeType.STRING },
-      sortKey: { name: 'due_ms', type: dynamodb.AttributeType.NUMBER },
-      projectionType: dynamodb.ProjectionType.INCLUDE,
-      nonKeyAttributes: ['attempt', 'due_reason'],
+      partitionKey: { name: 'ds', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'dm', type: dynamodb.AttributeType.NUMBER },
+      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
     });
+    // A tenant's tasks, newest first (the sort key is the task's key, a time-ordered id).
     this.table.addGlobalSecondaryIndex({
       indexName: 'by_tenant',
-      partitionKey: { name: 'tenant', type: dynamodb.AttributeType.STRING },
-      sortKey: { name: 'tenant_sk', type: dynamodb.AttributeType.STRING },
-      projectionType: dynamodb.ProjectionType.ALL,
+      partitionKey: { name: 'tn', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
     });
 
     // ── Queues ─────────────────────────────────────────────────────────────────────────
@@ -118,7 +130,8 @@ export class BoomerangStack extends Stack {
         ...extra,
       });
     // Fires Scheduler could not deliver, failed async invocations and timer messages that
-    // failed over and over: nothing is lost, and the sweeper repairs the tasks meanwhile.
+    // failed over and over. The sweeper hands each back to the timer queue: an armed
+    // task's timer is the only record of its pending attempt.
     const systemFailures = queue('SystemFailures', 'system-failures');
     const deadLetters = queue('DeadLetters', 'dead-letters');
 
@@ -128,8 +141,12 @@ export class BoomerangStack extends Stack {
     // (timeout + margin) so a running delivery is not taken over.
     const deliveryTimeout = Duration.seconds(MAX_WEBHOOK_TIMEOUT_SECONDS + LEASE_MARGIN_SECONDS);
     const timerQueue = queue('TimerQueue', 'timer', {
-      // AWS asks for at least six times the function timeout on an event source queue.
-      visibilityTimeout: Duration.seconds(deliveryTimeout.toSeconds() * 6),
+      // At least the function timeout, as the event source mapping requires. A message
+      // comes back this long after a delivery function died with it: its attempt is then
+      // taken over (the lease has ended). Twice the timeout rather than AWS's general
+      // advice of six, because a message that comes back too early is harmless here: the
+      // attempt's lease turns it into a timer for the lease's end.
+      visibilityTimeout: Duration.seconds(deliveryTimeout.toSeconds() * 2),
       deadLetterQueue: { queue: systemFailures, maxReceiveCount: 5 },
     });
 
@@ -155,6 +172,8 @@ export class BoomerangStack extends Stack {
       timeout: Duration,
       extra: Partial<lambda.FunctionProps> = {},
     ) => {
+      // JSON logs with platform lines (START, END, REPORT) only at WARN: CloudWatch Logs
+      // bills by the byte, and those three would be most of the bytes per invocation.
       const group = logGroup(name);
       // Only writing its own logs; no managed policy (they grant logs on `*`).
       const role = new iam.Role(this, `${name}Role`, {
@@ -176,12 +195,17 @@ export class BoomerangStack extends Stack {
         timeout,
         role,
         logGroup: group,
+        loggingFormat: lambda.LoggingFormat.JSON,
+        systemLogLevelV2: lambda.SystemLogLevel.WARN,
+        applicationLogLevelV2: lambda.ApplicationLogLevel.INFO,
         ...extra,
       });
     };
 
-    // 512 MB buys enough CPU that TLS handshakes and JSON stay in the milliseconds; the API
-    // answers well inside API Gateway's 30 s.
+    // Sized by `boomerang bench cost` (which prices with these sizes): the API mostly waits
+    // on DynamoDB and SQS, so 256 MB does; the delivery function runs a batch of up to 10
+    // webhook calls at once, and 512 MB (about a third of a vCPU) keeps their TLS
+    // handshakes short. The API answers well inside API Gateway's 30 s.
     // Built from the literal name, so functions (the delivery function included) can be
     // told this ARN without a reference cycle.
     const deliveryArn = Stack.of(this).formatArn({
@@ -190,8 +214,8 @@ export class BoomerangStack extends Stack {
       resourceName: `${stage}-boomerang-delivery`,
       arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     });
-    const apiFn = makeFunction('Api', 512, Duration.seconds(29));
-    const deliveryFn = makeFunction('Delivery', 1024, deliveryTimeout, {
+    const apiFn = makeFunction('Api', API_MEMORY_MB, Duration.seconds(29));
+    const deliveryFn = makeFunction('Delivery', DELIVERY_MEMORY_MB, deliveryTimeout, {
       reservedConcurrentExecutions: props.deliveryReservedConcurrency,
     });
     // One sweep at a time: overlapping sweeps would only re-arm the same tasks twice.
@@ -227,6 +251,7 @@ export class BoomerangStack extends Stack {
       BOOMERANG_DELIVERY_FUNCTION_ARN: deliveryArn,
       BOOMERANG_SCHEDULER_ROLE_ARN: this.schedulerRole.roleArn,
       BOOMERANG_SCHEDULER_DLQ_ARN: systemFailures.queueArn,
+      BOOMERANG_SYSTEM_FAILURES_QUEUE_URL: systemFailures.queueUrl,
       BOOMERANG_RETENTION_DAYS: String(retentionDays),
       BOOMERANG_ALLOWED_CIDRS: props.allowedCidrs ?? '',
     };
@@ -237,7 +262,13 @@ export class BoomerangStack extends Stack {
       }
       fn.addToRolePolicy(
         new iam.PolicyStatement({
-          actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query'],
+          actions: [
+            'dynamodb:GetItem',
+            'dynamodb:BatchGetItem',
+            'dynamodb:PutItem',
+            'dynamodb:UpdateItem',
+            'dynamodb:Query',
+          ],
           resources: [this.table.tableArn, `${this.table.tableArn}/index/*`],
         }),
       );
@@ -271,6 +302,13 @@ export class BoomerangStack extends Stack {
       );
     }
     // The API also retries failed tasks; it never sends dead letters itself.
+    // The sweeper hands failed timers back from the system-failures queue.
+    sweeperFn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage'],
+        resources: [systemFailures.queueArn],
+      }),
+    );
 
     // Scheduler invokes asynchronously: no Lambda retries (Scheduler has its own), and a
     // failure goes to the system-failures queue.
@@ -291,37 +329,18 @@ export class BoomerangStack extends Stack {
       targets: [new targets.LambdaFunction(sweeperFn, { retryAttempts: 0 })],
     });
 
-    // ── HTTP API ───────────────────────────────────────────────────────────────────────
-    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
-      logGroupName: `/aws/apigateway/${stage}-boomerang`,
-      retention: logs.RetentionDays.THREE_MONTHS,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    this.api = new apigw.HttpApi(this, 'HttpApi', {
-      apiName: `${stage}-boomerang`,
-      createDefaultStage: true,
-    });
-    const integration = new HttpLambdaIntegration('ApiIntegration', apiFn);
-    this.api.addRoutes({ path: '/v1/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
-    this.api.addRoutes({ path: '/healthz', methods: [apigw.HttpMethod.GET], integration });
-    const stageResource = this.api.defaultStage!.node.defaultChild as apigw.CfnStage;
-    stageResource.accessLogSettings = {
-      destinationArn: accessLogs.logGroupArn,
-      format: JSON.stringify({
-        requestId: '$context.requestId',
-        ip: '$context.identity.sourceIp',
-        time: '$context.requestTime',
-        method: '$context.httpMethod',
-        path: '$context.path',
-        status: '$context.status',
-        latency: '$context.responseLatency',
-        integrationError: '$context.integrationErrorMessage',
-      }),
-    };
-    stageResource.defaultRouteSettings = {
-      throttlingRateLimit: 100,
-      throttlingBurstLimit: 200,
-    };
+    // ── HTTP front door ────────────────────────────────────────────────────────────────
+    let apiUrl: string;
+    if (props.frontend === 'function-url') {
+      // No API Gateway ($1 per million requests saved): the API function authenticates
+      // every request itself (bearer API keys), so the URL needs no IAM auth. There is no
+      // API Gateway throttling either: cap the function's concurrency instead.
+      const url = apiFn.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
+      apiUrl = url.url;
+    } else {
+      this.api = this.httpApi(stage, apiFn);
+      apiUrl = this.api.apiEndpoint;
+    }
 
     // ── Alarms and dashboard ───────────────────────────────────────────────────────────
     const topic = new sns.Topic(this, 'Alarms', {
@@ -354,7 +373,7 @@ export class BoomerangStack extends Stack {
     alarm(
       'system-failures',
       systemFailures.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
-      'Timer fires or invocations failed; the sweeper repairs the tasks, but find out why.',
+      'Timer fires or invocations failed; the sweeper hands them back, but find out why.',
     );
     alarm(
       'delivery-errors',
@@ -386,11 +405,46 @@ export class BoomerangStack extends Stack {
     );
 
     // ── Outputs ────────────────────────────────────────────────────────────────────────
-    new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint });
+    new CfnOutput(this, 'ApiUrl', { value: apiUrl });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'TimerQueueUrl', { value: timerQueue.queueUrl });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: deadLetters.queueUrl });
     new CfnOutput(this, 'SystemFailuresQueueUrl', { value: systemFailures.queueUrl });
     new CfnOutput(this, 'ScheduleGroup', { value: Fn.ref(group.logicalId) });
+  }
+
+  /** The HTTP API: `/v1/*` and `/healthz` to the API function, logged and throttled. */
+  private httpApi(stage: string, apiFn: lambda.Function): apigw.HttpApi {
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
+      logGroupName: `/aws/apigateway/${stage}-boomerang`,
+      retention: logs.RetentionDays.THREE_MONTHS,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const api = new apigw.HttpApi(this, 'HttpApi', {
+      apiName: `${stage}-boomerang`,
+      createDefaultStage: true,
+    });
+    const integration = new HttpLambdaIntegration('ApiIntegration', apiFn);
+    api.addRoutes({ path: '/v1/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
+    api.addRoutes({ path: '/healthz', methods: [apigw.HttpMethod.GET], integration });
+    const stageResource = api.defaultStage!.node.defaultChild as apigw.CfnStage;
+    stageResource.accessLogSettings = {
+      destinationArn: accessLogs.logGroupArn,
+      format: JSON.stringify({
+        requestId: '$context.requestId',
+        ip: '$context.identity.sourceIp',
+        time: '$context.requestTime',
+        method: '$context.httpMethod',
+        path: '$context.path',
+        status: '$context.status',
+        latency: '$context.responseLatency',
+        integrationError: '$context.integrationErrorMessage',
+      }),
+    };
+    stageResource.defaultRouteSettings = {
+      throttlingRateLimit: 100,
+      throttlingBurstLimit: 200,
+    };
+    return api;
   }
 }

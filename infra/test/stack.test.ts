@@ -6,7 +6,13 @@ import * as os from 'os';
 import * as path from 'path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { BoomerangStack, BoomerangStackProps, MAX_WEBHOOK_TIMEOUT_SECONDS } from '../lib/boomerang-stack';
+import {
+  API_MEMORY_MB,
+  BoomerangStack,
+  BoomerangStackProps,
+  DELIVERY_MEMORY_MB,
+  MAX_WEBHOOK_TIMEOUT_SECONDS,
+} from '../lib/boomerang-stack';
 
 // No zips in an empty directory: the placeholder code is used.
 const noZips = path.join(os.tmpdir(), 'boomerang-no-zips');
@@ -31,7 +37,7 @@ const fnByName = (name: string) =>
 const logicalIdOf = (type: string, pred: (r: any) => boolean) =>
   Object.entries(resources(type)).find(([, r]) => pred(r))![0];
 
-test('the table has its keys, indexes, TTL, point-in-time recovery and protection', () => {
+test('the table has its keys, keys-only indexes, TTL, point-in-time recovery and protection', () => {
   const table = only('AWS::DynamoDB::Table');
   const p = table.Properties;
   assert.deepEqual(p.KeySchema, [
@@ -39,18 +45,24 @@ test('the table has its keys, indexes, TTL, point-in-time recovery and protectio
     { AttributeName: 'sk', KeyType: 'RANGE' },
   ]);
   assert.equal(p.BillingMode, 'PAY_PER_REQUEST');
-  assert.deepEqual(p.TimeToLiveSpecification, { AttributeName: 'expires_at', Enabled: true });
+  assert.deepEqual(p.TimeToLiveSpecification, { AttributeName: 'x', Enabled: true });
   assert.equal(p.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled, true);
   assert.equal(p.DeletionProtectionEnabled, true);
   assert.equal(p.SSESpecification.SSEEnabled, true);
   const due = p.GlobalSecondaryIndexes.find((i: any) => i.IndexName === 'due');
   assert.deepEqual(due.KeySchema, [
-    { AttributeName: 'due_shard', KeyType: 'HASH' },
-    { AttributeName: 'due_ms', KeyType: 'RANGE' },
+    { AttributeName: 'ds', KeyType: 'HASH' },
+    { AttributeName: 'dm', KeyType: 'RANGE' },
   ]);
-  assert.equal(due.Projection.ProjectionType, 'INCLUDE');
   const byTenant = p.GlobalSecondaryIndexes.find((i: any) => i.IndexName === 'by_tenant');
-  assert.equal(byTenant.KeySchema[0].AttributeName, 'tenant');
+  assert.deepEqual(byTenant.KeySchema, [
+    { AttributeName: 'tn', KeyType: 'HASH' },
+    { AttributeName: 'pk', KeyType: 'RANGE' },
+  ]);
+  // A state change rewrites no index entry: each projects keys only.
+  for (const index of [due, byTenant]) {
+    assert.equal(index.Projection.ProjectionType, 'KEYS_ONLY');
+  }
 });
 
 test('deletion protection can be turned off for test stacks', () => {
@@ -60,17 +72,21 @@ test('deletion protection can be turned off for test stacks', () => {
   template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
 });
 
-test('three provided.al2023 functions, arm64 by default, with explained sizes', () => {
+test('three provided.al2023 functions, arm64 by default, sized as the cost meter prices them', () => {
   for (const name of ['api', 'delivery', 'sweeper']) {
     const fn = fnByName(name).Properties;
     assert.equal(fn.Runtime, 'provided.al2023');
     assert.deepEqual(fn.Architectures, ['arm64']);
     assert.equal(fn.Handler, 'bootstrap');
     assert.ok(fn.MemorySize >= 256);
+    // JSON logs, and the platform's START/END/REPORT lines only at WARN (logs bill by byte).
+    assert.equal(fn.LoggingConfig.LogFormat, 'JSON');
+    assert.equal(fn.LoggingConfig.SystemLogLevel, 'WARN');
   }
   const delivery = fnByName('delivery').Properties;
   assert.ok(delivery.Timeout > MAX_WEBHOOK_TIMEOUT_SECONDS, 'above the longest webhook timeout');
-  assert.ok(delivery.MemorySize >= 1024);
+  assert.equal(delivery.MemorySize, DELIVERY_MEMORY_MB);
+  assert.equal(fnByName('api').Properties.MemorySize, API_MEMORY_MB);
   assert.ok(fnByName('api').Properties.Timeout < 30, 'inside API Gateway’s limit');
   assert.equal(fnByName('sweeper').Properties.ReservedConcurrentExecutions, 1);
   const x86 = synth({ architecture: 'x86_64' });
@@ -92,6 +108,7 @@ test('functions are configured from the stack parameters', () => {
         BOOMERANG_SCHEDULE_GROUP: Match.anyValue(),
         BOOMERANG_DELIVERY_FUNCTION_ARN: Match.anyValue(),
         BOOMERANG_SCHEDULER_ROLE_ARN: Match.anyValue(),
+        BOOMERANG_SYSTEM_FAILURES_QUEUE_URL: Match.anyValue(),
       }),
     },
   });
@@ -128,6 +145,14 @@ test('Scheduler has its group and a role that may invoke only the delivery funct
   assert.deepEqual(actions, ['lambda:InvokeFunction', 'sqs:SendMessage']);
 });
 
+test('a function URL can replace the HTTP API', () => {
+  const t = synth({ frontend: 'function-url' });
+  t.resourceCountIs('AWS::ApiGatewayV2::Api', 0);
+  t.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE' });
+  template.resourceCountIs('AWS::Lambda::Url', 0);
+  assert.ok(Object.keys(t.findOutputs('ApiUrl')).length === 1);
+});
+
 test('the timer queue feeds the delivery function with partial batch responses', () => {
   const esm = only('AWS::Lambda::EventSourceMapping').Properties;
   assert.deepEqual(esm.FunctionResponseTypes, ['ReportBatchItemFailures']);
@@ -136,6 +161,12 @@ test('the timer queue feeds the delivery function with partial batch responses',
   assert.deepEqual(esm.FunctionName, { Ref: deliveryId });
   const timerId = logicalIdOf('AWS::SQS::Queue', (q) => q.Properties.QueueName === 'test-boomerang-timer');
   assert.deepEqual(esm.EventSourceArn, { 'Fn::GetAtt': [timerId, 'Arn'] });
+  // A message whose delivery function died comes back after the visibility timeout: at
+  // least the function's timeout, and not much longer, so the attempt is soon taken over.
+  const timer = resources('AWS::SQS::Queue')[timerId] as any;
+  const delivery = fnByName('delivery').Properties;
+  assert.ok(timer.Properties.VisibilityTimeout >= delivery.Timeout);
+  assert.ok(timer.Properties.VisibilityTimeout <= 3 * delivery.Timeout);
 });
 
 test('async invocations of the delivery function are not retried and fail to a queue', () => {
@@ -189,8 +220,16 @@ test('each function may touch only what it uses', () => {
   for (const a of ['dynamodb:PutItem', 'sqs:ReceiveMessage', 'scheduler:CreateSchedule', 'iam:PassRole']) {
     assert.ok(delivery.has(a), `delivery needs ${a}`);
   }
+  for (const a of ['dynamodb:UpdateItem', 'dynamodb:BatchGetItem']) {
+    assert.ok(delivery.has(a) && api.has(a), `state changes and listing need ${a}`);
+  }
   for (const a of ['dynamodb:DeleteItem', 'dynamodb:Scan', 'scheduler:DeleteSchedule']) {
     assert.ok(!delivery.has(a) && !api.has(a), `nobody needs ${a}`);
+  }
+  const sweeper = new Set(actionsOf('sweeper'));
+  for (const a of ['sqs:ReceiveMessage', 'sqs:DeleteMessage']) {
+    assert.ok(sweeper.has(a), `the sweeper drains system failures with ${a}`);
+    assert.ok(!api.has(a), `the API does not need ${a}`);
   }
 });
 
