@@ -14,7 +14,7 @@ use crate::clock::{Clock, ThreadRandom};
 use crate::dead_letters::SqsDeadLetters;
 use crate::domain::AttemptRef;
 use crate::engine::{Engine, EngineSettings, Ports};
-use crate::metrics::{Metrics, NoMetrics};
+use crate::metrics::{LogMetrics, Metrics};
 use crate::ports::{StoreError, Tenants};
 use crate::store::{DynamoStore, SqliteStore};
 use crate::tenants::DynamoTenants;
@@ -61,7 +61,7 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, BackendEr
         webhooks: Arc::new(HttpWebhooks::new(config.policy)?),
         clock: config.clock,
         random: Arc::new(ThreadRandom),
-        metrics: Arc::new(NoMetrics),
+        metrics: Arc::new(LogMetrics),
     };
     Ok(EmbeddedBackend {
         engine: Arc::new(Engine::new(ports, config.settings)),

@@ -14,7 +14,7 @@ use crate::backend::{self, AwsBackend, AwsBackendConfig, BackendError, EmbeddedC
 use crate::clock::SystemClock;
 use crate::domain::{AttemptRef, TenantId};
 use crate::engine::{Engine, EngineSettings};
-use crate::metrics::{EmfMetrics, NoMetrics};
+use crate::metrics::{EmfMetrics, LogMetrics};
 use crate::tenants::credentials::{self, CredentialsError};
 use crate::tenants::StaticTenants;
 use crate::webhook::DestinationPolicy;
@@ -266,7 +266,7 @@ async fn start_aws(
             settings,
             dev: config.dev,
             clock: Arc::new(SystemClock),
-            metrics: Arc::new(NoMetrics),
+            metrics: Arc::new(LogMetrics),
             engine: config.engine_settings(),
         },
     )?;
@@ -298,17 +298,44 @@ async fn start_aws(
 /// invalid one is a start-up error naming it), the SDK's credential chain, EMF metrics.
 pub async fn lambda() -> Result<AwsBackend, ServiceError> {
     let settings = AwsSettings::from_env()?;
+    let dev = lambda_dev_mode(|k| std::env::var(k).ok())?;
     let sdk = crate::aws::sdk_config().await;
     Ok(backend::aws(
         &sdk,
         AwsBackendConfig {
             settings,
-            dev: false,
+            dev,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(EmfMetrics),
             engine: EngineSettings::default(),
         },
     )?)
+}
+
+/// `BOOMERANG_DEV=true` lets the functions call `http://` and loopback receivers, for
+/// running the real binaries on this machine (cargo-lambda's runtime emulator) against an
+/// emulator. It is refused unless `AWS_ENDPOINT_URL` is a loopback address, so that no
+/// deployed function can have it.
+pub fn lambda_dev_mode(get: impl Fn(&str) -> Option<String>) -> Result<bool, ServiceError> {
+    if get("BOOMERANG_DEV").as_deref() != Some("true") {
+        return Ok(false);
+    }
+    let endpoint = get("AWS_ENDPOINT_URL").unwrap_or_default();
+    let local = url::Url::parse(&endpoint).is_ok_and(|u| match u.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    });
+    if !local {
+        return Err(SettingsError::Invalid(
+            "BOOMERANG_DEV",
+            "is only for functions run locally against an emulator (AWS_ENDPOINT_URL on loopback)"
+                .into(),
+        )
+        .into());
+    }
+    Ok(true)
 }
 
 /// JSON logs on stderr, the way CloudWatch Logs reads them (stdout carries EMF lines).
@@ -320,6 +347,9 @@ pub fn init_lambda_tracing() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_current_span(false)
+        // CloudWatch Logs bills by the byte: no span list (the invocation's request id)
+        // on every line.
+        .with_span_list(false)
         .without_time()
         .init();
 }
@@ -426,6 +456,30 @@ mod tests {
             lease_margin: Duration::from_secs(30),
             sweep_interval: Duration::from_secs(5),
             concurrency: 64,
+        }
+    }
+
+    #[test]
+    fn lambda_dev_mode_needs_a_loopback_emulator() {
+        let env = |dev: Option<&str>, endpoint: Option<&str>| {
+            let (dev, endpoint) = (dev.map(str::to_string), endpoint.map(str::to_string));
+            lambda_dev_mode(move |k| match k {
+                "BOOMERANG_DEV" => dev.clone(),
+                "AWS_ENDPOINT_URL" => endpoint.clone(),
+                _ => None,
+            })
+        };
+        assert!(!env(None, None).unwrap());
+        assert!(!env(Some("false"), Some("http://127.0.0.1:5000")).unwrap());
+        assert!(env(Some("true"), Some("http://127.0.0.1:5000")).unwrap());
+        assert!(env(Some("true"), Some("http://localhost:4566")).unwrap());
+        for far in [
+            None,
+            Some("https://dynamodb.us-east-1.amazonaws.com"),
+            Some("http://127.0.0.1.nip.io"),
+        ] {
+            let err = env(Some("true"), far).unwrap_err().to_string();
+            assert!(err.starts_with("BOOMERANG_DEV"), "{err}");
         }
     }
 

@@ -210,28 +210,37 @@ async fn wait_active(ddb: &aws_sdk_dynamodb::Client, table: &str) -> Result<(), 
     ))
 }
 
+/// The environment variables that point the functions (or `serve --backend aws`) at `s`.
+pub fn env_vars(s: &AwsSettings) -> Vec<(&'static str, String)> {
+    let required = [
+        (super::ENV_TABLE, Some(&s.table)),
+        (super::ENV_TIMER_QUEUE_URL, Some(&s.timer_queue_url)),
+        (
+            super::ENV_DEAD_LETTER_QUEUE_URL,
+            Some(&s.dead_letter_queue_url),
+        ),
+        (super::ENV_SCHEDULE_GROUP, Some(&s.schedule_group)),
+        (
+            super::ENV_DELIVERY_FUNCTION_ARN,
+            Some(&s.delivery_target_arn),
+        ),
+        (super::ENV_SCHEDULER_ROLE_ARN, Some(&s.scheduler_role_arn)),
+        (super::ENV_SCHEDULER_DLQ_ARN, s.scheduler_dlq_arn.as_ref()),
+        (
+            super::ENV_SYSTEM_FAILURES_QUEUE_URL,
+            s.system_failures_queue_url.as_ref(),
+        ),
+    ];
+    required
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v.clone())))
+        .collect()
+}
+
 /// `export NAME=value` lines for a shell.
 pub fn env_exports(s: &AwsSettings) -> String {
-    [
-        (super::ENV_TABLE, s.table.as_str()),
-        (super::ENV_TIMER_QUEUE_URL, &s.timer_queue_url),
-        (super::ENV_DEAD_LETTER_QUEUE_URL, &s.dead_letter_queue_url),
-        (super::ENV_SCHEDULE_GROUP, &s.schedule_group),
-        (super::ENV_DELIVERY_FUNCTION_ARN, &s.delivery_target_arn),
-        (super::ENV_SCHEDULER_ROLE_ARN, &s.scheduler_role_arn),
-    ]
-    .into_iter()
-    .chain(
-        [
-            (super::ENV_SCHEDULER_DLQ_ARN, s.scheduler_dlq_arn.as_deref()),
-            (
-                super::ENV_SYSTEM_FAILURES_QUEUE_URL,
-                s.system_failures_queue_url.as_deref(),
-            ),
-        ]
+    env_vars(s)
         .into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k, v))),
-    )
-    .map(|(k, v)| format!("export {k}='{v}'\n"))
-    .collect()
+        .map(|(k, v)| format!("export {k}='{v}'\n"))
+        .collect()
 }

@@ -113,7 +113,7 @@ pub async fn deliver_message(
         }
     };
     let outcome = engine.deliver(message).await?;
-    tracing::info!(task = %message.task_id, attempt = message.attempt, ?outcome, "timer fired");
+    tracing::debug!(task = %message.task_id, attempt = message.attempt, ?outcome, "timer fired");
     Ok(Some(outcome))
 }
 

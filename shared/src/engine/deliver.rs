@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::{Engine, EngineError};
 use crate::domain::{AttemptRef, Refusal, Status, Task, Verdict};
-use crate::metrics::MetricEvent;
+use crate::metrics::{AttemptFacts, MetricEvent};
 use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
 use crate::retry::with_retries;
 
@@ -88,17 +88,16 @@ impl Engine {
             Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
             Err(e) => return Err(e.into()),
         }
-        let lateness_ms = record.lateness_ms;
-        self.ports.metrics.record(match next.status {
-            Status::Succeeded => MetricEvent::Delivered { lateness_ms },
-            Status::Scheduled => MetricEvent::Retried { lateness_ms },
-            _ => MetricEvent::Failed { lateness_ms },
-        });
-        tracing::info!(
-            task = %at.task_id, attempt = at.attempt, status = next.status.as_str(),
-            http_status = record.status_code, lateness_ms,
-            duration_ms = record.duration_ms, "attempt finished"
-        );
+        self.ports
+            .metrics
+            .record(MetricEvent::Attempt(AttemptFacts {
+                task: at.task_id,
+                attempt: at.attempt,
+                outcome: record.outcome,
+                http_status: record.status_code,
+                lateness_ms: record.lateness_ms,
+                duration_ms: record.duration_ms,
+            }));
         if next.status == Status::Failed {
             tracing::warn!(
                 task = %at.task_id, tenant = %next.tenant, attempts = next.attempts_in_round(),

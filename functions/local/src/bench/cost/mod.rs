@@ -3,9 +3,12 @@
 //! counts every AWS request through an SDK interceptor ([`meter`]), prices DynamoDB by the
 //! items written and read, and prints dollars per million callbacks by component.
 
+mod functions;
 mod meter;
 mod prices;
 mod scenarios;
+
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use aws_sdk_dynamodb::types::ProjectionType;
@@ -16,6 +19,13 @@ pub struct CostArgs {
     /// Tasks per scenario (deliveries share SQS batches of up to 10, as at volume).
     #[arg(long, default_value_t = 100)]
     pub tasks: usize,
+    /// Where the built `api` and `delivery` function binaries are; they are run under
+    /// cargo-lambda's runtime emulator to time them and measure their logs.
+    #[arg(long, default_value = "target/release")]
+    pub functions: PathBuf,
+    /// Skip the function binaries: durations from this process, logs not measured.
+    #[arg(long)]
+    pub in_process: bool,
 }
 
 pub async fn run(args: CostArgs) -> Result<()> {
@@ -27,7 +37,8 @@ pub async fn run(args: CostArgs) -> Result<()> {
     if args.tasks == 0 || args.tasks > 10_000 {
         bail!("--tasks must be between 1 and 10000");
     }
-    scenarios::run_all(&endpoint, args.tasks).await
+    let functions = (!args.in_process).then_some(args.functions);
+    scenarios::run_all(&endpoint, args.tasks, functions).await
 }
 
 fn is_loopback(endpoint: &str) -> bool {

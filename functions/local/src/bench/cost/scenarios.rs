@@ -1,5 +1,8 @@
-//! The scenarios the meter runs, and the table it prints.
+//! The scenarios the meter runs, twice: once in this process with the metered SDK clients
+//! (what the AWS path asks of AWS), once through the real Lambda binaries under the runtime
+//! emulator (how long the functions run and what they log).
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -7,27 +10,29 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use boomerang::aws::bootstrap::bootstrap;
+use boomerang::aws::bootstrap::{bootstrap, env_vars};
 use boomerang::aws::triggers::TriggerEmulator;
 use boomerang::backend::{aws_with_clients, AwsBackendConfig, AwsClients};
 use boomerang::clock::Clock;
-use boomerang::domain::TenantId;
+use boomerang::domain::{AttemptRef, TenantId};
 use boomerang::engine::EngineSettings;
 use boomerang::metrics::NoMetrics;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
+use super::functions::Functions;
 use super::meter::{Meter, Tally};
 use super::prices::*;
 use super::table_shape;
 
-/// Memory of each function in the CDK stack (`infra/lib/boomerang-stack.ts`).
-const API_MEMORY_MB: f64 = 512.0;
-const DELIVERY_MEMORY_MB: f64 = 1024.0;
+/// Memory of each function in the CDK stack (`API_MEMORY_MB`, `DELIVERY_MEMORY_MB` in
+/// `infra/lib/boomerang-stack.ts`; its tests check the stack keeps them).
+const API_MEMORY_MB: u32 = 256;
+const DELIVERY_MEMORY_MB: u32 = 512;
 
-/// The system clock shifted forward by a settable amount: how the meter reaches a task
-/// due in two hours without waiting for it.
+/// The system clock shifted forward by a settable amount: how the in-process pass reaches
+/// a task due in two hours without waiting for it.
 #[derive(Default)]
 struct ShiftedClock(Mutex<chrono::Duration>);
 
@@ -43,16 +48,34 @@ impl Clock for ShiftedClock {
     }
 }
 
-/// What one scenario did: the AWS requests and units, and the Lambda work.
-#[derive(Default)]
+/// What one scenario did.
+#[derive(Clone, Default)]
 struct Run {
     tally: Tally,
     api_calls: usize,
+    /// Billed seconds (each invocation rounded up to the millisecond).
     api_seconds: f64,
     delivery_invocations: usize,
     delivery_seconds: f64,
+    log_bytes: usize,
     /// Callbacks delivered (the denominator of "per million callbacks").
     callbacks: usize,
+}
+
+fn billed(seconds: f64) -> f64 {
+    (seconds * 1000.0).ceil() / 1000.0
+}
+
+impl Run {
+    fn api(&mut self, seconds: f64) {
+        self.api_calls += 1;
+        self.api_seconds += billed(seconds);
+    }
+
+    fn delivery(&mut self, seconds: f64) {
+        self.delivery_invocations += 1;
+        self.delivery_seconds += billed(seconds);
+    }
 }
 
 /// Dollars per million callbacks, by component.
@@ -63,14 +86,18 @@ struct Cost {
     scheduler: f64,
     lambda: f64,
     api_gateway: f64,
+    logs: f64,
 }
 
 impl Cost {
-    fn of(run: &Run) -> Cost {
-        let per = 1.0 / run.callbacks.max(1) as f64;
-        let t = &run.tally;
-        let gb_seconds = run.api_seconds * API_MEMORY_MB / 1024.0
-            + run.delivery_seconds * DELIVERY_MEMORY_MB / 1024.0;
+    /// Requests and units from the in-process pass; function durations and log bytes
+    /// from the pass through the real binaries.
+    fn of(counts: &Run, timing: &Run) -> Cost {
+        let per = 1.0 / counts.callbacks.max(1) as f64;
+        let per_timed = 1.0 / timing.callbacks.max(1) as f64;
+        let t = &counts.tally;
+        let gb_seconds = timing.api_seconds * f64::from(API_MEMORY_MB) / 1024.0
+            + timing.delivery_seconds * f64::from(DELIVERY_MEMORY_MB) / 1024.0;
         Cost {
             dynamodb: per
                 * (t.write_units() * DYNAMODB_PER_MILLION_WRITE_UNITS
@@ -81,14 +108,16 @@ impl Cost {
                 * t.count("Scheduler CreateSchedule")
                 * SCHEDULER_PER_MILLION_INVOCATIONS,
             lambda: per
-                * ((run.api_calls + run.delivery_invocations) as f64 * LAMBDA_PER_MILLION_REQUESTS
-                    + gb_seconds * LAMBDA_PER_GB_SECOND * 1e6),
-            api_gateway: per * run.api_calls as f64 * API_GATEWAY_PER_MILLION_REQUESTS,
+                * (counts.api_calls + counts.delivery_invocations) as f64
+                * LAMBDA_PER_MILLION_REQUESTS
+                + per_timed * gb_seconds * LAMBDA_PER_GB_SECOND * 1e6,
+            api_gateway: per * counts.api_calls as f64 * API_GATEWAY_PER_MILLION_REQUESTS,
+            logs: per_timed * timing.log_bytes as f64 / 1e9 * LOGS_PER_GB * 1e6,
         }
     }
 
     fn total(&self) -> f64 {
-        self.dynamodb + self.sqs + self.scheduler + self.lambda + self.api_gateway
+        self.dynamodb + self.sqs + self.scheduler + self.lambda + self.api_gateway + self.logs
     }
 
     fn minus(&self, o: &Cost) -> Cost {
@@ -98,6 +127,7 @@ impl Cost {
             scheduler: self.scheduler - o.scheduler,
             lambda: self.lambda - o.lambda,
             api_gateway: self.api_gateway - o.api_gateway,
+            logs: self.logs - o.logs,
         }
     }
 }
@@ -150,172 +180,223 @@ fn order_event(i: usize) -> Value {
     })
 }
 
+/// How API calls and timer fires reach the code.
+enum Via {
+    /// The Router and the delivery handler in this process, on metered clients.
+    InProcess {
+        router: axum::Router,
+        emulator: Arc<TriggerEmulator>,
+    },
+    /// The function binaries under the runtime emulator; this process plays the SQS event
+    /// source mapping and Scheduler.
+    Functions {
+        functions: Functions,
+        sqs: aws_sdk_sqs::Client,
+        queue_url: String,
+    },
+}
+
 struct Bench {
-    router: axum::Router,
+    via: Via,
     api_key: String,
-    emulator: Arc<TriggerEmulator>,
     meter: Meter,
     clock: Arc<ShiftedClock>,
     receiver: Receiver,
 }
 
-pub async fn run_all(endpoint: &str, tasks: usize) -> Result<()> {
-    let bench = Bench::start(endpoint).await?;
+/// One run of every scenario.
+struct Results {
+    first: Run,
+    retry: Run,
+    idempotent: Run,
+    scheduled: Run,
+    gets: Run,
+}
+
+pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf>) -> Result<()> {
+    let sdk = boomerang::aws::emulator_config(endpoint);
+    let prefix = format!("cost-{}", ulid::Ulid::new().to_string().to_lowercase());
+    let settings = bootstrap(&sdk, &prefix).await?;
+    let receiver = start_receiver().await?;
     let body = serde_json::to_string(&order_event(0))?.len();
     println!("mode:              cost");
     println!("emulator:          {endpoint} (every AWS request counted by an SDK interceptor)");
     println!("tasks per scenario: {tasks}, JSON body of {body} bytes, receiver on loopback answering at once");
-    println!();
 
-    let first = bench
-        .scenario(tasks, "/ok", json!({"delay": "1s"}), false)
-        .await?;
-    let retry = bench
-        .scenario(
-            tasks,
-            "/fail-once",
-            json!({"delay": "1s", "retry": {"schedule": ["1s"]}}),
-            false,
-        )
-        .await?;
-    let idempotent = bench
-        .scenario(tasks, "/ok", json!({"delay": "1s"}), true)
-        .await?;
-    let gets = bench.gets(&first.1).await?;
-    let scheduled = bench.scheduled(tasks).await?;
-
-    let rows = [
-        (
-            "1 KiB body, first-attempt success",
-            Cost::of(&first.0),
-            Some(4.00),
-        ),
-        (
-            "each retry",
-            Cost::of(&retry.0).minus(&Cost::of(&first.0)),
-            Some(1.50),
-        ),
-        (
-            "due in 2 hours (Scheduler path)",
-            Cost::of(&scheduled),
-            Some(5.50),
-        ),
-        (
-            "with an Idempotency-Key",
-            Cost::of(&idempotent.0),
-            Some(4.70),
-        ),
-        ("GET of a task (per request)", Cost::of(&gets), None),
-    ];
-    print_table(&rows);
-    println!();
-    for (name, run) in [
-        ("first attempt", &first.0),
-        ("one retry", &retry.0),
-        ("idempotency key", &idempotent.0),
-        ("scheduler path", &scheduled),
-        ("GET", &gets),
-    ] {
-        print_breakdown(name, run);
-    }
+    let bench = Bench::in_process(&sdk, &settings, receiver).await?;
+    let counts = bench.run_scenarios(tasks).await?;
     let problems = bench.meter.problems();
     if !problems.is_empty() {
         bail!("the meter could not price: {problems:?}");
     }
+    let timing = match functions_dir {
+        Some(dir) => {
+            println!(
+                "functions:         {} under cargo-lambda's runtime emulator, {} (timed here; AWS runs arm64)",
+                dir.display(),
+                std::env::consts::ARCH
+            );
+            let bench = Bench::functions(&sdk, &settings, endpoint, &dir, bench.receiver).await?;
+            let mut timing = bench.run_scenarios(tasks).await?;
+            // The functions cannot be sent two hours ahead: their Scheduler fire is timed,
+            // and the attempt that follows it is the first scenario's.
+            timing.scheduled.delivery_seconds += timing.first.delivery_seconds;
+            timing.scheduled.delivery_invocations += timing.first.delivery_invocations;
+            timing
+        }
+        None => {
+            println!("functions:         not run (--in-process): durations from this process, logs not measured");
+            counts.clone_runs()
+        }
+    };
+    println!();
+    let cost = |pick: fn(&Results) -> &Run| Cost::of(pick(&counts), pick(&timing));
+    let rows = [
+        (
+            "1 KiB body, first-attempt success",
+            cost(|r| &r.first),
+            Some(4.00),
+        ),
+        (
+            "each retry",
+            cost(|r| &r.retry).minus(&cost(|r| &r.first)),
+            Some(1.50),
+        ),
+        (
+            "due in 2 hours (Scheduler path)",
+            cost(|r| &r.scheduled),
+            Some(5.50),
+        ),
+        (
+            "with an Idempotency-Key",
+            cost(|r| &r.idempotent),
+            Some(4.70),
+        ),
+        ("GET of a task (per request)", cost(|r| &r.gets), None),
+    ];
+    print_table(&rows);
+    println!();
+    for (name, pick) in [
+        ("first attempt", (|r| &r.first) as fn(&Results) -> &Run),
+        ("one retry", |r| &r.retry),
+        ("idempotency key", |r| &r.idempotent),
+        ("scheduler path", |r| &r.scheduled),
+        ("GET", |r| &r.gets),
+    ] {
+        print_breakdown(name, pick(&counts), pick(&timing));
+    }
+    println!();
+    println!(
+        "Lambda memory: API {API_MEMORY_MB} MB, delivery {DELIVERY_MEMORY_MB} MB; deliveries share SQS batches of up to 10 (as at volume)."
+    );
+    println!("A receiver that takes 100 ms more adds about ${:.2} per million callbacks at one per invocation, ${:.3} in full batches.",
+        0.1 * f64::from(DELIVERY_MEMORY_MB) / 1024.0 * LAMBDA_PER_GB_SECOND * 1e6,
+        0.1 * f64::from(DELIVERY_MEMORY_MB) / 1024.0 * LAMBDA_PER_GB_SECOND * 1e6 / 10.0);
     println!();
     print_price_list();
     Ok(())
 }
 
+impl Results {
+    fn clone_runs(&self) -> Results {
+        Results {
+            first: self.first.clone(),
+            retry: self.retry.clone(),
+            idempotent: self.idempotent.clone(),
+            scheduled: self.scheduled.clone(),
+            gets: self.gets.clone(),
+        }
+    }
+}
+
 fn print_table(rows: &[(&str, Cost, Option<f64>)]) {
     println!(
-        "{:<36} {:>9} {:>8} {:>9} {:>8} {:>8} {:>9} {:>8}",
+        "{:<36} {:>9} {:>6} {:>9} {:>7} {:>7} {:>6} {:>7} {:>7}",
         "$ per million callbacks",
         "DynamoDB",
         "SQS",
         "Scheduler",
         "Lambda",
         "API GW",
+        "Logs",
         "total",
         "target"
     );
     for (name, c, target) in rows {
-        let target = target.map_or("".to_string(), |t| format!("≤ {t:.2}"));
+        let target = target.map_or(String::new(), |t| format!("≤ {t:.2}"));
         println!(
-            "{:<36} {:>9.2} {:>8.2} {:>9.2} {:>8.2} {:>8.2} {:>9.2} {:>8}",
+            "{:<36} {:>9.2} {:>6.2} {:>9.2} {:>7.2} {:>7.2} {:>6.2} {:>7.2} {:>7}",
             name,
             c.dynamodb,
             c.sqs,
             c.scheduler,
             c.lambda,
             c.api_gateway,
+            c.logs,
             c.total(),
             target
         );
     }
 }
 
-fn print_breakdown(name: &str, run: &Run) {
-    let per = 1.0 / run.callbacks.max(1) as f64;
-    let t = &run.tally;
-    let index: Vec<String> = t
-        .index_write_units
-        .iter()
-        .map(|(k, v)| format!("{k} {:.2}", v * per))
-        .collect();
-    let requests: Vec<String> = t
-        .requests
-        .iter()
-        .filter(|(k, v)| !k.starts_with("DynamoDB") && v.abs() > 1e-9)
-        .map(|(k, v)| format!("{k} {:.2}", v * per))
-        .collect();
-    let writes: Vec<String> = t
-        .writes
-        .iter()
-        .map(|(k, v)| format!("{k} {:.2}", v * per))
-        .collect();
+fn print_breakdown(name: &str, counts: &Run, timing: &Run) {
+    let per = 1.0 / counts.callbacks.max(1) as f64;
+    let per_timed = 1.0 / timing.callbacks.max(1) as f64;
+    let t = &counts.tally;
+    let list = |m: &std::collections::BTreeMap<String, f64>, skip: &str| {
+        let parts: Vec<String> = m
+            .iter()
+            .filter(|(k, v)| !k.starts_with(skip) && v.abs() > 1e-9)
+            .map(|(k, v)| format!("{k} {:.2}", v * per))
+            .collect();
+        if parts.is_empty() {
+            "none".to_string()
+        } else {
+            parts.join(", ")
+        }
+    };
+    println!("{name}, per callback:");
     println!(
-        "{name:<16} per callback: write units {:.2} (table {:.2}; indexes: {}), read units {:.2}; \
-         writes: {}; {}; Lambda: {:.2} API + {:.2} delivery invocations, {:.1} + {:.1} ms",
+        "  DynamoDB   {:.2} write units (table {:.2}; indexes: {}), {:.2} read units; writes: {}",
         t.write_units() * per,
         t.table_write_units * per,
-        if index.is_empty() {
-            "none".into()
-        } else {
-            index.join(", ")
-        },
+        list(&t.index_write_units, "\u{0}"),
         t.read_units * per,
-        writes.join(", "),
-        requests.join(", "),
-        run.api_calls as f64 * per,
-        run.delivery_invocations as f64 * per,
-        run.api_seconds * per * 1000.0,
-        run.delivery_seconds * per * 1000.0,
+        list(&t.writes, "\u{0}"),
+    );
+    println!("  requests   {}", list(&t.requests, "DynamoDB"));
+    println!(
+        "  Lambda     {:.2} API + {:.2} delivery invocations; {:.1} ms API + {:.1} ms delivery (billed); logs {:.0} bytes",
+        counts.api_calls as f64 * per,
+        counts.delivery_invocations as f64 * per,
+        timing.api_seconds * per_timed * 1000.0,
+        timing.delivery_seconds * per_timed * 1000.0,
+        timing.log_bytes as f64 * per_timed,
     );
 }
 
 impl Bench {
-    async fn start(endpoint: &str) -> Result<Bench> {
-        let sdk = boomerang::aws::emulator_config(endpoint);
-        let prefix = format!("cost-{}", ulid::Ulid::new().to_string().to_lowercase());
-        let mut settings = bootstrap(&sdk, &prefix).await?;
-        settings.allowed_cidrs.clear();
+    async fn in_process(
+        sdk: &boomerang::aws::SdkConfig,
+        settings: &boomerang::aws::AwsSettings,
+        receiver: Receiver,
+    ) -> Result<Bench> {
         let meter = Meter::default();
-        let plain = aws_sdk_dynamodb::Client::new(&sdk);
+        let plain = aws_sdk_dynamodb::Client::new(sdk);
         meter.describe_table(&settings.table, table_shape(&plain, &settings.table).await?);
         let clients = AwsClients {
             dynamodb: aws_sdk_dynamodb::Client::from_conf(
-                aws_sdk_dynamodb::config::Builder::from(&sdk)
+                aws_sdk_dynamodb::config::Builder::from(sdk)
                     .interceptor(meter.interceptor("DynamoDB"))
                     .build(),
             ),
             sqs: aws_sdk_sqs::Client::from_conf(
-                aws_sdk_sqs::config::Builder::from(&sdk)
+                aws_sdk_sqs::config::Builder::from(sdk)
                     .interceptor(meter.interceptor("SQS"))
                     .build(),
             ),
             scheduler: aws_sdk_scheduler::Client::from_conf(
-                aws_sdk_scheduler::config::Builder::from(&sdk)
+                aws_sdk_scheduler::config::Builder::from(sdk)
                     .interceptor(meter.interceptor("Scheduler"))
                     .build(),
             ),
@@ -324,7 +405,7 @@ impl Bench {
         let backend = aws_with_clients(
             clients,
             AwsBackendConfig {
-                settings,
+                settings: settings.clone(),
                 dev: true,
                 clock: clock.clone(),
                 metrics: Arc::new(NoMetrics),
@@ -336,7 +417,7 @@ impl Bench {
         // work), and the SQS event source mapping with a metered one: its receives and
         // deletes are billed to the account.
         let emulator = Arc::new(TriggerEmulator {
-            scheduler: aws_sdk_scheduler::Client::new(&sdk),
+            scheduler: aws_sdk_scheduler::Client::new(sdk),
             sqs: backend.sqs.clone(),
             group: backend.settings.schedule_group.clone(),
             queue_url: backend.settings.timer_queue_url.clone(),
@@ -344,38 +425,179 @@ impl Bench {
             clock: clock.clone(),
         });
         Ok(Bench {
-            router: boomerang::api::router(backend.engine.clone()),
+            via: Via::InProcess {
+                router: boomerang::api::router(backend.engine.clone()),
+                emulator,
+            },
             api_key: minted.api_key,
-            emulator,
             meter,
             clock,
-            receiver: start_receiver().await?,
+            receiver,
         })
     }
 
-    /// One API request through the Router, as the API Lambda gets it; returns the answer
-    /// and how long the handler took.
-    async fn call(&self, request: Request<Body>) -> Result<(StatusCode, Value, f64)> {
-        let started = Instant::now();
-        let response = self.router.clone().oneshot(request).await?;
-        let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await?;
-        let seconds = started.elapsed().as_secs_f64();
-        Ok((
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-            seconds,
-        ))
+    async fn functions(
+        sdk: &boomerang::aws::SdkConfig,
+        settings: &boomerang::aws::AwsSettings,
+        endpoint: &str,
+        dir: &std::path::Path,
+        receiver: Receiver,
+    ) -> Result<Bench> {
+        let mut env: Vec<(String, String)> = env_vars(settings)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        for (k, v) in [
+            ("AWS_ENDPOINT_URL", endpoint),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+            // Lets the functions call the receiver on loopback (refused unless
+            // AWS_ENDPOINT_URL is on loopback too).
+            ("BOOMERANG_DEV", "true"),
+        ] {
+            env.push((k.to_string(), v.to_string()));
+        }
+        let functions = Functions::start(
+            dir,
+            &env,
+            [("api", API_MEMORY_MB), ("delivery", DELIVERY_MEMORY_MB)],
+        )
+        .await?;
+        let tenants = boomerang::tenants::DynamoTenants::new(
+            aws_sdk_dynamodb::Client::new(sdk),
+            &settings.table,
+        );
+        let minted = tenants.mint_key(&TenantId::parse("acme")?).await?;
+        let bench = Bench {
+            via: Via::Functions {
+                functions,
+                sqs: aws_sdk_sqs::Client::new(sdk),
+                queue_url: settings.timer_queue_url.clone(),
+            },
+            api_key: minted.api_key,
+            meter: Meter::default(),
+            clock: Arc::new(ShiftedClock::default()),
+            receiver,
+        };
+        bench.warm_up().await?;
+        Ok(bench)
     }
 
-    fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Request<Body> {
-        Request::builder()
-            .method(method)
-            .uri(path)
-            .header("authorization", format!("Bearer {}", self.api_key))
-            .header("content-type", "application/json")
-            .body(body.map_or(Body::empty(), |b| Body::from(b.to_string())))
-            .expect("request")
+    /// The first invocation of each function starts it (a cold start, not priced here).
+    async fn warm_up(&self) -> Result<()> {
+        if let Via::Functions { functions, .. } = &self.via {
+            functions
+                .api(functions.api_request(reqwest::Method::GET, "/healthz"))
+                .await?;
+            functions
+                .invoke("delivery", &json!({"Records": []}))
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn run_scenarios(&self, tasks: usize) -> Result<Results> {
+        let (first, ids) = self
+            .scenario(tasks, "/ok", json!({"delay": "1s"}), false)
+            .await?;
+        let retry = self
+            .scenario(
+                tasks,
+                "/fail-once",
+                json!({"delay": "1s", "retry": {"schedule": ["1s"]}}),
+                false,
+            )
+            .await?
+            .0;
+        let idempotent = self
+            .scenario(tasks, "/ok", json!({"delay": "1s"}), true)
+            .await?
+            .0;
+        let gets = self.gets(&ids).await?;
+        let scheduled = self.scheduled(tasks).await?;
+        Ok(Results {
+            first,
+            retry,
+            idempotent,
+            scheduled,
+            gets,
+        })
+    }
+
+    fn log_bytes(&self) -> usize {
+        match &self.via {
+            Via::Functions { functions, .. } => {
+                functions.log_bytes("api") + functions.log_bytes("delivery")
+            }
+            Via::InProcess { .. } => 0,
+        }
+    }
+
+    /// One API request, as the API function gets it; returns the answer and how long the
+    /// function took.
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        idempotency_key: Option<String>,
+    ) -> Result<(StatusCode, Value, f64)> {
+        match &self.via {
+            Via::InProcess { router, .. } => {
+                let mut request = Request::builder()
+                    .method(method)
+                    .uri(path)
+                    .header("authorization", format!("Bearer {}", self.api_key))
+                    .header("content-type", "application/json");
+                if let Some(key) = idempotency_key {
+                    request = request.header("idempotency-key", key);
+                }
+                let request =
+                    request.body(body.map_or(Body::empty(), |b| Body::from(b.to_string())))?;
+                let started = Instant::now();
+                let response = router.clone().oneshot(request).await?;
+                let status = response.status();
+                let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await?;
+                let seconds = started.elapsed().as_secs_f64();
+                Ok((
+                    status,
+                    serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                    seconds,
+                ))
+            }
+            Via::Functions { functions, .. } => {
+                let mut request = functions
+                    .api_request(method.parse()?, path)
+                    .bearer_auth(&self.api_key)
+                    .header("content-type", "application/json");
+                if let Some(key) = idempotency_key {
+                    request = request.header("idempotency-key", key);
+                }
+                if let Some(body) = body {
+                    request = request.body(body.to_string());
+                }
+                let (status, value, seconds) = functions.api(request).await?;
+                Ok((StatusCode::from_u16(status.as_u16())?, value, seconds))
+            }
+        }
+    }
+
+    async fn register(
+        &self,
+        run: &mut Run,
+        body: &Value,
+        idempotency_key: Option<String>,
+    ) -> Result<String> {
+        let (status, answer, seconds) = self
+            .call("POST", "/v1/tasks", Some(body), idempotency_key)
+            .await?;
+        if status != StatusCode::CREATED {
+            bail!("registration answered {status}: {answer}");
+        }
+        run.api(seconds);
+        Ok(answer["id"].as_str().context("no id")?.to_string())
     }
 
     /// Registers `tasks` callbacks to `path` with `extra` fields, delivers them all, and
@@ -387,7 +609,7 @@ impl Bench {
         extra: Value,
         idempotent: bool,
     ) -> Result<(Run, Vec<String>)> {
-        let before = self.meter.tally();
+        let before = (self.meter.tally(), self.log_bytes());
         let mut run = Run::default();
         let mut ids = Vec::new();
         let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
@@ -397,24 +619,13 @@ impl Bench {
             for (k, v) in extra.as_object().into_iter().flatten() {
                 body[k] = v.clone();
             }
-            let mut request = self.request("POST", "/v1/tasks", Some(&body));
-            if idempotent {
-                let key = format!("order-{}-{i}", ulid::Ulid::new());
-                request
-                    .headers_mut()
-                    .insert("idempotency-key", key.parse()?);
-            }
-            let (status, answer, seconds) = self.call(request).await?;
-            if status != StatusCode::CREATED {
-                bail!("registration answered {status}: {answer}");
-            }
-            run.api_calls += 1;
-            run.api_seconds += seconds;
-            ids.push(answer["id"].as_str().context("no id")?.to_string());
+            let key = idempotent.then(|| format!("order-{}-{i}", ulid::Ulid::new()));
+            ids.push(self.register(&mut run, &body, key).await?);
         }
         self.deliver(&mut run, delivered + tasks).await?;
         run.callbacks = tasks;
-        run.tally = self.meter.tally().minus(&before);
+        run.tally = self.meter.tally().minus(&before.0);
+        run.log_bytes = self.log_bytes() - before.1;
         Ok((run, ids))
     }
 
@@ -423,16 +634,25 @@ impl Bench {
     async fn deliver(&self, run: &mut Run, target: usize) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
-            let started = Instant::now();
-            let handled = self
-                .emulator
-                .drain_queue_once()
-                .await
-                .map_err(anyhow::Error::msg)?;
-            if handled > 0 {
-                run.delivery_invocations += 1;
-                run.delivery_seconds += started.elapsed().as_secs_f64();
-            } else if self.receiver.succeeded.load(Ordering::SeqCst) >= target {
+            let handled = match &self.via {
+                Via::InProcess { emulator, .. } => {
+                    let started = Instant::now();
+                    let handled = emulator
+                        .drain_queue_once()
+                        .await
+                        .map_err(anyhow::Error::msg)?;
+                    if handled > 0 {
+                        run.delivery(started.elapsed().as_secs_f64());
+                    }
+                    handled
+                }
+                Via::Functions {
+                    functions,
+                    sqs,
+                    queue_url,
+                } => poll_into_function(functions, sqs, queue_url, run).await?,
+            };
+            if handled == 0 && self.receiver.succeeded.load(Ordering::SeqCst) >= target {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -442,56 +662,122 @@ impl Bench {
     }
 
     async fn gets(&self, ids: &[String]) -> Result<Run> {
-        let before = self.meter.tally();
+        let before = (self.meter.tally(), self.log_bytes());
         let mut run = Run::default();
         for id in ids {
             let (status, answer, seconds) = self
-                .call(self.request("GET", &format!("/v1/tasks/{id}"), None))
+                .call("GET", &format!("/v1/tasks/{id}"), None, None)
                 .await?;
             if status != StatusCode::OK {
                 bail!("GET answered {status}: {answer}");
             }
-            run.api_calls += 1;
-            run.api_seconds += seconds;
+            run.api(seconds);
         }
         run.callbacks = ids.len();
-        run.tally = self.meter.tally().minus(&before);
+        run.tally = self.meter.tally().minus(&before.0);
+        run.log_bytes = self.log_bytes() - before.1;
         Ok(run)
     }
 
-    /// Tasks due in two hours: registered, then the clock jumps to a second before they
-    /// are due, Scheduler's fires are played, and the rest goes through the timer queue.
+    /// Tasks due in two hours. In process, the clock jumps to just before they are due,
+    /// Scheduler's fires are played, and the rest goes through the timer queue. Through
+    /// the functions, each fire is one invocation with the schedule's input.
     async fn scheduled(&self, tasks: usize) -> Result<Run> {
-        let before = self.meter.tally();
+        let before = (self.meter.tally(), self.log_bytes());
         let mut run = Run::default();
         let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
+        let mut ids = Vec::new();
         for i in 0..tasks {
             let body = json!({"url": format!("{}/ok", self.receiver.url), "body": order_event(i), "delay": "2h"});
-            let (status, answer, seconds) = self
-                .call(self.request("POST", "/v1/tasks", Some(&body)))
-                .await?;
-            if status != StatusCode::CREATED {
-                bail!("registration answered {status}: {answer}");
-            }
-            run.api_calls += 1;
-            run.api_seconds += seconds;
+            ids.push(self.register(&mut run, &body, None).await?);
         }
-        // Scheduler fires two minutes early; a few seconds early is enough to take the
-        // same path (the fire re-arms the rest through the timer queue).
-        self.clock
-            .shift(chrono::Duration::hours(2) - chrono::Duration::seconds(5));
-        let started = Instant::now();
-        let fired = self
-            .emulator
-            .fire_due_schedules()
-            .await
-            .map_err(anyhow::Error::msg)?;
-        // Scheduler invokes the delivery function once per schedule.
-        run.delivery_invocations += fired;
-        run.delivery_seconds += started.elapsed().as_secs_f64();
-        self.deliver(&mut run, delivered + tasks).await?;
+        match &self.via {
+            Via::InProcess { emulator, .. } => {
+                // Scheduler fires two minutes early; a few seconds early is enough to take
+                // the same path (the fire re-arms the rest through the timer queue).
+                self.clock
+                    .shift(chrono::Duration::hours(2) - chrono::Duration::seconds(5));
+                let started = Instant::now();
+                let fired = emulator
+                    .fire_due_schedules()
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+                // Scheduler invokes the delivery function once per schedule.
+                for _ in 0..fired {
+                    run.delivery(started.elapsed().as_secs_f64() / fired.max(1) as f64);
+                }
+                self.deliver(&mut run, delivered + tasks).await?;
+            }
+            Via::Functions { functions, .. } => {
+                for id in &ids {
+                    let input = serde_json::to_value(AttemptRef::new(id.parse()?, 1))?;
+                    let (_, seconds) = functions.invoke("delivery", &input).await?;
+                    run.delivery(seconds);
+                }
+            }
+        }
         run.callbacks = tasks;
-        run.tally = self.meter.tally().minus(&before);
+        run.tally = self.meter.tally().minus(&before.0);
+        run.log_bytes = self.log_bytes() - before.1;
         Ok(run)
     }
+}
+
+/// One receive from the timer queue, handed to the delivery function as the event source
+/// mapping would (an SQS event), then the batch delete of what it did not report failed.
+async fn poll_into_function(
+    functions: &Functions,
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    run: &mut Run,
+) -> Result<usize> {
+    let received = sqs
+        .receive_message()
+        .queue_url(queue_url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .visibility_timeout(30)
+        .send()
+        .await?;
+    let messages = received.messages.unwrap_or_default();
+    if messages.is_empty() {
+        return Ok(0);
+    }
+    let records: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(),
+                   "eventSource": "aws:sqs", "awsRegion": "us-east-1", "attributes": {}, "messageAttributes": {}})
+        })
+        .collect();
+    let (answer, seconds) = functions
+        .invoke("delivery", &json!({"Records": records}))
+        .await?;
+    run.delivery(seconds);
+    let failed: Vec<&str> = answer["batchItemFailures"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["itemIdentifier"].as_str())
+        .collect();
+    let done: Vec<_> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !failed.contains(&m.message_id().unwrap_or_default()))
+        .filter_map(|(i, m)| {
+            aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .set_receipt_handle(m.receipt_handle.clone())
+                .build()
+                .ok()
+        })
+        .collect();
+    if !done.is_empty() {
+        sqs.delete_message_batch()
+            .queue_url(queue_url)
+            .set_entries(Some(done))
+            .send()
+            .await?;
+    }
+    Ok(messages.len())
 }
