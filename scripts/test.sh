@@ -25,6 +25,10 @@ cargo build --locked --workspace --all-targets
 
 echo "== Lambda zips (cargo lambda build --release --arm64)"
 bash scripts/build-lambdas.sh
+# The cost meter's smoke test runs the functions under cargo-lambda's runtime emulator.
+if ! cargo lambda --help >/dev/null 2>&1; then
+  export PATH="${BOOMERANG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/boomerang-test}/cargo-lambda/bin:$PATH"
+fi
 
 echo "== infrastructure (CDK) checks"
 log=$(mktemp)

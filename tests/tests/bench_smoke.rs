@@ -62,3 +62,42 @@ fn pending_runs_and_prints_its_figures() {
 fn crash_runs_and_prints_its_figure() {
     bench(&["crash"], &["in-flight attempt re-run"]);
 }
+
+/// The cost meter on moto, with this build's function binaries under cargo-lambda's
+/// runtime emulator: the API function registers through its function-URL emulation and
+/// the delivery function delivers every callback, end to end on the AWS path.
+#[test]
+fn cost_runs_the_real_functions_and_prints_the_table() {
+    let endpoint = boomerang_e2e::aws::moto_endpoint();
+    let functions = boomerang_e2e::binary()
+        .parent()
+        .expect("target dir")
+        .display()
+        .to_string();
+    let out = Command::new(boomerang_e2e::binary())
+        .args(["bench", "cost", "--tasks", "3", "--functions", &functions])
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .env("RUST_BACKTRACE", "0")
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench cost failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "under cargo-lambda's runtime emulator",
+        "1 KiB body, first-attempt success",
+        "due in 2 hours (Scheduler path)",
+        "write units (table",
+        "ms API +",
+        "CloudWatch Logs",
+    ] {
+        assert!(
+            stdout.contains(line),
+            "bench cost printed no `{line}`: {stdout}"
+        );
+    }
+}

@@ -309,6 +309,15 @@ impl Results {
     }
 }
 
+/// Rounding noise (a difference of equal figures) is shown as zero, not "-0.00".
+fn shown(x: f64) -> f64 {
+    if x.abs() < 0.005 {
+        0.0
+    } else {
+        x
+    }
+}
+
 fn print_table(rows: &[(&str, Cost, Option<f64>)]) {
     println!(
         "{:<36} {:>9} {:>6} {:>9} {:>7} {:>7} {:>6} {:>7} {:>7}",
