@@ -336,13 +336,13 @@ fn print_table(rows: &[(&str, Cost, Option<f64>)]) {
         println!(
             "{:<36} {:>9.2} {:>6.2} {:>9.2} {:>7.2} {:>7.2} {:>6.2} {:>7.2} {:>7}",
             name,
-            c.dynamodb,
-            c.sqs,
-            c.scheduler,
-            c.lambda,
-            c.api_gateway,
-            c.logs,
-            c.total(),
+            shown(c.dynamodb),
+            shown(c.sqs),
+            shown(c.scheduler),
+            shown(c.lambda),
+            shown(c.api_gateway),
+            shown(c.logs),
+            shown(c.total()),
             target
         );
     }
