@@ -142,6 +142,16 @@ pub struct TimerError(#[source] pub Cause);
 pub trait Timer: Send + Sync {
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError>;
 
+    /// Arms several timers; one result per timer, in order. Adapters that can arm many in
+    /// one request do (SQS takes ten per request).
+    async fn arm_many(&self, arms: &[(AttemptRef, DateTime<Utc>)]) -> Vec<Result<(), TimerError>> {
+        let mut results = Vec::with_capacity(arms.len());
+        for (attempt, at) in arms {
+            results.push(self.arm(*attempt, *at).await);
+        }
+        results
+    }
+
     /// Whether an armed timer survives a crash of this process (a queue message or a
     /// schedule does; an in-memory timer does not). The engine arms a durable timer before
     /// it writes the task, so the store need not keep that task where the sweep looks.

@@ -735,3 +735,55 @@ async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
         "orphan timers are dropped in the end"
     );
 }
+
+#[tokio::test]
+async fn a_batch_is_registered_in_order_and_a_refused_task_refuses_it_whole() {
+    let h = harness_with(
+        ScriptedWebhooks::default(),
+        RecordingTimer::durable(),
+        t0(),
+        None,
+    );
+    let mut bad = new_task(FireTime::Now, RetryPolicy::default());
+    bad.spec.request.url = "http://example.com/insecure".into();
+    let refused = h
+        .engine
+        .register_batch(
+            &h.tenant,
+            vec![new_task(FireTime::Now, RetryPolicy::default()), bad],
+        )
+        .await;
+    assert!(matches!(
+        refused,
+        Err((1, EngineError::Invalid { field: "url", .. }))
+    ));
+    assert!(h.timer.armed().is_empty(), "nothing armed");
+    let page = h
+        .engine
+        .list(
+            &h.tenant,
+            &boomerang::ports::ListQuery {
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(page.tasks.is_empty(), "nothing stored");
+
+    let batch = (1..=3)
+        .map(|i| new_task(FireTime::After(secs(i)), RetryPolicy::default()))
+        .collect();
+    let results = h.engine.register_batch(&h.tenant, batch).await.unwrap();
+    let tasks: Vec<_> = results.into_iter().map(|r| r.unwrap().task).collect();
+    assert!(tasks.iter().all(|t| t.timer_armed));
+    let due: Vec<_> = tasks.iter().map(|t| t.next_attempt_at.unwrap()).collect();
+    assert_eq!(
+        due,
+        (1..=3)
+            .map(|i| t0() + chrono::Duration::seconds(i))
+            .collect::<Vec<_>>(),
+        "one result per task, in order"
+    );
+    assert_eq!(h.timer.armed().len(), 3);
+}

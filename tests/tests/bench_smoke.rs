@@ -91,6 +91,7 @@ fn cost_runs_the_real_functions_and_prints_the_table() {
         "under cargo-lambda's runtime emulator",
         "1 KiB body, first-attempt success",
         "due in 2 hours (Scheduler path)",
+        "registered in batches of 100",
         "write units (table",
         "ms API +",
         "CloudWatch Logs",

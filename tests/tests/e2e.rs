@@ -33,6 +33,7 @@ on_both_backends!(
     kill_9_with_pending_and_in_flight_tasks_loses_nothing,
     bad_input_gets_a_problem_naming_the_field_and_stores_nothing,
     private_and_loopback_destinations_are_refused_without_dev,
+    a_batch_registers_each_task_and_a_bad_one_refuses_the_batch,
 );
 
 fn id_of(task: &Value) -> String {
@@ -545,4 +546,79 @@ async fn private_and_loopback_destinations_are_refused_without_dev(backend: Back
     let error = failed["last_error"].as_str().unwrap();
     assert!(error.contains("destination refused"), "{error}");
     assert_eq!(rx.received().len(), 0);
+}
+
+async fn a_batch_registers_each_task_and_a_bad_one_refuses_the_batch(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
+    let rx = Receiver::always(200).await;
+    let post = |body: Value| {
+        let server = &server;
+        async move {
+            let res = server
+                .request(reqwest::Method::POST, "/v1/tasks/batch")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (res.status().as_u16(), res.json::<Value>().await.unwrap())
+        }
+    };
+    let (_, page) = server.get_json("/v1/tasks").await;
+    let before = page["tasks"].as_array().unwrap().len();
+
+    // One bad task refuses the whole batch, naming it; nothing is stored.
+    let (status, problem) = post(json!({"tasks": [
+        {"url": rx.url("/b/0")},
+        {"url": rx.url("/b/1"), "delay": "300000y"},
+    ]}))
+    .await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["field"], "tasks[1].delay");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("tasks[1].delay: "),
+        "{problem}"
+    );
+    let too_many: Vec<Value> = (0..101)
+        .map(|i| json!({"url": rx.url(&format!("/m/{i}"))}))
+        .collect();
+    let (status, problem) = post(json!({ "tasks": too_many })).await;
+    assert_eq!((status, problem["field"].clone()), (422, json!("tasks")));
+    let (status, problem) = post(json!({"tasks": [{"url": rx.url("/x"), "bogus": 1}]})).await;
+    assert_eq!(
+        (status, problem["field"].clone()),
+        (422, json!("tasks[0].bogus"))
+    );
+    let (_, page) = server.get_json("/v1/tasks").await;
+    assert_eq!(
+        page["tasks"].as_array().unwrap().len(),
+        before,
+        "nothing was stored"
+    );
+
+    // A good batch: one result per task, in order; an idempotent repeat answers 200.
+    let (status, first) = post(json!({"tasks": [
+        {"url": rx.url("/b/0"), "delay": "1s", "idempotency_key": "order-7"},
+    ]}))
+    .await;
+    assert_eq!(status, 200, "{first}");
+    let tasks: Vec<Value> = (0..3)
+        .map(|i| json!({"url": rx.url(&format!("/b/{i}")), "delay": "1s", "idempotency_key": format!("order-{}", 7 + i)}))
+        .collect();
+    let (status, answer) = post(json!({ "tasks": tasks })).await;
+    assert_eq!(status, 200, "{answer}");
+    let results = answer["tasks"].as_array().unwrap();
+    let statuses: Vec<_> = results.iter().map(|r| r["status"].clone()).collect();
+    assert_eq!(statuses, vec![json!(200), json!(201), json!(201)]);
+    assert_eq!(results[0]["task"]["id"], first["tasks"][0]["task"]["id"]);
+    for r in results {
+        server
+            .wait_status(&id_of(&r["task"]), "succeeded", WAIT)
+            .await;
+    }
+    for i in 0..3 {
+        assert_eq!(rx.count(&format!("/b/{i}")), 1);
+    }
 }

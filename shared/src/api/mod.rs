@@ -18,7 +18,7 @@ use axum::{Extension, Json, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::domain::{Status, TaskId, TenantId};
-use crate::engine::Engine;
+use crate::engine::{Engine, MAX_BATCH};
 use crate::ports::ListQuery;
 use problem::Problem;
 use views::{PageView, TaskView};
@@ -35,6 +35,7 @@ pub fn router(engine: Arc<Engine>) -> Router {
 fn routes(engine: Arc<Engine>) -> Router {
     let v1 = Router::new()
         .route("/tasks", post(create_task).get(list_tasks))
+        .route("/tasks/batch", post(create_tasks))
         .route("/tasks/{id}", get(get_task).delete(cancel_task))
         .route("/tasks/{id}/retry", post(retry_task))
         .route_layer(middleware::from_fn_with_state(engine.clone(), authenticate));
@@ -113,6 +114,58 @@ async fn create_task(
     };
     let location = format!("/v1/tasks/{}", registration.task.id);
     Ok((status, [(header::LOCATION, location)], Json(view)).into_response())
+}
+
+/// `POST /v1/tasks/batch`: up to [`MAX_BATCH`] registrations in one request. Every task is
+/// checked before any is stored: one bad task refuses the batch with a problem naming it
+/// (`tasks[3].delay`). Then each is stored as `POST /v1/tasks` would; the answer holds one
+/// result per task, in order: its status (201, 200 for an idempotent repeat, or a
+/// problem's) and the task or the problem.
+async fn create_tasks(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let body = read_body(&headers, body).await?;
+    if headers.contains_key("idempotency-key") {
+        return Err(Problem::invalid(
+            "idempotency_key",
+            "a batch takes each task's own idempotency_key field, not the header",
+        ));
+    }
+    let batch = task_request::parse_batch(&body)?;
+    if batch.tasks.is_empty() || batch.tasks.len() > MAX_BATCH {
+        return Err(Problem::invalid(
+            "tasks",
+            format!("must hold between 1 and {MAX_BATCH} tasks"),
+        ));
+    }
+    let mut news = Vec::with_capacity(batch.tasks.len());
+    for (i, task) in batch.tasks.into_iter().enumerate() {
+        news.push(
+            task.validate(None)
+                .map_err(|p| p.within(&format!("tasks[{i}]")))?,
+        );
+    }
+    let results = engine
+        .register_batch(&tenant, news)
+        .await
+        .map_err(|(i, e)| Problem::from(e).within(&format!("tasks[{i}]")))?;
+    let items: Vec<serde_json::Value> = results
+        .into_iter()
+        .map(|result| match result {
+            Ok(r) => serde_json::json!({
+                "status": if r.created { 201 } else { 200 },
+                "task": TaskView::new(&r.task, Some(&[])),
+            }),
+            Err(e) => {
+                let problem = Problem::from(e);
+                serde_json::json!({"status": problem.status, "problem": problem})
+            }
+        })
+        .collect();
+    Ok(Json(serde_json::json!({ "tasks": items })).into_response())
 }
 
 /// Reads the request body, refusing an oversized one from its declared length before

@@ -151,6 +151,29 @@ impl IntoResponse for Problem {
     }
 }
 
+impl Problem {
+    /// The same problem about a part of a larger request: `tasks[3]` + `delay` is
+    /// `tasks[3].delay`, in the field and in the detail.
+    pub fn within(mut self, prefix: &str) -> Problem {
+        let old = self.field.take();
+        let field = match &old {
+            Some(f) if f.starts_with('[') => format!("{prefix}{f}"),
+            Some(f) => format!("{prefix}.{f}"),
+            None => prefix.to_string(),
+        };
+        let rest = old
+            .and_then(|f| {
+                self.detail
+                    .strip_prefix(&format!("{f}: "))
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| self.detail.clone());
+        self.detail = format!("{field}: {rest}");
+        self.field = Some(field);
+        self
+    }
+}
+
 impl From<EngineError> for Problem {
     fn from(e: EngineError) -> Self {
         match e {

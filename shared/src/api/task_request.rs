@@ -64,9 +64,25 @@ pub struct RetryRequest {
     pub permanent_statuses: Option<Vec<i64>>,
 }
 
+/// A batch registration: `{"tasks": [ … ]}`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    pub tasks: Vec<TaskRequest>,
+}
+
 /// Parses the JSON body; the error names the field that could not be read. Anything but
 /// whitespace after the JSON value is refused (400).
 pub fn parse(body: &[u8]) -> Result<TaskRequest, Problem> {
+    parse_json(body)
+}
+
+/// [`parse`] for a batch; fields are named from the top (`tasks[3].delay`).
+pub fn parse_batch(body: &[u8]) -> Result<BatchRequest, Problem> {
+    parse_json(body)
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let request = deserialize(&mut de)?;
     de.end()
@@ -74,9 +90,9 @@ pub fn parse(body: &[u8]) -> Result<TaskRequest, Problem> {
     Ok(request)
 }
 
-fn deserialize(
+fn deserialize<T: serde::de::DeserializeOwned>(
     de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,
-) -> Result<TaskRequest, Problem> {
+) -> Result<T, Problem> {
     serde_path_to_error::deserialize(de).map_err(|e| {
         let inner = e.inner();
         if inner.is_syntax() || inner.is_eof() {

@@ -16,11 +16,17 @@ use crate::domain::{
 use crate::metrics::{MetricEvent, Metrics};
 use crate::ports::{
     CreateOutcome, DeadLetters, ListQuery, Page, StoreError, TaskStore, Tenants, TenantsError,
-    Timer, Webhooks,
+    Timer, TimerError, Webhooks,
 };
+use futures_util::StreamExt;
 
 pub use deliver::DeliverOutcome;
 pub use sweep::SweepReport;
+
+/// Most tasks one batch registration holds.
+pub const MAX_BATCH: usize = 100;
+/// Writes of one batch registration in flight at once.
+const BATCH_WRITES: usize = 16;
 
 /// The furthest ahead a task may be scheduled.
 pub const MAX_SCHEDULE_AHEAD: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -125,13 +131,54 @@ impl Engine {
         self.ports.tenants.authenticate(api_key).await
     }
 
-    /// Validates, persists, then arms the first attempt. A timer that fails to arm is
-    /// logged and left to the sweeper: the task is already durable.
+    /// Validates, persists and arms the first attempt (a durable timer before the write,
+    /// an in-memory one after it). A timer that fails to arm is logged and left to the
+    /// sweeper: the task is already durable.
     pub async fn register(
         &self,
         tenant: &TenantId,
         new: NewTask,
     ) -> Result<Registration, EngineError> {
+        let mut task = self.prepare(tenant, new)?;
+        self.arm_before_write(&mut task).await;
+        self.store_new(task).await
+    }
+
+    /// Registers up to [`MAX_BATCH`] tasks as [`Self::register`] does each, with one result
+    /// per task, in order. A durable timer arms them together (one queue request per ten),
+    /// and the writes run side by side. If any task is refused before anything is stored
+    /// (its destination, its time), the whole batch is: the error says which task.
+    pub async fn register_batch(
+        &self,
+        tenant: &TenantId,
+        batch: Vec<NewTask>,
+    ) -> Result<Vec<Result<Registration, EngineError>>, (usize, EngineError)> {
+        let mut prepared = Vec::with_capacity(batch.len());
+        for (i, new) in batch.into_iter().enumerate() {
+            prepared.push(self.prepare(tenant, new).map_err(|e| (i, e))?);
+        }
+        if self.ports.timer.durable() {
+            let mut tasks: Vec<&mut Task> = prepared.iter_mut().collect();
+            let arms: Vec<(AttemptRef, DateTime<Utc>)> = tasks
+                .iter()
+                .filter_map(|t| t.pending_work())
+                .map(|w| (w.attempt, w.due_at))
+                .collect();
+            let armed = self.ports.timer.arm_many(&arms).await;
+            for (task, result) in tasks.iter_mut().zip(armed) {
+                task.timer_armed = self.armed(task.id, task.attempt, result);
+            }
+        }
+        Ok(futures_util::stream::iter(prepared)
+            .map(|task| self.store_new(task))
+            .buffered(BATCH_WRITES)
+            .collect()
+            .await)
+    }
+
+    /// A new task from a validated registration: its destination checked again by the
+    /// webhook client's rules and its first attempt's time resolved.
+    fn prepare(&self, tenant: &TenantId, new: NewTask) -> Result<Task, EngineError> {
         self.ports
             .webhooks
             .check_destination(&new.spec.request.url)
@@ -146,18 +193,22 @@ impl Engine {
             Some(_) => new.request_hash,
             None => String::new(),
         };
-        let mut task = Task::new_scheduled(
+        Ok(Task::new_scheduled(
             tenant.clone(),
             new.spec,
             new.idempotency_key,
             request_hash,
             fire_at,
             now,
-        );
-        self.arm_before_write(&mut task).await;
+        ))
+    }
+
+    /// Writes a new task (or finds the one its idempotency key registered) and, for an
+    /// in-memory timer, arms it.
+    async fn store_new(&self, task: Task) -> Result<Registration, EngineError> {
         match self.ports.store.create(&task).await? {
             CreateOutcome::Created => {
-                tracing::debug!(task = %task.id, tenant = %tenant, fire_at = %fire_at, "task registered");
+                tracing::debug!(task = %task.id, tenant = %task.tenant, "task registered");
                 self.ports.metrics.record(MetricEvent::Registered);
                 self.arm_after_write(&task).await;
                 Ok(Registration {
@@ -241,11 +292,17 @@ impl Engine {
 
     /// Arms a timer; a failure is logged and left to the sweep. Returns whether it armed.
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> bool {
-        match self.ports.timer.arm(attempt, at).await {
+        let result = self.ports.timer.arm(attempt, at).await;
+        self.armed(attempt.task_id, attempt.attempt, result)
+    }
+
+    /// Whether an arm worked; a failure is logged and left to the sweep.
+    fn armed(&self, task: TaskId, attempt: u32, result: Result<(), TimerError>) -> bool {
+        match result {
             Ok(()) => true,
             Err(e) => {
                 tracing::error!(
-                    task = %attempt.task_id, attempt = attempt.attempt, error = %e,
+                    task = %task, attempt, error = %e,
                     "could not arm timer; the sweeper will"
                 );
                 false

@@ -13,6 +13,7 @@ use aws_sdk_scheduler::types::{
     ActionAfterCompletion, DeadLetterConfig, FlexibleTimeWindow, FlexibleTimeWindowMode,
     RetryPolicy as SchedulerRetryPolicy, Target,
 };
+use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use chrono::{DateTime, DurationRound, Utc};
 
 use crate::aws::sdk_failure;
@@ -118,6 +119,64 @@ impl AwsTimer {
         Ok(())
     }
 
+    /// Sends up to ten timer messages in one request; the outcome of each, by index.
+    async fn enqueue_batch(
+        &self,
+        chunk: &[(usize, AttemptRef, i32)],
+    ) -> Vec<(usize, Result<(), TimerError>)> {
+        let entries: Result<Vec<_>, TimerError> = chunk
+            .iter()
+            .map(|(i, attempt, delay)| {
+                let body = serde_json::to_string(attempt).map_err(|e| TimerError(e.into()))?;
+                SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(body)
+                    .delay_seconds(*delay)
+                    .build()
+                    .map_err(|e| TimerError(e.into()))
+            })
+            .collect();
+        let sent = match entries {
+            Ok(entries) => self
+                .sqs
+                .send_message_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|e| crate::aws::describe(&e)),
+            Err(e) => Err(e.to_string()),
+        };
+        match sent {
+            Ok(out) => {
+                let failed: Vec<(String, String)> = out
+                    .failed()
+                    .iter()
+                    .map(|f| {
+                        (
+                            f.id().to_string(),
+                            f.message().unwrap_or("failed").to_string(),
+                        )
+                    })
+                    .collect();
+                chunk
+                    .iter()
+                    .map(|(i, _, _)| {
+                        let id = i.to_string();
+                        match failed.iter().find(|(f, _)| *f == id) {
+                            Some((_, why)) => (*i, Err(TimerError(why.clone().into()))),
+                            None => (*i, Ok(())),
+                        }
+                    })
+                    .collect()
+            }
+            Err(why) => chunk
+                .iter()
+                .map(|(i, _, _)| (*i, Err(TimerError(why.clone().into()))))
+                .collect(),
+        }
+    }
+
     async fn schedule(
         &self,
         name: String,
@@ -182,6 +241,35 @@ impl Timer for AwsTimer {
             TimerPlan::Queue { delay_seconds } => self.enqueue(body, delay_seconds).await,
             TimerPlan::Schedule { name, fire_at } => self.schedule(name, fire_at, body).await,
         }
+    }
+
+    /// Waits for the queue go ten to a request (`SendMessageBatch`: SQS bills per
+    /// request); schedules are created one by one.
+    async fn arm_many(&self, arms: &[(AttemptRef, DateTime<Utc>)]) -> Vec<Result<(), TimerError>> {
+        let now = self.clock.now();
+        let mut results: Vec<Option<Result<(), TimerError>>> = arms.iter().map(|_| None).collect();
+        let mut queued = Vec::new();
+        for (i, (attempt, at)) in arms.iter().enumerate() {
+            match plan(*attempt, *at, now) {
+                TimerPlan::Queue { delay_seconds } => queued.push((i, *attempt, delay_seconds)),
+                TimerPlan::Schedule { name, fire_at } => {
+                    let body = serde_json::to_string(attempt).map_err(|e| TimerError(e.into()));
+                    results[i] = Some(match body {
+                        Ok(body) => self.schedule(name, fire_at, body).await,
+                        Err(e) => Err(e),
+                    });
+                }
+            }
+        }
+        for chunk in queued.chunks(10) {
+            for (i, outcome) in self.enqueue_batch(chunk).await {
+                results[i] = Some(outcome);
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(TimerError("not armed".into()))))
+            .collect()
     }
 
     /// A queue message or a schedule outlives any process.

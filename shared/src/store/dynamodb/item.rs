@@ -76,6 +76,7 @@ pub fn new_item(task: &Task, retention: std::time::Duration) -> Result<Item, Sto
         "rq".into(),
         AttributeValue::B(Blob::new(compress(&task.spec)?)),
     );
+    // The request digest is only ever compared for a repeat with the same key.
     if let Some(key) = &task.idempotency_key {
         item.insert("ik".into(), s(key));
         item.insert("rh".into(), s(&task.request_hash));
@@ -131,7 +132,7 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
     State { set, remove }
 }
 
-/// The task an item holds (its idempotency digest lives with the idempotency key).
+/// The task an item holds.
 pub fn task_from(item: &Item) -> Result<Task, StoreError> {
     let id: TaskId = get_s(item, "pk")?
         .strip_prefix("T#")

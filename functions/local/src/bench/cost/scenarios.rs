@@ -207,6 +207,7 @@ struct Bench {
 /// One run of every scenario.
 struct Results {
     first: Run,
+    batched: Run,
     retry: Run,
     idempotent: Run,
     scheduled: Run,
@@ -280,6 +281,7 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
         ("first attempt", (|r| &r.first) as fn(&Results) -> &Run),
         ("one retry", |r| &r.retry),
         ("idempotency key", |r| &r.idempotent),
+        ("batches of 100", |r| &r.batched),
         ("scheduler path", |r| &r.scheduled),
         ("GET", |r| &r.gets),
     ] {
@@ -301,6 +303,7 @@ impl Results {
     fn clone_runs(&self) -> Results {
         Results {
             first: self.first.clone(),
+            batched: self.batched.clone(),
             retry: self.retry.clone(),
             idempotent: self.idempotent.clone(),
             scheduled: self.scheduled.clone(),
@@ -526,8 +529,10 @@ impl Bench {
             .0;
         let gets = self.gets(&ids).await?;
         let scheduled = self.scheduled(tasks).await?;
+        let batched = self.batched(tasks).await?;
         Ok(Results {
             first,
+            batched,
             retry,
             idempotent,
             scheduled,
@@ -668,6 +673,34 @@ impl Bench {
                 bail!("deliveries did not finish within 3 minutes");
             }
         }
+    }
+
+    /// The first scenario's tasks, registered through the batch route, 100 to a request.
+    async fn batched(&self, tasks: usize) -> Result<Run> {
+        let before = (self.meter.tally(), self.log_bytes());
+        let mut run = Run::default();
+        let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
+        let bodies: Vec<Value> = (0..tasks)
+            .map(|i| json!({"url": format!("{}/ok", self.receiver.url), "body": order_event(i), "delay": "1s"}))
+            .collect();
+        for chunk in bodies.chunks(100) {
+            let batch = json!({ "tasks": chunk });
+            let (status, answer, seconds) = self
+                .call("POST", "/v1/tasks/batch", Some(&batch), None)
+                .await?;
+            let created = answer["tasks"]
+                .as_array()
+                .map_or(0, |a| a.iter().filter(|t| t["status"] == 201).count());
+            if status != StatusCode::OK || created != chunk.len() {
+                bail!("batch registration answered {status}: {answer}");
+            }
+            run.api(seconds);
+        }
+        self.deliver(&mut run, delivered + tasks).await?;
+        run.callbacks = tasks;
+        run.tally = self.meter.tally().minus(&before.0);
+        run.log_bytes = self.log_bytes() - before.1;
+        Ok(run)
     }
 
     async fn gets(&self, ids: &[String]) -> Result<Run> {
