@@ -190,4 +190,42 @@ proptest! {
             Err(problem) => prop_assert_eq!(status.as_u16(), problem.status, "for {}", request),
         }
     }
+
+    /// The batch route: a valid request alongside a hostile one refuses the batch with a
+    /// problem naming the hostile task's field (`tasks[1]…`), and stores nothing; a batch
+    /// of valid ones gets a 201 for each.
+    #[test]
+    fn a_batch_with_a_hostile_task_is_refused_naming_it(request in hostile_request()) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let good = serde_json::json!({"url": "https://example.com/ok", "delay": "1m"});
+        let body = serde_json::to_vec(&serde_json::json!({"tasks": [good, request]})).unwrap();
+        let engine = engine();
+        let router = boomerang::api::router(engine.clone());
+        let response = runtime.block_on(router.oneshot(
+            Request::post("/v1/tasks/batch")
+                .header("authorization", format!("Bearer {KEY}"))
+                .body(Body::from(body))
+                .unwrap(),
+        )).unwrap();
+        let status = response.status();
+        let answer: Value = runtime
+            .block_on(axum::body::to_bytes(response.into_body(), 1 << 20))
+            .map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null))
+            .unwrap();
+        let tenant = TenantId::parse("acme").unwrap();
+        let stored = runtime.block_on(engine.list(
+            &tenant,
+            &boomerang::ports::ListQuery { limit: 10, ..Default::default() },
+        )).unwrap();
+        if status == StatusCode::OK {
+            let statuses: Vec<_> = answer["tasks"].as_array().unwrap().iter().map(|t| t["status"].clone()).collect();
+            prop_assert_eq!(statuses, vec![Value::from(201), Value::from(201)], "for {}", request);
+            prop_assert_eq!(stored.tasks.len(), 2);
+        } else {
+            prop_assert!(status.is_client_error(), "{} for {}", status, request);
+            let field = answer["field"].as_str().unwrap_or_default();
+            prop_assert!(field.starts_with("tasks[1]") || status == StatusCode::BAD_REQUEST, "{} names {} for {}", status, answer, request);
+            prop_assert!(stored.tasks.is_empty(), "a refused batch stores nothing");
+        }
+    }
 }
