@@ -273,6 +273,11 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
             cost(|r| &r.idempotent),
             Some(4.70),
         ),
+        (
+            "registered in batches of 100",
+            cost(|r| &r.batched),
+            Some(2.50),
+        ),
         ("GET of a task (per request)", cost(|r| &r.gets), None),
     ];
     print_table(&rows);
