@@ -723,7 +723,15 @@ async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
         "the write that leads to attempt 2 may still be on its way"
     );
 
-    h.clock.advance(secs(180));
+    h.clock.advance(secs(30));
+    h.timer.clear();
+    assert_eq!(h.engine.deliver(at).await.unwrap(), DeliverOutcome::Unknown);
+    let (_, _, again) = h.timer.armed()[0];
+    assert!(
+        again - h.clock_now() >= chrono::Duration::seconds(25),
+        "later looks come at doubling intervals, not every second"
+    );
+    h.clock.advance(secs(150));
     h.timer.clear();
     assert_eq!(h.engine.deliver(at).await.unwrap(), DeliverOutcome::Unknown);
     assert_eq!(

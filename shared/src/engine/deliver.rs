@@ -12,8 +12,16 @@ use crate::retry::with_retries;
 /// after the task's id was made (registration), or after the task's last write (the end
 /// of the attempt before).
 const WRITE_WINDOW: chrono::Duration = chrono::Duration::seconds(120);
-/// When such a fire looks again.
+/// The first look again comes this soon.
 const RECHECK: chrono::Duration = chrono::Duration::seconds(1);
+
+/// When to look again at a fire that may have overtaken its write, `age` after that write
+/// began: soon at first (a write is milliseconds), then at doubling intervals, so that an
+/// orphan timer (its write lost a race, say an idempotent repeat) costs a handful of looks
+/// within [`WRITE_WINDOW`], not one a second.
+fn recheck_after(age: chrono::Duration) -> chrono::Duration {
+    age.max(RECHECK)
+}
 
 /// What a timer fire led to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,9 +123,9 @@ impl Engine {
     /// looked at again a little later instead of being dropped.
     async fn unknown(&self, at: AttemptRef) -> DeliverOutcome {
         let now = self.ports.clock.now();
-        let young = now.signed_duration_since(at.task_id.created_at()) < WRITE_WINDOW;
-        if self.ports.timer.durable() && at.attempt == 1 && young {
-            self.arm(at, now + RECHECK).await;
+        let age = now.signed_duration_since(at.task_id.created_at());
+        if self.ports.timer.durable() && at.attempt == 1 && age < WRITE_WINDOW {
+            self.arm(at, now + recheck_after(age)).await;
             tracing::debug!(task = %at.task_id, "timer fired before its task was stored; looking again");
         } else {
             tracing::info!(task = %at.task_id, attempt = at.attempt, "timer fired for an unknown task");
@@ -131,9 +139,9 @@ impl Engine {
     /// timer whose write never happened (it lost a race) is dropped after that.
     async fn ahead(&self, at: AttemptRef, task: &Task) {
         let now = self.ports.clock.now();
-        let recent = now.signed_duration_since(task.updated_at) < WRITE_WINDOW;
-        if self.ports.timer.durable() && recent {
-            self.arm(at, now + RECHECK).await;
+        let age = now.signed_duration_since(task.updated_at);
+        if self.ports.timer.durable() && age < WRITE_WINDOW {
+            self.arm(at, now + recheck_after(age)).await;
         }
     }
 
