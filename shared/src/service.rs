@@ -321,13 +321,7 @@ pub fn lambda_dev_mode(get: impl Fn(&str) -> Option<String>) -> Result<bool, Ser
         return Ok(false);
     }
     let endpoint = get("AWS_ENDPOINT_URL").unwrap_or_default();
-    let local = url::Url::parse(&endpoint).is_ok_and(|u| match u.host() {
-        Some(url::Host::Domain(d)) => d == "localhost",
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    });
-    if !local {
+    if !crate::aws::is_loopback_endpoint(&endpoint) {
         return Err(SettingsError::Invalid(
             "BOOMERANG_DEV",
             "is only for functions run locally against an emulator (AWS_ENDPOINT_URL on loopback)"
@@ -376,13 +370,10 @@ async fn run_deliveries(
     }
 }
 
-/// Sweeps every `every` (see `Engine::sweep` for `lookahead`). The first sweep runs at
+/// Sweeps every `period` (see `Engine::sweep` for `lookahead`). The first sweep runs at
 /// once: start-up recovery.
-async fn run_sweeper(engine: Arc<Engine>, every: Duration, lookahead: chrono::Duration) {
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
+async fn run_sweeper(engine: Arc<Engine>, period: Duration, lookahead: chrono::Duration) {
+    every(period, || async {
         match engine.sweep(lookahead).await {
             Ok(r) if r.leases_taken_over > 0 || r.dead_letters_resent > 0 => {
                 tracing::info!(?r, "sweep repaired work")
@@ -390,23 +381,37 @@ async fn run_sweeper(engine: Arc<Engine>, every: Duration, lookahead: chrono::Du
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "sweep failed"),
         }
-    }
+    })
+    .await
 }
 
 /// The AWS sweeper's work, played locally: the sweep and the system-failures redrive.
 async fn run_aws_sweeper(
     engine: Arc<Engine>,
     failures: Option<crate::aws::system_failures::SystemFailures>,
-    every: Duration,
+    period: Duration,
     lookahead: chrono::Duration,
 ) {
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticks.tick().await;
+    every(period, || async {
         if let Err(e) = crate::aws::lambda::sweep(&engine, failures.as_ref(), lookahead).await {
             tracing::error!(error = %e, "sweep failed");
         }
+    })
+    .await
+}
+
+/// Runs `work` at once and then every `period`, for ever; a tick missed while `work` ran
+/// waits for the next period instead of firing in a burst.
+async fn every<F, Fut>(period: Duration, mut work: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        work().await;
     }
 }
 

@@ -325,6 +325,15 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
 }
 
 impl Harness {
+    /// The first page of the tenant's tasks.
+    async fn stored(&self) -> Vec<boomerang::domain::Task> {
+        let query = boomerang::ports::ListQuery {
+            limit: 10,
+            ..Default::default()
+        };
+        self.engine.list(&self.tenant, &query).await.unwrap().tasks
+    }
+
     fn clock_now(&self) -> DateTime<Utc> {
         use boomerang::clock::Clock;
         self.clock.now()
@@ -528,18 +537,7 @@ async fn invalid_destinations_and_far_fire_times_are_refused_before_storing() {
         h.engine.register(&h.tenant, far).await,
         Err(EngineError::Invalid { field: "delay", .. })
     ));
-    let page = h
-        .engine
-        .list(
-            &h.tenant,
-            &boomerang::ports::ListQuery {
-                limit: 10,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    assert!(page.tasks.is_empty());
+    assert!(h.stored().await.is_empty());
 }
 
 /// A task whose first delivery is in flight, held inside the webhook call until the
@@ -766,18 +764,7 @@ async fn a_batch_is_registered_in_order_and_a_refused_task_refuses_it_whole() {
         Err((1, EngineError::Invalid { field: "url", .. }))
     ));
     assert!(h.timer.armed().is_empty(), "nothing armed");
-    let page = h
-        .engine
-        .list(
-            &h.tenant,
-            &boomerang::ports::ListQuery {
-                limit: 10,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    assert!(page.tasks.is_empty(), "nothing stored");
+    assert!(h.stored().await.is_empty(), "nothing stored");
 
     let batch = (1..=3)
         .map(|i| new_task(FireTime::After(secs(i)), RetryPolicy::default()))

@@ -161,6 +161,17 @@ pub fn emulator_config(endpoint: &str) -> SdkConfig {
         .build()
 }
 
+/// Whether an endpoint URL is on this machine (`localhost` or a loopback address): where
+/// emulators run, and the only place the local tools talk to.
+pub fn is_loopback_endpoint(endpoint: &str) -> bool {
+    url::Url::parse(endpoint).is_ok_and(|u| match u.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    })
+}
+
 /// Formats an SDK error with its causes (the SDK's own Display hides them).
 pub(crate) fn describe<E: std::error::Error>(e: &E) -> String {
     aws_sdk_dynamodb::error::DisplayErrorContext(e).to_string()

@@ -4,10 +4,10 @@
 //! keep armed tasks where the sweep looks), so such a message may be the only record of an
 //! attempt's timer: the sweeper hands each one back to the timer queue and then deletes it.
 
-use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
 use serde_json::Value;
 
 use super::describe;
+use super::triggers::delete_messages;
 use crate::domain::{AttemptRef, TaskId};
 use crate::engine::Engine;
 
@@ -39,32 +39,20 @@ impl SystemFailures {
                 break;
             }
             let mut done = Vec::new();
-            for (i, m) in messages.iter().enumerate() {
+            for m in &messages {
                 let Some(attempt) = m.body().and_then(attempt_in) else {
                     tracing::warn!(message = ?m.message_id(), "system failure without a timer in it; left for an operator");
                     continue;
                 };
                 if engine.rearm(attempt).await {
                     redriven += 1;
-                    done.extend(
-                        DeleteMessageBatchRequestEntry::builder()
-                            .id(i.to_string())
-                            .set_receipt_handle(m.receipt_handle.clone())
-                            .build()
-                            .ok(),
-                    );
+                    done.push(m);
                 }
             }
             if done.is_empty() {
                 break;
             }
-            self.sqs
-                .delete_message_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(done))
-                .send()
-                .await
-                .map_err(|e| describe(&e))?;
+            delete_messages(&self.sqs, &self.queue_url, &done).await?;
         }
         Ok(redriven)
     }

@@ -3,11 +3,12 @@
 //! polls the timer queue like the SQS event source mapping, handing both to the same
 //! delivery handler the Lambda uses.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message};
 
 use super::describe;
 use super::lambda::{handle_queue, handle_scheduled};
@@ -114,66 +115,96 @@ impl TriggerEmulator {
         Ok(true)
     }
 
-    /// One long poll of the timer queue; returns how many messages were handled.
+    /// One long poll of the timer queue, handled as the delivery Lambda handles a batch;
+    /// returns how many messages were received.
     pub async fn drain_queue_once(&self) -> Result<usize, String> {
-        let received = self
-            .sqs
-            .receive_message()
-            .queue_url(&self.queue_url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            // Short, so that a delivery cut off by a crash is retried soon: a message that
-            // comes back while its attempt is still leased is only armed again for the
-            // lease's end.
-            .visibility_timeout(VISIBILITY_TIMEOUT_SECS)
-            .send()
-            .await
-            .map_err(|e| describe(&e))?;
-        let messages = received.messages.unwrap_or_default();
-        if messages.is_empty() {
-            return Ok(0);
-        }
-        let records = messages
-            .iter()
-            .map(|m| {
-                let mut record = SqsMessage::default();
-                record.message_id = m.message_id.clone();
-                record.receipt_handle = m.receipt_handle.clone();
-                record.body = m.body.clone();
-                record
-            })
-            .collect();
-        let mut batch = SqsEvent::default();
-        batch.records = records;
-        let response = handle_queue(&self.engine, &batch).await;
-        let failed: Vec<_> = response
-            .batch_item_failures
-            .iter()
-            .map(|f| f.item_identifier.clone())
-            .collect();
-        // Like the event source mapping: one batch delete of the records that succeeded;
-        // the failed ones are left for redelivery after the visibility timeout.
-        let done: Vec<_> = messages
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| !failed.contains(&m.message_id.clone().unwrap_or_default()))
-            .filter_map(|(i, m)| {
-                DeleteMessageBatchRequestEntry::builder()
-                    .id(i.to_string())
-                    .set_receipt_handle(m.receipt_handle.clone())
-                    .build()
-                    .ok()
-            })
-            .collect();
-        if !done.is_empty() {
-            self.sqs
-                .delete_message_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(done))
-                .send()
-                .await
-                .map_err(|e| describe(&e))?;
-        }
-        Ok(messages.len())
+        poll_queue(&self.sqs, &self.queue_url, |batch| async move {
+            Ok(handle_queue(&self.engine, &batch).await)
+        })
+        .await
     }
+}
+
+/// Plays the SQS event source mapping once: one receive from `queue_url` (up to 10
+/// messages), handed to `handle` as the mapping hands a batch to the delivery function;
+/// then one batch delete of the records `handle` did not report failed (those come back
+/// after the visibility timeout). Returns how many messages it received.
+pub async fn poll_queue<F, Fut>(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    handle: F,
+) -> Result<usize, String>
+where
+    F: FnOnce(SqsEvent) -> Fut,
+    Fut: Future<Output = Result<SqsBatchResponse, String>>,
+{
+    let received = sqs
+        .receive_message()
+        .queue_url(queue_url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        // Short, so that a delivery cut off by a crash is retried soon: a message that
+        // comes back while its attempt is still leased is only armed again for the
+        // lease's end.
+        .visibility_timeout(VISIBILITY_TIMEOUT_SECS)
+        .send()
+        .await
+        .map_err(|e| describe(&e))?;
+    let messages = received.messages.unwrap_or_default();
+    if messages.is_empty() {
+        return Ok(0);
+    }
+    let mut batch = SqsEvent::default();
+    batch.records = messages
+        .iter()
+        .map(|m| {
+            let mut record = SqsMessage::default();
+            record.message_id = m.message_id.clone();
+            record.receipt_handle = m.receipt_handle.clone();
+            record.body = m.body.clone();
+            record.event_source = Some("aws:sqs".into());
+            record
+        })
+        .collect();
+    let response = handle(batch).await?;
+    let failed: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
+    let done: Vec<&Message> = messages
+        .iter()
+        .filter(|m| !failed.contains(&m.message_id.clone().unwrap_or_default()))
+        .collect();
+    delete_messages(sqs, queue_url, &done).await?;
+    Ok(messages.len())
+}
+
+/// Deletes received messages (at most 10) in one request; nothing to delete, no request.
+pub(crate) async fn delete_messages(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    messages: &[&Message],
+) -> Result<(), String> {
+    let entries: Vec<_> = messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            DeleteMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .set_receipt_handle(m.receipt_handle.clone())
+                .build()
+                .ok()
+        })
+        .collect();
+    if entries.is_empty() {
+        return Ok(());
+    }
+    sqs.delete_message_batch()
+        .queue_url(queue_url)
+        .set_entries(Some(entries))
+        .send()
+        .await
+        .map_err(|e| describe(&e))?;
+    Ok(())
 }

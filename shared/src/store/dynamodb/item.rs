@@ -19,8 +19,7 @@ use chrono::{DateTime, Utc};
 use crate::aws::items::{corrupt, get_n, get_s, n, s, Item};
 use crate::domain::time::checked_add;
 use crate::domain::{
-    AttemptOutcome, AttemptRecord, AttemptRef, PendingWork, Status, Task, TaskId, TaskSpec,
-    TenantId,
+    AttemptOutcome, AttemptRecord, PendingWork, Status, Task, TaskId, TaskSpec, TenantId,
 };
 use crate::ports::StoreError;
 
@@ -226,11 +225,6 @@ pub fn record_from(task_id: TaskId, value: &AttributeValue) -> Result<AttemptRec
             _ => return Err(corrupt("o")),
         },
     })
-}
-
-/// The attempt a due-index entry or a message names.
-pub fn attempt_of(task: &Task) -> AttemptRef {
-    AttemptRef::new(task.id, task.attempt)
 }
 
 fn compress<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {

@@ -31,7 +31,7 @@ pub struct CostArgs {
 pub async fn run(args: CostArgs) -> Result<()> {
     let endpoint = std::env::var("AWS_ENDPOINT_URL")
         .context("`bench cost` runs against an emulator: set AWS_ENDPOINT_URL (moto server)")?;
-    if !is_loopback(&endpoint) {
+    if !boomerang::aws::is_loopback_endpoint(&endpoint) {
         bail!("AWS_ENDPOINT_URL={endpoint} is not a loopback address; the meter only talks to a local emulator");
     }
     if args.tasks == 0 || args.tasks > 10_000 {
@@ -39,13 +39,6 @@ pub async fn run(args: CostArgs) -> Result<()> {
     }
     let functions = (!args.in_process).then_some(args.functions);
     scenarios::run_all(&endpoint, args.tasks, functions).await
-}
-
-fn is_loopback(endpoint: &str) -> bool {
-    url::Url::parse(endpoint).is_ok_and(|u| {
-        matches!(u.host_str(), Some("localhost") | Some("[::1]"))
-            || u.host_str().is_some_and(|h| h.starts_with("127."))
-    })
 }
 
 /// The table's key and indexes, as DynamoDB describes them.

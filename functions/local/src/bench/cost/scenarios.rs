@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use boomerang::aws::bootstrap::{bootstrap, env_vars};
-use boomerang::aws::triggers::TriggerEmulator;
+use boomerang::aws::triggers::{poll_queue, TriggerEmulator};
 use boomerang::backend::{aws_with_clients, AwsBackendConfig, AwsClients};
 use boomerang::clock::Clock;
 use boomerang::domain::{AttemptRef, TenantId};
@@ -205,6 +205,7 @@ struct Bench {
 }
 
 /// One run of every scenario.
+#[derive(Clone)]
 struct Results {
     first: Run,
     batched: Run,
@@ -247,7 +248,7 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
         }
         None => {
             println!("functions:         not run (--in-process): durations from this process, logs not measured");
-            counts.clone_runs()
+            counts.clone()
         }
     };
     println!();
@@ -302,19 +303,6 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
     println!();
     print_price_list();
     Ok(())
-}
-
-impl Results {
-    fn clone_runs(&self) -> Results {
-        Results {
-            first: self.first.clone(),
-            batched: self.batched.clone(),
-            retry: self.retry.clone(),
-            idempotent: self.idempotent.clone(),
-            scheduled: self.scheduled.clone(),
-            gets: self.gets.clone(),
-        }
-    }
 }
 
 /// Rounding noise (a difference of equal figures) is shown as zero, not "-0.00".
@@ -778,53 +766,15 @@ async fn poll_into_function(
     queue_url: &str,
     run: &mut Run,
 ) -> Result<usize> {
-    let received = sqs
-        .receive_message()
-        .queue_url(queue_url)
-        .max_number_of_messages(10)
-        .wait_time_seconds(1)
-        .visibility_timeout(30)
-        .send()
-        .await?;
-    let messages = received.messages.unwrap_or_default();
-    if messages.is_empty() {
-        return Ok(0);
-    }
-    let records: Vec<Value> = messages
-        .iter()
-        .map(|m| {
-            json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(),
-                   "eventSource": "aws:sqs", "awsRegion": "us-east-1", "attributes": {}, "messageAttributes": {}})
-        })
-        .collect();
-    let (answer, seconds) = functions
-        .invoke("delivery", &json!({"Records": records}))
-        .await?;
-    run.delivery(seconds);
-    let failed: Vec<&str> = answer["batchItemFailures"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f["itemIdentifier"].as_str())
-        .collect();
-    let done: Vec<_> = messages
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| !failed.contains(&m.message_id().unwrap_or_default()))
-        .filter_map(|(i, m)| {
-            aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
-                .id(i.to_string())
-                .set_receipt_handle(m.receipt_handle.clone())
-                .build()
-                .ok()
-        })
-        .collect();
-    if !done.is_empty() {
-        sqs.delete_message_batch()
-            .queue_url(queue_url)
-            .set_entries(Some(done))
-            .send()
-            .await?;
-    }
-    Ok(messages.len())
+    poll_queue(sqs, queue_url, |batch| async move {
+        let event = serde_json::to_value(&batch).map_err(|e| e.to_string())?;
+        let (answer, seconds) = functions
+            .invoke("delivery", &event)
+            .await
+            .map_err(|e| e.to_string())?;
+        run.delivery(seconds);
+        serde_json::from_value(answer).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(anyhow::Error::msg)
 }
