@@ -103,20 +103,15 @@ export class BoomerangStack extends Stack {
       timeToLiveAttribute: 'x',
       removalPolicy,
     });
-    // Both indexes project keys only: an index entry is written when its key is, and
-    // never again when the task's state changes. Sparse and sharded: only tasks with
-    // pending work that no durable timer holds, read by the sweeper from a checkpoint.
+    // Tasks are keyed by tenant (`T#<tenant>#<shard>`, task id), so a tenant's tasks are
+    // listed from the table itself: no index entry per task. The one index projects keys
+    // only (an entry is written when its key is, never when the task's state changes), and
+    // is sparse and sharded: only tasks with pending work that no durable timer holds,
+    // read by the sweeper from a checkpoint.
     this.table.addGlobalSecondaryIndex({
       indexName: 'due',
       partitionKey: { name: 'ds', type: dynamodb.AttributeType.STRING },
       sortKey: { name: 'dm', type: dynamodb.AttributeType.NUMBER },
-      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
-    });
-    // A tenant's tasks, newest first (the sort key is the task's key, a time-ordered id).
-    this.table.addGlobalSecondaryIndex({
-      indexName: 'by_tenant',
-      partitionKey: { name: 'tn', type: dynamodb.AttributeType.STRING },
-      sortKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
       projectionType: dynamodb.ProjectionType.KEYS_ONLY,
     });
 

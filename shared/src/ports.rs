@@ -71,7 +71,27 @@ pub trait TaskStore: Send + Sync {
     /// key wins and is returned instead (race-free: one conditional write).
     async fn create(&self, task: &Task) -> Result<CreateOutcome, StoreError>;
 
-    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError>;
+    /// The tenant's task with this id; another tenant's task of that id is not found.
+    async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError>;
+
+    /// Like [`Self::get`], but a store may answer from a read that can lag the latest
+    /// write by a moment (cheaper): for a timer fire, whose claim is conditional anyway.
+    async fn peek(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        self.get(tenant, id).await
+    }
+
+    /// The task and every recorded attempt of it, in order (one read where the store can).
+    async fn details(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Option<(Task, Vec<AttemptRecord>)>, StoreError> {
+        let Some(task) = self.get(tenant, id).await? else {
+            return Ok(None);
+        };
+        let attempts = self.attempts(tenant, id).await?;
+        Ok(Some((task, attempts)))
+    }
 
     /// Replaces the task only if its stored version is `expected_version`; otherwise
     /// [`StoreError::Conflict`].
@@ -93,15 +113,24 @@ pub trait TaskStore: Send + Sync {
         next: &Task,
         expected_version: u64,
     ) -> Result<(), StoreError> {
-        self.put_attempt(record).await?;
+        self.put_attempt(&next.tenant, record).await?;
         self.update(next, expected_version).await
     }
 
-    /// Records an attempt; writing the same (task, number) again overwrites it.
-    async fn put_attempt(&self, record: &AttemptRecord) -> Result<(), StoreError>;
+    /// Records an attempt of the tenant's task; writing the same (task, number) again
+    /// overwrites it.
+    async fn put_attempt(
+        &self,
+        tenant: &TenantId,
+        record: &AttemptRecord,
+    ) -> Result<(), StoreError>;
 
-    /// Every recorded attempt of a task, in order.
-    async fn attempts(&self, id: &TaskId) -> Result<Vec<AttemptRecord>, StoreError>;
+    /// Every recorded attempt of the tenant's task, in order.
+    async fn attempts(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Vec<AttemptRecord>, StoreError>;
 
     /// One page of a tenant's tasks, newest first.
     async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError>;
@@ -147,7 +176,7 @@ pub trait Timer: Send + Sync {
     async fn arm_many(&self, arms: &[(AttemptRef, DateTime<Utc>)]) -> Vec<Result<(), TimerError>> {
         let mut results = Vec::with_capacity(arms.len());
         for (attempt, at) in arms {
-            results.push(self.arm(*attempt, *at).await);
+            results.push(self.arm(attempt.clone(), *at).await);
         }
         results
     }

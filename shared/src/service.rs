@@ -361,9 +361,10 @@ async fn run_deliveries(
         };
         let engine = engine.clone();
         tokio::spawn(async move {
+            let (task, number) = (attempt.task_id, attempt.attempt);
             if let Err(e) = engine.deliver(attempt).await {
                 // The task is still in the store; the sweep retries it.
-                tracing::error!(task = %attempt.task_id, attempt = attempt.attempt, error = %e, "delivery failed");
+                tracing::error!(task = %task, attempt = number, error = %e, "delivery failed");
             }
             drop(permit);
         });

@@ -45,6 +45,7 @@ pub async fn store_contract(store: Arc<dyn TaskStore>) {
     attempts_are_kept_in_order(&*store).await;
     every_finished_attempt_is_kept(&*store).await;
     list_is_scoped_filtered_and_paged(&*store).await;
+    long_lists_page_in_order(&*store).await;
     due_finds_only_work_to_do(&*store).await;
     a_claim_is_seen_and_wins_against_stale_writes(&*store).await;
 }
@@ -68,7 +69,10 @@ async fn a_claim_is_seen_and_wins_against_stale_writes(store: &dyn TaskStore) {
     store.create(&task).await.unwrap();
     let claimed = task.claim(1, now, Duration::from_secs(40)).unwrap();
     store.claim(&claimed, task.version).await.unwrap();
-    assert_eq!(store.get(&task.id).await.unwrap(), Some(claimed.clone()));
+    assert_eq!(
+        store.get(&task.tenant, &task.id).await.unwrap(),
+        Some(claimed.clone())
+    );
     assert!(matches!(
         store.claim(&claimed, task.version).await,
         Err(StoreError::Conflict)
@@ -86,8 +90,14 @@ async fn a_claim_is_seen_and_wins_against_stale_writes(store: &dyn TaskStore) {
         .finish_attempt(&record, &done, claimed.version)
         .await
         .unwrap();
-    assert_eq!(store.get(&task.id).await.unwrap(), Some(done.clone()));
-    assert_eq!(store.attempts(&task.id).await.unwrap(), vec![record]);
+    assert_eq!(
+        store.get(&task.tenant, &task.id).await.unwrap(),
+        Some(done.clone())
+    );
+    assert_eq!(
+        store.attempts(&task.tenant, &task.id).await.unwrap(),
+        vec![record]
+    );
     assert!(matches!(
         store.claim(&claimed, task.version).await,
         Err(StoreError::Conflict)
@@ -105,8 +115,18 @@ async fn create_get_round_trip(store: &dyn TaskStore) {
         store.create(&task).await.unwrap(),
         CreateOutcome::Created
     ));
-    assert_eq!(store.get(&task.id).await.unwrap(), Some(task));
-    assert_eq!(store.get(&TaskId::new()).await.unwrap(), None);
+    assert_eq!(
+        store.get(&task.tenant, &task.id).await.unwrap(),
+        Some(task.clone())
+    );
+    assert_eq!(store.get(&tenant, &TaskId::new()).await.unwrap(), None);
+    let other = unique_tenant("roundtrip");
+    assert_eq!(
+        store.get(&other, &task.id).await.unwrap(),
+        None,
+        "another tenant does not find it"
+    );
+    assert_eq!(store.details(&other, &task.id).await.unwrap(), None);
 }
 
 async fn idempotent_create(store: &dyn TaskStore) {
@@ -123,7 +143,7 @@ async fn idempotent_create(store: &dyn TaskStore) {
         other => panic!("expected the existing task, got {other:?}"),
     }
     assert_eq!(
-        store.get(&again.id).await.unwrap(),
+        store.get(&again.tenant, &again.id).await.unwrap(),
         None,
         "the loser is not stored"
     );
@@ -179,7 +199,10 @@ async fn conditional_update(store: &dyn TaskStore) {
         Err(StoreError::Conflict)
     ));
     store.update(&next, 1).await.unwrap();
-    assert_eq!(store.get(&task.id).await.unwrap(), Some(next.clone()));
+    assert_eq!(
+        store.get(&task.tenant, &task.id).await.unwrap(),
+        Some(next.clone())
+    );
     assert!(matches!(
         store.update(&next, 1).await,
         Err(StoreError::Conflict)
@@ -242,16 +265,20 @@ async fn attempts_are_kept_in_order(store: &dyn TaskStore) {
         outcome: AttemptOutcome::Retrying,
     };
     for n in [2, 1, 10] {
-        store.put_attempt(&record(n, 500)).await.unwrap();
+        store.put_attempt(&tenant, &record(n, 500)).await.unwrap();
     }
-    store.put_attempt(&record(2, 503)).await.unwrap();
-    let got = store.attempts(&task.id).await.unwrap();
+    store.put_attempt(&tenant, &record(2, 503)).await.unwrap();
+    let got = store.attempts(&task.tenant, &task.id).await.unwrap();
     let numbers: Vec<_> = got.iter().map(|a| (a.number, a.status_code)).collect();
     assert_eq!(
         numbers,
         vec![(1, Some(500)), (2, Some(503)), (10, Some(500))]
     );
-    assert!(store.attempts(&TaskId::new()).await.unwrap().is_empty());
+    assert!(store
+        .attempts(&tenant, &TaskId::new())
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 /// Twelve attempts, each claimed and finished as `deliver` does: every record is kept,
@@ -280,14 +307,58 @@ async fn every_finished_attempt_is_kept(store: &dyn TaskStore) {
         now = next.next_attempt_at.unwrap();
         task = next;
     }
-    let got = store.attempts(&task.id).await.unwrap();
+    let got = store.attempts(&task.tenant, &task.id).await.unwrap();
     assert_eq!(
         got.iter().map(|a| a.number).collect::<Vec<_>>(),
         (1..=12).collect::<Vec<_>>()
     );
     assert!(got.iter().all(|a| a.outcome == AttemptOutcome::Retrying));
     assert_eq!(got[11].error.as_deref(), Some("HTTP 502"));
-    assert_eq!(store.get(&task.id).await.unwrap(), Some(task));
+    assert_eq!(store.get(&task.tenant, &task.id).await.unwrap(), Some(task));
+}
+
+/// Forty tasks (one with attempt records of its own), read in pages of seven: every task
+/// once, newest first, nothing else.
+async fn long_lists_page_in_order(store: &dyn TaskStore) {
+    let tenant = unique_tenant("long-list");
+    let now = millis(Utc::now());
+    let mut ids = Vec::new();
+    for _ in 0..40 {
+        let task = sample_task(&tenant, None, now);
+        store.create(&task).await.unwrap();
+        ids.push(task.id);
+    }
+    let record = AttemptRecord {
+        task_id: ids[0],
+        number: 11,
+        scheduled_at: now,
+        started_at: now,
+        lateness_ms: 0,
+        duration_ms: 1,
+        status_code: Some(500),
+        error: None,
+        response_excerpt: None,
+        outcome: AttemptOutcome::Retrying,
+    };
+    store.put_attempt(&tenant, &record).await.unwrap();
+    ids.sort_by(|a, b| b.cmp(a));
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let query = ListQuery {
+            status: None,
+            limit: 7,
+            cursor,
+        };
+        let page = store.list(&tenant, &query).await.unwrap();
+        assert!(page.tasks.len() <= 7);
+        seen.extend(page.tasks.iter().map(|t| t.id));
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, ids);
 }
 
 async fn list_is_scoped_filtered_and_paged(store: &dyn TaskStore) {
@@ -402,8 +473,8 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         .unwrap();
     assert_eq!(item, &overdue.pending_work().unwrap());
     assert_eq!(
-        (item.attempt, item.due_at),
-        (AttemptRef::new(overdue.id, 1), now - minute)
+        (item.attempt.clone(), item.due_at),
+        (overdue.attempt_ref(1), now - minute)
     );
 
     expected.push((later.id, WorkKind::Attempt));
@@ -425,12 +496,12 @@ pub trait TimerProbe: Send {
 }
 
 /// Waits for the fire of `attempt`, skipping others (duplicates are allowed).
-async fn await_fire(probe: &mut dyn TimerProbe, attempt: AttemptRef) -> std::time::Instant {
+async fn await_fire(probe: &mut dyn TimerProbe, attempt: &AttemptRef) -> std::time::Instant {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         assert!(!left.is_zero(), "timer never fired for {attempt:?}");
-        if probe.next_fire(left).await == Some(attempt) {
+        if probe.next_fire(left).await.as_ref() == Some(attempt) {
             return std::time::Instant::now();
         }
     }
@@ -439,35 +510,33 @@ async fn await_fire(probe: &mut dyn TimerProbe, attempt: AttemptRef) -> std::tim
 /// The contract of every [`Timer`]: a fire for each armed attempt, never early (to the
 /// second), overdue attempts at once, and arming the same attempt twice is harmless.
 pub async fn timer_contract(timer: Arc<dyn crate::ports::Timer>, probe: &mut dyn TimerProbe) {
-    let (a, b, c) = (
-        AttemptRef::new(TaskId::new(), 1),
-        AttemptRef::new(TaskId::new(), 4),
-        AttemptRef::new(TaskId::new(), 2),
-    );
+    let tenant = unique_tenant("timer");
+    let attempt = |n| AttemptRef::new(tenant.clone(), TaskId::new(), n);
+    let (a, b, c) = (attempt(1), attempt(4), attempt(2));
     let armed_at = std::time::Instant::now();
     timer
-        .arm(a, Utc::now() + chrono::Duration::seconds(2))
+        .arm(a.clone(), Utc::now() + chrono::Duration::seconds(2))
         .await
         .unwrap();
     timer
-        .arm(b, Utc::now() - chrono::Duration::seconds(30))
+        .arm(b.clone(), Utc::now() - chrono::Duration::seconds(30))
         .await
         .unwrap();
     let due_c = Utc::now() + chrono::Duration::seconds(1);
-    timer.arm(c, due_c).await.unwrap();
-    timer.arm(c, due_c).await.unwrap();
+    timer.arm(c.clone(), due_c).await.unwrap();
+    timer.arm(c.clone(), due_c).await.unwrap();
 
-    let fired_b = await_fire(probe, b).await;
+    let fired_b = await_fire(probe, &b).await;
     assert!(
         fired_b - armed_at < Duration::from_secs(10),
         "an overdue attempt fires at once"
     );
-    let fired_c = await_fire(probe, c).await;
+    let fired_c = await_fire(probe, &c).await;
     assert!(
         fired_c - armed_at >= Duration::from_millis(900),
         "never early"
     );
-    let fired_a = await_fire(probe, a).await;
+    let fired_a = await_fire(probe, &a).await;
     assert!(
         fired_a - armed_at >= Duration::from_millis(1900),
         "never early"

@@ -181,7 +181,11 @@ async fn success_on_first_attempt_records_lateness() {
         vec![(task.id, 1, t0() + chrono::Duration::seconds(60))]
     );
     h.clock.advance(secs(62));
-    let outcome = h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
+    let outcome = h
+        .engine
+        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+        .await
+        .unwrap();
     assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     let details = h.engine.get(&h.tenant, &task.id).await.unwrap();
     assert_eq!(details.attempts.len(), 1);
@@ -194,14 +198,19 @@ async fn duplicate_timer_fire_calls_the_webhook_once() {
     let h = harness(ScriptedWebhooks::default());
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
     let (a, b) = tokio::join!(
-        h.engine.deliver(AttemptRef::new(task.id, 1)),
-        h.engine.deliver(AttemptRef::new(task.id, 1))
+        h.engine
+            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1)),
+        h.engine
+            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
     );
     let outcomes = [a.unwrap(), b.unwrap()];
     assert!(outcomes.contains(&DeliverOutcome::Attempted(Status::Succeeded)));
     assert!(outcomes.contains(&DeliverOutcome::Stale));
     assert_eq!(
-        h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap(),
+        h.engine
+            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+            .await
+            .unwrap(),
         DeliverOutcome::Stale
     );
     assert_eq!(h.webhooks.calls(), 1);
@@ -216,7 +225,10 @@ async fn early_fire_re_arms_for_the_due_time_without_calling() {
     h.timer.clear();
     h.clock.advance(secs(1100));
     assert_eq!(
-        h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap(),
+        h.engine
+            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+            .await
+            .unwrap(),
         DeliverOutcome::Early
     );
     assert_eq!(h.webhooks.calls(), 0);
@@ -226,7 +238,10 @@ async fn early_fire_re_arms_for_the_due_time_without_calling() {
     );
     h.clock.advance(secs(100));
     assert_eq!(
-        h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap(),
+        h.engine
+            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+            .await
+            .unwrap(),
         DeliverOutcome::Attempted(Status::Succeeded)
     );
 }
@@ -254,7 +269,7 @@ async fn lost_timer_is_repaired_by_the_sweep() {
     let (id, attempt, _) = h.timer.armed()[0];
     assert_eq!((id, attempt), (task.id, 1));
     h.engine
-        .deliver(AttemptRef::new(id, attempt))
+        .deliver(AttemptRef::new(h.tenant.clone(), id, attempt))
         .await
         .unwrap();
     assert_eq!(h.status_of(&task).await, Status::Succeeded);
@@ -272,7 +287,7 @@ async fn cancel_wins_before_fire_and_loses_during_delivery() {
     h.clock.advance(secs(60));
     assert_eq!(
         h.engine
-            .deliver(AttemptRef::new(early.id, 1))
+            .deliver(AttemptRef::new(h.tenant.clone(), early.id, 1))
             .await
             .unwrap(),
         DeliverOutcome::Stale
@@ -302,7 +317,10 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
     let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
     assert_eq!(report.leases_taken_over, 0, "the lease still holds");
     assert_eq!(
-        h.engine.deliver(AttemptRef::new(id, 1)).await.unwrap(),
+        h.engine
+            .deliver(AttemptRef::new(h.tenant.clone(), id, 1))
+            .await
+            .unwrap(),
         DeliverOutcome::Stale
     );
     assert_eq!(
@@ -318,7 +336,10 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
     assert_eq!(h.timer.armed(), vec![(id, 1, h.clock_now())]);
     gate.add_permits(1);
     assert_eq!(
-        h.engine.deliver(AttemptRef::new(id, 1)).await.unwrap(),
+        h.engine
+            .deliver(AttemptRef::new(h.tenant.clone(), id, 1))
+            .await
+            .unwrap(),
         DeliverOutcome::Attempted(Status::Succeeded)
     );
     assert_eq!(h.webhooks.calls(), 2);
@@ -349,7 +370,10 @@ async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
     };
     let task = h.register(FireTime::Now, policy).await;
     assert_eq!(
-        h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap(),
+        h.engine
+            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+            .await
+            .unwrap(),
         DeliverOutcome::Attempted(Status::Scheduled)
     );
     let after_first = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
@@ -359,10 +383,16 @@ async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
         Some(t0() + chrono::Duration::seconds(30))
     );
     h.clock.advance(secs(30));
-    h.engine.deliver(AttemptRef::new(task.id, 2)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 2))
+        .await
+        .unwrap();
     h.clock.advance(secs(60));
     assert_eq!(
-        h.engine.deliver(AttemptRef::new(task.id, 3)).await.unwrap(),
+        h.engine
+            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 3))
+            .await
+            .unwrap(),
         DeliverOutcome::Attempted(Status::Failed)
     );
     let details = h.engine.get(&h.tenant, &task.id).await.unwrap();
@@ -378,7 +408,10 @@ async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
 async fn gone_and_permanent_statuses_fail_at_once() {
     let h = harness(ScriptedWebhooks::answering(vec![status(410), status(404)]));
     let gone = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(AttemptRef::new(gone.id, 1)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), gone.id, 1))
+        .await
+        .unwrap();
     assert_eq!(h.status_of(&gone).await, Status::Failed);
     let policy = RetryPolicy {
         permanent_statuses: vec![404],
@@ -386,7 +419,7 @@ async fn gone_and_permanent_statuses_fail_at_once() {
     };
     let missing = h.register(FireTime::Now, policy).await;
     h.engine
-        .deliver(AttemptRef::new(missing.id, 1))
+        .deliver(AttemptRef::new(h.tenant.clone(), missing.id, 1))
         .await
         .unwrap();
     assert_eq!(h.status_of(&missing).await, Status::Failed);
@@ -407,10 +440,16 @@ async fn refused_destinations_fail_and_transport_errors_retry() {
     };
     let h = harness(ScriptedWebhooks::answering(vec![refused, reset]));
     let a = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(AttemptRef::new(a.id, 1)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), a.id, 1))
+        .await
+        .unwrap();
     assert_eq!(h.status_of(&a).await, Status::Failed);
     let b = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(AttemptRef::new(b.id, 1)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), b.id, 1))
+        .await
+        .unwrap();
     assert_eq!(h.status_of(&b).await, Status::Scheduled);
 }
 
@@ -422,11 +461,17 @@ async fn retry_after_replaces_the_wait_within_the_maximum_interval() {
     very_busy.retry_after = Some(secs(999_999));
     let h = harness(ScriptedWebhooks::answering(vec![busy, very_busy]));
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+        .await
+        .unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     assert_eq!(t.next_attempt_at, Some(t0() + chrono::Duration::seconds(7)));
     h.clock.advance(secs(7));
-    h.engine.deliver(AttemptRef::new(task.id, 2)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 2))
+        .await
+        .unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     // Bounded by the default policy's longest step, one hour.
     assert_eq!(
@@ -440,7 +485,10 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
     let h = harness(ScriptedWebhooks::answering(vec![status(410), status(410)]));
     h.dead_letters.fail_next(1);
     let once = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(AttemptRef::new(once.id, 1)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), once.id, 1))
+        .await
+        .unwrap();
     assert_eq!(
         h.dead_letters.letters().len(),
         1,
@@ -449,7 +497,10 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
 
     h.dead_letters.fail_next(3); // every try of the engine fails
     let down = h.register(FireTime::Now, RetryPolicy::default()).await;
-    h.engine.deliver(AttemptRef::new(down.id, 1)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), down.id, 1))
+        .await
+        .unwrap();
     assert_eq!(h.dead_letters.letters().len(), 1);
     assert!(
         h.engine
@@ -480,7 +531,10 @@ async fn a_failed_task_can_be_retried_for_a_new_round() {
         ..RetryPolicy::default()
     };
     let task = h.register(FireTime::Now, policy).await;
-    h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+        .await
+        .unwrap();
     assert_eq!(h.status_of(&task).await, Status::Failed);
     h.engine.retry(&h.tenant, &task.id).await.unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
@@ -488,7 +542,10 @@ async fn a_failed_task_can_be_retried_for_a_new_round() {
         (t.status, t.attempt, t.round_start),
         (Status::Scheduled, 2, 2)
     );
-    h.engine.deliver(AttemptRef::new(task.id, 2)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 2))
+        .await
+        .unwrap();
     assert_eq!(h.status_of(&task).await, Status::Succeeded);
     assert!(matches!(
         h.engine.retry(&h.tenant, &task.id).await,
@@ -555,7 +612,8 @@ async fn delivery_held_mid_call() -> (
     });
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
     let (engine, id) = (h.engine.clone(), task.id);
-    let delivery = tokio::spawn(async move { engine.deliver(AttemptRef::new(id, 1)).await });
+    let attempt = AttemptRef::new(h.tenant.clone(), id, 1);
+    let delivery = tokio::spawn(async move { engine.deliver(attempt).await });
     wait_until(|| h.webhooks.calls() == 1).await;
     (h, gate, task, delivery)
 }
@@ -601,9 +659,10 @@ impl boomerang::ports::TaskStore for ArmsAtWrites {
     }
     async fn get(
         &self,
+        tenant: &TenantId,
         id: &boomerang::domain::TaskId,
     ) -> Result<Option<boomerang::domain::Task>, boomerang::ports::StoreError> {
-        self.inner.get(id).await
+        self.inner.get(tenant, id).await
     }
     async fn update(
         &self,
@@ -624,15 +683,17 @@ impl boomerang::ports::TaskStore for ArmsAtWrites {
     }
     async fn put_attempt(
         &self,
+        tenant: &TenantId,
         r: &boomerang::domain::AttemptRecord,
     ) -> Result<(), boomerang::ports::StoreError> {
-        self.inner.put_attempt(r).await
+        self.inner.put_attempt(tenant, r).await
     }
     async fn attempts(
         &self,
+        tenant: &TenantId,
         id: &boomerang::domain::TaskId,
     ) -> Result<Vec<boomerang::domain::AttemptRecord>, boomerang::ports::StoreError> {
-        self.inner.attempts(id).await
+        self.inner.attempts(tenant, id).await
     }
     async fn list(
         &self,
@@ -669,7 +730,10 @@ async fn a_durable_timer_is_armed_before_each_write_and_the_task_says_so() {
         .await;
     assert!(task.timer_armed);
     h.clock.advance(secs(60));
-    h.engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
+    h.engine
+        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+        .await
+        .unwrap();
     let stored = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     assert_eq!((stored.status, stored.attempt), (Status::Scheduled, 2));
     assert!(stored.timer_armed, "the next attempt's timer was armed");
@@ -699,8 +763,11 @@ async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
         None,
     );
     let unseen = boomerang::domain::TaskId::new();
-    let at = AttemptRef::new(unseen, 1);
-    assert_eq!(h.engine.deliver(at).await.unwrap(), DeliverOutcome::Unknown);
+    let at = AttemptRef::new(h.tenant.clone(), unseen, 1);
+    assert_eq!(
+        h.engine.deliver(at.clone()).await.unwrap(),
+        DeliverOutcome::Unknown
+    );
     assert_eq!(
         h.timer.armed(),
         vec![(unseen, 1, now + chrono::Duration::seconds(1))],
@@ -710,9 +777,9 @@ async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
         .register(FireTime::After(secs(3600)), RetryPolicy::default())
         .await;
     h.timer.clear();
-    let ahead = AttemptRef::new(task.id, 2);
+    let ahead = AttemptRef::new(h.tenant.clone(), task.id, 2);
     assert_eq!(
-        h.engine.deliver(ahead).await.unwrap(),
+        h.engine.deliver(ahead.clone()).await.unwrap(),
         DeliverOutcome::Stale
     );
     assert_eq!(
@@ -723,7 +790,10 @@ async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
 
     h.clock.advance(secs(30));
     h.timer.clear();
-    assert_eq!(h.engine.deliver(at).await.unwrap(), DeliverOutcome::Unknown);
+    assert_eq!(
+        h.engine.deliver(at.clone()).await.unwrap(),
+        DeliverOutcome::Unknown
+    );
     let (_, _, again) = h.timer.armed()[0];
     assert!(
         again - h.clock_now() >= chrono::Duration::seconds(25),
@@ -731,9 +801,12 @@ async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
     );
     h.clock.advance(secs(150));
     h.timer.clear();
-    assert_eq!(h.engine.deliver(at).await.unwrap(), DeliverOutcome::Unknown);
     assert_eq!(
-        h.engine.deliver(ahead).await.unwrap(),
+        h.engine.deliver(at.clone()).await.unwrap(),
+        DeliverOutcome::Unknown
+    );
+    assert_eq!(
+        h.engine.deliver(ahead.clone()).await.unwrap(),
         DeliverOutcome::Stale
     );
     assert!(

@@ -12,7 +12,7 @@ use boomerang::aws::lambda::{handle_queue, handle_scheduled};
 use boomerang::aws::{AwsSettings, SWEEP_LAG};
 use boomerang::clock::{Clock, ManualClock, SystemClock, ThreadRandom};
 use boomerang::dead_letters::SqsDeadLetters;
-use boomerang::domain::{AttemptRef, DeadLetter, Status, TenantId};
+use boomerang::domain::{DeadLetter, Status, TenantId};
 use boomerang::engine::{Engine, EngineSettings, FireTime, NewTask, Ports};
 use boomerang::metrics::NoMetrics;
 use boomerang::ports::{DeadLetterError, DeadLetters};
@@ -24,7 +24,6 @@ use boomerang_e2e::aws::{
     dynalite, fresh_dynalite_table, fresh_moto_resources, moto, moto_backend,
 };
 use boomerang_e2e::{wait_for, Receiver};
-use serde_json::json;
 
 fn acme() -> TenantId {
     TenantId::parse("acme").unwrap()
@@ -179,7 +178,7 @@ async fn one_attempt_fired_by_scheduler_and_sqs_at_once_calls_the_webhook_once()
             .await
             .unwrap()
             .task;
-        let message = json!({"task_id": task.id, "attempt": 1});
+        let message = serde_json::to_value(task.attempt_ref(1)).unwrap();
         let mut record = SqsMessage::default();
         record.message_id = Some("m-1".into());
         record.body = Some(message.to_string());
@@ -217,7 +216,7 @@ async fn a_dead_letter_send_that_fails_once_is_retried_into_one_record() {
         .await
         .unwrap()
         .task;
-    engine.deliver(AttemptRef::new(task.id, 1)).await.unwrap();
+    engine.deliver(task.attempt_ref(1)).await.unwrap();
     assert!(
         dead_letters.failed.load(Ordering::SeqCst),
         "the first send failed"

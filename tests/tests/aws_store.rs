@@ -46,8 +46,12 @@ async fn finished_tasks_past_retention_are_invisible() {
     store.update(&done, old.version).await.unwrap();
     old = done;
 
-    assert_eq!(store.get(&old.id).await.unwrap(), None);
-    assert!(store.get(&recent.id).await.unwrap().is_some());
+    assert_eq!(store.get(&old.tenant, &old.id).await.unwrap(), None);
+    assert!(store
+        .get(&recent.tenant, &recent.id)
+        .await
+        .unwrap()
+        .is_some());
     let page = store
         .list(
             &tenant,

@@ -225,7 +225,7 @@ async fn sqs_batches_report_only_transient_failures() {
     let task = s
         .backend
         .store
-        .get(&id.parse().unwrap())
+        .get(&TenantId::parse("tenant-a").unwrap(), &id.parse().unwrap())
         .await
         .unwrap()
         .unwrap();
@@ -235,14 +235,18 @@ async fn sqs_batches_report_only_transient_failures() {
     s.backend.store.update(&due, task.version).await.unwrap();
 
     let event = sqs_event(&[
-        ("m-ours", json!({"task_id": id, "attempt": 1}).to_string()),
+        (
+            "m-ours",
+            json!({"task_id": id, "attempt": 1, "tenant": "tenant-a"}).to_string(),
+        ),
         (
             "m-foreign",
             r#"{"hello": "not a timer message"}"#.to_string(),
         ),
         (
             "m-unknown",
-            json!({"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "attempt": 1}).to_string(),
+            json!({"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "attempt": 1, "tenant": "tenant-a"})
+                .to_string(),
         ),
         ("m-garbage", "<xml/>".to_string()),
     ]);
@@ -289,7 +293,8 @@ async fn sqs_batches_report_only_transient_failures() {
 #[tokio::test]
 async fn scheduler_input_is_delivered_and_malformed_input_is_acknowledged() {
     let s = setup("sched-input").await;
-    let input = json!({"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "attempt": 2});
+    let input =
+        json!({"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "attempt": 2, "tenant": "tenant-a"});
     assert!(matches!(
         DeliveryEvent::from_json(input.clone()),
         DeliveryEvent::Scheduled(_)

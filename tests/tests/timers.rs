@@ -93,7 +93,7 @@ impl TimerProbe for QueueProbe {
         while Instant::now() < deadline {
             pending.extend(self.receive().await);
             if let Some(m) = pending.first() {
-                return Some(*m);
+                return Some(m.clone());
             }
         }
         None
@@ -136,7 +136,7 @@ async fn a_five_minute_wait_uses_the_queue_only() {
     let timer = aws_timer(&settings, Arc::new(SystemClock));
     timer
         .arm(
-            AttemptRef::new(TaskId::new(), 1),
+            AttemptRef::new(boomerang::testing::unique_tenant("five"), TaskId::new(), 1),
             Utc::now() + chrono::Duration::minutes(5),
         )
         .await
@@ -166,9 +166,9 @@ async fn a_twenty_minute_wait_is_scheduled_two_minutes_early_to_the_minute() {
     let timer = aws_timer(&settings, clock);
     let id = TaskId::new();
     let due = now + chrono::Duration::minutes(20); // hh:mm:10, twenty minutes on
-    let attempt = AttemptRef::new(id, 3);
-    timer.arm(attempt, due).await.unwrap();
-    timer.arm(attempt, due).await.unwrap(); // an existing schedule counts as success
+    let attempt = AttemptRef::new(boomerang::testing::unique_tenant("twenty"), id, 3);
+    timer.arm(attempt.clone(), due).await.unwrap();
+    timer.arm(attempt.clone(), due).await.unwrap(); // an existing schedule counts as success
 
     let schedule = aws_sdk_scheduler::Client::new(&moto())
         .get_schedule()
@@ -262,7 +262,7 @@ async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
         fired.elapsed() >= Duration::from_millis(2500),
         "DelaySeconds was honoured"
     );
-    assert_eq!(message, AttemptRef::new(registered.id, 1));
+    assert_eq!(message, registered.attempt_ref(1));
     assert_eq!(
         emulator.fire_due_schedules().await.unwrap(),
         0,

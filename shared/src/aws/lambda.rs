@@ -112,8 +112,9 @@ pub async fn deliver_message(
             return Ok(None);
         }
     };
+    let (task, attempt) = (message.task_id, message.attempt);
     let outcome = engine.deliver(message).await?;
-    tracing::debug!(task = %message.task_id, attempt = message.attempt, ?outcome, "timer fired");
+    tracing::debug!(task = %task, attempt, ?outcome, "timer fired");
     Ok(Some(outcome))
 }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::describe;
 use super::triggers::delete_messages;
-use crate::domain::{AttemptRef, TaskId};
+use crate::domain::AttemptRef;
 use crate::engine::Engine;
 
 /// Most messages one sweep hands back.
@@ -59,20 +59,17 @@ impl SystemFailures {
 }
 
 /// The timer message a system failure carries: the message itself (a timer queue
-/// redrive), the request payload of a failed invocation record, the input inside
-/// Scheduler's dead-letter event, or at least the schedule's name (`<task>-<attempt>`).
+/// redrive), the request payload of a failed invocation record, or the input inside
+/// Scheduler's dead-letter event. (A schedule's name alone would not do: it names the
+/// task and attempt but not the tenant, which finds the task.)
 pub fn attempt_in(body: &str) -> Option<AttemptRef> {
     if let Ok(attempt) = serde_json::from_str::<AttemptRef>(body) {
         return Some(attempt);
     }
-    if let Some(found) = serde_json::from_str::<Value>(body)
+    serde_json::from_str::<Value>(body)
         .ok()
         .as_ref()
         .and_then(search)
-    {
-        return Some(found);
-    }
-    schedule_name_in(body)
 }
 
 fn search(value: &Value) -> Option<AttemptRef> {
@@ -90,37 +87,23 @@ fn search(value: &Value) -> Option<AttemptRef> {
     }
 }
 
-/// `…/<26-character task id>-<attempt>` anywhere in the text.
-fn schedule_name_in(text: &str) -> Option<AttemptRef> {
-    text.split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
-        .filter_map(|word| word.rsplit_once('-'))
-        .find_map(|(id, n)| {
-            let id: TaskId = id.rsplit('-').next()?.parse().ok()?;
-            Some(AttemptRef::new(id, n.parse().ok()?))
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{TaskId, TenantId};
 
     #[test]
     fn finds_the_timer_in_every_shape_of_failure() {
-        let at = AttemptRef::new(TaskId::new(), 3);
+        let at = AttemptRef::new(TenantId::parse("acme").unwrap(), TaskId::new(), 3);
         let plain = serde_json::to_string(&at).unwrap();
-        assert_eq!(attempt_in(&plain), Some(at));
+        assert_eq!(attempt_in(&plain), Some(at.clone()));
         let record = serde_json::json!({
             "version": "1.0", "requestContext": {"condition": "RetriesExhausted"},
-            "requestPayload": at, "responsePayload": {"errorMessage": "boom"}
+            "requestPayload": at.clone(), "responsePayload": {"errorMessage": "boom"}
         });
-        assert_eq!(attempt_in(&record.to_string()), Some(at));
+        assert_eq!(attempt_in(&record.to_string()), Some(at.clone()));
         let event = serde_json::json!({"detail": {"input": plain}});
         assert_eq!(attempt_in(&event.to_string()), Some(at));
-        let arn = format!(
-            "arn:aws:scheduler:us-east-1:1:schedule/prod-boomerang-timers/{}-3",
-            at.task_id
-        );
-        assert_eq!(attempt_in(&arn), Some(at));
         assert_eq!(attempt_in("not ours"), None);
     }
 }

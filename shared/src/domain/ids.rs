@@ -17,6 +17,12 @@ impl TaskId {
         Self(Ulid::new())
     }
 
+    /// One of `buckets` (at least 1), chosen by the id's random low bits: an even spread,
+    /// for storage keys.
+    pub fn spread(&self, buckets: u32) -> u32 {
+        (self.0 .0 % u128::from(buckets.max(1))) as u32
+    }
+
     /// When the id was made (a ULID carries its creation time, to the millisecond).
     pub fn created_at(&self) -> chrono::DateTime<chrono::Utc> {
         let ms = i64::try_from(self.0.timestamp_ms()).unwrap_or(i64::MAX);
@@ -58,18 +64,25 @@ impl From<TaskId> for String {
 }
 
 /// One attempt of one task: what every timer carries, what the sweep finds and what
-/// `Engine::deliver` takes. Its JSON form is the whole input of a timer message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// `Engine::deliver` takes. Its JSON form is the whole input of a timer message. It names
+/// the tenant too: a store may key its tasks by tenant (DynamoDB does, to list without an
+/// index), so a task is found by tenant and id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttemptRef {
     pub task_id: TaskId,
     /// 1-based, counted over the task's whole life.
     pub attempt: u32,
+    pub tenant: TenantId,
 }
 
 impl AttemptRef {
-    pub fn new(task_id: TaskId, attempt: u32) -> Self {
-        Self { task_id, attempt }
+    pub fn new(tenant: TenantId, task_id: TaskId, attempt: u32) -> Self {
+        Self {
+            task_id,
+            attempt,
+            tenant,
+        }
     }
 }
 
@@ -149,13 +162,23 @@ mod tests {
 
     #[test]
     fn an_attempt_reference_is_the_timer_message() {
-        let r = AttemptRef::new(TaskId::new(), 3);
+        let tenant = TenantId::parse("acme").unwrap();
+        let r = AttemptRef::new(tenant, TaskId::new(), 3);
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(
             json,
-            format!("{{\"task_id\":\"{}\",\"attempt\":3}}", r.task_id)
+            format!(
+                "{{\"task_id\":\"{}\",\"attempt\":3,\"tenant\":\"acme\"}}",
+                r.task_id
+            )
         );
         assert_eq!(serde_json::from_str::<AttemptRef>(&json).unwrap(), r);
-        assert!(serde_json::from_str::<AttemptRef>(r#"{"task_id":"x","attempt":1}"#).is_err());
+        let bad_tenant = format!(
+            r#"{{"task_id":"{}","attempt":1,"tenant":"a#b"}}"#,
+            r.task_id
+        );
+        assert!(serde_json::from_str::<AttemptRef>(&bad_tenant).is_err());
+        let no_tenant = format!(r#"{{"task_id":"{}","attempt":1}}"#, r.task_id);
+        assert!(serde_json::from_str::<AttemptRef>(&no_tenant).is_err());
     }
 }

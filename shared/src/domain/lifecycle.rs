@@ -94,7 +94,7 @@ impl WorkKind {
 }
 
 /// What a task still has to do, why, and from when.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingWork {
     pub attempt: AttemptRef,
     pub kind: WorkKind,
@@ -102,6 +102,11 @@ pub struct PendingWork {
 }
 
 impl Task {
+    /// Attempt `number` of this task, as a timer carries it.
+    pub fn attempt_ref(&self, number: u32) -> AttemptRef {
+        AttemptRef::new(self.tenant.clone(), self.id, number)
+    }
+
     /// The work this task has pending, if any. Stores index exactly this (and nothing
     /// else) for the sweep: `due_at` is when the work becomes due.
     pub fn pending_work(&self) -> Option<PendingWork> {
@@ -112,7 +117,7 @@ impl Task {
             _ => return None,
         };
         Some(PendingWork {
-            attempt: AttemptRef::new(self.id, self.attempt),
+            attempt: self.attempt_ref(self.attempt),
             kind,
             due_at,
         })
@@ -349,7 +354,7 @@ mod tests {
         let retried = delivering
             .after_attempt(&retry_once(), t0() + secs(61), 0.5)
             .unwrap();
-        let at = |t: &Task, n| AttemptRef::new(t.id, n);
+        let at = |t: &Task, n| t.attempt_ref(n);
         type Expected = Option<(WorkKind, u32, DateTime<Utc>)>;
         let table: [(&Task, Expected); 7] = [
             (&scheduled, Some((WorkKind::Attempt, 1, t0() + secs(60)))),

@@ -40,27 +40,55 @@ impl Engine {
     /// Claims the attempt with a conditional write, calls the webhook, records the attempt
     /// and moves the task on. Safe under duplicate, early and late timer fires.
     pub async fn deliver(&self, at: AttemptRef) -> Result<DeliverOutcome, EngineError> {
-        let Some(task) = self.ports.store.get(&at.task_id).await? else {
-            return Ok(self.unknown(at).await);
-        };
+        // The first read may lag the latest write (a cheaper read where the store has one).
+        // That is safe: a lagging read can only show an earlier state, never a later one;
+        // what it shows is claimed conditionally; and a missing task or a lost claim is read
+        // again, consistently, before anything is dropped.
+        let mut consistent = false;
+        loop {
+            let store = &self.ports.store;
+            let found = if consistent {
+                store.get(&at.tenant, &at.task_id).await?
+            } else {
+                store.peek(&at.tenant, &at.task_id).await?
+            };
+            match found {
+                Some(task) => match self.attempt(at.clone(), task).await? {
+                    Some(outcome) => return Ok(outcome),
+                    None if consistent => return Ok(DeliverOutcome::Stale),
+                    None => consistent = true,
+                },
+                None if consistent => return Ok(self.unknown(at).await),
+                None => consistent = true,
+            }
+        }
+    }
+
+    /// Delivers attempt `at` of `task` as read; `None` if the claim lost to a concurrent
+    /// write (or to the read's lag).
+    async fn attempt(
+        &self,
+        at: AttemptRef,
+        task: Task,
+    ) -> Result<Option<DeliverOutcome>, EngineError> {
         let started = self.ports.clock.now();
         let lease = task.spec.timeout.saturating_add(self.settings.lease_margin);
         let claimed = match task.claim(at.attempt, started, lease) {
             Ok(claimed) => claimed,
             Err(Refusal::NotDue(due)) => {
                 self.arm(at, due).await;
-                return Ok(DeliverOutcome::Early);
+                return Ok(Some(DeliverOutcome::Early));
             }
             // The timer (or the message it is) is the custody of the attempt: if the worker
             // holding the lease dies, this re-armed fire takes the attempt over.
             Err(Refusal::Leased(until)) => {
                 self.arm(at, until).await;
-                return Ok(DeliverOutcome::Stale);
+                return Ok(Some(DeliverOutcome::Stale));
             }
-            Err(Refusal::StaleAttempt(_)) => return Ok(DeliverOutcome::Stale),
+            Err(Refusal::StaleAttempt(_)) => return Ok(Some(DeliverOutcome::Stale)),
             Err(Refusal::AttemptAhead(_)) => {
                 self.ahead(at, &task).await;
-                return Ok(DeliverOutcome::Stale);
+                return Ok(Some(DeliverOutcome::Stale));
             }
             Err(other) => return Err(EngineError::Conflict(other)),
         };
@@ -69,7 +97,7 @@ impl Engine {
         }
         match self.ports.store.claim(&claimed, task.version).await {
             Ok(()) => {}
-            Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
+            Err(StoreError::Conflict) => return Ok(None),
             Err(e) => return Err(e.into()),
         }
 
@@ -93,7 +121,7 @@ impl Engine {
         {
             Ok(()) => {}
             // Our lease ran out and another worker took the attempt over; its result stands.
-            Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
+            Err(StoreError::Conflict) => return Ok(Some(DeliverOutcome::Stale)),
             Err(e) => return Err(e.into()),
         }
         self.ports
@@ -115,7 +143,7 @@ impl Engine {
             );
         }
         self.arm_after_write(&next).await;
-        Ok(DeliverOutcome::Attempted(next.status))
+        Ok(Some(DeliverOutcome::Attempted(next.status)))
     }
 
     /// A fire for a task the store does not have. With a durable timer, armed before the
@@ -125,8 +153,8 @@ impl Engine {
         let now = self.ports.clock.now();
         let age = now.signed_duration_since(at.task_id.created_at());
         if self.ports.timer.durable() && at.attempt == 1 && age < WRITE_WINDOW {
-            self.arm(at, now + recheck_after(age)).await;
             tracing::debug!(task = %at.task_id, "timer fired before its task was stored; looking again");
+            self.arm(at, now + recheck_after(age)).await;
         } else {
             tracing::info!(task = %at.task_id, attempt = at.attempt, "timer fired for an unknown task");
         }
@@ -154,7 +182,7 @@ impl Engine {
             Err(e) => return transport_error(e.to_string()),
         };
         let call = WebhookCall {
-            attempt: AttemptRef::new(task.id, task.attempt),
+            attempt: task.attempt_ref(task.attempt),
             spec: &task.spec,
             secret: &secret,
             timestamp: self.ports.clock.now(),

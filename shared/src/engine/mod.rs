@@ -227,9 +227,10 @@ impl Engine {
     }
 
     pub async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<TaskDetails, EngineError> {
-        let task = self.owned_task(tenant, id).await?;
-        let attempts = self.ports.store.attempts(id).await?;
-        Ok(TaskDetails { task, attempts })
+        match self.ports.store.details(tenant, id).await? {
+            Some((task, attempts)) => Ok(TaskDetails { task, attempts }),
+            None => Err(EngineError::NotFound),
+        }
     }
 
     pub async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, EngineError> {
@@ -278,7 +279,8 @@ impl Engine {
     }
 
     async fn owned_task(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
-        match self.ports.store.get(id).await? {
+        // The store finds only the tenant's own tasks; checked again all the same.
+        match self.ports.store.get(tenant, id).await? {
             Some(task) if &task.tenant == tenant => Ok(task),
             _ => Err(EngineError::NotFound),
         }
@@ -292,8 +294,9 @@ impl Engine {
 
     /// Arms a timer; a failure is logged and left to the sweep. Returns whether it armed.
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> bool {
+        let (task, number) = (attempt.task_id, attempt.attempt);
         let result = self.ports.timer.arm(attempt, at).await;
-        self.armed(attempt.task_id, attempt.attempt, result)
+        self.armed(task, number, result)
     }
 
     /// Whether an arm worked; a failure is logged and left to the sweep.

@@ -44,7 +44,12 @@ impl Engine {
                     report.leases_taken_over += 1;
                 }
                 WorkKind::DeadLetter => {
-                    if let Some(task) = self.ports.store.get(&work.attempt.task_id).await? {
+                    if let Some(task) = self
+                        .ports
+                        .store
+                        .get(&work.attempt.tenant, &work.attempt.task_id)
+                        .await?
+                    {
                         if task.dead_letter_pending {
                             all_done &= self.dead_letter(task).await?;
                             report.dead_letters_resent += 1;

@@ -45,8 +45,13 @@ impl TaskStore for MemoryStore {
         Ok(CreateOutcome::Created)
     }
 
-    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        Ok(self.lock().tasks.get(id).cloned())
+    async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        Ok(self
+            .lock()
+            .tasks
+            .get(id)
+            .filter(|t| &t.tenant == tenant)
+            .cloned())
     }
 
     async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
@@ -60,16 +65,27 @@ impl TaskStore for MemoryStore {
         }
     }
 
-    async fn put_attempt(&self, record: &AttemptRecord) -> Result<(), StoreError> {
+    async fn put_attempt(
+        &self,
+        _tenant: &TenantId,
+        record: &AttemptRecord,
+    ) -> Result<(), StoreError> {
         self.lock()
             .attempts
             .insert((record.task_id, record.number), record.clone());
         Ok(())
     }
 
-    async fn attempts(&self, id: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
-        Ok(self
-            .lock()
+    async fn attempts(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Vec<AttemptRecord>, StoreError> {
+        let inner = self.lock();
+        if inner.tasks.get(id).is_none_or(|t| &t.tenant != tenant) {
+            return Ok(Vec::new());
+        }
+        Ok(inner
             .attempts
             .range((*id, 0)..=(*id, u32::MAX))
             .map(|(_, r)| r.clone())

@@ -40,7 +40,7 @@ pub enum TimerPlan {
 }
 
 /// Chooses SQS or Scheduler for an attempt due at `at`.
-pub fn plan(attempt: AttemptRef, at: DateTime<Utc>, now: DateTime<Utc>) -> TimerPlan {
+pub fn plan(attempt: &AttemptRef, at: DateTime<Utc>, now: DateTime<Utc>) -> TimerPlan {
     let wait = (at - now).to_std().unwrap_or_default();
     if wait <= QUEUE_MAX_WAIT {
         // Rounded up: a second late rather than early (an early fire costs a round trip).
@@ -60,7 +60,7 @@ pub fn plan(attempt: AttemptRef, at: DateTime<Utc>, now: DateTime<Utc>) -> Timer
 }
 
 /// Deterministic, so re-arming the same attempt finds the existing schedule (≤ 64 chars).
-pub fn schedule_name(attempt: AttemptRef) -> String {
+pub fn schedule_name(attempt: &AttemptRef) -> String {
     format!("{}-{}", attempt.task_id, attempt.attempt)
 }
 
@@ -237,7 +237,7 @@ impl Timer for AwsTimer {
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
         // The attempt reference is the message's whole body.
         let body = serde_json::to_string(&attempt).map_err(|e| TimerError(e.into()))?;
-        match plan(attempt, at, self.clock.now()) {
+        match plan(&attempt, at, self.clock.now()) {
             TimerPlan::Queue { delay_seconds } => self.enqueue(body, delay_seconds).await,
             TimerPlan::Schedule { name, fire_at } => self.schedule(name, fire_at, body).await,
         }
@@ -250,8 +250,10 @@ impl Timer for AwsTimer {
         let mut results: Vec<Option<Result<(), TimerError>>> = arms.iter().map(|_| None).collect();
         let mut queued = Vec::new();
         for (i, (attempt, at)) in arms.iter().enumerate() {
-            match plan(*attempt, *at, now) {
-                TimerPlan::Queue { delay_seconds } => queued.push((i, *attempt, delay_seconds)),
+            match plan(attempt, *at, now) {
+                TimerPlan::Queue { delay_seconds } => {
+                    queued.push((i, attempt.clone(), delay_seconds))
+                }
                 TimerPlan::Schedule { name, fire_at } => {
                     let body = serde_json::to_string(attempt).map_err(|e| TimerError(e.into()));
                     results[i] = Some(match body {
@@ -286,22 +288,26 @@ mod tests {
     #[test]
     fn short_waits_use_the_queue_rounded_up() {
         let now = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap();
-        let id = AttemptRef::new(crate::domain::TaskId::new(), 1);
+        let id = AttemptRef::new(
+            crate::testing::unique_tenant("plan"),
+            crate::domain::TaskId::new(),
+            1,
+        );
         let at = |ms| now + chrono::Duration::milliseconds(ms);
         assert_eq!(
-            plan(id, at(-5000), now),
+            plan(&id, at(-5000), now),
             TimerPlan::Queue { delay_seconds: 0 }
         );
         assert_eq!(
-            plan(id, at(2300), now),
+            plan(&id, at(2300), now),
             TimerPlan::Queue { delay_seconds: 3 }
         );
         assert_eq!(
-            plan(id, at(300_000), now),
+            plan(&id, at(300_000), now),
             TimerPlan::Queue { delay_seconds: 300 }
         );
         assert_eq!(
-            plan(id, at(840_000), now),
+            plan(&id, at(840_000), now),
             TimerPlan::Queue { delay_seconds: 840 }
         );
     }
@@ -309,9 +315,13 @@ mod tests {
     #[test]
     fn long_waits_are_scheduled_early_to_the_minute() {
         let now = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 10).unwrap();
-        let id = AttemptRef::new(crate::domain::TaskId::new(), 3);
+        let id = AttemptRef::new(
+            crate::testing::unique_tenant("plan"),
+            crate::domain::TaskId::new(),
+            3,
+        );
         let due = now + chrono::Duration::minutes(20); // 12:20:10
-        match plan(id, due, now) {
+        match plan(&id, due, now) {
             TimerPlan::Schedule { name, fire_at } => {
                 assert_eq!(name, format!("{}-3", id.task_id));
                 assert!(name.len() <= 64);
@@ -322,11 +332,11 @@ mod tests {
                 // Even a fire 59 s late stays early enough for the SQS re-arm to be precise.
                 let late_fire = fire_at + chrono::Duration::seconds(59);
                 assert!(matches!(
-                    plan(id, due, late_fire),
+                    plan(&id, due, late_fire),
                     TimerPlan::Queue { delay_seconds: 71 }
                 ));
                 assert!(matches!(
-                    plan(id, due, fire_at),
+                    plan(&id, due, fire_at),
                     TimerPlan::Queue { delay_seconds: 130 }
                 ));
             }

@@ -97,7 +97,7 @@ impl Timer for LocalTimer {
         if state.armed.get(&attempt).is_some_and(|armed| *armed <= at) {
             return Ok(());
         }
-        state.armed.insert(attempt, at);
+        state.armed.insert(attempt.clone(), at);
         state.queue.push(Reverse((at, attempt)));
         drop(state);
         self.wake.notify_one();
@@ -113,14 +113,15 @@ mod tests {
     async fn fires_in_time_order_once_per_attempt_and_skips_far_work() {
         let (timer, mut fires) = LocalTimer::new(Duration::from_secs(60));
         let now = Utc::now();
-        let new_attempt = |_: u8| AttemptRef::new(crate::domain::TaskId::new(), 1);
+        let tenant = crate::testing::unique_tenant("local");
+        let new_attempt = |_: u8| AttemptRef::new(tenant.clone(), crate::domain::TaskId::new(), 1);
         let (a, b, far) = (new_attempt(0), new_attempt(1), new_attempt(2));
         let ms = chrono::Duration::milliseconds;
-        timer.arm(b, now + ms(80)).await.unwrap();
-        timer.arm(a, now + ms(20)).await.unwrap();
-        timer.arm(a, now + ms(40)).await.unwrap();
+        timer.arm(b.clone(), now + ms(80)).await.unwrap();
+        timer.arm(a.clone(), now + ms(20)).await.unwrap();
+        timer.arm(a.clone(), now + ms(40)).await.unwrap();
         timer
-            .arm(far, now + chrono::Duration::hours(2))
+            .arm(far.clone(), now + chrono::Duration::hours(2))
             .await
             .unwrap();
         assert_eq!(timer.pending(), 2, "the far task is not held in memory");

@@ -8,7 +8,10 @@
 //! - The first [`EMBEDDED_ATTEMPTS`] attempt records are a list `h` inside the item (the
 //!   write that finishes an attempt appends its record); later ones are items of their own.
 //! - `ds`/`dm` key the sparse `due` index only while the task has pending work that no
-//!   durable timer holds ([`Task::timer_armed`]); `tn` + `pk` key `by_tenant`.
+//!   durable timer holds ([`Task::timer_armed`]).
+//! - The keys name the tenant and the task ([`task_pk`], [`task_sk`]): a tenant's tasks are
+//!   listed from the table itself, without an index (whose entry would cost a write unit
+//!   per task).
 
 use std::io::{Read, Write};
 
@@ -28,21 +31,46 @@ use crate::ports::StoreError;
 pub const EMBEDDED_ATTEMPTS: u32 = 10;
 /// Partitions of the `due` index: spreads sweeper reads and hot due-times.
 pub const DUE_SHARDS: u32 = 8;
-/// The task item's sort key.
-pub const TASK_SK: &str = "T";
+/// Partitions of one tenant's tasks: a partition key takes at most 1,000 write units a
+/// second, so a tenant may write 16,000 (about 5,000 callbacks a second).
+pub const TENANT_SHARDS: u32 = 16;
 
-pub fn task_pk(id: &TaskId) -> String {
-    format!("T#{id}")
+/// The partition of a tenant's task: `T#<tenant>#<shard, hex>`.
+pub fn task_pk(tenant: &TenantId, id: &TaskId) -> String {
+    shard_pk(tenant, id.spread(TENANT_SHARDS))
 }
 
-pub fn attempt_sk(number: u32) -> String {
-    format!("A#{number:010}")
+pub fn shard_pk(tenant: &TenantId, shard: u32) -> String {
+    format!("T#{tenant}#{shard:x}")
 }
 
-pub fn shard_of(id: &TaskId) -> String {
-    // The ULID's last character is random: an even spread over the shards.
-    let last = id.to_string().bytes().last().unwrap_or(0) as u32;
-    format!("{}", last % DUE_SHARDS)
+/// The task item's sort key: its id (so a partition lists newest first, backwards).
+pub fn task_sk(id: &TaskId) -> String {
+    id.to_string()
+}
+
+/// An attempt record's own item sorts right after its task: `<id>#A#<number>`.
+pub fn attempt_sk(id: &TaskId, number: u32) -> String {
+    format!("{id}#A#{number:010}")
+}
+
+fn due_shard(id: &TaskId) -> String {
+    id.spread(DUE_SHARDS).to_string()
+}
+
+/// The tenant and the task an item's keys name.
+pub fn key_of(item: &Item) -> Result<(TenantId, TaskId), StoreError> {
+    let tenant = get_s(item, "pk")?
+        .strip_prefix("T#")
+        .and_then(|rest| rest.rsplit_once('#'))
+        .and_then(|(tenant, _)| TenantId::parse(tenant).ok())
+        .ok_or_else(|| corrupt("pk"))?;
+    let id = get_s(item, "sk")?
+        .split('#')
+        .next()
+        .and_then(|id| id.parse().ok())
+        .ok_or_else(|| corrupt("sk"))?;
+    Ok((tenant, id))
 }
 
 fn ms(t: DateTime<Utc>) -> AttributeValue {
@@ -67,9 +95,8 @@ fn flag(item: &Item, key: &str) -> bool {
 /// The whole item of a new task: request, state and index keys.
 pub fn new_item(task: &Task, retention: std::time::Duration) -> Result<Item, StoreError> {
     let mut item = Item::new();
-    item.insert("pk".into(), s(task_pk(&task.id)));
-    item.insert("sk".into(), s(TASK_SK));
-    item.insert("tn".into(), s(task.tenant.as_str()));
+    item.insert("pk".into(), s(task_pk(&task.tenant, &task.id)));
+    item.insert("sk".into(), s(task_sk(&task.id)));
     item.insert("ca".into(), ms(task.created_at));
     item.insert(
         "rq".into(),
@@ -125,7 +152,7 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
     // Only work no durable timer holds goes where the sweep looks. The entry is left as it
     // is otherwise: the sweep reads past it once (removing it would cost an index write).
     if let Some(work) = task.pending_work().filter(|_| !task.timer_armed) {
-        set.push(("ds", s(shard_of(&task.id))));
+        set.push(("ds", s(due_shard(&task.id))));
         set.push(("dm", ms(work.due_at)));
     }
     State { set, remove }
@@ -133,11 +160,7 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
 
 /// The task an item holds.
 pub fn task_from(item: &Item) -> Result<Task, StoreError> {
-    let id: TaskId = get_s(item, "pk")?
-        .strip_prefix("T#")
-        .and_then(|id| id.parse().ok())
-        .ok_or_else(|| corrupt("pk"))?;
-    let tenant = TenantId::parse(get_s(item, "tn")?).map_err(|_| corrupt("tn"))?;
+    let (tenant, id) = key_of(item)?;
     let spec: TaskSpec = match item.get("rq") {
         Some(AttributeValue::B(blob)) => decompress(blob.as_ref())?,
         _ => return Err(corrupt("rq")),

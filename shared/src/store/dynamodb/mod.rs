@@ -2,17 +2,18 @@
 //! laid out so that a write costs as few units as it can ([`item`]).
 //!
 //! Items (`pk`, `sk`):
-//! - `T#<task id>`, `T`: the task ([`item`]);
-//! - `T#<task id>`, `A#<attempt, 10 digits>`: an attempt record past the embedded ones;
+//! - `T#<tenant>#<shard>`, `<task id>`: the task ([`item`]); the shard (one of
+//!   [`item::TENANT_SHARDS`]) comes from the id, so the id and its tenant find the task, and
+//!   a tenant's tasks are listed from its shards, newest first, without an index;
+//! - the same partition, `<task id>#A#<attempt, 10 digits>`: an attempt record past the
+//!   embedded ones (right after its task: one query reads both);
 //! - `I#<tenant>#<key>`, `I`: an idempotency key, the id of the task it registered, and a
 //!   copy of that task's item (so a registration that died between the two writes is
 //!   finished by the next repeat);
 //! - `SWEEP`, `SWEEP`: where the sweep has read the `due` index up to ([`sweep`]).
 //!
-//! Indexes, both keys only:
-//! - `due` (sparse, sharded): `ds` + `dm`, set while the task has work no durable timer
-//!   holds; the sweep reads it from a checkpoint.
-//! - `by_tenant`: `tn` + `pk` (the task id, so newest first), for listing.
+//! One index, keys only: `due` (sparse, sharded): `ds` + `dm`, set while the task has work
+//! no durable timer holds; the sweep reads it from a checkpoint.
 //!
 //! Finished tasks get `x` (TTL). DynamoDB deletes expired items only eventually, so every
 //! read also ignores them.
@@ -20,7 +21,7 @@
 pub mod item;
 mod sweep;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,16 +29,18 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 
-use crate::aws::items::{corrupt, get_item, get_n, get_s, n, s, Item};
+use crate::aws::items::{corrupt, get_n, get_s, n, s, Item};
 use crate::aws::sdk_failure;
 use crate::domain::time::checked_add;
 use crate::domain::{AttemptRecord, Task, TaskId, TenantId};
 use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, SweepMark, TaskStore};
-use item::{attempt_sk, record_from, record_value, task_from, task_pk, EMBEDDED_ATTEMPTS, TASK_SK};
+use item::{
+    attempt_sk, record_from, record_value, shard_pk, task_from, task_pk, task_sk,
+    EMBEDDED_ATTEMPTS, TENANT_SHARDS,
+};
 
 pub use item::DUE_SHARDS;
 pub const DUE_INDEX: &str = "due";
-pub const TENANT_INDEX: &str = "by_tenant";
 /// The time-to-live attribute (epoch seconds) of finished tasks and idempotency keys.
 pub const TTL_ATTRIBUTE: &str = "x";
 /// How long an idempotency key is remembered (it must be shorter than the retention).
@@ -99,8 +102,8 @@ impl DynamoStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .key("pk", s(task_pk(&task.id)))
-            .key("sk", s(TASK_SK))
+            .key("pk", s(task_pk(&task.tenant, &task.id)))
+            .key("sk", s(task_sk(&task.id)))
             .condition_expression("#v = :expected")
             .expression_attribute_names("#v", "v")
             .expression_attribute_values(":expected", n(expected))
@@ -138,11 +141,37 @@ impl DynamoStore {
             .map_err(conflict_or_unavailable)
     }
 
-    async fn get_item(&self, pk: String, sk: &str) -> Result<Option<Item>, StoreError> {
-        let item = get_item(&self.client, &self.table, pk, sk)
+    /// One item, unless it has expired; `consistent` or eventually consistent (half the
+    /// read units, and it may lag the latest write by a moment).
+    async fn get_item(
+        &self,
+        pk: String,
+        sk: String,
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(sk))
+            .consistent_read(consistent)
+            .send()
             .await
-            .map_err(StoreError::Unavailable)?;
-        Ok(item.filter(|i| !expired(i, Utc::now())))
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        Ok(out.item.filter(|i| !expired(i, Utc::now())))
+    }
+
+    async fn task(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+        consistent: bool,
+    ) -> Result<Option<Task>, StoreError> {
+        let item = self
+            .get_item(task_pk(tenant, id), task_sk(id), consistent)
+            .await?;
+        item.map(|i| task_from(&i)).transpose()
     }
 
     /// Claims an idempotency key for `task`; on loss returns the winner's key item.
@@ -172,7 +201,7 @@ impl DynamoStore {
         match put.map_err(conflict_or_unavailable) {
             Ok(_) => Ok(None),
             Err(StoreError::Conflict) => {
-                let item = self.get_item(pk, "I").await?.ok_or_else(|| {
+                let item = self.get_item(pk, "I".into(), true).await?.ok_or_else(|| {
                     StoreError::Unavailable("idempotency key vanished; retry".into())
                 })?;
                 Ok(Some(item))
@@ -184,9 +213,9 @@ impl DynamoStore {
     /// The task an idempotency key registered. If its registration died between the key
     /// and the task, the task is written now from the key's copy (it was never
     /// acknowledged, so this is safe), without a timer: the sweep arms it.
-    async fn registered_by(&self, key_item: &Item) -> Result<Task, StoreError> {
+    async fn registered_by(&self, tenant: &TenantId, key_item: &Item) -> Result<Task, StoreError> {
         let id: TaskId = get_s(key_item, "t")?.parse().map_err(|_| corrupt("t"))?;
-        match self.get(&id).await? {
+        match self.get(tenant, &id).await? {
             Some(task) => Ok(task),
             None => {
                 let mut copy: Item = key_item
@@ -194,15 +223,15 @@ impl DynamoStore {
                     .and_then(|c| c.as_m().ok())
                     .cloned()
                     .ok_or_else(|| corrupt("c"))?;
-                copy.insert("pk".into(), s(task_pk(&id)));
-                copy.insert("sk".into(), s(TASK_SK));
+                copy.insert("pk".into(), s(task_pk(tenant, &id)));
+                copy.insert("sk".into(), s(task_sk(&id)));
                 let mut task = task_from(&copy)?;
                 task.timer_armed = false;
                 match self.put_new(item::new_item(&task, self.retention)?).await {
                     Ok(()) | Err(StoreError::Conflict) => {}
                     Err(e) => return Err(e),
                 }
-                Ok(self.get(&id).await?.unwrap_or(task))
+                Ok(self.get(tenant, &id).await?.unwrap_or(task))
             }
         }
     }
@@ -210,11 +239,12 @@ impl DynamoStore {
     /// The items of these keys (eventually consistent), in the order given, skipping any
     /// that are gone or expired.
     async fn batch_items(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
-        let mut found: HashMap<String, Item> = HashMap::new();
-        let order: Vec<String> = keys
-            .iter()
-            .filter_map(|k| k.get("pk").and_then(|v| v.as_s().ok()).cloned())
-            .collect();
+        let key = |item: &Item| -> Option<(String, String)> {
+            let part = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+            Some((part("pk")?, part("sk")?))
+        };
+        let mut found: HashMap<(String, String), Item> = HashMap::new();
+        let order: Vec<(String, String)> = keys.iter().filter_map(key).collect();
         for chunk in keys.chunks(100) {
             let mut pending = Some(chunk.to_vec());
             while let Some(keys) = pending.take().filter(|k| !k.is_empty()) {
@@ -238,8 +268,8 @@ impl DynamoStore {
                     .remove(&self.table)
                     .unwrap_or_default();
                 for item in items.into_iter().filter(|i| !expired(i, now)) {
-                    let pk = get_s(&item, "pk")?.to_string();
-                    found.insert(pk, item);
+                    let k = key(&item).ok_or_else(|| corrupt("pk"))?;
+                    found.insert(k, item);
                 }
                 pending = out
                     .unprocessed_keys
@@ -247,10 +277,7 @@ impl DynamoStore {
                     .map(|k| k.keys);
             }
         }
-        Ok(order
-            .into_iter()
-            .filter_map(|pk| found.remove(&pk))
-            .collect())
+        Ok(order.into_iter().filter_map(|k| found.remove(&k)).collect())
     }
 }
 
@@ -260,7 +287,7 @@ impl TaskStore for DynamoStore {
         let item = item::new_item(task, self.retention)?;
         if let Some(key) = &task.idempotency_key {
             if let Some(winner) = self.claim_idempotency_key(task, key, &item).await? {
-                let existing = self.registered_by(&winner).await?;
+                let existing = self.registered_by(&task.tenant, &winner).await?;
                 return Ok(CreateOutcome::Existing(Box::new(existing)));
             }
         }
@@ -268,11 +295,60 @@ impl TaskStore for DynamoStore {
         Ok(CreateOutcome::Created)
     }
 
-    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        match self.get_item(task_pk(id), TASK_SK).await? {
-            Some(item) => Ok(Some(task_from(&item)?)),
-            None => Ok(None),
+    async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        self.task(tenant, id, true).await
+    }
+
+    async fn peek(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        self.task(tenant, id, false).await
+    }
+
+    /// The task item (with its embedded records) and any later records, in one query.
+    async fn details(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Option<(Task, Vec<AttemptRecord>)>, StoreError> {
+        let items: Vec<Item> = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :id)")
+            .expression_attribute_values(":pk", s(task_pk(tenant, id)))
+            .expression_attribute_values(":id", s(task_sk(id)))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        let sk = task_sk(id);
+        let Some(task_item) = items
+            .iter()
+            .find(|i| get_s(i, "sk").is_ok_and(|k| k == sk))
+            .filter(|i| !expired(i, Utc::now()))
+        else {
+            return Ok(None);
+        };
+        let task = task_from(task_item)?;
+        let mut records = Vec::new();
+        for item in &items {
+            match item.get("h") {
+                Some(AttributeValue::L(list)) => {
+                    for r in list {
+                        records.push(record_from(*id, r)?);
+                    }
+                }
+                _ if get_s(item, "sk")?.contains("#A#") => {
+                    records.push(record_from(*id, &AttributeValue::M(item.clone()))?)
+                }
+                _ => {}
+            }
         }
+        records.sort_by_key(|r| r.number);
+        records.dedup_by_key(|r| r.number);
+        Ok(Some((task, records)))
     }
 
     async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
@@ -286,18 +362,22 @@ impl TaskStore for DynamoStore {
         expected_version: u64,
     ) -> Result<(), StoreError> {
         if record.number > EMBEDDED_ATTEMPTS {
-            self.put_attempt(record).await?;
+            self.put_attempt(&next.tenant, record).await?;
         }
         self.write_state(next, expected_version, Some(record)).await
     }
 
-    async fn put_attempt(&self, record: &AttemptRecord) -> Result<(), StoreError> {
+    async fn put_attempt(
+        &self,
+        tenant: &TenantId,
+        record: &AttemptRecord,
+    ) -> Result<(), StoreError> {
         let mut item = match record_value(record) {
             AttributeValue::M(m) => m,
             _ => unreachable!("a record is a map"),
         };
-        item.insert("pk".into(), s(task_pk(&record.task_id)));
-        item.insert("sk".into(), s(attempt_sk(record.number)));
+        item.insert("pk".into(), s(task_pk(tenant, &record.task_id)));
+        item.insert("sk".into(), s(attempt_sk(&record.task_id, record.number)));
         self.client
             .put_item()
             .table_name(&self.table)
@@ -308,86 +388,43 @@ impl TaskStore for DynamoStore {
         Ok(())
     }
 
-    async fn attempts(&self, id: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
-        // The task item (with its embedded records) and any later records, in one read.
-        let items: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(task_pk(id)))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send()
-            .try_collect()
-            .await
-            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-        let mut records = Vec::new();
-        for item in &items {
-            match item.get("h") {
-                Some(AttributeValue::L(list)) => {
-                    for r in list {
-                        records.push(record_from(*id, r)?);
-                    }
-                }
-                _ if get_s(item, "sk")?.starts_with("A#") => {
-                    records.push(record_from(*id, &AttributeValue::M(item.clone()))?)
-                }
-                _ => {}
-            }
-        }
-        records.sort_by_key(|r| r.number);
-        records.dedup_by_key(|r| r.number);
-        Ok(records)
+    async fn attempts(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Vec<AttemptRecord>, StoreError> {
+        Ok(self
+            .details(tenant, id)
+            .await?
+            .map(|(_, records)| records)
+            .unwrap_or_default())
     }
 
+    /// Reads the tenant's shards side by side, a few tasks at a time each, and merges them
+    /// newest first: a page costs about its own size in reads, not sixteen times it.
     async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError> {
         let want = query.limit as usize + 1;
-        let mut tasks: Vec<Task> = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let mut req = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(TENANT_INDEX)
-                .scan_index_forward(false)
-                .expression_attribute_values(":t", s(tenant.as_str()))
-                .set_exclusive_start_key(start)
-                .limit(want as i32);
-            req = match query.cursor {
-                Some(c) => req
-                    .key_condition_expression("tn = :t AND pk < :c")
-                    .expression_attribute_values(":c", s(task_pk(&c))),
-                None => req.key_condition_expression("tn = :t"),
-            };
-            let out = req
-                .send()
-                .await
-                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-            let keys: Vec<Item> = out
-                .items()
-                .iter()
-                .map(|i| {
-                    [("pk", i.get("pk")), ("sk", i.get("sk"))]
-                        .into_iter()
-                        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.clone())))
-                        .collect()
-                })
-                .collect();
-            for item in self.batch_items(keys).await? {
-                let task = task_from(&item)?;
-                if query.status.is_none_or(|s| task.status == s) {
-                    tasks.push(task);
-                }
-            }
-            start = out.last_evaluated_key;
-            if tasks.len() >= want || start.is_none() {
-                tasks.truncate(want);
-                return Ok(Page::from_overfetch(tasks, query.limit));
+        let chunk = (want / TENANT_SHARDS as usize + 2) as i32;
+        let mut shards: Vec<ShardRead> = (0..TENANT_SHARDS)
+            .map(|shard| ShardRead::new(shard_pk(tenant, shard)))
+            .collect();
+        let mut tasks = Vec::with_capacity(want);
+        while tasks.len() < want {
+            let refills = shards
+                .iter_mut()
+                .filter(|s| s.ahead.is_empty() && !s.done)
+                .map(|s| self.read_shard(s, query, chunk));
+            futures_util::future::try_join_all(refills).await?;
+            let newest = shards
+                .iter_mut()
+                .filter(|s| !s.ahead.is_empty())
+                .max_by_key(|s| s.ahead.front().map(|t| t.id));
+            match newest.and_then(|s| s.ahead.pop_front()) {
+                Some(task) => tasks.push(task),
+                None => break,
             }
         }
+        Ok(Page::from_overfetch(tasks, query.limit))
     }
 
     async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
@@ -396,6 +433,71 @@ impl TaskStore for DynamoStore {
 
     async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError> {
         sweep::swept(self, mark).await
+    }
+}
+
+/// One shard's side of a list: tasks read ahead (newest first) and where to read on.
+struct ShardRead {
+    pk: String,
+    ahead: VecDeque<Task>,
+    start: Option<Item>,
+    done: bool,
+}
+
+impl ShardRead {
+    fn new(pk: String) -> Self {
+        Self {
+            pk,
+            ahead: VecDeque::new(),
+            start: None,
+            done: false,
+        }
+    }
+}
+
+impl DynamoStore {
+    /// Reads on in one shard until it has a task in hand or has none left.
+    async fn read_shard(
+        &self,
+        shard: &mut ShardRead,
+        query: &ListQuery,
+        chunk: i32,
+    ) -> Result<(), StoreError> {
+        while shard.ahead.is_empty() && !shard.done {
+            let mut req = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .scan_index_forward(false)
+                .expression_attribute_values(":pk", s(&shard.pk))
+                .expression_attribute_names("#st", "st")
+                .set_exclusive_start_key(shard.start.take())
+                .limit(chunk);
+            req = match query.cursor {
+                Some(c) => req
+                    .key_condition_expression("pk = :pk AND sk < :c")
+                    .expression_attribute_values(":c", s(task_sk(&c))),
+                None => req.key_condition_expression("pk = :pk"),
+            };
+            // Attempt items share the partition; only task items have a status.
+            req = match query.status {
+                Some(status) => req
+                    .filter_expression("#st = :st")
+                    .expression_attribute_values(":st", s(status.as_str())),
+                None => req.filter_expression("attribute_exists(#st)"),
+            };
+            let out = req
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+            let now = Utc::now();
+            for item in out.items().iter().filter(|i| !expired(i, now)) {
+                shard.ahead.push_back(task_from(item)?);
+            }
+            shard.start = out.last_evaluated_key;
+            shard.done = shard.start.is_none();
+        }
+        Ok(())
     }
 }
 

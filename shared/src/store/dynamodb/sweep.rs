@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::item::{pending_work, DUE_SHARDS};
 use super::{DynamoStore, DUE_INDEX};
-use crate::aws::items::{corrupt, get_item, get_n, n, s, Item};
+use crate::aws::items::{corrupt, get_item, get_n, get_s, n, s, Item};
 use crate::aws::sdk_failure;
 use crate::ports::{DueWork, StoreError, SweepMark};
 
@@ -25,8 +25,8 @@ const CHECKPOINT_KEY: &str = "SWEEP";
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Checkpoint {
     version: i64,
-    /// Shard → (`dm`, `pk`) of the last entry handled.
-    after: BTreeMap<String, (i64, String)>,
+    /// Shard → (`dm`, `pk`, `sk`) of the last entry handled.
+    after: BTreeMap<String, (i64, String, String)>,
 }
 
 async fn load(store: &DynamoStore) -> Result<Checkpoint, StoreError> {
@@ -60,12 +60,12 @@ pub(super) async fn due(
     let mut keys = Vec::new();
     for shard in 0..DUE_SHARDS {
         let shard = shard.to_string();
-        let mut start = checkpoint.after.get(&shard).map(|(dm, pk)| {
+        let mut start = checkpoint.after.get(&shard).map(|(dm, pk, sk)| {
             Item::from([
                 ("ds".to_string(), s(&shard)),
                 ("dm".to_string(), n(dm)),
                 ("pk".to_string(), s(pk)),
-                ("sk".to_string(), s(super::item::TASK_SK)),
+                ("sk".to_string(), s(sk)),
             ])
         });
         let mut read = 0;
@@ -84,16 +84,14 @@ pub(super) async fn due(
                 .await
                 .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
             for entry in out.items() {
-                let pk = entry
-                    .get("pk")
-                    .and_then(|v| v.as_s().ok())
-                    .ok_or_else(|| corrupt("pk"))?;
-                checkpoint
-                    .after
-                    .insert(shard.clone(), (get_n(entry, "dm")?, pk.clone()));
+                let (pk, sk) = (get_s(entry, "pk")?, get_s(entry, "sk")?);
+                checkpoint.after.insert(
+                    shard.clone(),
+                    (get_n(entry, "dm")?, pk.to_string(), sk.to_string()),
+                );
                 keys.push(Item::from([
                     ("pk".to_string(), s(pk)),
-                    ("sk".to_string(), s(super::item::TASK_SK)),
+                    ("sk".to_string(), s(sk)),
                 ]));
                 read += 1;
             }

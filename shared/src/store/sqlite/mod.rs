@@ -222,8 +222,8 @@ impl TaskRow {
             status: t.status.as_str(),
             version: t.version as i64,
             attempt: t.attempt as i64,
-            due_kind: work.map(|w| w.kind.as_str()),
-            due_ms: work.map(|w| w.due_at.timestamp_millis()),
+            due_kind: work.as_ref().map(|w| w.kind.as_str()),
+            due_ms: work.as_ref().map(|w| w.due_at.timestamp_millis()),
             doc: encode(t)?,
         })
     }
@@ -231,6 +231,7 @@ impl TaskRow {
 
 /// A row of the pending-work index back into the domain's terms.
 fn pending_work(
+    tenant: String,
     id: String,
     attempt: u32,
     kind: String,
@@ -238,7 +239,11 @@ fn pending_work(
 ) -> Result<PendingWork, StoreError> {
     let corrupt = |what: &str| StoreError::Corrupt(format!("task {id}: bad {what}").into());
     Ok(PendingWork {
-        attempt: AttemptRef::new(id.parse().map_err(|_| corrupt("id"))?, attempt),
+        attempt: AttemptRef::new(
+            TenantId::parse(tenant).map_err(|_| corrupt("tenant"))?,
+            id.parse().map_err(|_| corrupt("id"))?,
+            attempt,
+        ),
         kind: WorkKind::parse(&kind).ok_or_else(|| corrupt("due_kind"))?,
         due_at: DateTime::from_timestamp_millis(due_ms).ok_or_else(|| corrupt("due_ms"))?,
     })
@@ -287,12 +292,16 @@ impl TaskStore for SqliteStore {
         .await
     }
 
-    async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        let id = id.to_string();
+    async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
         let stored: Option<Task> = self
             .read(move |c| {
                 let doc: Option<String> = c
-                    .query_row("SELECT doc FROM tasks WHERE id = ?1", [id], |r| r.get(0))
+                    .query_row(
+                        "SELECT doc FROM tasks WHERE id = ?1 AND tenant = ?2",
+                        [id, tenant],
+                        |r| r.get(0),
+                    )
                     .optional()
                     .map_err(unavailable)?;
                 doc.map(|d| decode(&d)).transpose()
@@ -347,20 +356,31 @@ impl TaskStore for SqliteStore {
         .await
     }
 
-    async fn put_attempt(&self, record: &AttemptRecord) -> Result<(), StoreError> {
+    async fn put_attempt(
+        &self,
+        _tenant: &TenantId,
+        record: &AttemptRecord,
+    ) -> Result<(), StoreError> {
         let (id, number, doc) = (record.task_id.to_string(), record.number, encode(record)?);
         self.write(move |w| put_attempt(&w.conn, &id, number, &doc))
             .await
     }
 
-    async fn attempts(&self, id: &TaskId) -> Result<Vec<AttemptRecord>, StoreError> {
-        let id = id.to_string();
+    async fn attempts(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Vec<AttemptRecord>, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
         self.read(move |c| {
             let mut stmt = c
-                .prepare_cached("SELECT doc FROM attempts WHERE task_id = ?1 ORDER BY number")
+                .prepare_cached(
+                    "SELECT a.doc FROM attempts a JOIN tasks t ON t.id = a.task_id
+                     WHERE a.task_id = ?1 AND t.tenant = ?2 ORDER BY a.number",
+                )
                 .map_err(unavailable)?;
             let rows = stmt
-                .query_map([id], |r| r.get::<_, String>(0))
+                .query_map([id, tenant], |r| r.get::<_, String>(0))
                 .map_err(unavailable)?;
             rows.map(|doc| decode(&doc.map_err(unavailable)?)).collect()
         })
@@ -411,18 +431,18 @@ impl TaskStore for SqliteStore {
             .read(move |c| {
                 let mut stmt = c
                     .prepare_cached(
-                        "SELECT id, attempt, due_kind, due_ms FROM tasks
+                        "SELECT tenant, id, attempt, due_kind, due_ms FROM tasks
                          WHERE due_ms <= ?1 ORDER BY due_ms LIMIT ?2",
                     )
                     .map_err(unavailable)?;
                 let rows = stmt
                     .query_map(params![cutoff_ms, limit as i64], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                     })
                     .map_err(unavailable)?;
                 rows.map(|row| {
-                    let (id, attempt, kind, due_ms) = row.map_err(unavailable)?;
-                    pending_work(id, attempt, kind, due_ms)
+                    let (tenant, id, attempt, kind, due_ms) = row.map_err(unavailable)?;
+                    pending_work(tenant, id, attempt, kind, due_ms)
                 })
                 .collect()
             })
@@ -537,7 +557,10 @@ mod tests {
             .unwrap();
         }
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.get(&task.id).await.unwrap(), Some(task.clone()));
+        assert_eq!(
+            store.get(&task.tenant, &task.id).await.unwrap(),
+            Some(task.clone())
+        );
         assert_eq!(
             store.due(now, 10).await.unwrap().work,
             vec![task.pending_work().unwrap()]

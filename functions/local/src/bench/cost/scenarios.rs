@@ -745,7 +745,11 @@ impl Bench {
             }
             Via::Functions { functions, .. } => {
                 for id in &ids {
-                    let input = serde_json::to_value(AttemptRef::new(id.parse()?, 1))?;
+                    let input = serde_json::to_value(AttemptRef::new(
+                        TenantId::parse("acme")?,
+                        id.parse()?,
+                        1,
+                    ))?;
                     let (_, seconds) = functions.invoke("delivery", &input).await?;
                     run.delivery(seconds);
                 }
