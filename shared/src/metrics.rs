@@ -13,13 +13,12 @@ pub const NAMESPACE: &str = "Boomerang";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetricEvent {
-    Registered,
+    /// Tasks were stored (one registration, or the new tasks of a batch).
+    Registered { count: usize },
     /// An attempt ended: it succeeded, it failed and another follows, or the task failed.
     Attempt(AttemptFacts),
     /// The sweeper re-armed lost or stalled work.
-    SweepRepaired {
-        count: usize,
-    },
+    SweepRepaired { count: usize },
 }
 
 /// What one attempt came to: the metrics, and the attempt's one log line.
@@ -37,7 +36,7 @@ impl MetricEvent {
     /// The metric name and value.
     fn parts(self) -> (&'static str, i64) {
         match self {
-            MetricEvent::Registered => ("Registered", 1),
+            MetricEvent::Registered { count } => ("Registered", count as i64),
             MetricEvent::Attempt(a) => match a.outcome {
                 AttemptOutcome::Succeeded => ("Delivered", 1),
                 AttemptOutcome::Retrying => ("Retried", 1),

@@ -16,6 +16,7 @@ use boomerang::domain::{
 use boomerang::engine::{
     DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports,
 };
+use boomerang::metrics::MetricEvent;
 use boomerang::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
 use boomerang::store::MemoryStore;
 use boomerang::tenants::StaticTenants;
@@ -73,8 +74,30 @@ impl Webhooks for ScriptedWebhooks {
     }
 }
 
+/// Keeps every metric event.
+#[derive(Default)]
+struct RecordedMetrics(Mutex<Vec<MetricEvent>>);
+
+impl boomerang::metrics::Metrics for RecordedMetrics {
+    fn record(&self, event: MetricEvent) {
+        self.0.lock().unwrap().push(event);
+    }
+}
+
+impl RecordedMetrics {
+    fn registered(&self) -> Vec<MetricEvent> {
+        let events = self.0.lock().unwrap();
+        events
+            .iter()
+            .filter(|e| matches!(e, MetricEvent::Registered { .. }))
+            .copied()
+            .collect()
+    }
+}
+
 struct Harness {
     engine: Arc<Engine>,
+    metrics: Arc<RecordedMetrics>,
     clock: Arc<ManualClock>,
     timer: Arc<RecordingTimer>,
     dead_letters: Arc<MemoryDeadLetters>,
@@ -103,6 +126,7 @@ fn harness_with(
     let webhooks = Arc::new(webhooks);
     let tenant = TenantId::parse("acme").unwrap();
     let tenants = StaticTenants::new("key", tenant.clone(), SigningSecret::generate());
+    let metrics = Arc::new(RecordedMetrics::default());
     let ports = Ports {
         store,
         timer: timer.clone(),
@@ -111,7 +135,7 @@ fn harness_with(
         webhooks: webhooks.clone(),
         clock: clock.clone(),
         random: Arc::new(FixedRandom(0.5)),
-        metrics: Arc::new(boomerang::metrics::NoMetrics),
+        metrics: metrics.clone(),
     };
     let settings = EngineSettings {
         lease_margin: Duration::from_secs(30),
@@ -120,6 +144,7 @@ fn harness_with(
     };
     Harness {
         engine: Arc::new(Engine::new(ports, settings)),
+        metrics,
         clock,
         timer,
         dead_letters,
@@ -854,4 +879,14 @@ async fn a_batch_is_registered_in_order_and_a_refused_task_refuses_it_whole() {
         "one result per task, in order"
     );
     assert_eq!(h.timer.armed().len(), 3);
+    assert_eq!(
+        h.metrics.registered(),
+        vec![MetricEvent::Registered { count: 3 }],
+        "one count for the batch"
+    );
+    h.register(FireTime::Now, RetryPolicy::default()).await;
+    assert_eq!(
+        h.metrics.registered().last(),
+        Some(&MetricEvent::Registered { count: 1 })
+    );
 }

@@ -141,7 +141,11 @@ impl Engine {
     ) -> Result<Registration, EngineError> {
         let mut task = self.prepare(tenant, new)?;
         self.arm_before_write(&mut task).await;
-        self.store_new(task).await
+        let registration = self.store_new(task).await?;
+        if registration.created {
+            self.record(MetricEvent::Registered { count: 1 });
+        }
+        Ok(registration)
     }
 
     /// Registers up to [`MAX_BATCH`] tasks as [`Self::register`] does each, with one result
@@ -169,11 +173,20 @@ impl Engine {
                 task.timer_armed = self.armed(task.id, task.attempt, result);
             }
         }
-        Ok(futures_util::stream::iter(prepared)
+        let results: Vec<Result<Registration, EngineError>> = futures_util::stream::iter(prepared)
             .map(|task| self.store_new(task))
             .buffered(BATCH_WRITES)
             .collect()
-            .await)
+            .await;
+        // One count for the whole batch (on AWS, one metric line instead of a hundred).
+        let count = results
+            .iter()
+            .filter(|r| r.as_ref().is_ok_and(|r| r.created))
+            .count();
+        if count > 0 {
+            self.record(MetricEvent::Registered { count });
+        }
+        Ok(results)
     }
 
     /// A new task from a validated registration: its destination checked again by the
@@ -209,7 +222,6 @@ impl Engine {
         match self.ports.store.create(&task).await? {
             CreateOutcome::Created => {
                 tracing::debug!(task = %task.id, tenant = %task.tenant, "task registered");
-                self.ports.metrics.record(MetricEvent::Registered);
                 self.arm_after_write(&task).await;
                 Ok(Registration {
                     task,

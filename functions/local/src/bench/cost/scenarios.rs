@@ -29,7 +29,7 @@ use super::table_shape;
 /// Memory of each function in the CDK stack (`API_MEMORY_MB`, `DELIVERY_MEMORY_MB` in
 /// `infra/lib/boomerang-stack.ts`; its tests check the stack keeps them).
 const API_MEMORY_MB: u32 = 256;
-const DELIVERY_MEMORY_MB: u32 = 512;
+const DELIVERY_MEMORY_MB: u32 = 256;
 
 /// The system clock shifted forward by a settable amount: how the in-process pass reaches
 /// a task due in two hours without waiting for it.
