@@ -267,6 +267,31 @@ test('the dashboard shows the task counts and attempt lateness p50 and p99', () 
   assert.ok(body.includes('p50') && body.includes('p99'));
 });
 
+test('metric filters turn the functions\' JSON lines into every metric the dashboard reads', () => {
+  const filters = Object.values(template.findResources('AWS::Logs::MetricFilter')) as any[];
+  const byMetric = new Map(
+    filters.map((f) => [f.Properties.MetricTransformations[0].MetricName, f.Properties]),
+  );
+  // Field names as shared/src/metrics.rs writes them.
+  const expected: [string, string, string, string, string][] = [
+    ['Registered', 'ApiLogs', '{ $.registered > 0 }', '$.registered', 'Count'],
+    ['Delivered', 'DeliveryLogs', '{ $.outcome = "succeeded" }', '1', 'Count'],
+    ['Retried', 'DeliveryLogs', '{ $.outcome = "retrying" }', '1', 'Count'],
+    ['Failed', 'DeliveryLogs', '{ $.outcome = "failed" }', '1', 'Count'],
+    ['AttemptLateness', 'DeliveryLogs', '{ $.lateness_ms >= 0 }', '$.lateness_ms', 'Milliseconds'],
+    ['SweepRepaired', 'SweeperLogs', '{ $.sweep_repaired > 0 }', '$.sweep_repaired', 'Count'],
+  ];
+  assert.equal(filters.length, expected.length);
+  for (const [metric, group, pattern, value, unit] of expected) {
+    const f = byMetric.get(metric);
+    assert.ok(f, metric);
+    assert.ok(f.LogGroupName.Ref.startsWith(group), `${metric} reads ${group}`);
+    assert.equal(f.FilterPattern, pattern);
+    const t = f.MetricTransformations[0];
+    assert.deepEqual([t.MetricNamespace, t.MetricValue, t.Unit], ['Boomerang', value, unit]);
+  }
+});
+
 test('outputs name the API URL, the table and the queues', () => {
   const outputs = Object.keys(template.findOutputs('*'));
   for (const o of ['ApiUrl', 'TableName', 'TimerQueueUrl', 'DeadLetterQueueUrl', 'SystemFailuresQueueUrl']) {

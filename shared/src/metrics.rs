@@ -1,6 +1,8 @@
-//! What the engine counts, behind a port: the Lambdas print CloudWatch Embedded Metric
-//! Format lines (CloudWatch turns them into metrics without any API call), one per attempt
-//! that is also the attempt's log line; the local binary logs one line per attempt.
+//! What the engine counts, behind a port. The Lambdas print one compact JSON line per event
+//! ([`metric_line`]): an attempt's line is also its log line. CloudWatch Logs metric
+//! filters in the stack turn the lines into the `Boomerang` metrics, so a line carries no
+//! metric directive: CloudWatch Logs bills by the byte, and an Embedded Metric Format
+//! document would be twice as long. The local binary logs one line per attempt.
 
 use std::io::Write;
 
@@ -8,7 +10,7 @@ use serde_json::json;
 
 use crate::domain::{AttemptOutcome, TaskId};
 
-/// The namespace the dashboard and alarms read.
+/// The namespace the metric filters publish to, and the dashboard and alarms read.
 pub const NAMESPACE: &str = "Boomerang";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,21 +32,6 @@ pub struct AttemptFacts {
     pub http_status: Option<u16>,
     pub lateness_ms: i64,
     pub duration_ms: u64,
-}
-
-impl MetricEvent {
-    /// The metric name and value.
-    fn parts(self) -> (&'static str, i64) {
-        match self {
-            MetricEvent::Registered { count } => ("Registered", count as i64),
-            MetricEvent::Attempt(a) => match a.outcome {
-                AttemptOutcome::Succeeded => ("Delivered", 1),
-                AttemptOutcome::Retrying => ("Retried", 1),
-                AttemptOutcome::Failed => ("Failed", 1),
-            },
-            MetricEvent::SweepRepaired { count } => ("SweepRepaired", count as i64),
-        }
-    }
 }
 
 pub trait Metrics: Send + Sync {
@@ -83,37 +70,35 @@ fn outcome_name(outcome: AttemptOutcome) -> &'static str {
     }
 }
 
-/// Prints one EMF JSON line per event on stdout.
+/// Prints one compact JSON line per event on stdout.
 #[derive(Debug, Default)]
-pub struct EmfMetrics;
+pub struct MetricLines;
 
-/// The EMF document for one event at `timestamp_ms`. An attempt's document is also its
-/// one log line: the task, the attempt and what came back ride along as properties
-/// (searchable in CloudWatch Logs Insights, not metrics).
-pub fn emf_line(event: MetricEvent, timestamp_ms: i64) -> serde_json::Value {
-    let (name, value) = event.parts();
-    let mut metrics = vec![json!({"Name": name, "Unit": "Count"})];
-    let mut doc = json!({ name: value });
-    if let MetricEvent::Attempt(a) = event {
-        metrics.push(json!({"Name": "AttemptLateness", "Unit": "Milliseconds"}));
-        doc["AttemptLateness"] = json!(a.lateness_ms);
-        doc["task"] = json!(a.task.to_string());
-        doc["attempt"] = json!(a.attempt);
-        doc["http_status"] = json!(a.http_status);
-        doc["duration_ms"] = json!(a.duration_ms);
+/// The line of one event; the stack's metric filters read these fields:
+/// - `{"registered": n}` → `Registered` (n);
+/// - an attempt: `task`, `attempt`, `outcome` (`succeeded` → `Delivered`, `retrying` →
+///   `Retried`, `failed` → `Failed`), `http_status`, `lateness_ms` (→ `AttemptLateness`)
+///   and `duration_ms`;
+/// - `{"sweep_repaired": n}` → `SweepRepaired` (n).
+pub fn metric_line(event: MetricEvent) -> serde_json::Value {
+    match event {
+        MetricEvent::Registered { count } => json!({ "registered": count }),
+        MetricEvent::Attempt(a) => json!({
+            "task": a.task.to_string(),
+            "attempt": a.attempt,
+            "outcome": outcome_name(a.outcome),
+            "http_status": a.http_status,
+            "lateness_ms": a.lateness_ms,
+            "duration_ms": a.duration_ms,
+        }),
+        MetricEvent::SweepRepaired { count } => json!({ "sweep_repaired": count }),
     }
-    doc["_aws"] = json!({
-        "Timestamp": timestamp_ms,
-        "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [[]], "Metrics": metrics}],
-    });
-    doc
 }
 
-impl Metrics for EmfMetrics {
+impl Metrics for MetricLines {
     fn record(&self, event: MetricEvent) {
-        let line = emf_line(event, chrono::Utc::now().timestamp_millis());
         // One write per line so concurrent events never interleave.
-        let _ = writeln!(std::io::stdout().lock(), "{line}");
+        let _ = writeln!(std::io::stdout().lock(), "{}", metric_line(event));
     }
 }
 
@@ -122,7 +107,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn attempt_events_carry_lateness_and_the_attempt_in_the_emf_document() {
+    fn an_attempt_line_names_the_task_and_what_came_back() {
         let task = TaskId::new();
         let facts = AttemptFacts {
             task,
@@ -132,30 +117,27 @@ mod tests {
             lateness_ms: 42,
             duration_ms: 120,
         };
-        let doc = emf_line(MetricEvent::Attempt(facts), 1_700_000_000_000);
-        assert_eq!(doc["Retried"], 1);
-        assert_eq!(doc["AttemptLateness"], 42);
-        assert_eq!(doc["task"], task.to_string());
+        let line = metric_line(MetricEvent::Attempt(facts));
         assert_eq!(
-            (doc["attempt"].clone(), doc["http_status"].clone()),
-            (json!(2), json!(503))
+            line,
+            json!({
+                "task": task.to_string(), "attempt": 2, "outcome": "retrying",
+                "http_status": 503, "lateness_ms": 42, "duration_ms": 120
+            })
         );
-        let directive = &doc["_aws"]["CloudWatchMetrics"][0];
-        assert_eq!(directive["Namespace"], NAMESPACE);
-        let names: Vec<_> = directive["Metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["Name"].clone())
-            .collect();
-        assert_eq!(names, vec![json!("Retried"), json!("AttemptLateness")]);
-        assert_eq!(doc["_aws"]["Timestamp"], 1_700_000_000_000i64);
+        // Compact: well under half the Embedded Metric Format document it replaces.
+        assert!(line.to_string().len() < 140, "{line}");
     }
 
     #[test]
-    fn counts_without_lateness() {
-        let doc = emf_line(MetricEvent::SweepRepaired { count: 3 }, 0);
-        assert_eq!(doc["SweepRepaired"], 3);
-        assert!(doc.get("AttemptLateness").is_none());
+    fn counts_are_lines_of_their_own() {
+        assert_eq!(
+            metric_line(MetricEvent::Registered { count: 100 }).to_string(),
+            r#"{"registered":100}"#
+        );
+        assert_eq!(
+            metric_line(MetricEvent::SweepRepaired { count: 3 }).to_string(),
+            r#"{"sweep_repaired":3}"#
+        );
     }
 }

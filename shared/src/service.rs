@@ -14,7 +14,7 @@ use crate::backend::{self, AwsBackend, AwsBackendConfig, BackendError, EmbeddedC
 use crate::clock::SystemClock;
 use crate::domain::{AttemptRef, TenantId};
 use crate::engine::{Engine, EngineSettings};
-use crate::metrics::{EmfMetrics, LogMetrics};
+use crate::metrics::{LogMetrics, MetricLines};
 use crate::tenants::credentials::{self, CredentialsError};
 use crate::tenants::StaticTenants;
 use crate::webhook::DestinationPolicy;
@@ -295,7 +295,7 @@ async fn start_aws(
 }
 
 /// The AWS backend as a Lambda builds it: settings from the environment (a missing or
-/// invalid one is a start-up error naming it), the SDK's credential chain, EMF metrics.
+/// invalid one is a start-up error naming it), the SDK's credential chain, metric lines.
 pub async fn lambda() -> Result<AwsBackend, ServiceError> {
     let settings = AwsSettings::from_env()?;
     let dev = lambda_dev_mode(|k| std::env::var(k).ok())?;
@@ -306,7 +306,7 @@ pub async fn lambda() -> Result<AwsBackend, ServiceError> {
             settings,
             dev,
             clock: Arc::new(SystemClock),
-            metrics: Arc::new(EmfMetrics),
+            metrics: Arc::new(MetricLines),
             engine: EngineSettings::default(),
         },
     )?)
@@ -332,7 +332,7 @@ pub fn lambda_dev_mode(get: impl Fn(&str) -> Option<String>) -> Result<bool, Ser
     Ok(true)
 }
 
-/// JSON logs on stderr, the way CloudWatch Logs reads them (stdout carries EMF lines).
+/// JSON logs on stderr, the way CloudWatch Logs reads them (stdout carries the metric lines).
 pub fn init_lambda_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

@@ -3,6 +3,7 @@
 //! counts every AWS request through an SDK interceptor ([`meter`]), prices DynamoDB by the
 //! items written and read, and prints dollars per million callbacks by component.
 
+mod access_log;
 mod functions;
 mod meter;
 mod prices;

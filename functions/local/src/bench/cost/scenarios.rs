@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
+use super::access_log;
 use super::functions::Functions;
 use super::meter::{Meter, Tally};
 use super::prices::*;
@@ -58,8 +59,25 @@ struct Run {
     delivery_invocations: usize,
     delivery_seconds: f64,
     log_bytes: usize,
+    /// What API Gateway's access log ingests (none with a function URL).
+    access_log_bytes: usize,
     /// Callbacks delivered (the denominator of "per million callbacks").
     callbacks: usize,
+}
+
+/// An API request as API Gateway's access log records it (latency: the call's time, in ms).
+fn request<'a>(
+    method: &'a str,
+    path: &'a str,
+    status: u16,
+    seconds: f64,
+) -> access_log::Request<'a> {
+    access_log::Request {
+        method,
+        path,
+        status,
+        latency_ms: (seconds * 1000.0).round() as u64,
+    }
 }
 
 fn billed(seconds: f64) -> f64 {
@@ -67,9 +85,11 @@ fn billed(seconds: f64) -> f64 {
 }
 
 impl Run {
-    fn api(&mut self, seconds: f64) {
+    fn api(&mut self, request: &access_log::Request, seconds: f64) -> Result<()> {
         self.api_calls += 1;
         self.api_seconds += billed(seconds);
+        self.access_log_bytes += access_log::bytes(request)?;
+        Ok(())
     }
 
     fn delivery(&mut self, seconds: f64) {
@@ -112,7 +132,10 @@ impl Cost {
                 * LAMBDA_PER_MILLION_REQUESTS
                 + per_timed * gb_seconds * LAMBDA_PER_GB_SECOND * 1e6,
             api_gateway: per * counts.api_calls as f64 * API_GATEWAY_PER_MILLION_REQUESTS,
-            logs: per_timed * timing.log_bytes as f64 / 1e9 * LOGS_PER_GB * 1e6,
+            logs: (per_timed * timing.log_bytes as f64 + per * counts.access_log_bytes as f64)
+                / 1e9
+                * LOGS_PER_GB
+                * 1e6,
         }
     }
 
@@ -371,12 +394,16 @@ fn print_breakdown(name: &str, counts: &Run, timing: &Run) {
     );
     println!("  requests   {}", list(&t.requests, "DynamoDB"));
     println!(
-        "  Lambda     {:.2} API + {:.2} delivery invocations; {:.1} ms API + {:.1} ms delivery (billed); logs {:.0} bytes",
+        "  Lambda     {:.2} API + {:.2} delivery invocations; {:.1} ms API + {:.1} ms delivery (billed)",
         counts.api_calls as f64 * per,
         counts.delivery_invocations as f64 * per,
         timing.api_seconds * per_timed * 1000.0,
         timing.delivery_seconds * per_timed * 1000.0,
+    );
+    println!(
+        "  logs       {:.0} bytes from the functions, {:.0} from API Gateway's access log",
         timing.log_bytes as f64 * per_timed,
+        counts.access_log_bytes as f64 * per,
     );
 }
 
@@ -603,7 +630,7 @@ impl Bench {
         if status != StatusCode::CREATED {
             bail!("registration answered {status}: {answer}");
         }
-        run.api(seconds);
+        run.api(&request("POST", "/v1/tasks", 201, seconds), seconds)?;
         Ok(answer["id"].as_str().context("no id")?.to_string())
     }
 
@@ -687,7 +714,7 @@ impl Bench {
             if status != StatusCode::OK || created != chunk.len() {
                 bail!("batch registration answered {status}: {answer}");
             }
-            run.api(seconds);
+            run.api(&request("POST", "/v1/tasks/batch", 200, seconds), seconds)?;
         }
         self.deliver(&mut run, delivered + tasks).await?;
         run.callbacks = tasks;
@@ -700,13 +727,12 @@ impl Bench {
         let before = (self.meter.tally(), self.log_bytes());
         let mut run = Run::default();
         for id in ids {
-            let (status, answer, seconds) = self
-                .call("GET", &format!("/v1/tasks/{id}"), None, None)
-                .await?;
+            let path = format!("/v1/tasks/{id}");
+            let (status, answer, seconds) = self.call("GET", &path, None, None).await?;
             if status != StatusCode::OK {
                 bail!("GET answered {status}: {answer}");
             }
-            run.api(seconds);
+            run.api(&request("GET", &path, 200, seconds), seconds)?;
         }
         run.callbacks = ids.len();
         run.tally = self.meter.tally().minus(&before.0);
