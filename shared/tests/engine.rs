@@ -890,3 +890,110 @@ async fn a_batch_is_registered_in_order_and_a_refused_task_refuses_it_whole() {
         Some(&MetricEvent::Registered { count: 1 })
     );
 }
+
+/// A store whose cheap reads lag: the next `peek` answers what it is given.
+struct LaggingReads {
+    inner: MemoryStore,
+    next_peek: Mutex<Option<Option<boomerang::domain::Task>>>,
+}
+
+#[async_trait]
+impl boomerang::ports::TaskStore for LaggingReads {
+    async fn create(
+        &self,
+        task: &boomerang::domain::Task,
+    ) -> Result<boomerang::ports::CreateOutcome, boomerang::ports::StoreError> {
+        self.inner.create(task).await
+    }
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: &boomerang::domain::TaskId,
+    ) -> Result<Option<boomerang::domain::Task>, boomerang::ports::StoreError> {
+        self.inner.get(tenant, id).await
+    }
+    async fn peek(
+        &self,
+        tenant: &TenantId,
+        id: &boomerang::domain::TaskId,
+    ) -> Result<Option<boomerang::domain::Task>, boomerang::ports::StoreError> {
+        let lagging = self.next_peek.lock().unwrap().take();
+        match lagging {
+            Some(answer) => Ok(answer),
+            None => self.inner.get(tenant, id).await,
+        }
+    }
+    async fn update(
+        &self,
+        task: &boomerang::domain::Task,
+        v: u64,
+    ) -> Result<(), boomerang::ports::StoreError> {
+        self.inner.update(task, v).await
+    }
+    async fn put_attempt(
+        &self,
+        tenant: &TenantId,
+        r: &boomerang::domain::AttemptRecord,
+    ) -> Result<(), boomerang::ports::StoreError> {
+        self.inner.put_attempt(tenant, r).await
+    }
+    async fn attempts(
+        &self,
+        tenant: &TenantId,
+        id: &boomerang::domain::TaskId,
+    ) -> Result<Vec<boomerang::domain::AttemptRecord>, boomerang::ports::StoreError> {
+        self.inner.attempts(tenant, id).await
+    }
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        q: &boomerang::ports::ListQuery,
+    ) -> Result<boomerang::ports::Page, boomerang::ports::StoreError> {
+        self.inner.list(tenant, q).await
+    }
+    async fn due(
+        &self,
+        cutoff: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<boomerang::ports::DueWork, boomerang::ports::StoreError> {
+        self.inner.due(cutoff, limit).await
+    }
+}
+
+#[tokio::test]
+async fn a_fire_that_read_a_lagging_copy_reads_again_before_giving_up() {
+    let store = Arc::new(LaggingReads {
+        inner: MemoryStore::default(),
+        next_peek: Mutex::new(None),
+    });
+    let h = harness_with(
+        ScriptedWebhooks::default(),
+        RecordingTimer::durable(),
+        t0(),
+        Some(store.clone()),
+    );
+    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
+
+    // The cheap read shows a version the store has moved past (here: written again,
+    // unchanged but for its version): the claim loses, and a consistent read wins it.
+    let mut moved = task.clone();
+    moved.version += 1;
+    boomerang::ports::TaskStore::update(&store.inner, &moved, task.version)
+        .await
+        .unwrap();
+    *store.next_peek.lock().unwrap() = Some(Some(task.clone()));
+    assert_eq!(
+        h.engine.deliver(task.attempt_ref(1)).await.unwrap(),
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+    assert_eq!(h.webhooks.calls(), 1);
+
+    // The cheap read does not find the task yet: a consistent one does.
+    let second = h.register(FireTime::Now, RetryPolicy::default()).await;
+    *store.next_peek.lock().unwrap() = Some(None);
+    assert_eq!(
+        h.engine.deliver(second.attempt_ref(1)).await.unwrap(),
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+    assert_eq!(h.webhooks.calls(), 2);
+}

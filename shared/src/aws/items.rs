@@ -10,19 +10,20 @@ use crate::ports::{Cause, StoreError};
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
-/// A consistent read of one item.
+/// A read of one item: consistent, or eventually consistent (half the read units, and it
+/// may lag the latest write by a moment).
 pub(crate) async fn get_item(
     client: &Client,
     table: &str,
-    pk: String,
-    sk: &str,
+    (pk, sk): (String, String),
+    consistent: bool,
 ) -> Result<Option<Item>, Cause> {
     let out = client
         .get_item()
         .table_name(table)
         .key("pk", s(pk))
         .key("sk", s(sk))
-        .consistent_read(true)
+        .consistent_read(consistent)
         .send()
         .await
         .map_err(sdk_failure)?;

@@ -82,7 +82,7 @@ impl DynamoTenants {
     }
 
     async fn get(&self, pk: String, sk: &str) -> Result<Option<Item>, TenantsError> {
-        get_item(&self.client, &self.table, pk, sk)
+        get_item(&self.client, &self.table, (pk, sk.to_string()), true)
             .await
             .map_err(TenantsError)
     }

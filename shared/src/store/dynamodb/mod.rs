@@ -29,7 +29,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 
-use crate::aws::items::{corrupt, get_n, get_s, n, s, Item};
+use crate::aws::items::{corrupt, get_item, get_n, get_s, n, s, Item};
 use crate::aws::sdk_failure;
 use crate::domain::time::checked_add;
 use crate::domain::{AttemptRecord, Task, TaskId, TenantId};
@@ -141,25 +141,16 @@ impl DynamoStore {
             .map_err(conflict_or_unavailable)
     }
 
-    /// One item, unless it has expired; `consistent` or eventually consistent (half the
-    /// read units, and it may lag the latest write by a moment).
+    /// One item, unless it has expired.
     async fn get_item(
         &self,
-        pk: String,
-        sk: String,
+        key: (String, String),
         consistent: bool,
     ) -> Result<Option<Item>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(pk))
-            .key("sk", s(sk))
-            .consistent_read(consistent)
-            .send()
+        let item = get_item(&self.client, &self.table, key, consistent)
             .await
-            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-        Ok(out.item.filter(|i| !expired(i, Utc::now())))
+            .map_err(StoreError::Unavailable)?;
+        Ok(item.filter(|i| !expired(i, Utc::now())))
     }
 
     async fn task(
@@ -169,7 +160,7 @@ impl DynamoStore {
         consistent: bool,
     ) -> Result<Option<Task>, StoreError> {
         let item = self
-            .get_item(task_pk(tenant, id), task_sk(id), consistent)
+            .get_item((task_pk(tenant, id), task_sk(id)), consistent)
             .await?;
         item.map(|i| task_from(&i)).transpose()
     }
@@ -201,9 +192,12 @@ impl DynamoStore {
         match put.map_err(conflict_or_unavailable) {
             Ok(_) => Ok(None),
             Err(StoreError::Conflict) => {
-                let item = self.get_item(pk, "I".into(), true).await?.ok_or_else(|| {
-                    StoreError::Unavailable("idempotency key vanished; retry".into())
-                })?;
+                let item = self
+                    .get_item((pk, "I".into()), true)
+                    .await?
+                    .ok_or_else(|| {
+                        StoreError::Unavailable("idempotency key vanished; retry".into())
+                    })?;
                 Ok(Some(item))
             }
             Err(e) => Err(e),

@@ -30,14 +30,10 @@ struct Checkpoint {
 }
 
 async fn load(store: &DynamoStore) -> Result<Checkpoint, StoreError> {
-    let item = get_item(
-        &store.client,
-        &store.table,
-        CHECKPOINT_KEY.into(),
-        CHECKPOINT_KEY,
-    )
-    .await
-    .map_err(StoreError::Unavailable)?;
+    let key = (CHECKPOINT_KEY.to_string(), CHECKPOINT_KEY.to_string());
+    let item = get_item(&store.client, &store.table, key, true)
+        .await
+        .map_err(StoreError::Unavailable)?;
     let Some(item) = item else {
         return Ok(Checkpoint::default());
     };
