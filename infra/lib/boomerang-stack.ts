@@ -105,14 +105,21 @@ export class BoomerangStack extends Stack {
       removalPolicy,
     });
     // Tasks are keyed by tenant (`T#<tenant>#<shard>`, task id), so a tenant's tasks are
-    // listed from the table itself: no index entry per task. The one index projects keys
-    // only (an entry is written when its key is, never when the task's state changes), and
-    // is sparse and sharded: only tasks with pending work that no durable timer holds,
-    // read by the sweeper from a checkpoint.
+    // listed from the table itself: no index entry per task. Both indexes project keys
+    // only (an entry is written when its key is, never when the task's state changes) and
+    // are sparse. `due`, sharded: tasks with pending work that no durable timer holds,
+    // read by the sweeper from a checkpoint. `by_key`: tasks registered with a business
+    // key, listed and canceled by it.
     this.table.addGlobalSecondaryIndex({
       indexName: 'due',
       partitionKey: { name: 'ds', type: dynamodb.AttributeType.STRING },
       sortKey: { name: 'dm', type: dynamodb.AttributeType.NUMBER },
+      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
+    });
+    this.table.addGlobalSecondaryIndex({
+      indexName: 'by_key',
+      partitionKey: { name: 'bk', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'sk', type: dynamodb.AttributeType.STRING },
       projectionType: dynamodb.ProjectionType.KEYS_ONLY,
     });
 

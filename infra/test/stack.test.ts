@@ -37,7 +37,7 @@ const fnByName = (name: string) =>
 const logicalIdOf = (type: string, pred: (r: any) => boolean) =>
   Object.entries(resources(type)).find(([, r]) => pred(r))![0];
 
-test('the table has its keys, one keys-only index, TTL, point-in-time recovery and protection', () => {
+test('the table has its keys, keys-only indexes, TTL, point-in-time recovery and protection', () => {
   const table = only('AWS::DynamoDB::Table');
   const p = table.Properties;
   assert.deepEqual(p.KeySchema, [
@@ -54,10 +54,17 @@ test('the table has its keys, one keys-only index, TTL, point-in-time recovery a
     { AttributeName: 'ds', KeyType: 'HASH' },
     { AttributeName: 'dm', KeyType: 'RANGE' },
   ]);
-  // A state change rewrites no index entry: it projects keys only. Tasks are listed from
-  // the table (keyed by tenant), so there is no other index to write.
-  assert.equal(due.Projection.ProjectionType, 'KEYS_ONLY');
-  assert.equal(p.GlobalSecondaryIndexes.length, 1);
+  const byKey = p.GlobalSecondaryIndexes.find((i: any) => i.IndexName === 'by_key');
+  assert.deepEqual(byKey.KeySchema, [
+    { AttributeName: 'bk', KeyType: 'HASH' },
+    { AttributeName: 'sk', KeyType: 'RANGE' },
+  ]);
+  // A state change rewrites no index entry: each projects keys only. Tasks are listed from
+  // the table (keyed by tenant), so there is no index for that.
+  for (const index of [due, byKey]) {
+    assert.equal(index.Projection.ProjectionType, 'KEYS_ONLY');
+  }
+  assert.equal(p.GlobalSecondaryIndexes.length, 2);
 });
 
 test('deletion protection can be turned off for test stacks', () => {

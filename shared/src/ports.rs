@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptRecord, AttemptRef, DeadLetter, PendingWork, SigningSecret, Status, Task, TaskId,
-    TaskSpec, TenantId,
+    AttemptRecord, AttemptRef, BusinessKey, DeadLetter, PendingWork, SigningSecret, Status, Task,
+    TaskId, TaskSpec, TenantId,
 };
 
 /// The underlying error a port failure keeps as its source.
@@ -37,6 +37,8 @@ pub enum CreateOutcome {
 #[derive(Clone, Debug, Default)]
 pub struct ListQuery {
     pub status: Option<Status>,
+    /// Only tasks with this business key.
+    pub key: Option<BusinessKey>,
     pub limit: u32,
     /// Continue after this task id (lists are newest first).
     pub cursor: Option<TaskId>,

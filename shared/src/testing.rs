@@ -30,6 +30,7 @@ pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>)
         expect_body: None,
         retry: RetryPolicy::default(),
         metadata: [("order".to_string(), "42".to_string())].into(),
+        key: None,
     };
     let key = key.map(str::to_string);
     // The digest is only kept with an idempotency key (it is only ever compared then).
@@ -46,6 +47,7 @@ pub async fn store_contract(store: Arc<dyn TaskStore>) {
     every_finished_attempt_is_kept(&*store).await;
     list_is_scoped_filtered_and_paged(&*store).await;
     long_lists_page_in_order(&*store).await;
+    lists_by_business_key(&*store).await;
     due_finds_only_work_to_do(&*store).await;
     a_claim_is_seen_and_wins_against_stale_writes(&*store).await;
 }
@@ -317,6 +319,65 @@ async fn every_finished_attempt_is_kept(store: &dyn TaskStore) {
     assert_eq!(store.get(&task.tenant, &task.id).await.unwrap(), Some(task));
 }
 
+/// A business key finds the tenant's tasks with it, newest first, filtered and paged like
+/// any list, and nothing of another key or tenant.
+async fn lists_by_business_key(store: &dyn TaskStore) {
+    let tenant = unique_tenant("by-key");
+    let now = millis(Utc::now());
+    let key = |k: &str| Some(crate::domain::BusinessKey::parse(k).unwrap());
+    let with_key = |tenant: &TenantId, k: Option<crate::domain::BusinessKey>| {
+        let mut task = sample_task(tenant, None, now);
+        task.spec.key = k;
+        task
+    };
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let mut task = with_key(&tenant, key("order-42"));
+        if i == 1 {
+            task = task.cancel(now).unwrap();
+        }
+        store.create(&task).await.unwrap();
+        ids.push(task.id);
+    }
+    for other in [
+        with_key(&tenant, key("order-43")),
+        with_key(&tenant, None),
+        with_key(&unique_tenant("by-key"), key("order-42")),
+    ] {
+        store.create(&other).await.unwrap();
+    }
+    ids.sort_by(|a, b| b.cmp(a));
+    let q = |status, limit, cursor| ListQuery {
+        status,
+        key: key("order-42"),
+        limit,
+        cursor,
+    };
+    let all = store.list(&tenant, &q(None, 10, None)).await.unwrap();
+    assert_eq!(all.tasks.iter().map(|t| t.id).collect::<Vec<_>>(), ids);
+    assert!(all.tasks.iter().all(|t| t.spec.key == key("order-42")));
+    let first = store.list(&tenant, &q(None, 2, None)).await.unwrap();
+    let rest = store
+        .list(&tenant, &q(None, 2, first.next_cursor))
+        .await
+        .unwrap();
+    assert_eq!(
+        first
+            .tasks
+            .iter()
+            .chain(&rest.tasks)
+            .map(|t| t.id)
+            .collect::<Vec<_>>(),
+        ids
+    );
+    assert_eq!(rest.next_cursor, None);
+    let canceled = store
+        .list(&tenant, &q(Some(Status::Canceled), 10, None))
+        .await
+        .unwrap();
+    assert_eq!(canceled.tasks.len(), 1);
+}
+
 /// Forty tasks (one with attempt records of its own), read in pages of seven: every task
 /// once, newest first, nothing else.
 async fn long_lists_page_in_order(store: &dyn TaskStore) {
@@ -346,9 +407,9 @@ async fn long_lists_page_in_order(store: &dyn TaskStore) {
     let mut cursor = None;
     loop {
         let query = ListQuery {
-            status: None,
             limit: 7,
             cursor,
+            ..ListQuery::default()
         };
         let page = store.list(&tenant, &query).await.unwrap();
         assert!(page.tasks.len() <= 7);
@@ -384,6 +445,7 @@ async fn list_is_scoped_filtered_and_paged(store: &dyn TaskStore) {
         status,
         limit,
         cursor,
+        key: None,
     };
     let first = store.list(&tenant, &q(2, None, None)).await.unwrap();
     assert_eq!(

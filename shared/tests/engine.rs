@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use boomerang::clock::{FixedRandom, ManualClock};
 use boomerang::dead_letters::MemoryDeadLetters;
 use boomerang::domain::{
-    AttemptOutcome, AttemptRef, CallbackRequest, RetryPolicy, SigningSecret, Status, TaskSpec,
-    TenantId,
+    AttemptOutcome, AttemptRef, BusinessKey, CallbackRequest, RetryPolicy, SigningSecret, Status,
+    TaskSpec, TenantId,
 };
 use boomerang::engine::{
     DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports,
@@ -166,6 +166,7 @@ fn new_task(when: FireTime, retry: RetryPolicy) -> NewTask {
             expect_body: None,
             retry,
             metadata: Default::default(),
+            key: None,
         },
         when,
         idempotency_key: None,
@@ -996,4 +997,60 @@ async fn a_fire_that_read_a_lagging_copy_reads_again_before_giving_up() {
         DeliverOutcome::Attempted(Status::Succeeded)
     );
     assert_eq!(h.webhooks.calls(), 2);
+}
+
+#[tokio::test]
+async fn canceling_by_key_cancels_the_scheduled_tasks_and_reports_the_rest() {
+    let gate = Arc::new(Semaphore::new(0));
+    let h = harness(ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        ..ScriptedWebhooks::default()
+    });
+    let key = BusinessKey::parse("order-42").unwrap();
+    let keyed = |when| {
+        let mut task = new_task(when, RetryPolicy::default());
+        task.spec.key = Some(key.clone());
+        task
+    };
+    let in_flight = h.engine.register(&h.tenant, keyed(FireTime::Now)).await;
+    let in_flight = in_flight.unwrap().task;
+    let later = h
+        .engine
+        .register(&h.tenant, keyed(FireTime::After(secs(60))));
+    let later = later.await.unwrap().task;
+    let unkeyed = h
+        .register(FireTime::After(secs(60)), RetryPolicy::default())
+        .await;
+    let other_tenant = TenantId::parse("other").unwrap();
+    let theirs = h
+        .engine
+        .register(&other_tenant, keyed(FireTime::After(secs(60))));
+    let theirs = theirs.await.unwrap().task;
+
+    // The first task's delivery is held inside its webhook call.
+    let (engine, attempt) = (h.engine.clone(), in_flight.attempt_ref(1));
+    let delivery = tokio::spawn(async move { engine.deliver(attempt).await });
+    wait_until(|| h.webhooks.calls() == 1).await;
+
+    let outcome = h.engine.cancel_by_key(&h.tenant, &key).await.unwrap();
+    assert_eq!(outcome.canceled, vec![later.id]);
+    assert_eq!(
+        outcome.not_canceled,
+        vec![(in_flight.id, Status::Delivering)]
+    );
+    assert!(!outcome.more);
+    gate.add_permits(1);
+    assert_eq!(
+        delivery.await.unwrap().unwrap(),
+        DeliverOutcome::Attempted(Status::Succeeded),
+        "the delivery under way is not canceled"
+    );
+    assert_eq!(h.status_of(&later).await, Status::Canceled);
+    assert_eq!(h.status_of(&unkeyed).await, Status::Scheduled);
+    let theirs = h.engine.get(&other_tenant, &theirs.id).await.unwrap().task;
+    assert_eq!(theirs.status, Status::Scheduled, "another tenant's key");
+
+    let again = h.engine.cancel_by_key(&h.tenant, &key).await.unwrap();
+    assert!(again.canceled.is_empty());
+    assert_eq!(again.not_canceled.len(), 2, "both now finished");
 }

@@ -102,7 +102,7 @@ fn hostile_value() -> impl Strategy<Value = Value> {
 /// A valid request with some of its fields (and of its `retry` fields) replaced by hostile
 /// values, and sometimes a field that does not exist.
 fn hostile_request() -> impl Strategy<Value = Value> {
-    const FIELDS: [&str; 11] = [
+    const FIELDS: [&str; 12] = [
         "url",
         "method",
         "headers",
@@ -114,6 +114,7 @@ fn hostile_request() -> impl Strategy<Value = Value> {
         "expect_body",
         "metadata",
         "idempotency_key",
+        "key",
     ];
     const RETRY: [&str; 8] = [
         "schedule",

@@ -34,6 +34,7 @@ on_both_backends!(
     bad_input_gets_a_problem_naming_the_field_and_stores_nothing,
     private_and_loopback_destinations_are_refused_without_dev,
     a_batch_registers_each_task_and_a_bad_one_refuses_the_batch,
+    canceling_by_key_spares_the_delivery_under_way,
 );
 
 fn id_of(task: &Value) -> String {
@@ -347,6 +348,9 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing(backend: B
     let cases: Vec<(Value, u16, &str)> = vec![
         (json!({"url": url, "unknown": 1}), 422, "unknown"),
         (json!({}), 422, "url"),
+        (json!({"url": url, "key": ""}), 422, "key"),
+        (json!({"url": url, "key": "k".repeat(256)}), 422, "key"),
+        (json!({"url": url, "key": 42}), 422, "key"),
         (json!({"url": "/relative"}), 422, "url"),
         (json!({"url": "ftp://example.com/x"}), 422, "url"),
         (json!({"url": "http://example.com/x"}), 422, "url"),
@@ -504,6 +508,11 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing(backend: B
     assert_eq!(unauthorized.status(), 401);
     let (status, bad_query) = server.get_json("/v1/tasks?status=lost").await;
     assert_eq!((status, bad_query["field"].clone()), (422, json!("status")));
+    let long_key = format!("/v1/tasks?key={}", "k".repeat(256));
+    let (status, bad_key) = server.get_json(&long_key).await;
+    assert_eq!((status, bad_key["field"].clone()), (422, json!("key")));
+    let (status, bad_key) = server.get_json("/v1/tasks?key=a%0Ab").await;
+    assert_eq!((status, bad_key["field"].clone()), (422, json!("key")));
     let (status, _) = server.get_json("/v1/tasks/not-a-task-id").await;
     assert_eq!(status, 404);
 
@@ -620,5 +629,90 @@ async fn a_batch_registers_each_task_and_a_bad_one_refuses_the_batch(backend: Ba
     }
     for i in 0..3 {
         assert_eq!(rx.count(&format!("/b/{i}")), 1);
+    }
+}
+
+async fn canceling_by_key_spares_the_delivery_under_way(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
+    // The first reminder's call takes two seconds: the cancel arrives while it is under way.
+    let rx = Receiver::start(|path, _| Reply {
+        delay: Duration::from_millis(if path == "/slow" { 2000 } else { 0 }),
+        ..Reply::status(200)
+    })
+    .await;
+    let keyed = |path: &str, key: &str, delay: Option<&str>| {
+        let mut task = json!({"url": rx.url(path), "key": key});
+        if let Some(d) = delay {
+            task["delay"] = json!(d);
+        }
+        task
+    };
+    let (_, under_way) = server.register(keyed("/slow", "order-7", None)).await;
+    let (_, later) = server
+        .register(keyed("/later", "order-7", Some("30s")))
+        .await;
+    let (_, last) = server
+        .register(keyed("/last", "order-7", Some("40s")))
+        .await;
+    let (_, other) = server
+        .register(keyed("/other", "order-8", Some("2s")))
+        .await;
+    assert_eq!(later["key"], "order-7");
+    server
+        .wait_status(&id_of(&under_way), "delivering", WAIT)
+        .await;
+
+    let res = server
+        .request(reqwest::Method::DELETE, "/v1/tasks?key=order-7")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let outcome: Value = res.json().await.unwrap();
+    let mut canceled: Vec<String> = outcome["canceled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap().to_string())
+        .collect();
+    canceled.sort();
+    let mut expected = vec![id_of(&later), id_of(&last)];
+    expected.sort();
+    assert_eq!(canceled, expected);
+    assert_eq!(
+        outcome["not_canceled"],
+        json!([{"id": id_of(&under_way), "status": "delivering"}])
+    );
+    assert_eq!(outcome["more"], false);
+
+    server
+        .wait_status(&id_of(&under_way), "succeeded", WAIT)
+        .await;
+    server.wait_status(&id_of(&other), "succeeded", WAIT).await;
+    assert_eq!(rx.count("/slow"), 1);
+    assert_eq!(rx.count("/later") + rx.count("/last"), 0);
+    let (status, listed) = server.get_json("/v1/tasks?key=order-7").await;
+    assert_eq!(status, 200);
+    let statuses: Vec<&str> = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        vec!["canceled", "canceled", "succeeded"],
+        "newest first"
+    );
+
+    for (query, field) in [("", "key"), ("?key=", "key")] {
+        let res = server
+            .request(reqwest::Method::DELETE, &format!("/v1/tasks{query}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 422, "{query}");
+        let problem: Value = res.json().await.unwrap();
+        assert_eq!(problem["field"], field);
     }
 }

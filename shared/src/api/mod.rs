@@ -21,7 +21,7 @@ use crate::domain::{Status, TaskId, TenantId};
 use crate::engine::{Engine, MAX_BATCH};
 use crate::ports::ListQuery;
 use problem::Problem;
-use views::{PageView, TaskView};
+use views::{KeyCancelView, PageView, TaskView};
 
 /// Requests larger than this are refused before they are parsed.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
@@ -34,7 +34,10 @@ pub fn router(engine: Arc<Engine>) -> Router {
 
 fn routes(engine: Arc<Engine>) -> Router {
     let v1 = Router::new()
-        .route("/tasks", post(create_task).get(list_tasks))
+        .route(
+            "/tasks",
+            post(create_task).get(list_tasks).delete(cancel_by_key),
+        )
         .route("/tasks/batch", post(create_tasks))
         .route("/tasks/{id}", get(get_task).delete(cancel_task))
         .route("/tasks/{id}/retry", post(retry_task))
@@ -244,8 +247,13 @@ async fn list_tasks(
                 .map_err(|_| Problem::invalid("cursor", "is not a cursor from a previous page"))
         })
         .transpose()?;
+    let key = params
+        .get("key")
+        .map(|k| task_request::business_key(k.clone()))
+        .transpose()?;
     let query = ListQuery {
         status,
+        key,
         limit,
         cursor,
     };
@@ -260,6 +268,25 @@ async fn cancel_task(
 ) -> Result<Json<TaskView>, Problem> {
     let task = engine.cancel(&tenant, &task_id(&id)?).await?;
     Ok(Json(TaskView::new(&task, None)))
+}
+
+/// `DELETE /v1/tasks?key=…`: cancels the tenant's `scheduled` tasks with that business key.
+async fn cancel_by_key(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Json<KeyCancelView>, Problem> {
+    let key = match params.get("key") {
+        Some(k) => task_request::business_key(k.clone())?,
+        None => {
+            return Err(Problem::invalid(
+                "key",
+                "is required (cancel one task with DELETE /v1/tasks/{id})",
+            ))
+        }
+    };
+    let outcome = engine.cancel_by_key(&tenant, &key).await?;
+    Ok(Json(KeyCancelView::new(&key, &outcome)))
 }
 
 async fn retry_task(

@@ -14,7 +14,7 @@ use super::problem::Problem;
 use crate::domain::retry_policy::{
     MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MIN_STEP,
 };
-use crate::domain::{Backoff, CallbackRequest, RetryPolicy, TaskSpec};
+use crate::domain::{Backoff, BusinessKey, CallbackRequest, RetryPolicy, TaskSpec};
 use crate::engine::{FireTime, NewTask, MAX_SCHEDULE_AHEAD};
 
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -49,6 +49,7 @@ pub struct TaskRequest {
     pub expect_body: Option<String>,
     pub metadata: Option<BTreeMap<String, String>>,
     pub idempotency_key: Option<String>,
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -147,6 +148,7 @@ impl TaskRequest {
             Some(r) => r.validate()?,
         };
         let metadata = metadata(self.metadata.unwrap_or_default())?;
+        let key = self.key.map(business_key).transpose()?;
         Ok(NewTask {
             spec: TaskSpec {
                 request: CallbackRequest {
@@ -159,6 +161,7 @@ impl TaskRequest {
                 expect_body,
                 retry,
                 metadata,
+                key,
             },
             when,
             idempotency_key,
@@ -173,6 +176,7 @@ impl TaskRequest {
             "url": self.url, "method": self.method, "headers": self.headers, "body": self.body,
             "delay": self.delay, "fire_at": self.fire_at, "retry": self.retry,
             "timeout": self.timeout, "expect_body": self.expect_body, "metadata": self.metadata,
+            "key": self.key,
         });
         let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
         format!("{:x}", Sha256::digest(bytes))
@@ -432,6 +436,11 @@ fn headers(
         out.push(("content-type".into(), t.into()));
     }
     Ok(out)
+}
+
+/// A task's business key (also the `key` of a list or a cancel).
+pub fn business_key(given: String) -> Result<BusinessKey, Problem> {
+    BusinessKey::parse(given).map_err(|e| Problem::invalid("key", e.to_string()))
 }
 
 fn metadata(given: BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Problem> {

@@ -6,7 +6,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::domain::{AttemptOutcome, AttemptRecord, Backoff, RetryPolicy, Status, Task};
+use crate::domain::{
+    AttemptOutcome, AttemptRecord, Backoff, BusinessKey, RetryPolicy, Status, Task,
+};
+use crate::engine::KeyCancellation;
 use crate::ports::Page;
 
 #[derive(Debug, Serialize)]
@@ -22,6 +25,8 @@ pub struct TaskView {
     pub expect_body: Option<String>,
     pub retry: RetryView,
     pub metadata: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// The current (or last) attempt number.
@@ -70,6 +75,42 @@ pub struct PageView {
     pub next_cursor: Option<String>,
 }
 
+/// What `DELETE /v1/tasks?key=…` did.
+#[derive(Debug, Serialize)]
+pub struct KeyCancelView {
+    pub key: String,
+    /// The tasks it canceled.
+    pub canceled: Vec<String>,
+    /// The tasks with the key it could not cancel: being delivered, or finished.
+    pub not_canceled: Vec<NotCanceledView>,
+    /// More tasks have the key than one request handles: send it again.
+    pub more: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NotCanceledView {
+    pub id: String,
+    pub status: Status,
+}
+
+impl KeyCancelView {
+    pub fn new(key: &BusinessKey, outcome: &KeyCancellation) -> Self {
+        Self {
+            key: key.to_string(),
+            canceled: outcome.canceled.iter().map(|id| id.to_string()).collect(),
+            not_canceled: outcome
+                .not_canceled
+                .iter()
+                .map(|(id, status)| NotCanceledView {
+                    id: id.to_string(),
+                    status: *status,
+                })
+                .collect(),
+            more: outcome.more,
+        }
+    }
+}
+
 fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
@@ -88,6 +129,7 @@ impl TaskView {
             expect_body: task.spec.expect_body.clone(),
             retry: RetryView::new(&task.spec.retry),
             metadata: task.spec.metadata.clone(),
+            key: task.spec.key.as_ref().map(|k| k.to_string()),
             idempotency_key: task.idempotency_key.clone(),
             attempt: task.attempt,
             next_attempt_at: task.next_attempt_at,

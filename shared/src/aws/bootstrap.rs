@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
 
 use super::describe;
 use super::AwsSettings;
-use crate::store::dynamodb::{DUE_INDEX, TTL_ATTRIBUTE};
+use crate::store::dynamodb::{DUE_INDEX, KEY_INDEX, TTL_ATTRIBUTE};
 
 #[derive(Debug, thiserror::Error)]
 #[error("bootstrap failed at {step}: {detail}")]
@@ -116,8 +116,8 @@ fn attr(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
         .expect("complete attribute definition")
 }
 
-/// The table of `store/dynamodb`: `pk`/`sk`, the sparse `due` index (keys only), and TTL
-/// on `x`.
+/// The table of `store/dynamodb`: `pk`/`sk`, the sparse `due` and `by_key` indexes (keys
+/// only), and TTL on `x`.
 pub async fn create_table(
     ddb: &aws_sdk_dynamodb::Client,
     table: &str,
@@ -135,6 +135,13 @@ pub async fn create_table(
         .projection(keys_only())
         .build()
         .expect("complete index");
+    let by_key = GlobalSecondaryIndex::builder()
+        .index_name(KEY_INDEX)
+        .key_schema(key("bk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .projection(keys_only())
+        .build()
+        .expect("complete index");
     let created = ddb
         .create_table()
         .table_name(table)
@@ -143,9 +150,11 @@ pub async fn create_table(
         .attribute_definitions(attr("sk", S))
         .attribute_definitions(attr("ds", S))
         .attribute_definitions(attr("dm", N))
+        .attribute_definitions(attr("bk", S))
         .key_schema(key("pk", KeyType::Hash))
         .key_schema(key("sk", KeyType::Range))
         .global_secondary_indexes(due)
+        .global_secondary_indexes(by_key)
         .send()
         .await;
     if let Err(e) = created {

@@ -143,6 +143,51 @@ impl From<TenantId> for String {
     }
 }
 
+/// The longest business key, in bytes.
+pub const MAX_BUSINESS_KEY: usize = 255;
+
+/// The caller's own id for a task (`order-42`): per tenant and not unique (an order may
+/// have several reminders). Tasks are listed and canceled by it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct BusinessKey(String);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a key must be 1 to {MAX_BUSINESS_KEY} bytes, without control characters")]
+pub struct InvalidBusinessKey;
+
+impl BusinessKey {
+    pub fn parse(key: impl Into<String>) -> Result<Self, InvalidBusinessKey> {
+        let key = key.into();
+        let valid =
+            !key.is_empty() && key.len() <= MAX_BUSINESS_KEY && !key.chars().any(char::is_control);
+        valid.then_some(Self(key)).ok_or(InvalidBusinessKey)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for BusinessKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for BusinessKey {
+    type Error = InvalidBusinessKey;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::parse(s)
+    }
+}
+
+impl From<BusinessKey> for String {
+    fn from(key: BusinessKey) -> Self {
+        key.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +203,25 @@ mod tests {
         assert!(serde_json::from_str::<TenantId>("\"a#b\"").is_err());
         let id: TenantId = serde_json::from_str("\"acme\"").unwrap();
         assert_eq!(serde_json::to_string(&id).unwrap(), "\"acme\"");
+    }
+
+    #[test]
+    fn business_keys_are_checked_where_they_are_made() {
+        assert!(BusinessKey::parse("order-42").is_ok());
+        assert!(BusinessKey::parse("Bestellung 42 / ü").is_ok());
+        assert!(BusinessKey::parse("k".repeat(MAX_BUSINESS_KEY)).is_ok());
+        for bad in [
+            String::new(),
+            "k".repeat(MAX_BUSINESS_KEY + 1),
+            "a\nb".into(),
+        ] {
+            assert_eq!(
+                BusinessKey::parse(bad.clone()),
+                Err(InvalidBusinessKey),
+                "{bad:?}"
+            );
+        }
+        assert!(serde_json::from_str::<BusinessKey>("\"\"").is_err());
     }
 
     #[test]

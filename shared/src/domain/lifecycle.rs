@@ -325,6 +325,7 @@ mod tests {
             expect_body: None,
             retry,
             metadata: Default::default(),
+            key: None,
         };
         let tenant = TenantId::parse("acme").unwrap();
         Task::new_scheduled(tenant, spec, None, "h".into(), t0() + secs(60), t0())

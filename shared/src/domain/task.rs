@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::duration_ms;
-use super::ids::{TaskId, TenantId};
+use super::ids::{BusinessKey, TaskId, TenantId};
 use super::retry_policy::RetryPolicy;
 
 /// Where a task is in its lifecycle.
@@ -72,6 +72,9 @@ pub struct TaskSpec {
     pub expect_body: Option<String>,
     pub retry: RetryPolicy,
     pub metadata: BTreeMap<String, String>,
+    /// The caller's own id for the task, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<BusinessKey>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 //! The engine: every use case of Boomerang, as logic over the ports.
 
 mod deliver;
+mod keys;
 mod sweep;
 
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use crate::ports::{
 use futures_util::StreamExt;
 
 pub use deliver::DeliverOutcome;
+pub use keys::{KeyCancellation, MAX_KEY_CANCEL};
 pub use sweep::SweepReport;
 
 /// Most tasks one batch registration holds.

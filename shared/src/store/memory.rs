@@ -100,6 +100,7 @@ impl TaskStore for MemoryStore {
             .rev()
             .filter(|t| &t.tenant == tenant)
             .filter(|t| query.status.is_none_or(|s| t.status == s))
+            .filter(|t| query.key.is_none() || t.spec.key == query.key)
             .filter(|t| query.cursor.is_none_or(|c| t.id < c))
             .take(query.limit as usize + 1)
             .cloned()

@@ -12,6 +12,8 @@
 //! - The keys name the tenant and the task ([`task_pk`], [`task_sk`]): a tenant's tasks are
 //!   listed from the table itself, without an index (whose entry would cost a write unit
 //!   per task).
+//! - `bk` (tenant and business key) keys the sparse `by_key` index, for tasks that have a
+//!   key only; it never changes, so the entry is written once.
 
 use std::io::{Read, Write};
 
@@ -22,7 +24,8 @@ use chrono::{DateTime, Utc};
 use crate::aws::items::{corrupt, get_n, get_s, n, s, Item};
 use crate::domain::time::checked_add;
 use crate::domain::{
-    AttemptOutcome, AttemptRecord, PendingWork, Status, Task, TaskId, TaskSpec, TenantId,
+    AttemptOutcome, AttemptRecord, BusinessKey, PendingWork, Status, Task, TaskId, TaskSpec,
+    TenantId,
 };
 use crate::ports::StoreError;
 
@@ -47,6 +50,11 @@ pub fn shard_pk(tenant: &TenantId, shard: u32) -> String {
 /// The task item's sort key: its id (so a partition lists newest first, backwards).
 pub fn task_sk(id: &TaskId) -> String {
     id.to_string()
+}
+
+/// The `by_key` index's partition of a tenant's business key: `<tenant>#<key>`.
+pub fn key_partition(tenant: &TenantId, key: &BusinessKey) -> String {
+    format!("{tenant}#{key}")
 }
 
 /// An attempt record's own item sorts right after its task: `<id>#A#<number>`.
@@ -97,6 +105,9 @@ pub fn new_item(task: &Task, retention: std::time::Duration) -> Result<Item, Sto
     let mut item = Item::new();
     item.insert("pk".into(), s(task_pk(&task.tenant, &task.id)));
     item.insert("sk".into(), s(task_sk(&task.id)));
+    if let Some(key) = &task.spec.key {
+        item.insert("bk".into(), s(key_partition(&task.tenant, key)));
+    }
     item.insert("ca".into(), ms(task.created_at));
     item.insert(
         "rq".into(),

@@ -12,8 +12,11 @@
 //!   finished by the next repeat);
 //! - `SWEEP`, `SWEEP`: where the sweep has read the `due` index up to ([`sweep`]).
 //!
-//! One index, keys only: `due` (sparse, sharded): `ds` + `dm`, set while the task has work
-//! no durable timer holds; the sweep reads it from a checkpoint.
+//! Indexes, both keys only and sparse:
+//! - `due` (sharded): `ds` + `dm`, set while the task has work no durable timer holds; the
+//!   sweep reads it from a checkpoint;
+//! - `by_key`: `bk` (tenant and business key) + `sk` (the task id, so newest first), set
+//!   only on tasks that have a key.
 //!
 //! Finished tasks get `x` (TTL). DynamoDB deletes expired items only eventually, so every
 //! read also ignores them.
@@ -32,7 +35,7 @@ use chrono::{DateTime, Utc};
 use crate::aws::items::{corrupt, get_item, get_n, get_s, n, s, Item};
 use crate::aws::sdk_failure;
 use crate::domain::time::checked_add;
-use crate::domain::{AttemptRecord, Task, TaskId, TenantId};
+use crate::domain::{AttemptRecord, BusinessKey, Task, TaskId, TenantId};
 use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, SweepMark, TaskStore};
 use item::{
     attempt_sk, record_from, record_value, shard_pk, task_from, task_pk, task_sk,
@@ -41,6 +44,7 @@ use item::{
 
 pub use item::DUE_SHARDS;
 pub const DUE_INDEX: &str = "due";
+pub const KEY_INDEX: &str = "by_key";
 /// The time-to-live attribute (epoch seconds) of finished tasks and idempotency keys.
 pub const TTL_ATTRIBUTE: &str = "x";
 /// How long an idempotency key is remembered (it must be shorter than the retention).
@@ -397,6 +401,9 @@ impl TaskStore for DynamoStore {
     /// Reads the tenant's shards side by side, a few tasks at a time each, and merges them
     /// newest first: a page costs about its own size in reads, not sixteen times it.
     async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError> {
+        if let Some(key) = &query.key {
+            return self.list_by_key(tenant, key, query).await;
+        }
         let want = query.limit as usize + 1;
         let chunk = (want / TENANT_SHARDS as usize + 2) as i32;
         let mut shards: Vec<ShardRead> = (0..TENANT_SHARDS)
@@ -450,6 +457,61 @@ impl ShardRead {
 }
 
 impl DynamoStore {
+    /// A page of the tenant's tasks with a business key: from the `by_key` index, then the
+    /// tasks themselves (eventually consistent, like every list).
+    async fn list_by_key(
+        &self,
+        tenant: &TenantId,
+        key: &BusinessKey,
+        query: &ListQuery,
+    ) -> Result<Page, StoreError> {
+        let want = query.limit as usize + 1;
+        let mut tasks: Vec<Task> = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let mut req = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(KEY_INDEX)
+                .scan_index_forward(false)
+                .expression_attribute_values(":k", s(item::key_partition(tenant, key)))
+                .set_exclusive_start_key(start)
+                .limit(want as i32);
+            req = match query.cursor {
+                Some(c) => req
+                    .key_condition_expression("bk = :k AND sk < :c")
+                    .expression_attribute_values(":c", s(task_sk(&c))),
+                None => req.key_condition_expression("bk = :k"),
+            };
+            let out = req
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+            let keys: Vec<Item> = out
+                .items()
+                .iter()
+                .map(|i| {
+                    [("pk", i.get("pk")), ("sk", i.get("sk"))]
+                        .into_iter()
+                        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.clone())))
+                        .collect()
+                })
+                .collect();
+            for item in self.batch_items(keys).await? {
+                let task = task_from(&item)?;
+                if query.status.is_none_or(|s| task.status == s) {
+                    tasks.push(task);
+                }
+            }
+            start = out.last_evaluated_key;
+            if tasks.len() >= want || start.is_none() {
+                tasks.truncate(want);
+                return Ok(Page::from_overfetch(tasks, query.limit));
+            }
+        }
+    }
+
     /// Reads on in one shard until it has a task in hand or has none left.
     async fn read_shard(
         &self,

@@ -27,7 +27,7 @@ use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStor
 use writer::{lock, unavailable, Claim, Claims, Writer, WriterHandle};
 
 /// Bumped when the schema changes; [`migrate`] brings older files up to date.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     idempotency_key TEXT,
     due_kind TEXT,
     due_ms INTEGER,
+    business_key TEXT,
     doc TEXT NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_idempotency ON tasks(tenant, idempotency_key)
@@ -59,9 +60,11 @@ CREATE TABLE IF NOT EXISTS dead_letters (
 );
 ";
 
-/// Created after any migration, since an older file lacks the columns it covers.
-const PENDING_WORK_INDEX: &str =
-    "CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(due_ms) WHERE due_ms IS NOT NULL;";
+/// Created after any migration, since an older file lacks the columns they cover.
+const LATER_INDEXES: &str =
+    "CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(due_ms) WHERE due_ms IS NOT NULL;
+     CREATE INDEX IF NOT EXISTS tasks_by_key ON tasks(tenant, business_key, id)
+         WHERE business_key IS NOT NULL;";
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -91,8 +94,7 @@ impl SqliteStore {
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
         migrate(&mut conn)?;
-        conn.execute_batch(PENDING_WORK_INDEX)
-            .map_err(unavailable)?;
+        conn.execute_batch(LATER_INDEXES).map_err(unavailable)?;
         let claims = Claims::default();
         let writer = WriterHandle::spawn(Writer {
             conn,
@@ -160,7 +162,8 @@ impl SqliteStore {
 
 /// Brings a file written by an older version to [`SCHEMA_VERSION`]. Version 1 kept one
 /// column per kind of pending work; version 2 keeps `due_kind`/`due_ms`, recomputed here
-/// from each task's document.
+/// from each task's document; version 3 adds `business_key` (tasks written before it have
+/// none).
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -198,6 +201,11 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             .map_err(unavailable)?;
         }
     }
+    let has_key_column = tx.prepare("SELECT business_key FROM tasks LIMIT 0").is_ok();
+    if !has_key_column {
+        tx.execute_batch("ALTER TABLE tasks ADD COLUMN business_key TEXT;")
+            .map_err(unavailable)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(unavailable)?;
     tx.commit().map_err(unavailable)
@@ -211,6 +219,7 @@ struct TaskRow {
     attempt: i64,
     due_kind: Option<&'static str>,
     due_ms: Option<i64>,
+    business_key: Option<String>,
     doc: String,
 }
 
@@ -224,6 +233,7 @@ impl TaskRow {
             attempt: t.attempt as i64,
             due_kind: work.as_ref().map(|w| w.kind.as_str()),
             due_ms: work.as_ref().map(|w| w.due_at.timestamp_millis()),
+            business_key: t.spec.key.as_ref().map(|k| k.to_string()),
             doc: encode(t)?,
         })
     }
@@ -260,8 +270,8 @@ impl TaskStore for SqliteStore {
                 .conn
                 .execute(
                     "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
-                        due_kind, due_ms, doc)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                        due_kind, due_ms, business_key, doc)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                      ON CONFLICT DO NOTHING",
                     params![
                         row.id,
@@ -272,6 +282,7 @@ impl TaskStore for SqliteStore {
                         key,
                         row.due_kind,
                         row.due_ms,
+                        row.business_key,
                         row.doc
                     ],
                 )
@@ -397,20 +408,28 @@ impl TaskStore for SqliteStore {
         };
         // ULIDs sort by time, so "newest first" is id order; "~" sorts after every ULID.
         let cursor = query.cursor.map_or("~".to_string(), |c| c.to_string());
+        let key = query.key.as_ref().map(|k| k.to_string());
         let limit = query.limit;
         let tasks: Vec<Task> = self
             .read(move |c| {
-                let mut stmt = c
-                    .prepare_cached(
-                        "SELECT doc FROM tasks
-                         WHERE tenant = ?1 AND (?2 IS NULL OR status = ?2) AND id < ?3
-                         ORDER BY id DESC LIMIT ?4",
-                    )
-                    .map_err(unavailable)?;
+                // Two statements, so that each can use its index (by tenant, or by key).
+                let sql = if key.is_some() {
+                    "SELECT doc FROM tasks
+                     WHERE tenant = ?1 AND business_key = ?5 AND (?2 IS NULL OR status = ?2)
+                       AND id < ?3
+                     ORDER BY id DESC LIMIT ?4"
+                } else {
+                    "SELECT doc FROM tasks
+                     WHERE tenant = ?1 AND (?2 IS NULL OR status = ?2) AND id < ?3
+                       AND ?5 IS NULL
+                     ORDER BY id DESC LIMIT ?4"
+                };
+                let mut stmt = c.prepare_cached(sql).map_err(unavailable)?;
                 let rows = stmt
-                    .query_map(params![tenant, stored_status, cursor, limit + 1], |r| {
-                        r.get::<_, String>(0)
-                    })
+                    .query_map(
+                        params![tenant, stored_status, cursor, limit + 1, key],
+                        |r| r.get::<_, String>(0),
+                    )
                     .map_err(unavailable)?;
                 rows.map(|doc| decode(&doc.map_err(unavailable)?)).collect()
             })
@@ -474,6 +493,7 @@ impl SqliteStore {
             .values()
             .map(|c| c.task.clone())
             .filter(|t| &t.tenant == tenant && query.cursor.is_none_or(|c| t.id < c))
+            .filter(|t| query.key.is_none() || t.spec.key == query.key)
             .collect();
         tasks.sort_by_key(|t| std::cmp::Reverse(t.id));
         tasks.truncate(query.limit as usize + 1);
