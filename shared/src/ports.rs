@@ -143,6 +143,19 @@ pub trait TaskStore: Send + Sync {
     /// than `cutoff` (the sweep arms it for its time).
     async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError>;
 
+    /// Removes up to `limit` finished tasks (and their attempts) that ended before
+    /// `finished_before`, keeping failed tasks whose dead letter is not yet sent; returns
+    /// how many it removed. A store whose items expire by themselves (DynamoDB's TTL)
+    /// removes nothing here.
+    async fn purge(
+        &self,
+        finished_before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        let _ = (finished_before, limit);
+        Ok(0)
+    }
+
     /// The sweep armed everything one [`Self::due`] returned: a store that reads its index
     /// from a checkpoint moves the checkpoint to `mark`.
     async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError> {

@@ -26,6 +26,10 @@ pub const LEASE_MARGIN: (Duration, Duration) = (Duration::from_secs(1), Duration
 pub const SWEEP_LAG: (Duration, Duration) =
     (Duration::from_secs(1), Duration::from_secs(24 * 3600));
 pub const CONCURRENCY: (usize, usize) = (1, 10_000);
+pub const RETENTION: (Duration, Duration) = (
+    Duration::from_secs(1),
+    Duration::from_secs(3650 * 24 * 3600),
+);
 /// The tenant of the local binary's single API key.
 pub const LOCAL_TENANT: &str = "default";
 
@@ -42,7 +46,12 @@ pub struct ServiceConfig {
     pub sweep_interval: Duration,
     /// Most deliveries in flight at once (embedded backend).
     pub concurrency: usize,
+    /// How long finished tasks are kept. Default: [`DEFAULT_RETENTION`] on the embedded
+    /// backend, `BOOMERANG_RETENTION_DAYS` on AWS (where DynamoDB's TTL removes them).
+    pub retention: Option<Duration>,
 }
+
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 #[derive(Clone, Debug)]
 pub enum BackendChoice {
@@ -131,6 +140,9 @@ impl ServiceConfig {
         if let BackendChoice::Aws { sweep_lag, .. } = self.backend {
             within("--sweep-lag", sweep_lag, SWEEP_LAG)?;
         }
+        if let Some(retention) = self.retention {
+            within("--retention", retention, RETENTION)?;
+        }
         Ok(())
     }
 
@@ -151,7 +163,12 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
             data_dir,
             api_key,
             signing_secret,
-        } => start_embedded(&config, data_dir, api_key.clone(), signing_secret.clone()),
+        } => start_embedded(
+            &config,
+            data_dir,
+            (api_key.clone(), signing_secret.clone()),
+            config.retention.unwrap_or(DEFAULT_RETENTION),
+        ),
         BackendChoice::Aws {
             emulate_triggers,
             sweep_lag,
@@ -168,8 +185,8 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
 fn start_embedded(
     config: &ServiceConfig,
     data_dir: &std::path::Path,
-    api_key: Option<String>,
-    signing_secret: Option<String>,
+    (api_key, signing_secret): (Option<String>, Option<String>),
+    retention: Duration,
 ) -> Result<Service, ServiceError> {
     std::fs::create_dir_all(data_dir).map_err(|e| ServiceError::DataDir(data_dir.into(), e))?;
     let owner = lock_data_dir(data_dir)?;
@@ -200,6 +217,11 @@ fn start_embedded(
         engine.clone(),
         config.sweep_interval,
         chrono_of(lookahead),
+    ));
+    tokio::spawn(run_retention(
+        engine.clone(),
+        retention,
+        config.sweep_interval,
     ));
     let mut summary = vec![
         format!("data dir:       {}", data_dir.display()),
@@ -259,6 +281,9 @@ async fn start_aws(
     settings
         .allowed_cidrs
         .extend(config.allowed_cidrs.iter().copied());
+    if let Some(retention) = config.retention {
+        settings.retention = retention;
+    }
     let sdk = crate::aws::sdk_config().await;
     let backend = backend::aws(
         &sdk,
@@ -386,6 +411,18 @@ async fn run_sweeper(engine: Arc<Engine>, period: Duration, lookahead: chrono::D
     .await
 }
 
+/// Removes tasks finished more than `retention` ago, every `period`.
+async fn run_retention(engine: Arc<Engine>, retention: Duration, period: Duration) {
+    every(period, || async {
+        match engine.purge(retention).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(removed = n, "finished tasks past retention removed"),
+            Err(e) => tracing::error!(error = %e, "removing finished tasks failed"),
+        }
+    })
+    .await
+}
+
 /// The AWS sweeper's work, played locally: the sweep and the system-failures redrive.
 async fn run_aws_sweeper(
     engine: Arc<Engine>,
@@ -462,6 +499,7 @@ mod tests {
             lease_margin: Duration::from_secs(30),
             sweep_interval: Duration::from_secs(5),
             concurrency: 64,
+            retention: None,
         }
     }
 
@@ -511,5 +549,8 @@ mod tests {
             sweep_lag: Duration::from_secs(u64::MAX / 2),
         };
         assert!(refused(c).starts_with("--sweep-lag"));
+        let mut c = config();
+        c.retention = Some(Duration::ZERO);
+        assert!(refused(c).starts_with("--retention"));
     }
 }

@@ -70,6 +70,8 @@ pub struct ServerOptions {
     pub backend: Backend,
     pub dev: bool,
     pub lease_margin: &'static str,
+    /// `--retention`, if given.
+    pub retention: Option<&'static str>,
 }
 
 impl ServerOptions {
@@ -78,6 +80,7 @@ impl ServerOptions {
             backend,
             dev: true,
             lease_margin: "2s",
+            retention: None,
         }
     }
 }
@@ -115,6 +118,9 @@ impl Server {
         args.extend(["--lease-margin".into(), options.lease_margin.into()]);
         if options.dev {
             args.push("--dev".into());
+        }
+        if let Some(retention) = options.retention {
+            args.extend(["--retention".into(), retention.into()]);
         }
         let (secret, api_key, env) = match options.backend {
             Backend::Embedded => {

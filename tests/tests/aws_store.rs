@@ -68,6 +68,74 @@ async fn finished_tasks_past_retention_are_invisible() {
     );
 }
 
+/// Attempt records past the ten a task item embeds are items of their own: they take the
+/// task's expiry when it finishes, and lose it when a redrive gives it a new round.
+#[tokio::test]
+async fn attempt_items_expire_with_their_task() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use boomerang::domain::Verdict;
+    use boomerang::store::dynamodb::item::{attempt_sk, task_pk, task_sk};
+    let settings = fresh_moto_resources("expiry").await;
+    let client = aws_sdk_dynamodb::Client::new(&moto());
+    let store = DynamoStore::new(client.clone(), settings.table.clone(), RETENTION);
+    let mut now = chrono::Utc::now();
+    let mut task = sample_task(&unique_tenant("expiry"), None, now);
+    task.spec.retry.max_attempts = 12;
+    store.create(&task).await.unwrap();
+    for n in 1..=12u32 {
+        let claimed = task.claim(n, now, Duration::from_secs(40)).unwrap();
+        store.claim(&claimed, task.version).await.unwrap();
+        let verdict = Verdict::Retry {
+            error: "HTTP 503".into(),
+            retry_after: None,
+        };
+        let next = claimed.after_attempt(&verdict, now, 0.5).unwrap();
+        let record = claimed.attempt_record(&next, now, now, Some(503), None);
+        store
+            .finish_attempt(&record, &next, claimed.version)
+            .await
+            .unwrap();
+        now = next.next_attempt_at.unwrap_or(now);
+        task = next;
+    }
+    assert_eq!(task.status, boomerang::domain::Status::Failed);
+    let expiry_of = |sk: String| {
+        let (client, table) = (client.clone(), settings.table.clone());
+        let pk = task_pk(&task.tenant, &task.id);
+        async move {
+            let item = client
+                .get_item()
+                .table_name(table)
+                .key("pk", AttributeValue::S(pk))
+                .key("sk", AttributeValue::S(sk))
+                .send()
+                .await
+                .unwrap()
+                .item
+                .expect("the item");
+            item.get("x").map(|x| x.as_n().unwrap().clone())
+        }
+    };
+    // Failed with its dead letter pending: nothing expires yet.
+    assert_eq!(expiry_of(attempt_sk(&task.id, 11)).await, None);
+    let sent = task.dead_letter_sent(now).unwrap();
+    store.update(&sent, task.version).await.unwrap();
+    let task_expiry = expiry_of(task_sk(&task.id)).await;
+    assert!(task_expiry.is_some());
+    for n in [11, 12] {
+        assert_eq!(expiry_of(attempt_sk(&task.id, n)).await, task_expiry);
+    }
+    let redriven = sent.retry(now).unwrap();
+    store.update(&redriven, sent.version).await.unwrap();
+    for sk in [
+        task_sk(&task.id),
+        attempt_sk(&task.id, 11),
+        attempt_sk(&task.id, 12),
+    ] {
+        assert_eq!(expiry_of(sk).await, None, "a new round keeps its history");
+    }
+}
+
 /// A JSON body of about 1 KiB, as an order webhook carries.
 fn order_event() -> String {
     let items: Vec<serde_json::Value> = (0..10)

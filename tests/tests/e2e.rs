@@ -35,6 +35,7 @@ on_both_backends!(
     private_and_loopback_destinations_are_refused_without_dev,
     a_batch_registers_each_task_and_a_bad_one_refuses_the_batch,
     canceling_by_key_spares_the_delivery_under_way,
+    retention_removes_a_finished_task_but_not_a_pending_one,
 );
 
 fn id_of(task: &Value) -> String {
@@ -715,4 +716,32 @@ async fn canceling_by_key_spares_the_delivery_under_way(backend: Backend) {
         let problem: Value = res.json().await.unwrap();
         assert_eq!(problem["field"], field);
     }
+}
+
+async fn retention_removes_a_finished_task_but_not_a_pending_one(backend: Backend) {
+    let server = Server::start(ServerOptions {
+        retention: Some("2s"),
+        ..ServerOptions::on(backend)
+    });
+    let rx = Receiver::always(200).await;
+    let (_, done) = server.register(json!({"url": rx.url("/now")})).await;
+    let (_, pending) = server
+        .register(json!({"url": rx.url("/later"), "delay": "1h"}))
+        .await;
+    let done = id_of(&done);
+    server.wait_status(&done, "succeeded", WAIT).await;
+    wait_for("the finished task to be removed", WAIT, || async {
+        let (status, _) = server.get_json(&format!("/v1/tasks/{done}")).await;
+        (status == 404).then_some(())
+    })
+    .await;
+    assert_eq!(server.task(&id_of(&pending)).await["status"], "scheduled");
+    let (_, page) = server.get_json("/v1/tasks").await;
+    let listed: Vec<String> = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(id_of)
+        .collect();
+    assert_eq!(listed, vec![id_of(&pending)]);
 }

@@ -48,6 +48,11 @@ pub struct ServeArgs {
     /// re-arms it (1s–1day).
     #[arg(long, env = "BOOMERANG_SWEEP_LAG", default_value = "90s", value_parser = duration)]
     sweep_lag: Duration,
+    /// How long finished tasks and their attempts are kept (1s–3650d; default 30d, or
+    /// BOOMERANG_RETENTION_DAYS on the AWS backend). A failed task is kept until its dead
+    /// letter is sent.
+    #[arg(long, env = "BOOMERANG_RETENTION", value_parser = duration)]
+    retention: Option<Duration>,
     /// Most deliveries in flight at once (embedded backend; 1–10000).
     #[arg(long, env = "BOOMERANG_CONCURRENCY", default_value_t = 64)]
     concurrency: usize,
@@ -76,6 +81,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         lease_margin: args.lease_margin,
         sweep_interval: args.sweep_interval,
         concurrency: args.concurrency,
+        retention: args.retention,
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(args.addr)

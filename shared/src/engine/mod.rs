@@ -2,6 +2,7 @@
 
 mod deliver;
 mod keys;
+mod retention;
 mod sweep;
 
 use std::sync::Arc;

@@ -154,12 +154,7 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
             .then_some(AttributeValue::Bool(true)),
     );
     optional("ta", task.timer_armed.then_some(AttributeValue::Bool(true)));
-    let expires = (task.status.is_terminal() && !task.dead_letter_pending).then(|| {
-        // The retention is bounded where it is configured; the sum is checked anyway.
-        let at = checked_add(task.updated_at, retention).unwrap_or(DateTime::<Utc>::MAX_UTC);
-        n(at.timestamp())
-    });
-    optional("x", expires);
+    optional("x", expiry(task, retention).map(n));
     // Only work no durable timer holds goes where the sweep looks. The entry is left as it
     // is otherwise: the sweep reads past it once (removing it would cost an index write).
     if let Some(work) = task.pending_work().filter(|_| !task.timer_armed) {
@@ -167,6 +162,16 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
         set.push(("dm", ms(work.due_at)));
     }
     State { set, remove }
+}
+
+/// When a finished task expires (epoch seconds): `retention` after it ended, once nothing
+/// is left to do (a dead letter to send included).
+pub fn expiry(task: &Task, retention: std::time::Duration) -> Option<i64> {
+    (task.status.is_terminal() && !task.dead_letter_pending).then(|| {
+        // The retention is bounded where it is configured; the sum is checked anyway.
+        let at = checked_add(task.updated_at, retention).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        at.timestamp()
+    })
 }
 
 /// The task an item holds.

@@ -47,7 +47,9 @@ pub const DUE_INDEX: &str = "due";
 pub const KEY_INDEX: &str = "by_key";
 /// The time-to-live attribute (epoch seconds) of finished tasks and idempotency keys.
 pub const TTL_ATTRIBUTE: &str = "x";
-/// How long an idempotency key is remembered (it must be shorter than the retention).
+/// How long an idempotency key is remembered, at most: never longer than the retention, so
+/// that a key cannot outlive its task (a repeat would otherwise write the task again from
+/// the key's copy).
 pub const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
 #[derive(Clone)]
@@ -178,7 +180,8 @@ impl DynamoStore {
     ) -> Result<Option<Item>, StoreError> {
         let pk = idem_pk(&task.tenant, key);
         let now = Utc::now();
-        let expires = checked_add(now, IDEMPOTENCY_WINDOW).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let window = IDEMPOTENCY_WINDOW.min(self.retention);
+        let expires = checked_add(now, window).unwrap_or(DateTime::<Utc>::MAX_UTC);
         let put = self
             .client
             .put_item()
@@ -350,7 +353,8 @@ impl TaskStore for DynamoStore {
     }
 
     async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
-        self.write_state(task, expected_version, None).await
+        self.write_state(task, expected_version, None).await?;
+        self.sync_attempt_expiry(task).await
     }
 
     async fn finish_attempt(
@@ -362,7 +366,9 @@ impl TaskStore for DynamoStore {
         if record.number > EMBEDDED_ATTEMPTS {
             self.put_attempt(&next.tenant, record).await?;
         }
-        self.write_state(next, expected_version, Some(record)).await
+        self.write_state(next, expected_version, Some(record))
+            .await?;
+        self.sync_attempt_expiry(next).await
     }
 
     async fn put_attempt(
@@ -457,6 +463,49 @@ impl ShardRead {
 }
 
 impl DynamoStore {
+    /// Attempt records past the embedded ones are items of their own, so they expire with
+    /// their task: they take its expiry when it finishes, and lose it again when a redrive
+    /// gives the task a new round. Only a task with that many attempts pays for this.
+    async fn sync_attempt_expiry(&self, task: &Task) -> Result<(), StoreError> {
+        let expiry = item::expiry(task, self.retention);
+        let redriven = task.status == crate::domain::Status::Scheduled
+            && task.round_start > 1
+            && task.attempt == task.round_start;
+        if task.attempt <= EMBEDDED_ATTEMPTS || (expiry.is_none() && !redriven) {
+            return Ok(());
+        }
+        let pk = task_pk(&task.tenant, &task.id);
+        let updates = (EMBEDDED_ATTEMPTS + 1..=task.attempt).map(|number| {
+            let req = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", s(&pk))
+                .key("sk", s(attempt_sk(&task.id, number)))
+                .condition_expression("attribute_exists(pk)")
+                .expression_attribute_names("#x", TTL_ATTRIBUTE);
+            let req = match expiry {
+                Some(x) => req
+                    .update_expression("SET #x = :x")
+                    .expression_attribute_values(":x", n(x)),
+                None => req.update_expression("REMOVE #x"),
+            };
+            async move {
+                match req.send().await.map_err(conflict_or_unavailable) {
+                    // No record of that number (the attempt a redrive has not made yet).
+                    Ok(_) | Err(StoreError::Conflict) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+        });
+        use futures_util::{StreamExt, TryStreamExt};
+        futures_util::stream::iter(updates)
+            .buffer_unordered(10)
+            .try_collect::<Vec<()>>()
+            .await
+            .map(|_| ())
+    }
+
     /// A page of the tenant's tasks with a business key: from the `by_key` index, then the
     /// tasks themselves (eventually consistent, like every list).
     async fn list_by_key(

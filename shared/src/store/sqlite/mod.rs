@@ -27,7 +27,7 @@ use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStor
 use writer::{lock, unavailable, Claim, Claims, Writer, WriterHandle};
 
 /// Bumped when the schema changes; [`migrate`] brings older files up to date.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     due_kind TEXT,
     due_ms INTEGER,
     business_key TEXT,
+    finished_ms INTEGER,
     doc TEXT NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_idempotency ON tasks(tenant, idempotency_key)
@@ -64,7 +65,9 @@ CREATE TABLE IF NOT EXISTS dead_letters (
 const LATER_INDEXES: &str =
     "CREATE INDEX IF NOT EXISTS tasks_pending ON tasks(due_ms) WHERE due_ms IS NOT NULL;
      CREATE INDEX IF NOT EXISTS tasks_by_key ON tasks(tenant, business_key, id)
-         WHERE business_key IS NOT NULL;";
+         WHERE business_key IS NOT NULL;
+     CREATE INDEX IF NOT EXISTS tasks_finished ON tasks(finished_ms)
+         WHERE finished_ms IS NOT NULL;";
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -163,7 +166,8 @@ impl SqliteStore {
 /// Brings a file written by an older version to [`SCHEMA_VERSION`]. Version 1 kept one
 /// column per kind of pending work; version 2 keeps `due_kind`/`due_ms`, recomputed here
 /// from each task's document; version 3 adds `business_key` (tasks written before it have
-/// none).
+/// none); version 4 adds `finished_ms`, when a finished task ended (for retention),
+/// recomputed here from each document.
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -184,15 +188,7 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
              DROP INDEX IF EXISTS tasks_dead_letter;",
         )
         .map_err(unavailable)?;
-        let docs = {
-            let mut stmt = tx.prepare("SELECT doc FROM tasks").map_err(unavailable)?;
-            let rows = stmt
-                .query_map([], |r| r.get::<_, String>(0))
-                .map_err(unavailable)?;
-            rows.collect::<Result<Vec<_>, _>>().map_err(unavailable)?
-        };
-        for doc in docs {
-            let task: Task = decode(&doc)?;
+        for task in all_tasks(&tx)? {
             let row = TaskRow::of(&task)?;
             tx.execute(
                 "UPDATE tasks SET due_kind = ?2, due_ms = ?3 WHERE id = ?1",
@@ -206,9 +202,33 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         tx.execute_batch("ALTER TABLE tasks ADD COLUMN business_key TEXT;")
             .map_err(unavailable)?;
     }
+    let has_finished_column = tx.prepare("SELECT finished_ms FROM tasks LIMIT 0").is_ok();
+    if !has_finished_column {
+        tx.execute_batch("ALTER TABLE tasks ADD COLUMN finished_ms INTEGER;")
+            .map_err(unavailable)?;
+        for task in all_tasks(&tx)? {
+            let row = TaskRow::of(&task)?;
+            tx.execute(
+                "UPDATE tasks SET finished_ms = ?2 WHERE id = ?1",
+                params![row.id, row.finished_ms],
+            )
+            .map_err(unavailable)?;
+        }
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(unavailable)?;
     tx.commit().map_err(unavailable)
+}
+
+/// Every task in the file, for a migration that recomputes a column.
+fn all_tasks(conn: &Connection) -> Result<Vec<Task>, StoreError> {
+    let mut stmt = conn.prepare("SELECT doc FROM tasks").map_err(unavailable)?;
+    let docs = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(unavailable)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(unavailable)?;
+    docs.iter().map(|doc| decode(doc)).collect()
 }
 
 /// The columns the queries use, derived from the task.
@@ -220,6 +240,9 @@ struct TaskRow {
     due_kind: Option<&'static str>,
     due_ms: Option<i64>,
     business_key: Option<String>,
+    /// When a finished task ended; absent while it has anything left to do (a dead letter
+    /// to send included), so retention never removes it before then.
+    finished_ms: Option<i64>,
     doc: String,
 }
 
@@ -234,6 +257,8 @@ impl TaskRow {
             due_kind: work.as_ref().map(|w| w.kind.as_str()),
             due_ms: work.as_ref().map(|w| w.due_at.timestamp_millis()),
             business_key: t.spec.key.as_ref().map(|k| k.to_string()),
+            finished_ms: (t.status.is_terminal() && !t.dead_letter_pending)
+                .then(|| t.updated_at.timestamp_millis()),
             doc: encode(t)?,
         })
     }
@@ -270,8 +295,8 @@ impl TaskStore for SqliteStore {
                 .conn
                 .execute(
                     "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
-                        due_kind, due_ms, business_key, doc)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                        due_kind, due_ms, business_key, finished_ms, doc)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
                      ON CONFLICT DO NOTHING",
                     params![
                         row.id,
@@ -283,6 +308,7 @@ impl TaskStore for SqliteStore {
                         row.due_kind,
                         row.due_ms,
                         row.business_key,
+                        row.finished_ms,
                         row.doc
                     ],
                 )
@@ -444,6 +470,32 @@ impl TaskStore for SqliteStore {
         Ok(page)
     }
 
+    async fn purge(
+        &self,
+        finished_before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        let cutoff = finished_before.timestamp_millis();
+        self.write(move |w| {
+            let ids: Vec<String> = w
+                .conn
+                .prepare_cached("SELECT id FROM tasks WHERE finished_ms < ?1 LIMIT ?2")
+                .and_then(|mut stmt| {
+                    stmt.query_map(params![cutoff, limit as i64], |r| r.get(0))?
+                        .collect()
+                })
+                .map_err(unavailable)?;
+            for id in &ids {
+                w.conn
+                    .execute("DELETE FROM attempts WHERE task_id = ?1", [id])
+                    .and_then(|_| w.conn.execute("DELETE FROM tasks WHERE id = ?1", [id]))
+                    .map_err(unavailable)?;
+            }
+            Ok(ids.len())
+        })
+        .await
+    }
+
     async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
         let cutoff_ms = cutoff.timestamp_millis();
         let stored: Vec<PendingWork> = self
@@ -509,7 +561,7 @@ fn write_task(w: &Writer, id: &TaskId, row: &TaskRow, expected: u64) -> Result<(
         .conn
         .prepare_cached(
             "UPDATE tasks SET status = ?2, version = ?3, attempt = ?4, due_kind = ?5,
-                due_ms = ?6, doc = ?7
+                due_ms = ?6, doc = ?7, finished_ms = ?9
              WHERE id = ?1 AND version = ?8",
         )
         .and_then(|mut stmt| {
@@ -521,7 +573,8 @@ fn write_task(w: &Writer, id: &TaskId, row: &TaskRow, expected: u64) -> Result<(
                 row.due_kind,
                 row.due_ms,
                 row.doc,
-                stored as i64
+                stored as i64,
+                row.finished_ms
             ])
         })
         .map_err(unavailable)?;
@@ -588,6 +641,52 @@ mod tests {
         drop(store);
         let reopened = SqliteStore::open(&path).unwrap();
         assert_eq!(reopened.due(now, 10).await.unwrap().work.len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Retention removes finished tasks and their attempts once they ended before the
+    /// cutoff, and keeps everything else: a pending task, a recent one, and a failed one
+    /// whose dead letter is not sent.
+    #[tokio::test]
+    async fn purge_removes_only_tasks_finished_before_the_cutoff() {
+        let dir = std::env::temp_dir().join(format!("boomerang-purge-{}", ulid::Ulid::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = SqliteStore::open(&dir.join("boomerang.db")).unwrap();
+        let tenant = TenantId::parse("purge").unwrap();
+        let t0 = DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap();
+        let minute = chrono::Duration::minutes(1);
+        let finished_at = |at| {
+            let task = sample_task(&tenant, None, t0);
+            let done = task.cancel(at).unwrap();
+            (task, done)
+        };
+        let (old, old_done) = finished_at(t0);
+        let (recent, recent_done) = finished_at(t0 + minute * 10);
+        let pending = sample_task(&tenant, None, t0 + minute * 60);
+        let mut letter_due = sample_task(&tenant, None, t0).cancel(t0).unwrap();
+        letter_due.dead_letter_pending = true;
+        for (created, stored) in [(&old, &old_done), (&recent, &recent_done)] {
+            store.create(created).await.unwrap();
+            store.update(stored, created.version).await.unwrap();
+        }
+        store.create(&pending).await.unwrap();
+        let mut unsent = sample_task(&tenant, None, t0);
+        store.create(&unsent).await.unwrap();
+        letter_due.id = unsent.id;
+        letter_due.version = unsent.version + 1;
+        store.update(&letter_due, unsent.version).await.unwrap();
+        unsent = letter_due;
+        let record = old_done.attempt_record(&old_done, t0, t0, Some(500), None);
+        store.put_attempt(&tenant, &record).await.unwrap();
+
+        let removed = store.purge(t0 + minute * 5, 10).await.unwrap();
+        assert_eq!(removed, 1);
+        assert_eq!(store.get(&tenant, &old.id).await.unwrap(), None);
+        assert!(store.attempts(&tenant, &old.id).await.unwrap().is_empty());
+        for kept in [&recent.id, &pending.id, &unsent.id] {
+            assert!(store.get(&tenant, kept).await.unwrap().is_some());
+        }
+        assert_eq!(store.purge(t0 + minute * 5, 10).await.unwrap(), 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
