@@ -36,6 +36,7 @@ on_both_backends!(
     a_batch_registers_each_task_and_a_bad_one_refuses_the_batch,
     canceling_by_key_spares_the_delivery_under_way,
     retention_removes_a_finished_task_but_not_a_pending_one,
+    a_200_that_does_not_say_success_is_retried,
 );
 
 fn id_of(task: &Value) -> String {
@@ -744,4 +745,35 @@ async fn retention_removes_a_finished_task_but_not_a_pending_one(backend: Backen
         .map(id_of)
         .collect();
     assert_eq!(listed, vec![id_of(&pending)]);
+}
+
+async fn a_200_that_does_not_say_success_is_retried(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
+    // Answers 200 every time, with "fail" until the third call.
+    let rx = Receiver::start(|_, n| Reply {
+        body: if n < 2 { "fail" } else { "success" }.into(),
+        ..Reply::status(200)
+    })
+    .await;
+    let (_, task) = server
+        .register(json!({
+            "url": rx.url("/says"), "expect_body": "success",
+            "retry": {"schedule": ["1s"], "max_attempts": 5}
+        }))
+        .await;
+    let done = server
+        .wait_status(&id_of(&task), "succeeded", WAIT)
+        .await;
+    assert_eq!(rx.count("/says"), 3);
+    let attempts = done["attempts"].as_array().unwrap();
+    let outcomes: Vec<&str> = attempts
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, vec!["retrying", "retrying", "succeeded"]);
+    assert_eq!(attempts[0]["response"], "fail");
+    assert!(attempts[0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("did not match expect_body"));
 }
