@@ -290,7 +290,7 @@ async fn every_finished_attempt_is_kept(store: &dyn TaskStore) {
     let tenant = unique_tenant("finish");
     let mut now = millis(Utc::now());
     let mut task = sample_task(&tenant, None, now);
-    task.spec.retry.max_attempts = 13;
+    task.spec.retry.max_attempts = Some(13);
     store.create(&task).await.unwrap();
     for n in 1..=12u32 {
         let claimed = task.claim(n, now, Duration::from_secs(40)).unwrap();

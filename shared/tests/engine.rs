@@ -391,7 +391,7 @@ impl Harness {
 async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
     let h = harness(ScriptedWebhooks::answering(vec![status(500); 3]));
     let policy = RetryPolicy {
-        max_attempts: 3,
+        max_attempts: Some(3),
         ..RetryPolicy::default()
     };
     let task = h.register(FireTime::Now, policy).await;
@@ -553,7 +553,7 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
 async fn a_failed_task_can_be_retried_for_a_new_round() {
     let h = harness(ScriptedWebhooks::answering(vec![status(500)]));
     let policy = RetryPolicy {
-        max_attempts: 1,
+        max_attempts: Some(1),
         ..RetryPolicy::default()
     };
     let task = h.register(FireTime::Now, policy).await;

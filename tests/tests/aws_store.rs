@@ -80,7 +80,7 @@ async fn attempt_items_expire_with_their_task() {
     let store = DynamoStore::new(client.clone(), settings.table.clone(), RETENTION);
     let mut now = chrono::Utc::now();
     let mut task = sample_task(&unique_tenant("expiry"), None, now);
-    task.spec.retry.max_attempts = 12;
+    task.spec.retry.max_attempts = Some(12);
     store.create(&task).await.unwrap();
     for n in 1..=12u32 {
         let claimed = task.claim(n, now, Duration::from_secs(40)).unwrap();

@@ -406,7 +406,7 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing(backend: B
             "retry.max_attempts",
         ),
         (
-            json!({"url": url, "retry": {"max_attempts": 101}}),
+            json!({"url": url, "retry": {"max_attempts": 1001}}),
             422,
             "retry.max_attempts",
         ),
@@ -446,6 +446,11 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing(backend: B
             json!({"url": url, "retry": {"max_attempts": "three"}}),
             422,
             "retry.max_attempts",
+        ),
+        (
+            json!({"url": url, "retry": {"max_attempts": null}}),
+            422,
+            "retry.max_duration",
         ),
     ];
     for (body, status, field) in cases {
@@ -761,9 +766,7 @@ async fn a_200_that_does_not_say_success_is_retried(backend: Backend) {
             "retry": {"schedule": ["1s"], "max_attempts": 5}
         }))
         .await;
-    let done = server
-        .wait_status(&id_of(&task), "succeeded", WAIT)
-        .await;
+    let done = server.wait_status(&id_of(&task), "succeeded", WAIT).await;
     assert_eq!(rx.count("/says"), 3);
     let attempts = done["attempts"].as_array().unwrap();
     let outcomes: Vec<&str> = attempts

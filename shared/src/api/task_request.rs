@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::problem::Problem;
 use crate::domain::retry_policy::{
-    MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MIN_STEP,
+    MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MAX_UNLIMITED_DURATION, MIN_STEP,
 };
 use crate::domain::{Backoff, BusinessKey, CallbackRequest, RetryPolicy, TaskSpec};
 use crate::engine::{FireTime, NewTask, MAX_SCHEDULE_AHEAD};
@@ -59,10 +59,26 @@ pub struct RetryRequest {
     pub backoff: Option<String>,
     pub interval: Option<String>,
     pub max_interval: Option<String>,
-    pub max_attempts: Option<i64>,
+    /// Absent: the default count; `null`: as many as fit in `max_duration`.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_attempts: Option<Option<i64>>,
     pub max_duration: Option<String>,
     pub jitter: Option<f64>,
     pub permanent_statuses: Option<Vec<i64>>,
+}
+
+/// A field that is present (even as `null`) becomes `Some`; an absent one stays `None`
+/// through `#[serde(default)]`.
+fn present<'de, D, T>(de: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(de).map(Some)
 }
 
 /// A batch registration: `{"tasks": [ … ]}`.
@@ -205,22 +221,34 @@ impl RetryRequest {
             }
         };
         let max_attempts = match self.max_attempts {
-            Some(n) if (1..=MAX_ATTEMPTS as i64).contains(&n) => n as u32,
-            Some(_) => {
+            Some(Some(n)) if (1..=MAX_ATTEMPTS as i64).contains(&n) => Some(n as u32),
+            Some(Some(_)) => {
                 return Err(Problem::invalid(
                     "retry.max_attempts",
-                    format!("must be between 1 and {MAX_ATTEMPTS}"),
+                    format!("must be between 1 and {MAX_ATTEMPTS}, or null"),
                 ))
             }
-            None => match &backoff {
+            Some(None) => None,
+            None => Some(match &backoff {
                 Backoff::Schedule { steps } => (steps.len() as u32 + 1).min(MAX_ATTEMPTS),
                 _ => DEFAULT_BACKOFF_ATTEMPTS,
-            },
+            }),
+        };
+        // Without an attempt limit, the round's length is the limit, and a short one.
+        let longest = match max_attempts {
+            Some(_) => MAX_DURATION,
+            None => MAX_UNLIMITED_DURATION,
         };
         let max_duration = self
             .max_duration
-            .map(|d| bounded("retry.max_duration", &d, MIN_STEP, MAX_DURATION))
+            .map(|d| bounded("retry.max_duration", &d, MIN_STEP, longest))
             .transpose()?;
+        if max_attempts.is_none() && max_duration.is_none() {
+            return Err(Problem::invalid(
+                "retry.max_duration",
+                "is required when `max_attempts` is null",
+            ));
+        }
         let jitter = match self.jitter {
             Some(j) if (0.0..=MAX_JITTER).contains(&j) => j,
             Some(_) => {
@@ -543,13 +571,21 @@ mod tests {
             ),
             (r#"{"url":"https://x.io","fire_at":"tomorrow"}"#, "fire_at"),
             (r#"{"url":"https://x.io","timeout":"0s"}"#, "timeout"),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":null}}"#,
+                "retry.max_duration",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":null,"max_duration":"31d"}}"#,
+                "retry.max_duration",
+            ),
             (r#"{"url":"https://x.io","timeout":"61s"}"#, "timeout"),
             (
                 r#"{"url":"https://x.io","retry":{"max_attempts":0}}"#,
                 "retry.max_attempts",
             ),
             (
-                r#"{"url":"https://x.io","retry":{"max_attempts":101}}"#,
+                r#"{"url":"https://x.io","retry":{"max_attempts":1001}}"#,
                 "retry.max_attempts",
             ),
             (
@@ -652,9 +688,34 @@ mod tests {
             .headers
             .contains(&("content-type".into(), "application/json".into())));
         assert_eq!(new.when, FireTime::After(Duration::from_secs(90)));
-        assert_eq!(new.spec.retry.max_attempts, 5);
+        assert_eq!(new.spec.retry.max_attempts, Some(5));
         assert_eq!(new.spec.retry.permanent_statuses, vec![404]);
         assert_eq!(new.idempotency_key.as_deref(), Some("key-1"));
+    }
+
+    #[test]
+    fn max_attempts_null_retries_until_max_duration() {
+        let policy = |retry: &str| {
+            parse(format!(r#"{{"url":"https://x.io","retry":{retry}}}"#).as_bytes())
+                .unwrap()
+                .validate(None)
+                .map(|n| n.spec.retry)
+        };
+        let unlimited = policy(r#"{"max_attempts":null,"max_duration":"30d"}"#).unwrap();
+        assert_eq!(unlimited.max_attempts, None);
+        assert_eq!(
+            unlimited.max_duration,
+            Some(Duration::from_secs(30 * 24 * 3600))
+        );
+        assert_eq!(
+            policy(r#"{"max_attempts":1000}"#).unwrap().max_attempts,
+            Some(1000)
+        );
+        // Absent is the default count, not "unlimited"; and the two differ as requests.
+        assert_eq!(policy("{}").unwrap().max_attempts, Some(8));
+        let absent = parse(br#"{"url":"https://x.io","retry":{}}"#).unwrap();
+        let null = parse(br#"{"url":"https://x.io","retry":{"max_attempts":null}}"#).unwrap();
+        assert_ne!(absent.digest(), null.digest());
     }
 
     #[test]

@@ -49,7 +49,8 @@ pub struct RetryView {
     pub interval: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_interval: Option<String>,
-    pub max_attempts: u32,
+    /// `null`: as many as fit in `max_duration`.
+    pub max_attempts: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_duration: Option<String>,
     pub jitter: f64,

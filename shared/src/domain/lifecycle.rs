@@ -424,7 +424,7 @@ mod tests {
     #[test]
     fn attempts_move_the_task_on_by_the_policy_and_the_draw() {
         let policy = RetryPolicy {
-            max_attempts: 2,
+            max_attempts: Some(2),
             jitter: 0.5,
             ..RetryPolicy::default()
         };

@@ -14,7 +14,9 @@ use super::time::checked_add;
 /// The shortest and longest step a policy may use.
 pub const MIN_STEP: Duration = Duration::from_secs(1);
 pub const MAX_STEP: Duration = Duration::from_secs(7 * 24 * 3600);
-pub const MAX_ATTEMPTS: u32 = 100;
+pub const MAX_ATTEMPTS: u32 = 1000;
+/// The longest round without an attempt limit (`max_attempts: None`) may last.
+pub const MAX_UNLIMITED_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
 pub const MAX_SCHEDULE_STEPS: usize = 100;
 pub const MAX_JITTER: f64 = 0.5;
 
@@ -50,8 +52,9 @@ pub enum Backoff {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RetryPolicy {
     pub backoff: Backoff,
-    /// Total attempts in a round, the first included.
-    pub max_attempts: u32,
+    /// Total attempts in a round, the first included; `None`: as many as fit in
+    /// `max_duration` (which is then set, and at most [`MAX_UNLIMITED_DURATION`]).
+    pub max_attempts: Option<u32>,
     /// Give up when the next attempt would start later than this after the round began.
     #[serde(with = "duration_ms::option", default)]
     pub max_duration: Option<Duration>,
@@ -71,7 +74,7 @@ impl Default for RetryPolicy {
             .map(Duration::from_secs)
             .collect::<Vec<_>>();
         Self {
-            max_attempts: steps.len() as u32 + 1,
+            max_attempts: Some(steps.len() as u32 + 1),
             backoff: Backoff::Schedule { steps },
             max_duration: None,
             jitter: 0.0,
@@ -142,7 +145,7 @@ impl RetryPolicy {
         retry_after: Option<Duration>,
         u: f64,
     ) -> Option<DateTime<Utc>> {
-        if made >= self.max_attempts {
+        if self.max_attempts.is_some_and(|max| made >= max) {
             return None;
         }
         let wait = match retry_after {
@@ -192,7 +195,7 @@ mod tests {
         (arb_backoff(), 1..=MAX_ATTEMPTS, 0.0..=MAX_JITTER).prop_map(
             |(backoff, max_attempts, jitter)| RetryPolicy {
                 backoff,
-                max_attempts,
+                max_attempts: Some(max_attempts),
                 max_duration: None,
                 jitter,
                 permanent_statuses: vec![],
@@ -205,7 +208,7 @@ mod tests {
         let p = RetryPolicy::default();
         let waits: Vec<u64> = (2..=8).map(|n| p.delay_before(n).as_secs()).collect();
         assert_eq!(waits, vec![30, 60, 180, 1800, 1800, 1800, 3600]);
-        assert_eq!(p.max_attempts, 8);
+        assert_eq!(p.max_attempts, Some(8));
     }
 
     #[test]
@@ -238,7 +241,7 @@ mod tests {
     fn max_duration_ends_the_round() {
         let p = RetryPolicy {
             backoff: Backoff::Fixed { interval: secs(60) },
-            max_attempts: 100,
+            max_attempts: Some(100),
             max_duration: Some(secs(150)),
             ..RetryPolicy::default()
         };
@@ -249,6 +252,21 @@ mod tests {
         assert!(p
             .next_attempt_at(3, t0, t0 + chrono::Duration::seconds(120), None, 0.5)
             .is_none());
+    }
+
+    #[test]
+    fn without_an_attempt_limit_the_round_lasts_max_duration() {
+        let p = RetryPolicy {
+            backoff: Backoff::Fixed { interval: secs(60) },
+            max_attempts: None,
+            max_duration: Some(secs(24 * 3600)),
+            ..RetryPolicy::default()
+        };
+        let t0 = Utc::now();
+        let late = t0 + chrono::Duration::hours(23);
+        assert!(p.next_attempt_at(5000, t0, late, None, 0.5).is_some());
+        let later = t0 + chrono::Duration::seconds(24 * 3600 - 30);
+        assert!(p.next_attempt_at(5001, t0, later, None, 0.5).is_none());
     }
 
     proptest! {
@@ -294,7 +312,7 @@ mod tests {
         fn attempts_never_exceed_max(p in arb_policy(), made in 0u32..=150) {
             let t0 = Utc::now();
             let next = p.next_attempt_at(made, t0, t0, None, 0.5);
-            prop_assert_eq!(next.is_some(), made < p.max_attempts);
+            prop_assert_eq!(next.is_some(), made < p.max_attempts.unwrap());
         }
     }
 }

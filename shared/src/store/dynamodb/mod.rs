@@ -34,6 +34,7 @@ use chrono::{DateTime, Utc};
 
 use crate::aws::items::{corrupt, get_item, get_n, get_s, n, s, Item};
 use crate::aws::sdk_failure;
+use crate::domain::retry_policy::{MAX_ATTEMPTS, MAX_UNLIMITED_DURATION};
 use crate::domain::time::checked_add;
 use crate::domain::{AttemptRecord, BusinessKey, Task, TaskId, TenantId};
 use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, SweepMark, TaskStore};
@@ -354,7 +355,8 @@ impl TaskStore for DynamoStore {
 
     async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
         self.write_state(task, expected_version, None).await?;
-        self.sync_attempt_expiry(task).await
+        self.sync_attempt_expiry(task).await;
+        Ok(())
     }
 
     async fn finish_attempt(
@@ -368,7 +370,8 @@ impl TaskStore for DynamoStore {
         }
         self.write_state(next, expected_version, Some(record))
             .await?;
-        self.sync_attempt_expiry(next).await
+        self.sync_attempt_expiry(next).await;
+        Ok(())
     }
 
     async fn put_attempt(
@@ -382,6 +385,13 @@ impl TaskStore for DynamoStore {
         };
         item.insert("pk".into(), s(task_pk(tenant, &record.task_id)));
         item.insert("sk".into(), s(attempt_sk(&record.task_id, record.number)));
+        if record.number > MAX_ATTEMPTS {
+            // Only a round without an attempt limit gets here, and it lasts at most
+            // MAX_UNLIMITED_DURATION: the record outlives its task by no more than that.
+            let keep = MAX_UNLIMITED_DURATION.saturating_add(self.retention);
+            let until = checked_add(record.started_at, keep).unwrap_or(DateTime::<Utc>::MAX_UTC);
+            item.insert(TTL_ATTRIBUTE.into(), n(until.timestamp()));
+        }
         self.client
             .put_item()
             .table_name(&self.table)
@@ -466,16 +476,20 @@ impl DynamoStore {
     /// Attempt records past the embedded ones are items of their own, so they expire with
     /// their task: they take its expiry when it finishes, and lose it again when a redrive
     /// gives the task a new round. Only a task with that many attempts pays for this.
-    async fn sync_attempt_expiry(&self, task: &Task) -> Result<(), StoreError> {
+    /// Records past [`MAX_ATTEMPTS`] (a round without an attempt limit) carry an expiry of
+    /// their own from the start instead (see `put_attempt`). This is housekeeping after
+    /// the task's write: a failure is logged, and leaves the records a while longer.
+    async fn sync_attempt_expiry(&self, task: &Task) {
         let expiry = item::expiry(task, self.retention);
         let redriven = task.status == crate::domain::Status::Scheduled
             && task.round_start > 1
             && task.attempt == task.round_start;
         if task.attempt <= EMBEDDED_ATTEMPTS || (expiry.is_none() && !redriven) {
-            return Ok(());
+            return;
         }
         let pk = task_pk(&task.tenant, &task.id);
-        let updates = (EMBEDDED_ATTEMPTS + 1..=task.attempt).map(|number| {
+        let last = task.attempt.min(MAX_ATTEMPTS);
+        let updates = (EMBEDDED_ATTEMPTS + 1..=last).map(|number| {
             let req = self
                 .client
                 .update_item()
@@ -499,11 +513,13 @@ impl DynamoStore {
             }
         });
         use futures_util::{StreamExt, TryStreamExt};
-        futures_util::stream::iter(updates)
+        let synced = futures_util::stream::iter(updates)
             .buffer_unordered(10)
             .try_collect::<Vec<()>>()
-            .await
-            .map(|_| ())
+            .await;
+        if let Err(e) = synced {
+            tracing::warn!(task = %task.id, error = %e, "attempt records keep their old expiry");
+        }
     }
 
     /// A page of the tenant's tasks with a business key: from the `by_key` index, then the
