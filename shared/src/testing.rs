@@ -265,6 +265,7 @@ async fn attempts_are_kept_in_order(store: &dyn TaskStore) {
         error: None,
         response_excerpt: Some("ok".into()),
         outcome: AttemptOutcome::Retrying,
+        worker: Some("host-1:42".into()),
     };
     for n in [2, 1, 10] {
         store.put_attempt(&tenant, &record(n, 500)).await.unwrap();
@@ -400,6 +401,7 @@ async fn long_lists_page_in_order(store: &dyn TaskStore) {
         error: None,
         response_excerpt: None,
         outcome: AttemptOutcome::Retrying,
+        worker: None,
     };
     store.put_attempt(&tenant, &record).await.unwrap();
     ids.sort_by(|a, b| b.cmp(a));

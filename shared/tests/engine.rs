@@ -141,6 +141,7 @@ fn harness_with(
         lease_margin: Duration::from_secs(30),
         dead_letter_tries: 3,
         sweep_batch: 100,
+        worker: "test-worker".into(),
     };
     Harness {
         engine: Arc::new(Engine::new(ports, settings)),
@@ -217,6 +218,7 @@ async fn success_on_first_attempt_records_lateness() {
     assert_eq!(details.attempts.len(), 1);
     assert_eq!(details.attempts[0].lateness_ms, 2000);
     assert_eq!(details.attempts[0].outcome, AttemptOutcome::Succeeded);
+    assert_eq!(details.attempts[0].worker.as_deref(), Some("test-worker"));
 }
 
 #[tokio::test]

@@ -185,8 +185,8 @@ async fn one_attempt_fired_by_scheduler_and_sqs_at_once_calls_the_webhook_once()
         let mut batch = SqsEvent::default();
         batch.records = vec![record];
         let (scheduled, queued) = tokio::join!(
-            handle_scheduled(&engine, &message),
-            handle_queue(&engine, &batch)
+            handle_scheduled(&engine, &message, None),
+            handle_queue(&engine, &batch, None)
         );
         scheduled.unwrap();
         assert!(queued.batch_item_failures.is_empty());

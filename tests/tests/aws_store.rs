@@ -172,7 +172,9 @@ fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
         retry_after: None,
     };
     let next = claimed.after_attempt(&verdict, now, 0.5).unwrap();
-    let record = claimed.attempt_record(&next, now, now, Some(503), Some("busy".into()));
+    let mut record = claimed.attempt_record(&next, now, now, Some(503), Some("busy".into()));
+    // A Lambda request id names the worker.
+    record.worker = Some("3f8e2a1c-9b7d-4e6f-a5c4-1d2e3f4a5b6c".into());
     let mut finished = new_item(&next, RETENTION).unwrap();
     finished.insert(
         "h".into(),

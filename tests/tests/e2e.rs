@@ -90,6 +90,11 @@ async fn first_try_success_is_signed_per_standard_webhooks(backend: Backend) {
     assert_eq!(attempts[0]["status_code"], 200);
     assert_eq!(attempts[0]["response"], "ok");
     assert!(attempts[0]["lateness_ms"].as_i64().unwrap() >= 0);
+    let worker = attempts[0]["worker"].as_str().unwrap();
+    assert!(
+        worker.ends_with(&format!(":{}", server.pid())),
+        "host and process id: {worker}"
+    );
     // Header values may be secrets: only names are shown.
     assert!(!done.to_string().contains("s3cret"));
     assert_eq!(

@@ -253,7 +253,7 @@ async fn sqs_batches_report_only_transient_failures() {
     let DeliveryEvent::Queue(batch) = DeliveryEvent::from_json(event.clone()) else {
         panic!("an SQS event is recognised as one");
     };
-    let response = handle_queue(&s.backend.engine, &batch).await;
+    let response = handle_queue(&s.backend.engine, &batch, Some("req-5f1c")).await;
     assert!(
         response.batch_item_failures.is_empty(),
         "nothing transient failed"
@@ -268,6 +268,10 @@ async fn sqs_batches_report_only_transient_failures() {
     )
     .await;
     assert_eq!(task["status"], "succeeded");
+    assert_eq!(
+        task["attempts"][0]["worker"], "req-5f1c",
+        "the invocation's request id"
+    );
 
     // The same batch against a store that is down: our records fail (SQS will redeliver
     // them), the foreign ones are still acknowledged.
@@ -275,7 +279,7 @@ async fn sqs_batches_report_only_transient_failures() {
     broken.table = "no-such-table".into();
     let down = moto_backend(&broken, Arc::new(SystemClock));
     let batch: SqsEvent = serde_json::from_value(event).unwrap();
-    let response = handle_queue(&down.engine, &batch).await;
+    let response = handle_queue(&down.engine, &batch, None).await;
     let mut failed: Vec<_> = response
         .batch_item_failures
         .iter()
@@ -299,13 +303,13 @@ async fn scheduler_input_is_delivered_and_malformed_input_is_acknowledged() {
         DeliveryEvent::from_json(input.clone()),
         DeliveryEvent::Scheduled(_)
     ));
-    handle_scheduled(&s.backend.engine, &input)
+    handle_scheduled(&s.backend.engine, &input, None)
         .await
         .expect("unknown task: acknowledged");
-    handle_scheduled(&s.backend.engine, &json!({"unexpected": true}))
+    handle_scheduled(&s.backend.engine, &json!({"unexpected": true}), None)
         .await
         .expect("not ours: acknowledged");
-    handle_scheduled(&s.backend.engine, &json!("just a string"))
+    handle_scheduled(&s.backend.engine, &json!("just a string"), None)
         .await
         .expect("not ours: acknowledged");
 
@@ -313,7 +317,7 @@ async fn scheduler_input_is_delivered_and_malformed_input_is_acknowledged() {
     broken.table = "no-such-table".into();
     let down = moto_backend(&broken, Arc::new(SystemClock));
     assert!(
-        handle_scheduled(&down.engine, &input).await.is_err(),
+        handle_scheduled(&down.engine, &input, None).await.is_err(),
         "transient: the invocation fails"
     );
 }

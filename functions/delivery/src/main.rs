@@ -12,7 +12,9 @@ async fn main() -> Result<(), Error> {
     let backend = service::lambda().await?;
     let engine = &*backend.engine;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| async move {
-        Ok::<Value, Error>(handle_delivery(engine, event.payload).await?)
+        // Each attempt records the invocation's request id as its worker.
+        let worker = event.context.request_id;
+        Ok::<Value, Error>(handle_delivery(engine, event.payload, Some(&worker)).await?)
     }))
     .await
 }

@@ -68,6 +68,8 @@ pub struct AttemptView {
     pub error: Option<String>,
     pub response: Option<String>,
     pub outcome: AttemptOutcome,
+    /// Which worker made the attempt (host and process id, or a Lambda request id).
+    pub worker: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -196,6 +198,7 @@ impl AttemptView {
             error: a.error.clone(),
             response: a.response_excerpt.clone(),
             outcome: a.outcome,
+            worker: a.worker.clone(),
         }
     }
 }

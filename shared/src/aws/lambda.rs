@@ -22,15 +22,20 @@ pub enum HandlerError {
 }
 
 /// The delivery Lambda's handler: a Scheduler input or an SQS batch, answered with the
-/// batch's partial failures (or nothing, for Scheduler).
-pub async fn handle_delivery(engine: &Engine, event: Value) -> Result<Value, HandlerError> {
+/// batch's partial failures (or nothing, for Scheduler). Attempts record `worker` (the
+/// invocation's request id) as their worker; `None`: this process.
+pub async fn handle_delivery(
+    engine: &Engine,
+    event: Value,
+    worker: Option<&str>,
+) -> Result<Value, HandlerError> {
     match DeliveryEvent::from_json(event) {
         DeliveryEvent::Queue(batch) => {
-            let response = handle_queue(engine, &batch).await;
+            let response = handle_queue(engine, &batch, worker).await;
             Ok(serde_json::to_value(response)?)
         }
         DeliveryEvent::Scheduled(input) => {
-            handle_scheduled(engine, &input).await?;
+            handle_scheduled(engine, &input, worker).await?;
             Ok(Value::Null)
         }
     }
@@ -104,6 +109,7 @@ impl DeliveryEvent {
 pub async fn deliver_message(
     engine: &Engine,
     body: &str,
+    worker: Option<&str>,
 ) -> Result<Option<DeliverOutcome>, EngineError> {
     let message: AttemptRef = match serde_json::from_str(body) {
         Ok(m) => m,
@@ -113,24 +119,41 @@ pub async fn deliver_message(
         }
     };
     let (task, attempt) = (message.task_id, message.attempt);
-    let outcome = engine.deliver(message).await?;
+    let outcome = match worker {
+        Some(worker) => engine.deliver_as(message, worker).await?,
+        None => engine.deliver(message).await?,
+    };
     tracing::debug!(task = %task, attempt, ?outcome, "timer fired");
     Ok(Some(outcome))
 }
 
 /// Handles a Scheduler invocation. An error fails the invocation: with Lambda's async
 /// retries off, the event goes to the on-failure destination and the sweeper re-arms.
-pub async fn handle_scheduled(engine: &Engine, input: &Value) -> Result<(), EngineError> {
-    deliver_message(engine, &input.to_string())
+pub async fn handle_scheduled(
+    engine: &Engine,
+    input: &Value,
+    worker: Option<&str>,
+) -> Result<(), EngineError> {
+    deliver_message(engine, &input.to_string(), worker)
         .await
         .map(|_| ())
 }
 
 /// Handles an SQS batch; the answer lists only the records that failed for a transient
 /// reason, so SQS redelivers just those.
-pub async fn handle_queue(engine: &Engine, batch: &SqsEvent) -> SqsBatchResponse {
+pub async fn handle_queue(
+    engine: &Engine,
+    batch: &SqsEvent,
+    worker: Option<&str>,
+) -> SqsBatchResponse {
     // A batch holds at most 10 records: deliver them concurrently.
-    let results = join_all(batch.records.iter().map(|r| handle_record(engine, r))).await;
+    let results = join_all(
+        batch
+            .records
+            .iter()
+            .map(|r| handle_record(engine, r, worker)),
+    )
+    .await;
     let mut response = SqsBatchResponse::default();
     for failed in results.into_iter().flatten() {
         let mut item = BatchItemFailure::default();
@@ -141,10 +164,14 @@ pub async fn handle_queue(engine: &Engine, batch: &SqsEvent) -> SqsBatchResponse
 }
 
 /// The message id if the record should be retried.
-async fn handle_record(engine: &Engine, record: &SqsMessage) -> Option<String> {
+async fn handle_record(
+    engine: &Engine,
+    record: &SqsMessage,
+    worker: Option<&str>,
+) -> Option<String> {
     let id = record.message_id.clone().unwrap_or_default();
     let body = record.body.as_deref().unwrap_or_default();
-    match deliver_message(engine, body).await {
+    match deliver_message(engine, body, worker).await {
         Ok(_) => None,
         Err(e) => {
             tracing::error!(message = %id, error = %e, "delivery failed; SQS will redeliver");

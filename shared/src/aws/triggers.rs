@@ -102,7 +102,7 @@ impl TriggerEmulator {
             .unwrap_or_default();
         let input: serde_json::Value =
             serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
-        if let Err(e) = handle_scheduled(&self.engine, &input).await {
+        if let Err(e) = handle_scheduled(&self.engine, &input, None).await {
             tracing::warn!(schedule = name, error = %e, "delivery failed; the sweeper will re-arm");
         }
         let _ = self
@@ -119,7 +119,7 @@ impl TriggerEmulator {
     /// returns how many messages were received.
     pub async fn drain_queue_once(&self) -> Result<usize, String> {
         poll_queue(&self.sqs, &self.queue_url, |batch| async move {
-            Ok(handle_queue(&self.engine, &batch).await)
+            Ok(handle_queue(&self.engine, &batch, None).await)
         })
         .await
     }

@@ -285,6 +285,7 @@ impl Task {
                 Status::Scheduled => AttemptOutcome::Retrying,
                 _ => AttemptOutcome::Failed,
             },
+            worker: None,
         }
     }
 

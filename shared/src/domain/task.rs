@@ -163,6 +163,10 @@ pub struct AttemptRecord {
     /// At most 1 KiB of the response body.
     pub response_excerpt: Option<String>,
     pub outcome: AttemptOutcome,
+    /// Which worker made the attempt: host and process id locally, the invocation's
+    /// request id on Lambda.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -40,6 +40,16 @@ impl Engine {
     /// Claims the attempt with a conditional write, calls the webhook, records the attempt
     /// and moves the task on. Safe under duplicate, early and late timer fires.
     pub async fn deliver(&self, at: AttemptRef) -> Result<DeliverOutcome, EngineError> {
+        let worker = self.settings.worker.clone();
+        self.deliver_as(at, &worker).await
+    }
+
+    /// [`Self::deliver`], recording `worker` as the attempt's worker.
+    pub async fn deliver_as(
+        &self,
+        at: AttemptRef,
+        worker: &str,
+    ) -> Result<DeliverOutcome, EngineError> {
         // The first read may lag the latest write (a cheaper read where the store has one).
         // That is safe: a lagging read can only show an earlier state, never a later one;
         // what it shows is claimed conditionally; and a missing task or a lost claim is read
@@ -53,7 +63,7 @@ impl Engine {
                 store.peek(&at.tenant, &at.task_id).await?
             };
             match found {
-                Some(task) => match self.attempt(at.clone(), task).await? {
+                Some(task) => match self.attempt(at.clone(), task, worker).await? {
                     Some(outcome) => return Ok(outcome),
                     None if consistent => return Ok(DeliverOutcome::Stale),
                     None => consistent = true,
@@ -70,6 +80,7 @@ impl Engine {
         &self,
         at: AttemptRef,
         task: Task,
+        worker: &str,
     ) -> Result<Option<DeliverOutcome>, EngineError> {
         let started = self.ports.clock.now();
         let lease = task.spec.timeout.saturating_add(self.settings.lease_margin);
@@ -111,8 +122,9 @@ impl Engine {
             next = self.dead_letter_before_write(next).await;
         }
         self.arm_before_write(&mut next).await;
-        let record =
+        let mut record =
             claimed.attempt_record(&next, started, finished, result.status, result.excerpt);
+        record.worker = Some(worker.to_string());
         match self
             .ports
             .store

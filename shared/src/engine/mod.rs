@@ -88,6 +88,9 @@ pub struct EngineSettings {
     pub dead_letter_tries: u32,
     /// Most tasks one sweep handles.
     pub sweep_batch: usize,
+    /// The name attempts record as their worker, unless the caller of
+    /// [`Engine::deliver_as`] names another (a Lambda invocation's request id).
+    pub worker: String,
 }
 
 impl Default for EngineSettings {
@@ -96,8 +99,18 @@ impl Default for EngineSettings {
             lease_margin: Duration::from_secs(30),
             dead_letter_tries: 5,
             sweep_batch: 1000,
+            worker: this_process(),
         }
     }
+}
+
+/// `<host>:<process id>`.
+pub fn this_process() -> String {
+    format!(
+        "{}:{}",
+        gethostname::gethostname().to_string_lossy(),
+        std::process::id()
+    )
 }
 
 /// The adapters an engine runs on.

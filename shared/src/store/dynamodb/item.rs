@@ -231,6 +231,9 @@ pub fn record_value(r: &AttemptRecord) -> AttributeValue {
     if let Some(x) = &r.response_excerpt {
         m.insert("r".into(), s(x));
     }
+    if let Some(w) = &r.worker {
+        m.insert("w".into(), s(w));
+    }
     let outcome = match r.outcome {
         AttemptOutcome::Succeeded => "s",
         AttemptOutcome::Retrying => "r",
@@ -257,6 +260,7 @@ pub fn record_from(task_id: TaskId, value: &AttributeValue) -> Result<AttemptRec
             .transpose()?,
         error: m.get("e").and_then(|v| v.as_s().ok()).cloned(),
         response_excerpt: m.get("r").and_then(|v| v.as_s().ok()).cloned(),
+        worker: m.get("w").and_then(|v| v.as_s().ok()).cloned(),
         outcome: match get_s(m, "o")? {
             "s" => AttemptOutcome::Succeeded,
             "r" => AttemptOutcome::Retrying,
