@@ -298,6 +298,15 @@ export class BoomerangStack extends Stack {
         }),
       );
     }
+    // The API removes a tenant's named retry policies (`P#<tenant>` items), and nothing
+    // else: tasks are never deleted by a function (their TTL does it).
+    apiFn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:DeleteItem'],
+        resources: [this.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['P#*'] } },
+      }),
+    );
     // Exhausted tasks are dead-lettered by whoever ran the last attempt, or by the sweeper.
     for (const fn of [deliveryFn, sweeperFn]) {
       fn.addToRolePolicy(

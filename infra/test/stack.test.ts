@@ -225,9 +225,18 @@ test('each function may touch only what it uses', () => {
   for (const a of ['dynamodb:UpdateItem', 'dynamodb:BatchGetItem']) {
     assert.ok(delivery.has(a) && api.has(a), `state changes and listing need ${a}`);
   }
-  for (const a of ['dynamodb:DeleteItem', 'dynamodb:Scan', 'scheduler:DeleteSchedule']) {
+  for (const a of ['dynamodb:Scan', 'scheduler:DeleteSchedule']) {
     assert.ok(!delivery.has(a) && !api.has(a), `nobody needs ${a}`);
   }
+  assert.ok(!delivery.has('dynamodb:DeleteItem'), 'the delivery function deletes nothing');
+  // The API deletes retry policies (`P#…` items) only.
+  const deletes = Object.values(template.findResources('AWS::IAM::Policy'))
+    .flatMap((p: any) => p.Properties.PolicyDocument.Statement)
+    .filter((s: any) => [s.Action].flat().includes('dynamodb:DeleteItem'));
+  assert.equal(deletes.length, 1);
+  assert.deepEqual(deletes[0].Condition, {
+    'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['P#*'] },
+  });
   const sweeper = new Set(actionsOf('sweeper'));
   for (const a of ['sqs:ReceiveMessage', 'sqs:DeleteMessage']) {
     assert.ok(sweeper.has(a), `the sweeper drains system failures with ${a}`);

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptRecord, AttemptRef, BusinessKey, DeadLetter, PendingWork, SigningSecret, Status, Task,
-    TaskId, TaskSpec, TenantId,
+    AttemptRecord, AttemptRef, BusinessKey, DeadLetter, PendingWork, PolicyName, RetryPolicy,
+    SigningSecret, Status, Task, TaskId, TaskSpec, TenantId,
 };
 
 /// The underlying error a port failure keeps as its source.
@@ -154,6 +154,49 @@ pub trait TaskStore: Send + Sync {
     ) -> Result<usize, StoreError> {
         let _ = (finished_before, limit);
         Ok(0)
+    }
+
+    /// Stores the tenant's retry policy `name`, replacing one of that name. A store that
+    /// keeps no policies (a test double) refuses.
+    async fn put_policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+        policy: &RetryPolicy,
+    ) -> Result<(), StoreError> {
+        let _ = (tenant, name, policy);
+        Err(StoreError::Unavailable(
+            "this store keeps no policies".into(),
+        ))
+    }
+
+    /// The tenant's retry policy `name`, if there is one.
+    async fn policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+    ) -> Result<Option<RetryPolicy>, StoreError> {
+        let _ = (tenant, name);
+        Ok(None)
+    }
+
+    /// Removes the tenant's retry policy `name`; whether there was one.
+    async fn delete_policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+    ) -> Result<bool, StoreError> {
+        let _ = (tenant, name);
+        Ok(false)
+    }
+
+    /// The tenant's retry policies, by name.
+    async fn policies(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<(PolicyName, RetryPolicy)>, StoreError> {
+        let _ = tenant;
+        Ok(Vec::new())
     }
 
     /// The sweep armed everything one [`Self::due`] returned: a store that reads its index

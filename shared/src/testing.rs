@@ -48,6 +48,7 @@ pub async fn store_contract(store: Arc<dyn TaskStore>) {
     list_is_scoped_filtered_and_paged(&*store).await;
     long_lists_page_in_order(&*store).await;
     lists_by_business_key(&*store).await;
+    policies_are_kept_per_tenant(&*store).await;
     due_finds_only_work_to_do(&*store).await;
     a_claim_is_seen_and_wins_against_stale_writes(&*store).await;
 }
@@ -318,6 +319,60 @@ async fn every_finished_attempt_is_kept(store: &dyn TaskStore) {
     assert!(got.iter().all(|a| a.outcome == AttemptOutcome::Retrying));
     assert_eq!(got[11].error.as_deref(), Some("HTTP 502"));
     assert_eq!(store.get(&task.tenant, &task.id).await.unwrap(), Some(task));
+}
+
+/// Named retry policies: stored, replaced, listed by name, removed, and per tenant.
+async fn policies_are_kept_per_tenant(store: &dyn TaskStore) {
+    use crate::domain::PolicyName;
+    let (tenant, other) = (unique_tenant("policies"), unique_tenant("policies"));
+    let name = |n: &str| PolicyName::parse(n).unwrap();
+    let with_attempts = |n: u32| RetryPolicy {
+        max_attempts: Some(n),
+        ..RetryPolicy::default()
+    };
+    assert_eq!(
+        store.policy(&tenant, &name("payments")).await.unwrap(),
+        None
+    );
+    store
+        .put_policy(&tenant, &name("payments"), &with_attempts(3))
+        .await
+        .unwrap();
+    store
+        .put_policy(&tenant, &name("default"), &with_attempts(2))
+        .await
+        .unwrap();
+    store
+        .put_policy(&tenant, &name("payments"), &with_attempts(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.policy(&tenant, &name("payments")).await.unwrap(),
+        Some(with_attempts(5)),
+        "replaced"
+    );
+    assert_eq!(store.policy(&other, &name("payments")).await.unwrap(), None);
+    let listed = store.policies(&tenant).await.unwrap();
+    assert_eq!(
+        listed,
+        vec![
+            (name("default"), with_attempts(2)),
+            (name("payments"), with_attempts(5))
+        ]
+    );
+    assert!(store
+        .delete_policy(&tenant, &name("payments"))
+        .await
+        .unwrap());
+    assert!(!store
+        .delete_policy(&tenant, &name("payments"))
+        .await
+        .unwrap());
+    assert_eq!(
+        store.policy(&tenant, &name("payments")).await.unwrap(),
+        None
+    );
+    assert!(store.policies(&other).await.unwrap().is_empty());
 }
 
 /// A business key finds the tenant's tasks with it, newest first, filtered and paged like

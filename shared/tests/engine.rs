@@ -10,11 +10,11 @@ use async_trait::async_trait;
 use boomerang::clock::{FixedRandom, ManualClock};
 use boomerang::dead_letters::MemoryDeadLetters;
 use boomerang::domain::{
-    AttemptOutcome, AttemptRef, BusinessKey, CallbackRequest, RetryPolicy, SigningSecret, Status,
-    TaskSpec, TenantId,
+    AttemptOutcome, AttemptRef, BusinessKey, CallbackRequest, PolicyName, RetryPolicy,
+    SigningSecret, Status, TaskSpec, TenantId,
 };
 use boomerang::engine::{
-    DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports,
+    DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports, RetrySource,
 };
 use boomerang::metrics::MetricEvent;
 use boomerang::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
@@ -169,6 +169,7 @@ fn new_task(when: FireTime, retry: RetryPolicy) -> NewTask {
             metadata: Default::default(),
             key: None,
         },
+        retry_from: RetrySource::Given,
         when,
         idempotency_key: None,
         request_hash: "h".into(),
@@ -1055,4 +1056,60 @@ async fn canceling_by_key_cancels_the_scheduled_tasks_and_reports_the_rest() {
     let again = h.engine.cancel_by_key(&h.tenant, &key).await.unwrap();
     assert!(again.canceled.is_empty());
     assert_eq!(again.not_canceled.len(), 2, "both now finished");
+}
+
+#[tokio::test]
+async fn a_named_policy_is_copied_into_the_task_at_registration() {
+    let h = harness(ScriptedWebhooks::default());
+    let payments = PolicyName::parse("payments").unwrap();
+    let policy = |n| RetryPolicy {
+        max_attempts: Some(n),
+        ..RetryPolicy::default()
+    };
+    let named = |name: &PolicyName| {
+        let mut task = new_task(FireTime::Now, RetryPolicy::default());
+        task.retry_from = RetrySource::Named(name.clone());
+        task
+    };
+    let refused = h.engine.register(&h.tenant, named(&payments)).await;
+    assert!(matches!(
+        refused,
+        Err(EngineError::Invalid { field: "retry", .. })
+    ));
+    h.engine
+        .put_policy(&h.tenant, &payments, &policy(3))
+        .await
+        .unwrap();
+    let first = h.engine.register(&h.tenant, named(&payments)).await;
+    let first = first.unwrap().task;
+    assert_eq!(first.spec.retry.max_attempts, Some(3));
+
+    // A change affects new tasks only.
+    h.engine
+        .put_policy(&h.tenant, &payments, &policy(6))
+        .await
+        .unwrap();
+    let second = h.engine.register(&h.tenant, named(&payments)).await;
+    assert_eq!(second.unwrap().task.spec.retry.max_attempts, Some(6));
+    let first = h.engine.get(&h.tenant, &first.id).await.unwrap().task;
+    assert_eq!(first.spec.retry.max_attempts, Some(3));
+
+    // The tenant's `default` replaces the built-in default; a policy given stays.
+    let mut plain = new_task(FireTime::Now, RetryPolicy::default());
+    plain.retry_from = RetrySource::Default;
+    let built_in = h.engine.register(&h.tenant, plain.clone()).await;
+    assert_eq!(built_in.unwrap().task.spec.retry, RetryPolicy::default());
+    h.engine
+        .put_policy(&h.tenant, &PolicyName::default_policy(), &policy(2))
+        .await
+        .unwrap();
+    let defaulted = h.engine.register(&h.tenant, plain).await.unwrap().task;
+    assert_eq!(defaulted.spec.retry.max_attempts, Some(2));
+    let given = h
+        .engine
+        .register(&h.tenant, new_task(FireTime::Now, policy(7)))
+        .await;
+    assert_eq!(given.unwrap().task.spec.retry.max_attempts, Some(7));
+    let other = TenantId::parse("other").unwrap();
+    assert!(h.engine.register(&other, named(&payments)).await.is_err());
 }

@@ -35,6 +35,7 @@ fn new_task(url: &str, when: FireTime) -> NewTask {
     spec.request.url = url.to_string();
     NewTask {
         spec,
+        retry_from: Default::default(),
         when,
         idempotency_key: None,
         request_hash: "h".into(),

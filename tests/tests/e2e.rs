@@ -37,6 +37,7 @@ on_both_backends!(
     canceling_by_key_spares_the_delivery_under_way,
     retention_removes_a_finished_task_but_not_a_pending_one,
     a_200_that_does_not_say_success_is_retried,
+    a_named_policy_applies_to_new_tasks_and_can_change,
 );
 
 fn id_of(task: &Value) -> String {
@@ -784,4 +785,75 @@ async fn a_200_that_does_not_say_success_is_retried(backend: Backend) {
         .as_str()
         .unwrap()
         .contains("did not match expect_body"));
+}
+
+async fn a_named_policy_applies_to_new_tasks_and_can_change(backend: Backend) {
+    let server = Server::start(ServerOptions::on(backend));
+    let rx = Receiver::always(500).await;
+    let put = |name: &str, body: Value| {
+        let req = server.request(reqwest::Method::PUT, &format!("/v1/policies/{name}"));
+        async move {
+            let res = req.json(&body).send().await.unwrap();
+            (
+                res.status().as_u16(),
+                res.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, view) = put("fast", json!({"schedule": ["1s"], "max_attempts": 2})).await;
+    assert_eq!(
+        (status, view["retry"]["max_attempts"].clone()),
+        (200, json!(2))
+    );
+    let (_, first) = server
+        .register(json!({"url": rx.url("/first"), "retry": "fast"}))
+        .await;
+    assert_eq!(
+        first["retry"]["max_attempts"], 2,
+        "copied in at registration"
+    );
+    server.wait_status(&id_of(&first), "failed", WAIT).await;
+    assert_eq!(rx.count("/first"), 2);
+
+    // Changed: new tasks take the new policy, the first keeps its copy.
+    let (status, _) = put("fast", json!({"schedule": ["1s"], "max_attempts": 3})).await;
+    assert_eq!(status, 200);
+    let (_, second) = server
+        .register(json!({"url": rx.url("/second"), "retry": "fast"}))
+        .await;
+    server.wait_status(&id_of(&second), "failed", WAIT).await;
+    assert_eq!(rx.count("/second"), 3);
+    assert_eq!(
+        server.task(&id_of(&first)).await["retry"]["max_attempts"],
+        2
+    );
+    let (_, listed) = server.get_json("/v1/policies").await;
+    assert_eq!(listed["policies"][0]["name"], "fast");
+    assert_eq!(listed["policies"][0]["retry"]["max_attempts"], 3);
+
+    // The tenant's `default` replaces the built-in default.
+    put("default", json!({"schedule": ["1s"], "max_attempts": 1})).await;
+    let (_, plain) = server.register(json!({"url": rx.url("/plain")})).await;
+    assert_eq!(plain["retry"]["max_attempts"], 1);
+
+    // Refusals name the field; a deleted policy is gone.
+    let (status, problem) = put("fast", json!({"max_attempts": 0})).await;
+    assert_eq!(
+        (status, problem["field"].clone()),
+        (422, json!("max_attempts"))
+    );
+    let (status, problem) = put("no%20spaces", json!({})).await;
+    assert_eq!((status, problem["field"].clone()), (422, json!("name")));
+    let (status, problem) = server
+        .register(json!({"url": rx.url("/x"), "retry": "nope"}))
+        .await;
+    assert_eq!((status, problem["field"].clone()), (422, json!("retry")));
+    let delete = || {
+        server
+            .request(reqwest::Method::DELETE, "/v1/policies/fast")
+            .send()
+    };
+    assert_eq!(delete().await.unwrap().status(), 204);
+    assert_eq!(delete().await.unwrap().status(), 404);
+    assert_eq!(server.get_json("/v1/policies/fast").await.0, 404);
 }

@@ -228,6 +228,7 @@ async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
             &tenant,
             NewTask {
                 spec,
+                retry_from: Default::default(),
                 when: FireTime::After(Duration::from_secs(20 * 60)),
                 idempotency_key: None,
                 request_hash: "h".into(),

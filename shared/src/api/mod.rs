@@ -1,6 +1,7 @@
 //! The HTTP API: one axum Router for the local server and, through `lambda_http`, the API
 //! Lambda.
 
+pub mod policies;
 pub mod problem;
 pub mod task_request;
 pub mod views;
@@ -41,6 +42,7 @@ fn routes(engine: Arc<Engine>) -> Router {
         .route("/tasks/batch", post(create_tasks))
         .route("/tasks/{id}", get(get_task).delete(cancel_task))
         .route("/tasks/{id}/retry", post(retry_task))
+        .merge(policies::routes())
         .route_layer(middleware::from_fn_with_state(engine.clone(), authenticate));
     Router::new()
         .route(

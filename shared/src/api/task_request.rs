@@ -14,8 +14,8 @@ use super::problem::Problem;
 use crate::domain::retry_policy::{
     MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MAX_UNLIMITED_DURATION, MIN_STEP,
 };
-use crate::domain::{Backoff, BusinessKey, CallbackRequest, RetryPolicy, TaskSpec};
-use crate::engine::{FireTime, NewTask, MAX_SCHEDULE_AHEAD};
+use crate::domain::{Backoff, BusinessKey, CallbackRequest, PolicyName, RetryPolicy, TaskSpec};
+use crate::engine::{FireTime, NewTask, RetrySource, MAX_SCHEDULE_AHEAD};
 
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 pub const MAX_HEADERS: usize = 50;
@@ -44,7 +44,7 @@ pub struct TaskRequest {
     pub body: Option<serde_json::Value>,
     pub delay: Option<String>,
     pub fire_at: Option<String>,
-    pub retry: Option<RetryRequest>,
+    pub retry: Option<RetryField>,
     pub timeout: Option<String>,
     pub expect_body: Option<String>,
     pub metadata: Option<BTreeMap<String, String>>,
@@ -71,6 +71,39 @@ pub struct RetryRequest {
     pub permanent_statuses: Option<Vec<i64>>,
 }
 
+/// A task's `retry`: a policy of its own, or the name of one of the tenant's policies.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum RetryField {
+    Named(String),
+    Inline(RetryRequest),
+}
+
+/// By hand rather than `untagged`, so that an error inside the object keeps its path
+/// (`retry.bogus`), and anything else is refused as `retry`.
+impl<'de> Deserialize<'de> for RetryField {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RetryField;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a retry policy object, or the name of one of your policies")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<RetryField, E> {
+                Ok(RetryField::Named(name.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<RetryField, A::Error> {
+                RetryRequest::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RetryField::Inline)
+            }
+        }
+        de.deserialize_any(Visitor)
+    }
+}
+
 /// A field that is present (even as `null`) becomes `Some`; an absent one stays `None`
 /// through `#[serde(default)]`.
 fn present<'de, D, T>(de: D) -> Result<Option<Option<T>>, D::Error>
@@ -92,6 +125,19 @@ pub struct BatchRequest {
 /// whitespace after the JSON value is refused (400).
 pub fn parse(body: &[u8]) -> Result<TaskRequest, Problem> {
     parse_json(body)
+}
+
+/// A retry policy on its own (the body of `PUT /v1/policies/{name}`), validated as a task's
+/// `retry`; problems name the field within it (`max_attempts`).
+pub fn parse_policy(body: &[u8]) -> Result<RetryPolicy, Problem> {
+    parse_json::<RetryRequest>(body)?
+        .validate()
+        .map_err(|mut problem| {
+            problem.field = problem
+                .field
+                .map(|f| f.strip_prefix("retry.").unwrap_or(&f).to_string());
+            problem
+        })
 }
 
 /// [`parse`] for a batch; fields are named from the top (`tasks[3].delay`).
@@ -159,13 +205,19 @@ impl TaskRequest {
             }
             other => other,
         };
-        let retry = match self.retry {
-            None => RetryPolicy::default(),
-            Some(r) => r.validate()?,
+        let (retry, retry_from) = match self.retry {
+            None => (RetryPolicy::default(), RetrySource::Default),
+            Some(RetryField::Inline(r)) => (r.validate()?, RetrySource::Given),
+            Some(RetryField::Named(name)) => {
+                let name = PolicyName::parse(name)
+                    .map_err(|e| Problem::invalid("retry", e.to_string()))?;
+                (RetryPolicy::default(), RetrySource::Named(name))
+            }
         };
         let metadata = metadata(self.metadata.unwrap_or_default())?;
         let key = self.key.map(business_key).transpose()?;
         Ok(NewTask {
+            retry_from,
             spec: TaskSpec {
                 request: CallbackRequest {
                     url,

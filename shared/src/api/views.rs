@@ -145,7 +145,7 @@ impl TaskView {
 }
 
 impl RetryView {
-    fn new(p: &RetryPolicy) -> Self {
+    pub fn new(p: &RetryPolicy) -> Self {
         let (schedule, backoff, interval, max_interval) = match &p.backoff {
             Backoff::Schedule { steps } => (
                 Some(steps.iter().copied().map(human).collect()),

@@ -4,6 +4,7 @@
 //! emulation. The engine never sees any of these types.
 
 pub mod bootstrap;
+pub(crate) mod cache;
 pub mod capacity;
 pub(crate) mod items;
 pub mod lambda;

@@ -188,6 +188,60 @@ impl From<BusinessKey> for String {
     }
 }
 
+/// The longest policy name, in bytes.
+pub const MAX_POLICY_NAME: usize = 64;
+
+/// The name of a tenant's retry policy (`payments`). The policy named [`PolicyName::DEFAULT`]
+/// replaces the built-in default for that tenant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PolicyName(String);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a policy name must be 1 to {MAX_POLICY_NAME} letters, digits, `.`, `_` or `-`")]
+pub struct InvalidPolicyName;
+
+impl PolicyName {
+    pub const DEFAULT: &'static str = "default";
+
+    pub fn parse(name: impl Into<String>) -> Result<Self, InvalidPolicyName> {
+        let name = name.into();
+        let valid = !name.is_empty()
+            && name.len() <= MAX_POLICY_NAME
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        valid.then_some(Self(name)).ok_or(InvalidPolicyName)
+    }
+
+    pub fn default_policy() -> Self {
+        Self(Self::DEFAULT.to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PolicyName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for PolicyName {
+    type Error = InvalidPolicyName;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::parse(s)
+    }
+}
+
+impl From<PolicyName> for String {
+    fn from(name: PolicyName) -> Self {
+        name.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +276,14 @@ mod tests {
             );
         }
         assert!(serde_json::from_str::<BusinessKey>("\"\"").is_err());
+    }
+
+    #[test]
+    fn policy_names_are_checked_where_they_are_made() {
+        assert!(PolicyName::parse("payments-v2.eu_1").is_ok());
+        for bad in ["", "a b", "a#b", "ü", &"p".repeat(MAX_POLICY_NAME + 1)] {
+            assert_eq!(PolicyName::parse(bad), Err(InvalidPolicyName), "{bad:?}");
+        }
     }
 
     #[test]

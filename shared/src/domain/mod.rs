@@ -9,7 +9,7 @@ pub mod task;
 pub mod tenant;
 pub mod time;
 
-pub use ids::{AttemptRef, BusinessKey, TaskId, TenantId};
+pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use retry_policy::{Backoff, RetryPolicy};
 pub use task::{

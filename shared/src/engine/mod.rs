@@ -2,6 +2,7 @@
 
 mod deliver;
 mod keys;
+mod policies;
 mod retention;
 mod sweep;
 
@@ -13,7 +14,7 @@ use chrono::{DateTime, Utc};
 use crate::clock::{Clock, Random};
 use crate::domain::time::checked_add;
 use crate::domain::{
-    AttemptRecord, AttemptRef, Refusal, Task, TaskId, TaskSpec, TenantId, WorkKind,
+    AttemptRecord, AttemptRef, PolicyName, Refusal, Task, TaskId, TaskSpec, TenantId, WorkKind,
 };
 use crate::metrics::{MetricEvent, Metrics};
 use crate::ports::{
@@ -61,10 +62,25 @@ pub enum FireTime {
 #[derive(Clone, Debug)]
 pub struct NewTask {
     pub spec: TaskSpec,
+    /// Where `spec.retry` comes from (resolved at registration).
+    pub retry_from: RetrySource,
     pub when: FireTime,
     pub idempotency_key: Option<String>,
     /// Digest of the request as the client sent it (see [`Task::request_hash`]).
     pub request_hash: String,
+}
+
+/// Where a registration's retry policy comes from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum RetrySource {
+    /// Given in the request (and already in the spec).
+    #[default]
+    Given,
+    /// The tenant's policy of this name, copied into the task at registration: a later
+    /// change of the policy affects new tasks only.
+    Named(PolicyName),
+    /// None given: the tenant's `default` policy if it has one, else the built-in one.
+    Default,
 }
 
 #[derive(Debug)]
@@ -155,7 +171,7 @@ impl Engine {
         tenant: &TenantId,
         new: NewTask,
     ) -> Result<Registration, EngineError> {
-        let mut task = self.prepare(tenant, new)?;
+        let mut task = self.prepare(tenant, new).await?;
         self.arm_before_write(&mut task).await;
         let registration = self.store_new(task).await?;
         if registration.created {
@@ -175,7 +191,7 @@ impl Engine {
     ) -> Result<Vec<Result<Registration, EngineError>>, (usize, EngineError)> {
         let mut prepared = Vec::with_capacity(batch.len());
         for (i, new) in batch.into_iter().enumerate() {
-            prepared.push(self.prepare(tenant, new).map_err(|e| (i, e))?);
+            prepared.push(self.prepare(tenant, new).await.map_err(|e| (i, e))?);
         }
         if self.ports.timer.durable() {
             let mut tasks: Vec<&mut Task> = prepared.iter_mut().collect();
@@ -206,8 +222,8 @@ impl Engine {
     }
 
     /// A new task from a validated registration: its destination checked again by the
-    /// webhook client's rules and its first attempt's time resolved.
-    fn prepare(&self, tenant: &TenantId, new: NewTask) -> Result<Task, EngineError> {
+    /// webhook client's rules, its first attempt's time and its retry policy resolved.
+    async fn prepare(&self, tenant: &TenantId, mut new: NewTask) -> Result<Task, EngineError> {
         self.ports
             .webhooks
             .check_destination(&new.spec.request.url)
@@ -217,6 +233,9 @@ impl Engine {
             })?;
         let now = self.ports.clock.now();
         let fire_at = resolve_fire_time(new.when, now)?;
+        if let Some(policy) = self.retry_policy(tenant, &new.retry_from).await? {
+            new.spec.retry = policy;
+        }
         // The digest is only ever compared for a repeat with the same idempotency key.
         let request_hash = match new.idempotency_key {
             Some(_) => new.request_hash,

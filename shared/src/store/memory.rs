@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{AttemptRecord, Task, TaskId, TenantId};
+use crate::domain::{AttemptRecord, PolicyName, RetryPolicy, Task, TaskId, TenantId};
 use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStore};
 
 #[derive(Default)]
@@ -20,6 +20,7 @@ struct Inner {
     tasks: BTreeMap<TaskId, Task>,
     idempotency: HashMap<(TenantId, String), TaskId>,
     attempts: BTreeMap<(TaskId, u32), AttemptRecord>,
+    policies: BTreeMap<(TenantId, PolicyName), RetryPolicy>,
 }
 
 impl MemoryStore {
@@ -106,6 +107,48 @@ impl TaskStore for MemoryStore {
             .cloned()
             .collect();
         Ok(Page::from_overfetch(tasks, query.limit))
+    }
+
+    async fn put_policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+        policy: &RetryPolicy,
+    ) -> Result<(), StoreError> {
+        let key = (tenant.clone(), name.clone());
+        self.lock().policies.insert(key, policy.clone());
+        Ok(())
+    }
+
+    async fn policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+    ) -> Result<Option<RetryPolicy>, StoreError> {
+        let key = (tenant.clone(), name.clone());
+        Ok(self.lock().policies.get(&key).cloned())
+    }
+
+    async fn delete_policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+    ) -> Result<bool, StoreError> {
+        let key = (tenant.clone(), name.clone());
+        Ok(self.lock().policies.remove(&key).is_some())
+    }
+
+    async fn policies(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<(PolicyName, RetryPolicy)>, StoreError> {
+        Ok(self
+            .lock()
+            .policies
+            .iter()
+            .filter(|((t, _), _)| t == tenant)
+            .map(|((_, name), policy)| (name.clone(), policy.clone()))
+            .collect())
     }
 
     async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {

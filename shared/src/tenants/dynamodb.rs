@@ -7,10 +7,6 @@
 //! request or a delivery then costs no read for its key or secret. The price: a revoked
 //! key keeps working on warm instances for up to that long.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
@@ -27,34 +23,8 @@ pub struct DynamoTenants {
     secrets: Cache<SigningSecret>,
 }
 
-/// How long a key's tenant and a tenant's secret are remembered.
-pub const CACHE_TTL: Duration = Duration::from_secs(60);
-/// Entries per cache; a full cache starts over (it is only an optimisation).
-const CACHE_ENTRIES: usize = 10_000;
-
-/// Found values only: an unknown key is looked up every time, so a new key works at once.
-struct Cache<V>(Mutex<HashMap<String, (Instant, V)>>);
-
-impl<V: Clone> Cache<V> {
-    fn new() -> Self {
-        Self(Mutex::new(HashMap::new()))
-    }
-
-    fn get(&self, key: &str) -> Option<V> {
-        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(key)
-            .filter(|(at, _)| at.elapsed() < CACHE_TTL)
-            .map(|(_, v)| v.clone())
-    }
-
-    fn put(&self, key: String, value: V) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= CACHE_ENTRIES {
-            map.clear();
-        }
-        map.insert(key, (Instant::now(), value));
-    }
-}
+use crate::aws::cache::Cache;
+pub use crate::aws::cache::CACHE_TTL;
 
 /// A freshly minted API key (shown once) and the tenant's signing secret.
 pub struct MintedKey {

@@ -10,7 +10,10 @@
 //! - `I#<tenant>#<key>`, `I`: an idempotency key, the id of the task it registered, and a
 //!   copy of that task's item (so a registration that died between the two writes is
 //!   finished by the next repeat);
-//! - `SWEEP`, `SWEEP`: where the sweep has read the `due` index up to ([`sweep`]).
+//! - `SWEEP`, `SWEEP`: where the sweep has read the `due` index up to ([`sweep`]);
+//! - `P#<tenant>`, `<policy name>`: a named retry policy (`p`, JSON). Reads of a policy
+//!   are cached for a minute, found or not: a registration looks up the tenant's
+//!   `default` policy, and most tenants have none.
 //!
 //! Indexes, both keys only and sparse:
 //! - `due` (sharded): `ds` + `dm`, set while the task has work no durable timer holds; the
@@ -32,11 +35,12 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 
+use crate::aws::cache::Cache;
 use crate::aws::items::{corrupt, get_item, get_n, get_s, n, s, Item};
 use crate::aws::sdk_failure;
 use crate::domain::retry_policy::{MAX_ATTEMPTS, MAX_UNLIMITED_DURATION};
 use crate::domain::time::checked_add;
-use crate::domain::{AttemptRecord, BusinessKey, Task, TaskId, TenantId};
+use crate::domain::{AttemptRecord, BusinessKey, PolicyName, RetryPolicy, Task, TaskId, TenantId};
 use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, SweepMark, TaskStore};
 use item::{
     attempt_sk, record_from, record_value, shard_pk, task_from, task_pk, task_sk,
@@ -58,6 +62,7 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     retention: Duration,
+    policies: std::sync::Arc<Cache<Option<RetryPolicy>>>,
 }
 
 fn conflict_or_unavailable<E>(e: aws_sdk_dynamodb::error::SdkError<E>) -> StoreError
@@ -80,6 +85,7 @@ impl DynamoStore {
             client,
             table: table.into(),
             retention,
+            policies: std::sync::Arc::new(Cache::new()),
         }
     }
 
@@ -448,6 +454,88 @@ impl TaskStore for DynamoStore {
         sweep::due(self, cutoff, limit).await
     }
 
+    async fn put_policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+        policy: &RetryPolicy,
+    ) -> Result<(), StoreError> {
+        let doc = serde_json::to_string(policy).map_err(|e| StoreError::Corrupt(e.into()))?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(policy_pk(tenant)))
+            .item("sk", s(name.as_str()))
+            .item("p", s(doc))
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        self.policies.forget(&policy_key(tenant, name));
+        Ok(())
+    }
+
+    async fn policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+    ) -> Result<Option<RetryPolicy>, StoreError> {
+        let key = policy_key(tenant, name);
+        if let Some(cached) = self.policies.get(&key) {
+            return Ok(cached);
+        }
+        let item = self
+            .get_item((policy_pk(tenant), name.to_string()), true)
+            .await?;
+        let policy = item.as_ref().map(policy_from).transpose()?;
+        self.policies.put(key, policy.clone());
+        Ok(policy)
+    }
+
+    async fn delete_policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+    ) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(policy_pk(tenant)))
+            .key("sk", s(name.as_str()))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        self.policies.forget(&policy_key(tenant, name));
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn policies(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<(PolicyName, RetryPolicy)>, StoreError> {
+        let items: Vec<Item> = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(policy_pk(tenant)))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        items
+            .iter()
+            .map(|item| {
+                let name = PolicyName::parse(get_s(item, "sk")?).map_err(|_| corrupt("sk"))?;
+                Ok((name, policy_from(item)?))
+            })
+            .collect()
+    }
+
     async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError> {
         sweep::swept(self, mark).await
     }
@@ -628,6 +716,18 @@ fn copy_of(item: &Item) -> Item {
         .filter(|(k, _)| !matches!(k.as_str(), "pk" | "sk" | "ds" | "dm"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
+}
+
+fn policy_pk(tenant: &TenantId) -> String {
+    format!("P#{tenant}")
+}
+
+fn policy_key(tenant: &TenantId, name: &PolicyName) -> String {
+    format!("{tenant}#{name}")
+}
+
+fn policy_from(item: &Item) -> Result<RetryPolicy, StoreError> {
+    serde_json::from_str(get_s(item, "p")?).map_err(|e| StoreError::Corrupt(e.into()))
 }
 
 fn idem_pk(tenant: &TenantId, key: &str) -> String {
