@@ -178,6 +178,29 @@ impl DynamoStore {
         item.map(|i| task_from(&i)).transpose()
     }
 
+    /// Every item of partition `pk` (whose sort key begins with `prefix`, if given), read
+    /// consistently, in sort-key order.
+    async fn partition(&self, pk: String, prefix: Option<String>) -> Result<Vec<Item>, StoreError> {
+        let mut req = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .expression_attribute_values(":pk", s(pk))
+            .consistent_read(true);
+        req = match prefix {
+            Some(prefix) => req
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":prefix", s(prefix)),
+            None => req.key_condition_expression("pk = :pk"),
+        };
+        req.into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))
+    }
+
     /// Claims an idempotency key for `task`; on loss returns the winner's key item.
     async fn claim_idempotency_key(
         &self,
@@ -317,20 +340,9 @@ impl TaskStore for DynamoStore {
         tenant: &TenantId,
         id: &TaskId,
     ) -> Result<Option<(Task, Vec<AttemptRecord>)>, StoreError> {
-        let items: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :id)")
-            .expression_attribute_values(":pk", s(task_pk(tenant, id)))
-            .expression_attribute_values(":id", s(task_sk(id)))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send()
-            .try_collect()
-            .await
-            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        let items = self
+            .partition(task_pk(tenant, id), Some(task_sk(id)))
+            .await?;
         let sk = task_sk(id);
         let Some(task_item) = items
             .iter()
@@ -514,20 +526,8 @@ impl TaskStore for DynamoStore {
         &self,
         tenant: &TenantId,
     ) -> Result<Vec<(PolicyName, RetryPolicy)>, StoreError> {
-        let items: Vec<Item> = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(policy_pk(tenant)))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send()
-            .try_collect()
-            .await
-            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-        items
+        self.partition(policy_pk(tenant), None)
+            .await?
             .iter()
             .map(|item| {
                 let name = PolicyName::parse(get_s(item, "sk")?).map_err(|_| corrupt("sk"))?;
