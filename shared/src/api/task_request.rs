@@ -133,9 +133,9 @@ pub fn parse_policy(body: &[u8]) -> Result<RetryPolicy, Problem> {
     parse_json::<RetryRequest>(body)?
         .validate()
         .map_err(|mut problem| {
-            problem.field = problem
-                .field
-                .map(|f| f.strip_prefix("retry.").unwrap_or(&f).to_string());
+            let unprefixed = |s: &str| s.strip_prefix("retry.").unwrap_or(s).to_string();
+            problem.field = problem.field.as_deref().map(unprefixed);
+            problem.detail = unprefixed(&problem.detail);
             problem
         })
 }
@@ -768,6 +768,20 @@ mod tests {
         let absent = parse(br#"{"url":"https://x.io","retry":{}}"#).unwrap();
         let null = parse(br#"{"url":"https://x.io","retry":{"max_attempts":null}}"#).unwrap();
         assert_ne!(absent.digest(), null.digest());
+    }
+
+    #[test]
+    fn a_policy_body_names_its_own_fields() {
+        let problem =
+            parse_policy(br#"{"backoff":"fixed","interval":"99999999999999999999d"}"#).unwrap_err();
+        assert_eq!(problem.field.as_deref(), Some("interval"));
+        assert!(
+            problem.detail.starts_with("interval: "),
+            "{}",
+            problem.detail
+        );
+        let policy = parse_policy(br#"{"schedule":["1s","5s"]}"#).unwrap();
+        assert_eq!(policy.max_attempts, Some(3));
     }
 
     #[test]
