@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptRecord, AttemptRef, BusinessKey, DeadLetter, PendingWork, PolicyName, RetryPolicy,
-    SigningSecret, Status, Task, TaskId, TaskSpec, TenantId,
+    AlertTarget, AttemptRecord, AttemptRef, BusinessKey, DeadLetter, PendingWork, PolicyName,
+    RetryPolicy, SigningSecret, Status, Task, TaskId, TaskSpec, TenantId,
 };
 
 /// The underlying error a port failure keeps as its source.
@@ -270,6 +270,13 @@ pub trait Tenants: Send + Sync {
         &self,
         tenant: &TenantId,
     ) -> Result<Option<SigningSecret>, TenantsError>;
+
+    /// Where the tenant's failure alerts go when a task names no destination of its own,
+    /// if the tenant set one.
+    async fn alert_target(&self, tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError> {
+        let _ = tenant;
+        Ok(None)
+    }
 }
 
 /// One webhook call to make.

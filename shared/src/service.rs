@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, Semaphore};
 use crate::aws::{AwsSettings, SettingsError};
 use crate::backend::{self, AwsBackend, AwsBackendConfig, BackendError, EmbeddedConfig};
 use crate::clock::SystemClock;
-use crate::domain::{AttemptRef, TenantId};
+use crate::domain::{AlertTarget, AttemptRef, TenantId};
 use crate::engine::{Engine, EngineSettings};
 use crate::metrics::{LogMetrics, MetricLines};
 use crate::tenants::credentials::{self, CredentialsError};
@@ -49,6 +49,8 @@ pub struct ServiceConfig {
     /// How long finished tasks are kept. Default: [`DEFAULT_RETENTION`] on the embedded
     /// backend, `BOOMERANG_RETENTION_DAYS` on AWS (where DynamoDB's TTL removes them).
     pub retention: Option<Duration>,
+    /// Where failure alerts go when neither a task nor its tenant names a destination.
+    pub alert_url: Option<String>,
 }
 
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -80,6 +82,8 @@ pub enum ServiceError {
         max: String,
         got: String,
     },
+    #[error("{setting} must be an absolute http:// or https:// URL (got `{got}`)")]
+    InvalidUrl { setting: &'static str, got: String },
     #[error("cannot create the data directory {0}: {1}")]
     DataDir(PathBuf, #[source] std::io::Error),
     #[error("the data directory {dir} is in use by another boomerang (pid {pid}); stop it first")]
@@ -143,12 +147,16 @@ impl ServiceConfig {
         if let Some(retention) = self.retention {
             within("--retention", retention, RETENTION)?;
         }
+        if let Some(url) = &self.alert_url {
+            check_alert_url("--alert-url", url)?;
+        }
         Ok(())
     }
 
     fn engine_settings(&self) -> EngineSettings {
         EngineSettings {
             lease_margin: self.lease_margin,
+            alert: self.alert_url.as_deref().map(server_alert),
             ..EngineSettings::default()
         }
     }
@@ -332,9 +340,45 @@ pub async fn lambda() -> Result<AwsBackend, ServiceError> {
             dev,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(MetricLines),
-            engine: EngineSettings::default(),
+            engine: EngineSettings {
+                alert: lambda_alert_url(|k| std::env::var(k).ok())?,
+                ..EngineSettings::default()
+            },
         },
     )?)
+}
+
+/// The server's default alert destination, from `--alert-url`.
+fn server_alert(url: &str) -> AlertTarget {
+    AlertTarget {
+        url: url.trim().to_string(),
+        headers: Vec::new(),
+    }
+}
+
+/// `BOOMERANG_ALERT_URL`: the functions' default alert destination, if set.
+pub fn lambda_alert_url(
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Option<AlertTarget>, ServiceError> {
+    let Some(url) = get(ENV_ALERT_URL).filter(|u| !u.trim().is_empty()) else {
+        return Ok(None);
+    };
+    check_alert_url(ENV_ALERT_URL, &url)?;
+    Ok(Some(server_alert(&url)))
+}
+
+pub const ENV_ALERT_URL: &str = "BOOMERANG_ALERT_URL";
+
+/// An alert URL must at least be an absolute http(s) URL; where it may point is checked
+/// by the webhook client's rules when an alert is raised.
+pub fn check_alert_url(setting: &'static str, url: &str) -> Result<(), ServiceError> {
+    match reqwest::Url::parse(url.trim()) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        _ => Err(ServiceError::InvalidUrl {
+            setting,
+            got: url.to_string(),
+        }),
+    }
 }
 
 /// `BOOMERANG_DEV=true` lets the functions call `http://` and loopback receivers, for
@@ -500,6 +544,7 @@ mod tests {
             sweep_interval: Duration::from_secs(5),
             concurrency: 64,
             retention: None,
+            alert_url: None,
         }
     }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptOutcome, AttemptRecord, AttemptRef, CallbackRequest, PendingWork, RetryPolicy, Status,
-    Task, TaskId, TaskSpec, TenantId, WorkKind,
+    AlertTarget, AttemptOutcome, AttemptRecord, AttemptRef, CallbackRequest, Notify, PendingWork,
+    RetryPolicy, Status, Task, TaskId, TaskSpec, TenantId, WorkKind,
 };
 use crate::ports::{CreateOutcome, ListQuery, StoreError, TaskStore};
 
@@ -31,6 +31,12 @@ pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>)
         retry: RetryPolicy::default(),
         metadata: [("order".to_string(), "42".to_string())].into(),
         key: None,
+        on_failure: Some(AlertTarget {
+            url: "https://example.com/alerts".into(),
+            headers: vec![("x-team".into(), "payments".into())],
+        }),
+        notify: Notify::Every,
+        alert_of: None,
     };
     let key = key.map(str::to_string);
     // The digest is only kept with an idempotency key (it is only ever compared then).
@@ -557,6 +563,12 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
     pending.next_attempt_at = None;
     pending.lease_until = None;
     pending.dead_letter_pending = true;
+    // Failed, its dead letter sent but its alert still owed (and one alert raised before).
+    let mut owing = pending.clone();
+    owing.id = TaskId::new();
+    owing.dead_letter_pending = false;
+    owing.alert_pending = true;
+    owing.alerts = vec![TaskId::new(), TaskId::new()];
     let done = working
         .after_attempt(&crate::domain::Verdict::Success, now, 0.5)
         .unwrap();
@@ -564,10 +576,17 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         id: TaskId::new(),
         ..done
     };
-    let all = [&overdue, &later, &stalled, &working, &pending, &done];
+    let all = [
+        &overdue, &later, &stalled, &working, &pending, &owing, &done,
+    ];
     for t in all {
         store.create(t).await.unwrap();
     }
+    assert_eq!(
+        store.get(&tenant, &owing.id).await.unwrap().as_ref(),
+        Some(&owing),
+        "an owed alert and the alerts raised are kept"
+    );
     let ours: Vec<TaskId> = all.iter().map(|t| t.id).collect();
     let mine = |items: Vec<PendingWork>| {
         let mut v: Vec<_> = items
@@ -582,6 +601,7 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         (overdue.id, WorkKind::Attempt),
         (stalled.id, WorkKind::LeaseExpiry),
         (pending.id, WorkKind::DeadLetter),
+        (owing.id, WorkKind::DeadLetter),
     ];
     expected.sort();
     let due = store.due(now, 10_000).await.unwrap().work;

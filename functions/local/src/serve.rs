@@ -53,6 +53,10 @@ pub struct ServeArgs {
     /// letter is sent.
     #[arg(long, env = "BOOMERANG_RETENTION", value_parser = duration)]
     retention: Option<Duration>,
+    /// Where failure alerts go when neither a task (`on_failure`) nor its tenant names a
+    /// destination.
+    #[arg(long, env = "BOOMERANG_ALERT_URL")]
+    alert_url: Option<String>,
     /// Most deliveries in flight at once (embedded backend; 1–10000).
     #[arg(long, env = "BOOMERANG_CONCURRENCY", default_value_t = 64)]
     concurrency: usize,
@@ -82,6 +86,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         sweep_interval: args.sweep_interval,
         concurrency: args.concurrency,
         retention: args.retention,
+        alert_url: args.alert_url,
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(args.addr)

@@ -14,7 +14,9 @@ use super::problem::Problem;
 use crate::domain::retry_policy::{
     MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MAX_UNLIMITED_DURATION, MIN_STEP,
 };
-use crate::domain::{Backoff, BusinessKey, CallbackRequest, PolicyName, RetryPolicy, TaskSpec};
+use crate::domain::{
+    AlertTarget, Backoff, BusinessKey, CallbackRequest, Notify, PolicyName, RetryPolicy, TaskSpec,
+};
 use crate::engine::{FireTime, NewTask, RetrySource, MAX_SCHEDULE_AHEAD};
 
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -50,6 +52,16 @@ pub struct TaskRequest {
     pub metadata: Option<BTreeMap<String, String>>,
     pub idempotency_key: Option<String>,
     pub key: Option<String>,
+    pub on_failure: Option<AlertRequest>,
+    pub notify: Option<String>,
+}
+
+/// `on_failure`: where this task's failures are reported.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertRequest {
+    pub url: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -190,7 +202,7 @@ impl TaskRequest {
         };
         let method = method(self.method)?;
         let (body, default_type) = body(self.body)?;
-        let headers = headers(self.headers.unwrap_or_default(), default_type)?;
+        let headers = headers("headers", self.headers.unwrap_or_default(), default_type)?;
         let when = fire_time(self.delay, self.fire_at)?;
         let timeout = match self.timeout {
             None => DEFAULT_TIMEOUT,
@@ -216,6 +228,12 @@ impl TaskRequest {
         };
         let metadata = metadata(self.metadata.unwrap_or_default())?;
         let key = self.key.map(business_key).transpose()?;
+        let on_failure = self.on_failure.map(AlertRequest::validate).transpose()?;
+        let notify = match self.notify.as_deref() {
+            None => Notify::Final,
+            Some(n) => Notify::parse(n)
+                .ok_or_else(|| Problem::invalid("notify", "must be `final` or `every`"))?,
+        };
         Ok(NewTask {
             retry_from,
             spec: TaskSpec {
@@ -230,6 +248,9 @@ impl TaskRequest {
                 retry,
                 metadata,
                 key,
+                on_failure,
+                notify,
+                alert_of: None,
             },
             when,
             idempotency_key,
@@ -244,10 +265,21 @@ impl TaskRequest {
             "url": self.url, "method": self.method, "headers": self.headers, "body": self.body,
             "delay": self.delay, "fire_at": self.fire_at, "retry": self.retry,
             "timeout": self.timeout, "expect_body": self.expect_body, "metadata": self.metadata,
-            "key": self.key,
+            "key": self.key, "on_failure": self.on_failure, "notify": self.notify,
         });
         let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
         format!("{:x}", Sha256::digest(bytes))
+    }
+}
+
+impl AlertRequest {
+    fn validate(self) -> Result<AlertTarget, Problem> {
+        let url = match self.url {
+            Some(u) if !u.trim().is_empty() => u,
+            _ => return Err(Problem::invalid("on_failure.url", "is required")),
+        };
+        let headers = headers("on_failure.headers", self.headers.unwrap_or_default(), None)?;
+        Ok(AlertTarget { url, headers })
     }
 }
 
@@ -482,19 +514,22 @@ fn is_forbidden_header(name: &str) -> bool {
         || n.starts_with("boomerang-")
 }
 
+/// The headers of a request (`field` names them in problems), with `default_type` as its
+/// content type unless one is given.
 fn headers(
+    field: &str,
     given: BTreeMap<String, String>,
     default_type: Option<&str>,
 ) -> Result<Vec<(String, String)>, Problem> {
     if given.len() > MAX_HEADERS {
         return Err(Problem::invalid(
-            "headers",
+            field,
             format!("at most {MAX_HEADERS} headers are allowed"),
         ));
     }
     let mut out = Vec::with_capacity(given.len() + 1);
     for (name, value) in given {
-        let field = format!("headers.{name}");
+        let field = format!("{field}.{name}");
         if is_forbidden_header(&name) {
             return Err(Problem::invalid(
                 field,

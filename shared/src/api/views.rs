@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::domain::{
-    AttemptOutcome, AttemptRecord, Backoff, BusinessKey, RetryPolicy, Status, Task,
+    AttemptOutcome, AttemptRecord, Backoff, BusinessKey, Notify, RetryPolicy, Status, Task,
 };
 use crate::engine::KeyCancellation;
 use crate::ports::Page;
@@ -35,8 +35,28 @@ pub struct TaskView {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub last_error: Option<String>,
+    /// Where this task's failures are reported, if it names a destination itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<AlertView>,
+    pub notify: Notify,
+    /// On an alert: the task it reports on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alert_of: Option<String>,
+    /// The alerts raised about this task, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<String>,
+    /// The task failed and its alert is not yet registered (it will be).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub alert_pending: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptView>>,
+}
+
+/// An alert destination; like a task's, header values are not shown.
+#[derive(Debug, Serialize)]
+pub struct AlertView {
+    pub url: String,
+    pub header_names: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -139,6 +159,14 @@ impl TaskView {
             created_at: task.created_at,
             updated_at: task.updated_at,
             last_error: task.last_error.clone(),
+            on_failure: task.spec.on_failure.as_ref().map(|a| AlertView {
+                url: a.url.clone(),
+                header_names: a.headers.iter().map(|(n, _)| n.clone()).collect(),
+            }),
+            notify: task.spec.notify,
+            alert_of: task.spec.alert_of.map(|id| id.to_string()),
+            alerts: task.alerts.iter().map(|id| id.to_string()).collect(),
+            alert_pending: task.alert_pending,
             attempts: attempts.map(|a| a.iter().map(AttemptView::new).collect()),
         }
     }

@@ -44,6 +44,8 @@ pub enum Refusal {
     NotDelivering(Status),
     #[error("no dead letter is pending for this task")]
     NoDeadLetterPending,
+    #[error("no alert is owed for this task")]
+    NoAlertPending,
     #[error("the {0} would fall outside the supported range of times")]
     TimeOutOfRange(&'static str),
 }
@@ -69,7 +71,8 @@ pub enum WorkKind {
     Attempt,
     /// `delivering`: if the worker died, the attempt may be taken over from `due_at`.
     LeaseExpiry,
-    /// `failed`, and its dead letter not yet acknowledged since `due_at`.
+    /// `failed`, and its dead letter not yet acknowledged (or its alert not yet
+    /// registered) since `due_at`.
     DeadLetter,
 }
 
@@ -113,7 +116,9 @@ impl Task {
         let (kind, due_at) = match self.status {
             Status::Scheduled => (WorkKind::Attempt, self.next_attempt_at?),
             Status::Delivering => (WorkKind::LeaseExpiry, self.lease_until?),
-            Status::Failed if self.dead_letter_pending => (WorkKind::DeadLetter, self.updated_at),
+            Status::Failed if self.dead_letter_pending || self.alert_pending => {
+                (WorkKind::DeadLetter, self.updated_at)
+            }
             _ => return None,
         };
         Some(PendingWork {
@@ -154,7 +159,7 @@ impl Task {
     }
 
     /// The task after the attempt it is delivering: succeeded, scheduled for the next
-    /// attempt, or failed with a dead letter pending. `draw` is uniform in `[0, 1)` and
+    /// attempt, or failed with a dead letter pending and an alert owed. `draw` is uniform in `[0, 1)` and
     /// picks the jitter.
     pub fn after_attempt(
         &self,
@@ -199,6 +204,8 @@ impl Task {
                 next.status = Status::Failed;
                 next.next_attempt_at = None;
                 next.dead_letter_pending = true;
+                // Owed if the task has somewhere to send it; the engine finds out.
+                next.alert_pending = self.alerts_enabled();
             }
         }
         Ok(next)
@@ -231,6 +238,7 @@ impl Task {
         next.round_started_at = now;
         next.next_attempt_at = Some(now);
         next.dead_letter_pending = false;
+        next.alert_pending = false;
         next.timer_armed = false;
         Ok(next)
     }
@@ -290,7 +298,7 @@ impl Task {
     }
 
     /// A copy prepared for the next write: version bumped, `updated_at` set.
-    fn next_version(&self, now: DateTime<Utc>) -> Task {
+    pub(super) fn next_version(&self, now: DateTime<Utc>) -> Task {
         let mut t = self.clone();
         t.version += 1;
         t.updated_at = now;
@@ -327,6 +335,9 @@ mod tests {
             retry,
             metadata: Default::default(),
             key: None,
+            on_failure: None,
+            notify: Default::default(),
+            alert_of: None,
         };
         let tenant = TenantId::parse("acme").unwrap();
         Task::new_scheduled(tenant, spec, None, "h".into(), t0() + secs(60), t0())
@@ -348,7 +359,9 @@ mod tests {
         let failed = delivering
             .after_attempt(&Verdict::Fail("HTTP 410".into()), t0() + secs(61), 0.5)
             .unwrap();
-        let acknowledged = failed.dead_letter_sent(t0() + secs(62)).unwrap();
+        // The dead letter sent, the alert still owed; then nothing left.
+        let letter_sent = failed.dead_letter_sent(t0() + secs(62)).unwrap();
+        let acknowledged = letter_sent.alert_settled(None, t0() + secs(63)).unwrap();
         let succeeded = delivering
             .after_attempt(&Verdict::Success, t0() + secs(61), 0.5)
             .unwrap();
@@ -358,7 +371,7 @@ mod tests {
             .unwrap();
         let at = |t: &Task, n| t.attempt_ref(n);
         type Expected = Option<(WorkKind, u32, DateTime<Utc>)>;
-        let table: [(&Task, Expected); 7] = [
+        let table: [(&Task, Expected); 8] = [
             (&scheduled, Some((WorkKind::Attempt, 1, t0() + secs(60)))),
             (
                 &delivering,
@@ -366,6 +379,10 @@ mod tests {
             ),
             (&retried, Some((WorkKind::Attempt, 2, t0() + secs(91)))),
             (&failed, Some((WorkKind::DeadLetter, 1, t0() + secs(61)))),
+            (
+                &letter_sent,
+                Some((WorkKind::DeadLetter, 1, t0() + secs(62))),
+            ),
             (&acknowledged, None),
             (&succeeded, None),
             (&canceled, None),

@@ -1,6 +1,7 @@
 //! The vocabulary of Boomerang and the task lifecycle. Nothing here knows about HTTP
 //! servers, databases or AWS.
 
+pub mod alert;
 pub mod duration_ms;
 pub mod ids;
 pub mod lifecycle;
@@ -9,6 +10,7 @@ pub mod task;
 pub mod tenant;
 pub mod time;
 
+pub use alert::{AlertTarget, Notice, Notify};
 pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use retry_policy::{Backoff, RetryPolicy};

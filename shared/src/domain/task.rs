@@ -6,6 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::alert::{AlertTarget, Notify};
 use super::duration_ms;
 use super::ids::{BusinessKey, TaskId, TenantId};
 use super::retry_policy::RetryPolicy;
@@ -75,6 +76,15 @@ pub struct TaskSpec {
     /// The caller's own id for the task, if it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<BusinessKey>,
+    /// Where this task's failures are reported (else the tenant's or server's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<AlertTarget>,
+    /// Which failures are reported.
+    #[serde(default, skip_serializing_if = "Notify::is_final")]
+    pub notify: Notify,
+    /// Set on an alert: the task it reports on. An alert raises no alerts itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_of: Option<TaskId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,6 +119,12 @@ pub struct Task {
     /// message it became, is the custody of the work.
     #[serde(default)]
     pub timer_armed: bool,
+    /// `failed`, and its final alert not yet registered; the sweeper retries it.
+    #[serde(default)]
+    pub alert_pending: bool,
+    /// The alerts raised about this task, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<TaskId>,
 }
 
 impl Task {
@@ -139,7 +155,15 @@ impl Task {
             last_error: None,
             dead_letter_pending: false,
             timer_armed: false,
+            alert_pending: false,
+            alerts: Vec::new(),
         }
+    }
+
+    /// Nothing is left to hand over for this finished task (a dead letter, an alert):
+    /// from then on retention may remove it.
+    pub fn is_settled(&self) -> bool {
+        self.status.is_terminal() && !self.dead_letter_pending && !self.alert_pending
     }
 
     /// Attempts already made in the current round, the one in flight included.

@@ -118,13 +118,16 @@ impl Engine {
         let mut next = claimed
             .after_attempt(&verdict, finished, self.ports.random.draw())
             .map_err(EngineError::Conflict)?;
+        let mut record =
+            claimed.attempt_record(&next, started, finished, result.status, result.excerpt);
+        record.worker = Some(worker.to_string());
+        if let Some(notice) = claimed.notice(&next) {
+            next = self.alert_before_write(next, notice, &record).await;
+        }
         if next.status == Status::Failed {
             next = self.dead_letter_before_write(next).await;
         }
         self.arm_before_write(&mut next).await;
-        let mut record =
-            claimed.attempt_record(&next, started, finished, result.status, result.excerpt);
-        record.worker = Some(worker.to_string());
         match self
             .ports
             .store

@@ -1,5 +1,6 @@
 //! The engine: every use case of Boomerang, as logic over the ports.
 
+mod alerts;
 mod deliver;
 mod keys;
 mod policies;
@@ -14,7 +15,8 @@ use chrono::{DateTime, Utc};
 use crate::clock::{Clock, Random};
 use crate::domain::time::checked_add;
 use crate::domain::{
-    AttemptRecord, AttemptRef, PolicyName, Refusal, Task, TaskId, TaskSpec, TenantId, WorkKind,
+    AlertTarget, AttemptRecord, AttemptRef, PolicyName, Refusal, Task, TaskId, TaskSpec, TenantId,
+    WorkKind,
 };
 use crate::metrics::{MetricEvent, Metrics};
 use crate::ports::{
@@ -107,6 +109,8 @@ pub struct EngineSettings {
     /// The name attempts record as their worker, unless the caller of
     /// [`Engine::deliver_as`] names another (a Lambda invocation's request id).
     pub worker: String,
+    /// Where failure alerts go when neither the task nor its tenant names a destination.
+    pub alert: Option<AlertTarget>,
 }
 
 impl Default for EngineSettings {
@@ -116,6 +120,7 @@ impl Default for EngineSettings {
             dead_letter_tries: 5,
             sweep_batch: 1000,
             worker: this_process(),
+            alert: None,
         }
     }
 }
@@ -231,6 +236,15 @@ impl Engine {
                 field: "url",
                 detail,
             })?;
+        if let Some(alert) = &new.spec.on_failure {
+            self.ports
+                .webhooks
+                .check_destination(&alert.url)
+                .map_err(|detail| EngineError::Invalid {
+                    field: "on_failure.url",
+                    detail,
+                })?;
+        }
         let now = self.ports.clock.now();
         let fire_at = resolve_fire_time(new.when, now)?;
         if let Some(policy) = self.retry_policy(tenant, &new.retry_from).await? {

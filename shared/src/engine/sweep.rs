@@ -14,12 +14,16 @@ pub struct SweepReport {
     pub leases_taken_over: usize,
     /// Dead letters sent again.
     pub dead_letters_resent: usize,
+    /// Owed final alerts handled late (they could not be registered when their task
+    /// failed).
+    pub alerts_raised: usize,
 }
 
 impl Engine {
     /// Arms every pending work item due by `now + lookahead` (see
-    /// [`crate::domain::Task::pending_work`]) and resends pending dead letters. With durable
-    /// timers (AWS) `lookahead` is negative: only work overdue by that much is suspect. The
+    /// [`crate::domain::Task::pending_work`]), raises owed alerts and resends pending dead
+    /// letters. With durable timers (AWS) `lookahead` is negative: only work overdue by
+    /// that much is suspect. The
     /// in-process timer holds only near work in memory, so there the sweep also loads what
     /// falls due within a positive `lookahead`.
     pub async fn sweep(&self, lookahead: Duration) -> Result<SweepReport, EngineError> {
@@ -44,16 +48,23 @@ impl Engine {
                     report.leases_taken_over += 1;
                 }
                 WorkKind::DeadLetter => {
-                    if let Some(task) = self
-                        .ports
-                        .store
-                        .get(&work.attempt.tenant, &work.attempt.task_id)
-                        .await?
-                    {
-                        if task.dead_letter_pending {
-                            all_done &= self.dead_letter(task).await?;
-                            report.dead_letters_resent += 1;
+                    let (tenant, id) = (&work.attempt.tenant, &work.attempt.task_id);
+                    let store = &self.ports.store;
+                    let Some(mut task) = store.get(tenant, id).await? else {
+                        continue;
+                    };
+                    if task.owed_alert().is_some() {
+                        all_done &= self.owed_alert(task).await?;
+                        report.alerts_raised += 1;
+                        // Read again: raising the alert wrote the task.
+                        match store.get(tenant, id).await? {
+                            Some(again) => task = again,
+                            None => continue,
                         }
+                    }
+                    if task.dead_letter_pending {
+                        all_done &= self.dead_letter(task).await?;
+                        report.dead_letters_resent += 1;
                     }
                 }
             }
@@ -63,7 +74,10 @@ impl Engine {
         if let (true, Some(mark)) = (all_done, &due.mark) {
             self.ports.store.swept(mark).await?;
         }
-        let repaired = report.rearmed + report.leases_taken_over + report.dead_letters_resent;
+        let repaired = report.rearmed
+            + report.leases_taken_over
+            + report.dead_letters_resent
+            + report.alerts_raised;
         if repaired > 0 {
             self.ports
                 .metrics

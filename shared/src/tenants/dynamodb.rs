@@ -1,7 +1,8 @@
 //! Tenants and API keys in the task table. Keys are stored only as SHA-256 digests; each
 //! tenant has its own signing secret.
 //!
-//! Items: `K#<sha256 hex of key>`, `KEY` → tenant; `N#<tenant>`, `TENANT` → signing secret.
+//! Items: `K#<sha256 hex of key>`, `KEY` → tenant; `N#<tenant>`, `TENANT` → signing secret
+//! and, if set, the default alert destination (`alert`, JSON).
 //!
 //! A Lambda instance serves many requests, so what it read is kept for [`CACHE_TTL`]: a
 //! request or a delivery then costs no read for its key or secret. The price: a revoked
@@ -13,14 +14,21 @@ use sha2::{Digest, Sha256};
 
 use crate::aws::items::{get_item, get_s, n, s, Item};
 use crate::aws::sdk_failure;
-use crate::domain::{generate_api_key, SigningSecret, TenantId};
+use crate::domain::{generate_api_key, AlertTarget, SigningSecret, TenantId};
 use crate::ports::{Tenants, TenantsError};
 
 pub struct DynamoTenants {
     client: Client,
     table: String,
     keys: Cache<TenantId>,
-    secrets: Cache<SigningSecret>,
+    records: Cache<TenantRecord>,
+}
+
+/// What the `TENANT` item holds.
+#[derive(Clone)]
+struct TenantRecord {
+    secret: SigningSecret,
+    alert: Option<AlertTarget>,
 }
 
 use crate::aws::cache::Cache;
@@ -47,7 +55,7 @@ impl DynamoTenants {
             client,
             table: table.into(),
             keys: Cache::new(),
-            secrets: Cache::new(),
+            records: Cache::new(),
         }
     }
 
@@ -100,6 +108,70 @@ impl DynamoTenants {
     }
 }
 
+impl DynamoTenants {
+    /// Sets (or with `None` removes) the tenant's default alert destination. Warm
+    /// instances see the change within [`CACHE_TTL`].
+    pub async fn set_alert(
+        &self,
+        tenant: &TenantId,
+        alert: Option<&AlertTarget>,
+    ) -> Result<(), TenantsError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(tenant_pk(tenant)))
+            .key("sk", s("TENANT"))
+            .condition_expression("attribute_exists(pk)");
+        let update = match alert {
+            Some(target) => {
+                let json = serde_json::to_string(target).map_err(|e| TenantsError(e.into()))?;
+                update
+                    .update_expression("SET alert = :a")
+                    .expression_attribute_values(":a", s(json))
+            }
+            None => update.update_expression("REMOVE alert"),
+        };
+        match update.send().await {
+            Ok(_) => {
+                self.records.forget(&tenant_pk(tenant));
+                Ok(())
+            }
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Err(TenantsError(format!("no tenant {tenant}").into()))
+            }
+            Err(e) => Err(TenantsError(sdk_failure(e))),
+        }
+    }
+
+    /// The tenant's item, cached.
+    async fn record(&self, tenant: &TenantId) -> Result<Option<TenantRecord>, TenantsError> {
+        let pk = tenant_pk(tenant);
+        if let Some(record) = self.records.get(&pk) {
+            return Ok(Some(record));
+        }
+        let Some(item) = self.get(pk.clone(), "TENANT").await? else {
+            return Ok(None);
+        };
+        let raw = get_s(&item, "signing_secret").map_err(|e| TenantsError(e.into()))?;
+        let secret = SigningSecret::parse(raw)
+            .map_err(|e| TenantsError(format!("tenant {tenant}: {e}").into()))?;
+        let alert = match get_s(&item, "alert") {
+            Ok(json) => Some(
+                serde_json::from_str(json)
+                    .map_err(|e| TenantsError(format!("tenant {tenant}: alert: {e}").into()))?,
+            ),
+            Err(_) => None,
+        };
+        let record = TenantRecord { secret, alert };
+        self.records.put(pk, record.clone());
+        Ok(Some(record))
+    }
+}
+
 #[async_trait]
 impl Tenants for DynamoTenants {
     async fn authenticate(&self, api_key: &str) -> Result<Option<TenantId>, TenantsError> {
@@ -122,17 +194,10 @@ impl Tenants for DynamoTenants {
         &self,
         tenant: &TenantId,
     ) -> Result<Option<SigningSecret>, TenantsError> {
-        let pk = tenant_pk(tenant);
-        if let Some(secret) = self.secrets.get(&pk) {
-            return Ok(Some(secret));
-        }
-        let Some(item) = self.get(pk.clone(), "TENANT").await? else {
-            return Ok(None);
-        };
-        let raw = get_s(&item, "signing_secret").map_err(|e| TenantsError(e.into()))?;
-        let secret = SigningSecret::parse(raw)
-            .map_err(|e| TenantsError(format!("tenant {tenant}: {e}").into()))?;
-        self.secrets.put(pk, secret.clone());
-        Ok(Some(secret))
+        Ok(self.record(tenant).await?.map(|r| r.secret))
+    }
+
+    async fn alert_target(&self, tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError> {
+        Ok(self.record(tenant).await?.and_then(|r| r.alert))
     }
 }

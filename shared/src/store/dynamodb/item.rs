@@ -154,6 +154,15 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
             .then_some(AttributeValue::Bool(true)),
     );
     optional("ta", task.timer_armed.then_some(AttributeValue::Bool(true)));
+    optional(
+        "ap",
+        task.alert_pending.then_some(AttributeValue::Bool(true)),
+    );
+    optional(
+        "al",
+        (!task.alerts.is_empty())
+            .then(|| AttributeValue::L(task.alerts.iter().map(|id| s(id.to_string())).collect())),
+    );
     optional("x", expiry(task, retention).map(n));
     // Only work no durable timer holds goes where the sweep looks. The entry is left as it
     // is otherwise: the sweep reads past it once (removing it would cost an index write).
@@ -165,9 +174,9 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
 }
 
 /// When a finished task expires (epoch seconds): `retention` after it ended, once nothing
-/// is left to do (a dead letter to send included).
+/// is left to do (a dead letter to send, an alert to raise).
 pub fn expiry(task: &Task, retention: std::time::Duration) -> Option<i64> {
-    (task.status.is_terminal() && !task.dead_letter_pending).then(|| {
+    task.is_settled().then(|| {
         // The retention is bounded where it is configured; the sum is checked anyway.
         let at = checked_add(task.updated_at, retention).unwrap_or(DateTime::<Utc>::MAX_UTC);
         at.timestamp()
@@ -206,7 +215,25 @@ pub fn task_from(item: &Item) -> Result<Task, StoreError> {
         last_error: item.get("le").and_then(|v| v.as_s().ok()).cloned(),
         dead_letter_pending: flag(item, "dl"),
         timer_armed: flag(item, "ta"),
+        alert_pending: flag(item, "ap"),
+        alerts: alerts(item)?,
     })
+}
+
+/// The alerts raised about a task (attribute `al`, a list of ids).
+fn alerts(item: &Item) -> Result<Vec<TaskId>, StoreError> {
+    let Some(value) = item.get("al") else {
+        return Ok(Vec::new());
+    };
+    let list = value.as_l().map_err(|_| corrupt("al"))?;
+    list.iter()
+        .map(|v| {
+            v.as_s()
+                .ok()
+                .and_then(|id| id.parse().ok())
+                .ok_or_else(|| corrupt("al"))
+        })
+        .collect()
 }
 
 /// The pending work an item's task has, as the sweep needs it.

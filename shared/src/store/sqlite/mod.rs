@@ -264,8 +264,7 @@ impl TaskRow {
             due_kind: work.as_ref().map(|w| w.kind.as_str()),
             due_ms: work.as_ref().map(|w| w.due_at.timestamp_millis()),
             business_key: t.spec.key.as_ref().map(|k| k.to_string()),
-            finished_ms: (t.status.is_terminal() && !t.dead_letter_pending)
-                .then(|| t.updated_at.timestamp_millis()),
+            finished_ms: t.is_settled().then(|| t.updated_at.timestamp_millis()),
             doc: encode(t)?,
         })
     }
