@@ -39,6 +39,7 @@ new BoomerangStack(app, `Boomerang-${stage}`, {
   retentionDays: num('retentionDays'),
   deliveryReservedConcurrency: num('deliveryReservedConcurrency'),
   allowedCidrs: ctx('allowedCidrs'),
+  alertUrl: ctx('alertUrl'),
   deletionProtection: ctx('deletionProtection') !== 'false',
   env: {
     account: process.env.CDK_DEFAULT_ACCOUNT,

@@ -53,6 +53,8 @@ export interface BoomerangStackProps extends StackProps {
   readonly deliveryReservedConcurrency?: number;
   /** Private ranges webhooks may reach (comma-separated CIDRs). */
   readonly allowedCidrs?: string;
+  /** Where failure alerts go when neither a task nor its tenant names a destination. */
+  readonly alertUrl?: string;
   /** Off only for throw-away test stacks. */
   readonly deletionProtection?: boolean;
   /**
@@ -260,6 +262,7 @@ export class BoomerangStack extends Stack {
       BOOMERANG_SYSTEM_FAILURES_QUEUE_URL: systemFailures.queueUrl,
       BOOMERANG_RETENTION_DAYS: String(retentionDays),
       BOOMERANG_ALLOWED_CIDRS: props.allowedCidrs ?? '',
+      BOOMERANG_ALERT_URL: props.alertUrl ?? '',
     };
     // Every function registers, retries or re-arms, so each may write tasks and arm timers.
     for (const fn of [apiFn, deliveryFn, sweeperFn]) {

@@ -96,7 +96,12 @@ test('three provided.al2023 functions, arm64 by default, sized as the cost meter
 });
 
 test('functions are configured from the stack parameters', () => {
-  const t = synth({ retentionDays: 30, deliveryReservedConcurrency: 25, allowedCidrs: '10.1.0.0/16' });
+  const t = synth({
+    retentionDays: 30,
+    deliveryReservedConcurrency: 25,
+    allowedCidrs: '10.1.0.0/16',
+    alertUrl: 'https://ops.example.com/alerts',
+  });
   t.hasResourceProperties('AWS::Lambda::Function', {
     FunctionName: 'test-boomerang-delivery',
     ReservedConcurrentExecutions: 25,
@@ -104,6 +109,7 @@ test('functions are configured from the stack parameters', () => {
       Variables: Match.objectLike({
         BOOMERANG_RETENTION_DAYS: '30',
         BOOMERANG_ALLOWED_CIDRS: '10.1.0.0/16',
+        BOOMERANG_ALERT_URL: 'https://ops.example.com/alerts',
         BOOMERANG_TABLE: Match.anyValue(),
         BOOMERANG_TIMER_QUEUE_URL: Match.anyValue(),
         BOOMERANG_DEAD_LETTER_QUEUE_URL: Match.anyValue(),

@@ -549,6 +549,31 @@ mod tests {
     }
 
     #[test]
+    fn alert_urls_must_be_absolute_http_urls() {
+        let env =
+            |v: &'static str| lambda_alert_url(move |k| (k == ENV_ALERT_URL).then(|| v.into()));
+        assert_eq!(env("").unwrap(), None);
+        let target = env(" https://ops.example.com/alerts ").unwrap().unwrap();
+        assert_eq!(target.url, "https://ops.example.com/alerts");
+        for bad in [
+            "ops.example.com",
+            "ftp://ops.example.com",
+            "https://",
+            "/alerts",
+        ] {
+            let err = env(bad).unwrap_err().to_string();
+            assert!(err.contains(ENV_ALERT_URL), "{bad}: {err}");
+        }
+        let mut flagged = config();
+        flagged.alert_url = Some("nope".into());
+        assert!(flagged
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--alert-url"));
+    }
+
+    #[test]
     fn lambda_dev_mode_needs_a_loopback_emulator() {
         let env = |dev: Option<&str>, endpoint: Option<&str>| {
             let (dev, endpoint) = (dev.map(str::to_string), endpoint.map(str::to_string));

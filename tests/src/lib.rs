@@ -72,6 +72,8 @@ pub struct ServerOptions {
     pub lease_margin: &'static str,
     /// `--retention`, if given.
     pub retention: Option<&'static str>,
+    /// `--alert-url`, if given.
+    pub alert_url: Option<String>,
 }
 
 impl ServerOptions {
@@ -81,6 +83,7 @@ impl ServerOptions {
             dev: true,
             lease_margin: "2s",
             retention: None,
+            alert_url: None,
         }
     }
 }
@@ -121,6 +124,9 @@ impl Server {
         }
         if let Some(retention) = options.retention {
             args.extend(["--retention".into(), retention.into()]);
+        }
+        if let Some(url) = options.alert_url {
+            args.extend(["--alert-url".into(), url]);
         }
         let (secret, api_key, env) = match options.backend {
             Backend::Embedded => {
@@ -164,6 +170,25 @@ impl Server {
         let (child, base) = spawn(&self.data_dir, &self.launch);
         self.child = child;
         self.base = base;
+    }
+
+    /// `boomerang tenants alert`: sets the test tenant's default alert destination (AWS
+    /// backend; do it before any delivery, which caches the tenant for a minute).
+    pub fn set_tenant_alert(&self, url: &str) {
+        let out = cli(
+            &[
+                "tenants",
+                "alert",
+                "--tenant",
+                TENANT,
+                "--url",
+                url,
+                "--header",
+                "X-Oncall: t1",
+            ],
+            &self.launch.env,
+        );
+        assert!(out.contains(url), "{out}");
     }
 
     /// The server's process id.
@@ -306,6 +331,9 @@ fn cli(args: &[&str], env: &[(String, String)]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The tenant the AWS backend's tests mint their key for.
+const TENANT: &str = "e2e";
+
 /// `boomerang aws bootstrap` and `boomerang keys create`, as a user would run them.
 fn aws_resources(dynamodb_on_dynalite: bool) -> (SigningSecret, String, Vec<(String, String)>) {
     let mut env = emulator_env(dynamodb_on_dynalite);
@@ -320,7 +348,7 @@ fn aws_resources(dynamodb_on_dynalite: bool) -> (SigningSecret, String, Vec<(Str
             .expect("export NAME='value' lines");
         env.push((k.to_string(), v.trim_matches('\'').to_string()));
     }
-    let minted = cli(&["keys", "create", "--tenant", "e2e"], &env);
+    let minted = cli(&["keys", "create", "--tenant", TENANT], &env);
     let field = |name: &str| {
         minted
             .lines()
@@ -472,4 +500,32 @@ async fn answer(
         res.headers_mut().insert(name, value.parse().unwrap());
     }
     res
+}
+
+/// Generates a test per scenario and backend: `embedded::NAME` and `aws::NAME`. The
+/// calling file has `Backend` in scope and a function `NAME(backend: Backend)` for each.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $( #[tokio::test] async fn $name() { super::$name(super::Backend::Embedded).await } )*
+        }
+        mod aws {
+            $( #[tokio::test] async fn $name() { super::$name(super::Backend::Aws).await } )*
+        }
+    };
+}
+
+/// A task view's id.
+pub fn id_of(task: &Value) -> String {
+    task["id"].as_str().expect("task id").to_string()
+}
+
+/// A received request's header, or "".
+pub fn header(r: &Received, name: &str) -> String {
+    r.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
 }

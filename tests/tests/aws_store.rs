@@ -116,10 +116,17 @@ async fn attempt_items_expire_with_their_task() {
             item.get("x").map(|x| x.as_n().unwrap().clone())
         }
     };
-    // Failed with its dead letter pending: nothing expires yet.
+    // Failed with its dead letter pending and its alert owed: nothing expires yet.
     assert_eq!(expiry_of(attempt_sk(&task.id, 11)).await, None);
-    let sent = task.dead_letter_sent(now).unwrap();
-    store.update(&sent, task.version).await.unwrap();
+    let letter_sent = task.dead_letter_sent(now).unwrap();
+    store.update(&letter_sent, task.version).await.unwrap();
+    assert_eq!(
+        expiry_of(task_sk(&task.id)).await,
+        None,
+        "the alert is owed"
+    );
+    let sent = letter_sent.alert_settled(None, now).unwrap();
+    store.update(&sent, letter_sent.version).await.unwrap();
     let task_expiry = expiry_of(task_sk(&task.id)).await;
     assert!(task_expiry.is_some());
     for n in [11, 12] {

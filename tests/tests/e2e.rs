@@ -5,22 +5,12 @@
 use std::time::Duration;
 
 use boomerang::webhook::signing;
-use boomerang_e2e::{wait_for, Backend, Receiver, Reply, Server, ServerOptions};
+use boomerang_e2e::{
+    header, id_of, on_both_backends, wait_for, Backend, Receiver, Reply, Server, ServerOptions,
+};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// Generates a test per scenario and backend: `embedded::NAME` and `aws::NAME`.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $( #[tokio::test] async fn $name() { super::$name(super::Backend::Embedded).await } )*
-        }
-        mod aws {
-            $( #[tokio::test] async fn $name() { super::$name(super::Backend::Aws).await } )*
-        }
-    };
-}
 
 on_both_backends!(
     first_try_success_is_signed_per_standard_webhooks,
@@ -39,18 +29,6 @@ on_both_backends!(
     a_200_that_does_not_say_success_is_retried,
     a_named_policy_applies_to_new_tasks_and_can_change,
 );
-
-fn id_of(task: &Value) -> String {
-    task["id"].as_str().expect("task id").to_string()
-}
-
-fn header(r: &boomerang_e2e::Received, name: &str) -> String {
-    r.headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string()
-}
 
 async fn first_try_success_is_signed_per_standard_webhooks(backend: Backend) {
     let server = Server::start(ServerOptions::on(backend));
@@ -556,6 +534,15 @@ async fn private_and_loopback_destinations_are_refused_without_dev(backend: Back
         assert_eq!(
             (status, problem["field"].clone()),
             (422, json!("url")),
+            "{url}"
+        );
+        // An alert destination is held to the same rules.
+        let (status, problem) = server
+            .register(json!({"url": "https://example.com/x", "on_failure": {"url": url}}))
+            .await;
+        assert_eq!(
+            (status, problem["field"].clone()),
+            (422, json!("on_failure.url")),
             "{url}"
         );
     }

@@ -1,10 +1,10 @@
-//! `boomerang aws bootstrap` and `boomerang keys create`: setting up the AWS code path
-//! against an emulator.
+//! `boomerang aws bootstrap`, `boomerang keys create` and `boomerang tenants alert`: setting
+//! up the AWS code path (against an emulator, or the deployed table).
 
 use anyhow::{bail, Context, Result};
 use boomerang::aws::bootstrap::{bootstrap, env_exports};
 use boomerang::aws::ENV_TABLE;
-use boomerang::domain::TenantId;
+use boomerang::domain::{AlertTarget, TenantId};
 use boomerang::tenants::DynamoTenants;
 
 /// Creates the table, queues and schedule group in the emulator at `AWS_ENDPOINT_URL` and
@@ -19,16 +19,74 @@ pub async fn bootstrap_emulator(prefix: &str) -> Result<()> {
     Ok(())
 }
 
-/// Mints an API key for a tenant (creating the tenant and its signing secret if new).
-pub async fn create_key(tenant: &str) -> Result<()> {
+/// The tenant directory in the table `BOOMERANG_TABLE` names.
+async fn tenants() -> Result<DynamoTenants> {
     let table = std::env::var(ENV_TABLE).with_context(|| format!("{ENV_TABLE} is not set"))?;
     let sdk = boomerang::aws::sdk_config().await;
-    let tenants = DynamoTenants::new(boomerang::aws::DynamoClient::new(&sdk), table);
+    Ok(DynamoTenants::new(
+        boomerang::aws::DynamoClient::new(&sdk),
+        table,
+    ))
+}
+
+/// Mints an API key for a tenant (creating the tenant and its signing secret if new).
+pub async fn create_key(tenant: &str) -> Result<()> {
     let tenant = TenantId::parse(tenant).context("--tenant")?;
-    let minted = tenants.mint_key(&tenant).await?;
+    let minted = tenants().await?.mint_key(&tenant).await?;
     println!("tenant:         {}", minted.tenant);
     println!("API key:        {}", minted.api_key);
     println!("signing secret: {}", minted.secret.expose());
     println!("(the API key is stored only as a hash: keep it now)");
     Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct TenantAlertArgs {
+    #[arg(long)]
+    tenant: String,
+    /// Where alerts go (an absolute http:// or https:// URL).
+    #[arg(long, required_unless_present = "clear", conflicts_with = "clear")]
+    url: Option<String>,
+    /// A header sent with every alert, as `Name: value` (repeatable).
+    #[arg(long = "header", requires = "url")]
+    headers: Vec<String>,
+    /// Remove the tenant's default: its tasks then fall back to the server's.
+    #[arg(long)]
+    clear: bool,
+}
+
+/// Sets or removes a tenant's default alert destination.
+pub async fn tenant_alert(args: TenantAlertArgs) -> Result<()> {
+    let tenant = TenantId::parse(&args.tenant).context("--tenant")?;
+    let target = match args.url {
+        Some(url) => {
+            boomerang::service::check_alert_url("--url", &url)?;
+            let headers = args
+                .headers
+                .iter()
+                .map(|h| header(h))
+                .collect::<Result<Vec<_>>>()?;
+            Some(AlertTarget { url, headers })
+        }
+        None => None,
+    };
+    tenants().await?.set_alert(&tenant, target.as_ref()).await?;
+    match target {
+        Some(t) => println!("tenant {tenant}: alerts go to {}", t.url),
+        None => println!("tenant {tenant}: no default alert destination"),
+    }
+    Ok(())
+}
+
+/// `Name: value`, checked as an HTTP header.
+fn header(raw: &str) -> Result<(String, String)> {
+    let (name, value) = raw
+        .split_once(':')
+        .with_context(|| format!("--header `{raw}`: write it as `Name: value`"))?;
+    let (name, value) = (name.trim(), value.trim());
+    reqwest::header::HeaderName::from_bytes(name.as_bytes())
+        .with_context(|| format!("--header `{raw}`: not a valid header name"))?;
+    reqwest::header::HeaderValue::from_str(value)
+        .with_context(|| format!("--header `{raw}`: not a valid header value"))?;
+    Ok((name.to_string(), value.to_string()))
 }

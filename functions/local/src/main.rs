@@ -36,6 +36,9 @@ enum Command {
     /// Manage API keys (AWS backend).
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Manage tenants (AWS backend).
+    #[command(subcommand)]
+    Tenants(TenantsCommand),
     /// Measure this machine: start a server and a receiver, drive them, print figures.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -58,6 +61,13 @@ enum KeysCommand {
         #[arg(long)]
         tenant: String,
     },
+}
+
+#[derive(Subcommand)]
+enum TenantsCommand {
+    /// Set (or with --clear remove) where the tenant's failure alerts go when a task names
+    /// no `on_failure` of its own.
+    Alert(aws_cmd::TenantAlertArgs),
 }
 
 #[derive(clap::Args)]
@@ -85,6 +95,7 @@ async fn main() -> Result<()> {
             aws_cmd::bootstrap_emulator(&prefix).await
         }
         Command::Keys(KeysCommand::Create { tenant }) => aws_cmd::create_key(&tenant).await,
+        Command::Tenants(TenantsCommand::Alert(args)) => aws_cmd::tenant_alert(args).await,
         Command::Bench(command) => bench::run(command).await,
     }
 }

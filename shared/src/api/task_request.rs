@@ -22,6 +22,8 @@ use crate::engine::{FireTime, NewTask, RetrySource, MAX_SCHEDULE_AHEAD};
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 pub const MAX_HEADERS: usize = 50;
 pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+/// Idempotency keys Boomerang keeps for the tasks it registers itself (alerts).
+pub const RESERVED_KEY_PREFIX: &str = "boomerang-";
 pub const MAX_METADATA_ENTRIES: usize = 50;
 pub const MAX_METADATA_KEY: usize = 64;
 pub const MAX_METADATA_VALUE: usize = 1024;
@@ -599,6 +601,13 @@ fn idempotency_key(header: Option<&str>, field: Option<&str>) -> Result<Option<S
             format!("must be 1 to {MAX_IDEMPOTENCY_KEY} characters"),
         ));
     }
+    // Alerts are registered under `boomerang-alert:…` keys (see `Task::alert_idempotency_key`).
+    if key.starts_with(RESERVED_KEY_PREFIX) {
+        return Err(Problem::invalid(
+            "idempotency_key",
+            format!("keys starting with `{RESERVED_KEY_PREFIX}` are reserved"),
+        ));
+    }
     Ok(Some(key.to_string()))
 }
 
@@ -716,6 +725,36 @@ mod tests {
                 "headers.Transfer-Encoding",
             ),
             (r#"{"url":"https://x.io","method":"TRACE"}"#, "method"),
+            (
+                r#"{"url":"https://x.io","idempotency_key":"boomerang-alert:x"}"#,
+                "idempotency_key",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{}}"#,
+                "on_failure.url",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{"url":" "}}"#,
+                "on_failure.url",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{"url":"https://a.io","bogus":1}}"#,
+                "on_failure.bogus",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{"url":"https://a.io","headers":{"Host":"h"}}}"#,
+                "on_failure.headers.Host",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{"url":"https://a.io","headers":{"X":"a\nb"}}}"#,
+                "on_failure.headers.X",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":"https://a.io"}"#,
+                "on_failure",
+            ),
+            (r#"{"url":"https://x.io","notify":"sometimes"}"#, "notify"),
+            (r#"{"url":"https://x.io","notify":1}"#, "notify"),
         ];
         for (json, field) in cases {
             assert_eq!(field_of(json).as_deref(), Some(field), "{json}");
