@@ -99,10 +99,10 @@ fn hostile_value() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// A valid request with some of its fields (and of its `retry` fields) replaced by hostile
+/// A valid request with some of its fields (and of its `retry` and `on_failure` fields) replaced by hostile
 /// values, and sometimes a field that does not exist.
 fn hostile_request() -> impl Strategy<Value = Value> {
-    const FIELDS: [&str; 12] = [
+    const FIELDS: [&str; 14] = [
         "url",
         "method",
         "headers",
@@ -115,7 +115,10 @@ fn hostile_request() -> impl Strategy<Value = Value> {
         "metadata",
         "idempotency_key",
         "key",
+        "on_failure",
+        "notify",
     ];
+    const ON_FAILURE: [&str; 2] = ["url", "headers"];
     const RETRY: [&str; 8] = [
         "schedule",
         "backoff",
@@ -134,7 +137,17 @@ fn hostile_request() -> impl Strategy<Value = Value> {
         (prop::sample::select(RETRY.to_vec()), hostile_value()),
         0..4,
     );
-    (top, retry, prop::option::of((".{0,8}", any_json()))).prop_map(|(top, retry, extra)| {
+    let on_failure = prop::collection::vec(
+        (prop::sample::select(ON_FAILURE.to_vec()), hostile_value()),
+        0..3,
+    );
+    let parts = (
+        top,
+        retry,
+        on_failure,
+        prop::option::of((".{0,8}", any_json())),
+    );
+    parts.prop_map(|(top, retry, on_failure, extra)| {
         let mut request = Map::new();
         request.insert("url".into(), json!("https://example.com/hook"));
         request.insert("delay".into(), json!("5m"));
@@ -142,12 +155,21 @@ fn hostile_request() -> impl Strategy<Value = Value> {
             "retry".into(),
             json!({"backoff": "exponential", "interval": "10s"}),
         );
+        request.insert(
+            "on_failure".into(),
+            json!({"url": "https://alerts.example.com/hook"}),
+        );
         for (field, value) in top {
             request.insert(field.into(), value);
         }
         if let Some(Value::Object(r)) = request.get_mut("retry") {
             for (field, value) in retry {
                 r.insert(field.into(), value);
+            }
+        }
+        if let Some(Value::Object(a)) = request.get_mut("on_failure") {
+            for (field, value) in on_failure {
+                a.insert(field.into(), value);
             }
         }
         if let Some((name, value)) = extra {
