@@ -521,6 +521,14 @@ pub fn id_of(task: &Value) -> String {
     task["id"].as_str().expect("task id").to_string()
 }
 
+/// The status code of each attempt a task view lists, in order.
+pub fn status_codes(task: &Value) -> Vec<Value> {
+    task["attempts"]
+        .as_array()
+        .map(|a| a.iter().map(|a| a["status_code"].clone()).collect())
+        .unwrap_or_default()
+}
+
 /// A received request's header, or "".
 pub fn header(r: &Received, name: &str) -> String {
     r.headers

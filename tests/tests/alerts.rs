@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use boomerang::webhook::signing;
 use boomerang_e2e::{
-    header, id_of, on_both_backends, wait_for, Backend, Received, Receiver, Reply, Server,
-    ServerOptions,
+    header, id_of, on_both_backends, status_codes, wait_for, Backend, Received, Receiver, Reply,
+    Server, ServerOptions,
 };
 use serde_json::{json, Value};
 
@@ -82,12 +82,7 @@ async fn a_failed_task_raises_an_alert_that_fails_twice_then_arrives_signed(back
     let alert = server.wait_status(&alert_id, "succeeded", WAIT).await;
     assert_eq!(alert["alert_of"], id, "linked both ways");
     assert!(alert.get("alerts").is_none());
-    let codes: Vec<_> = alert["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["status_code"].clone())
-        .collect();
+    let codes = status_codes(&alert);
     assert_eq!(codes, vec![json!(500), json!(500), json!(200)]);
 
     let calls: Vec<Received> = rx

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use boomerang::webhook::signing;
 use boomerang_e2e::{
-    header, id_of, on_both_backends, wait_for, Backend, Receiver, Reply, Server, ServerOptions,
+    header, id_of, on_both_backends, status_codes, wait_for, Backend, Receiver, Reply, Server,
+    ServerOptions,
 };
 use serde_json::{json, Value};
 
@@ -102,12 +103,7 @@ async fn fails_twice_then_succeeds_with_the_scheduled_spacing(backend: Backend) 
         gap2 >= Duration::from_millis(1950) && gap2 < Duration::from_secs(5),
         "{gap2:?}"
     );
-    let codes: Vec<_> = done["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["status_code"].clone())
-        .collect();
+    let codes = status_codes(&done);
     assert_eq!(codes, vec![json!(500), json!(500), json!(200)]);
     assert_eq!(done["attempts"][0]["outcome"], "retrying");
     assert_eq!(done["attempts"][0]["error"], "HTTP 500");
