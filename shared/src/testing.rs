@@ -37,6 +37,7 @@ pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>)
         }),
         notify: Notify::Every,
         alert_of: None,
+        hold: None,
     };
     let key = key.map(str::to_string);
     // The digest is only kept with an idempotency key (it is only ever compared then).
@@ -569,6 +570,28 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
     owing.dead_letter_pending = false;
     owing.alert_pending = true;
     owing.alerts = vec![TaskId::new(), TaskId::new()];
+    // Held, its hold timed out and one check made: the next check is due.
+    let mut held = sample_task(&tenant, None, now + minute);
+    held.spec.hold = Some(crate::domain::HoldSpec {
+        timeout: Duration::from_secs(30),
+        check_url: Some("https://example.com/tx".into()),
+        on_unknown: crate::domain::OnUnknown::Release,
+        max_checks: 5,
+    });
+    let mut held = held.hold_from(now - minute).unwrap();
+    held.checks.push(crate::domain::CheckRecord {
+        number: 1,
+        at: now - minute,
+        duration_ms: 12,
+        status_code: Some(503),
+        decision: None,
+        error: Some("HTTP 503".into()),
+    });
+    held.check_at = Some(now - minute / 2);
+    // Held with its timeout ahead.
+    let mut waiting = sample_task(&tenant, None, now - minute);
+    waiting.spec.hold = held.spec.hold.clone();
+    let waiting = waiting.hold_from(now).unwrap();
     let done = working
         .after_attempt(&crate::domain::Verdict::Success, now, 0.5)
         .unwrap();
@@ -577,7 +600,7 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         ..done
     };
     let all = [
-        &overdue, &later, &stalled, &working, &pending, &owing, &done,
+        &overdue, &later, &stalled, &working, &pending, &owing, &held, &waiting, &done,
     ];
     for t in all {
         store.create(t).await.unwrap();
@@ -586,6 +609,11 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         store.get(&tenant, &owing.id).await.unwrap().as_ref(),
         Some(&owing),
         "an owed alert and the alerts raised are kept"
+    );
+    assert_eq!(
+        store.get(&tenant, &held.id).await.unwrap().as_ref(),
+        Some(&held),
+        "a hold, its checks and its next check are kept"
     );
     let ours: Vec<TaskId> = all.iter().map(|t| t.id).collect();
     let mine = |items: Vec<PendingWork>| {
@@ -602,6 +630,7 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         (stalled.id, WorkKind::LeaseExpiry),
         (pending.id, WorkKind::DeadLetter),
         (owing.id, WorkKind::DeadLetter),
+        (held.id, WorkKind::Check),
     ];
     expected.sort();
     let due = store.due(now, 10_000).await.unwrap().work;
@@ -615,9 +644,16 @@ async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
         (item.attempt.clone(), item.due_at),
         (overdue.attempt_ref(1), now - minute)
     );
+    let check = due.iter().find(|w| w.attempt.task_id == held.id).unwrap();
+    assert_eq!(
+        (check.attempt.attempt, check.due_at),
+        (crate::domain::CHECK_ATTEMPT, now - minute / 2),
+        "a check's timer carries the checks' attempt number"
+    );
 
     expected.push((later.id, WorkKind::Attempt));
     expected.push((working.id, WorkKind::LeaseExpiry));
+    expected.push((waiting.id, WorkKind::Check));
     expected.sort();
     let ahead = store.due(now + minute * 31, 10_000).await.unwrap().work;
     assert_eq!(

@@ -99,10 +99,40 @@ fn hostile_value() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// A valid request with some of its fields (and of its `retry` and `on_failure` fields) replaced by hostile
-/// values, and sometimes a field that does not exist.
+/// The objects a request holds, each with its fields and a valid value to start from.
+const OBJECTS: [(&str, &[&str]); 3] = [
+    (
+        "retry",
+        &[
+            "schedule",
+            "backoff",
+            "interval",
+            "max_interval",
+            "max_attempts",
+            "max_duration",
+            "jitter",
+            "permanent_statuses",
+        ],
+    ),
+    ("on_failure", &["url", "headers"]),
+    (
+        "hold",
+        &["timeout", "check_url", "on_unknown", "max_checks"],
+    ),
+];
+
+fn valid_object(name: &str) -> Value {
+    match name {
+        "retry" => json!({"backoff": "exponential", "interval": "10s"}),
+        "on_failure" => json!({"url": "https://alerts.example.com/hook"}),
+        _ => json!({"timeout": "30s", "check_url": "https://shop.example.com/tx"}),
+    }
+}
+
+/// A valid request (held or not) with some of its fields, and of its objects' fields,
+/// replaced by hostile values, and sometimes a field that does not exist.
 fn hostile_request() -> impl Strategy<Value = Value> {
-    const FIELDS: [&str; 14] = [
+    const FIELDS: [&str; 15] = [
         "url",
         "method",
         "headers",
@@ -117,59 +147,42 @@ fn hostile_request() -> impl Strategy<Value = Value> {
         "key",
         "on_failure",
         "notify",
-    ];
-    const ON_FAILURE: [&str; 2] = ["url", "headers"];
-    const RETRY: [&str; 8] = [
-        "schedule",
-        "backoff",
-        "interval",
-        "max_interval",
-        "max_attempts",
-        "max_duration",
-        "jitter",
-        "permanent_statuses",
+        "hold",
     ];
     let top = prop::collection::vec(
         (prop::sample::select(FIELDS.to_vec()), hostile_value()),
         0..4,
     );
-    let retry = prop::collection::vec(
-        (prop::sample::select(RETRY.to_vec()), hostile_value()),
-        0..4,
-    );
-    let on_failure = prop::collection::vec(
-        (prop::sample::select(ON_FAILURE.to_vec()), hostile_value()),
-        0..3,
+    let nested = prop::collection::vec(
+        (
+            prop::sample::select(OBJECTS.to_vec()),
+            any::<prop::sample::Index>(),
+            hostile_value(),
+        ),
+        0..5,
     );
     let parts = (
         top,
-        retry,
-        on_failure,
+        nested,
+        any::<bool>(),
         prop::option::of((".{0,8}", any_json())),
     );
-    parts.prop_map(|(top, retry, on_failure, extra)| {
+    parts.prop_map(|(top, nested, held, extra)| {
         let mut request = Map::new();
         request.insert("url".into(), json!("https://example.com/hook"));
         request.insert("delay".into(), json!("5m"));
-        request.insert(
-            "retry".into(),
-            json!({"backoff": "exponential", "interval": "10s"}),
-        );
-        request.insert(
-            "on_failure".into(),
-            json!({"url": "https://alerts.example.com/hook"}),
-        );
+        for (name, _) in OBJECTS {
+            if name != "hold" || held {
+                request.insert(name.into(), valid_object(name));
+            }
+        }
         for (field, value) in top {
             request.insert(field.into(), value);
         }
-        if let Some(Value::Object(r)) = request.get_mut("retry") {
-            for (field, value) in retry {
-                r.insert(field.into(), value);
-            }
-        }
-        if let Some(Value::Object(a)) = request.get_mut("on_failure") {
-            for (field, value) in on_failure {
-                a.insert(field.into(), value);
+        for ((name, fields), index, value) in nested {
+            let object = request.entry(name).or_insert_with(|| valid_object(name));
+            if let Value::Object(o) = object {
+                o.insert(index.get(fields).to_string(), value);
             }
         }
         if let Some((name, value)) = extra {

@@ -250,6 +250,12 @@ impl Server {
             .unwrap_or_else(|| panic!("no status line in {head:?}"))
     }
 
+    /// A request without a body (a release, a cancel); returns the status and the JSON body.
+    pub async fn call(&self, method: reqwest::Method, path: &str) -> (u16, Value) {
+        let res = self.request(method, path).send().await.unwrap();
+        (res.status().as_u16(), res.json().await.unwrap())
+    }
+
     pub async fn get_json(&self, path: &str) -> (u16, Value) {
         let res = self
             .request(reqwest::Method::GET, path)

@@ -415,6 +415,37 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing(backend: B
             422,
             "retry.jitter",
         ),
+        (json!({"url": url, "hold": {}}), 422, "hold.timeout"),
+        (
+            json!({"url": url, "hold": {"timeout": "500ms"}}),
+            422,
+            "hold.timeout",
+        ),
+        (
+            json!({"url": url, "hold": {"timeout": "25h"}}),
+            422,
+            "hold.timeout",
+        ),
+        (
+            json!({"url": url, "hold": {"timeout": "30s", "max_checks": 0}}),
+            422,
+            "hold.max_checks",
+        ),
+        (
+            json!({"url": url, "hold": {"timeout": "30s", "on_unknown": "maybe"}}),
+            422,
+            "hold.on_unknown",
+        ),
+        (
+            json!({"url": url, "hold": {"timeout": "30s", "check_url": "http://127.0.0.1/tx"}}),
+            422,
+            "hold.check_url",
+        ),
+        (
+            json!({"url": url, "hold": {"timeout": "30s", "then": "x"}}),
+            422,
+            "hold.then",
+        ),
         (json!({"url": url, "timeout": "0s"}), 422, "timeout"),
         (json!({"url": url, "timeout": "2m"}), 422, "timeout"),
         (

@@ -1,6 +1,7 @@
 //! The HTTP API: one axum Router for the local server and, through `lambda_http`, the API
 //! Lambda.
 
+pub mod holds;
 pub mod policies;
 pub mod problem;
 pub mod task_request;
@@ -43,6 +44,7 @@ fn routes(engine: Arc<Engine>) -> Router {
         .route("/tasks/{id}", get(get_task).delete(cancel_task))
         .route("/tasks/{id}/retry", post(retry_task))
         .merge(policies::routes())
+        .merge(holds::routes())
         .route_layer(middleware::from_fn_with_state(engine.clone(), authenticate));
     Router::new()
         .route(
@@ -225,10 +227,8 @@ async fn list_tasks(
         .get("status")
         .map(|s| {
             Status::parse(s).ok_or_else(|| {
-                Problem::invalid(
-                    "status",
-                    "must be scheduled, delivering, succeeded, failed or canceled",
-                )
+                let all: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+                Problem::invalid("status", format!("must be one of {}", all.join(", ")))
             })
         })
         .transpose()?;

@@ -11,11 +11,13 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::problem::Problem;
+use crate::domain::hold::{DEFAULT_MAX_CHECKS, MAX_CHECKS, MAX_HOLD, MIN_HOLD};
 use crate::domain::retry_policy::{
     MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MAX_UNLIMITED_DURATION, MIN_STEP,
 };
 use crate::domain::{
-    AlertTarget, Backoff, BusinessKey, CallbackRequest, Notify, PolicyName, RetryPolicy, TaskSpec,
+    AlertTarget, Backoff, BusinessKey, CallbackRequest, HoldSpec, Notify, OnUnknown, PolicyName,
+    RetryPolicy, TaskSpec,
 };
 use crate::engine::{FireTime, NewTask, RetrySource, MAX_SCHEDULE_AHEAD};
 
@@ -56,6 +58,17 @@ pub struct TaskRequest {
     pub key: Option<String>,
     pub on_failure: Option<AlertRequest>,
     pub notify: Option<String>,
+    pub hold: Option<HoldRequest>,
+}
+
+/// `hold`: register the task held until the caller releases it (or a check decides).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HoldRequest {
+    pub timeout: Option<String>,
+    pub check_url: Option<String>,
+    pub on_unknown: Option<String>,
+    pub max_checks: Option<i64>,
 }
 
 /// `on_failure`: where this task's failures are reported.
@@ -231,6 +244,7 @@ impl TaskRequest {
         let metadata = metadata(self.metadata.unwrap_or_default())?;
         let key = self.key.map(business_key).transpose()?;
         let on_failure = self.on_failure.map(AlertRequest::validate).transpose()?;
+        let hold = self.hold.map(HoldRequest::validate).transpose()?;
         let notify = match self.notify.as_deref() {
             None => Notify::Final,
             Some(n) => Notify::parse(n)
@@ -253,6 +267,7 @@ impl TaskRequest {
                 on_failure,
                 notify,
                 alert_of: None,
+                hold,
             },
             when,
             idempotency_key,
@@ -268,6 +283,7 @@ impl TaskRequest {
             "delay": self.delay, "fire_at": self.fire_at, "retry": self.retry,
             "timeout": self.timeout, "expect_body": self.expect_body, "metadata": self.metadata,
             "key": self.key, "on_failure": self.on_failure, "notify": self.notify,
+            "hold": self.hold,
         });
         let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
         format!("{:x}", Sha256::digest(bytes))
@@ -282,6 +298,43 @@ impl AlertRequest {
         };
         let headers = headers("on_failure.headers", self.headers.unwrap_or_default(), None)?;
         Ok(AlertTarget { url, headers })
+    }
+}
+
+impl HoldRequest {
+    fn validate(self) -> Result<HoldSpec, Problem> {
+        let timeout = match self.timeout {
+            Some(t) => bounded("hold.timeout", &t, MIN_HOLD, MAX_HOLD)?,
+            None => return Err(Problem::invalid("hold.timeout", "is required")),
+        };
+        let check_url = match self.check_url {
+            Some(u) if u.trim().is_empty() => {
+                return Err(Problem::invalid("hold.check_url", "must not be empty"))
+            }
+            other => other,
+        };
+        let on_unknown = match self.on_unknown.as_deref() {
+            None => OnUnknown::Cancel,
+            Some(s) => OnUnknown::parse(s).ok_or_else(|| {
+                Problem::invalid("hold.on_unknown", "must be `cancel` or `release`")
+            })?,
+        };
+        let max_checks = match self.max_checks {
+            None => DEFAULT_MAX_CHECKS,
+            Some(n) if (1..=i64::from(MAX_CHECKS)).contains(&n) => n as u32,
+            Some(_) => {
+                return Err(Problem::invalid(
+                    "hold.max_checks",
+                    format!("must be between 1 and {MAX_CHECKS}"),
+                ))
+            }
+        };
+        Ok(HoldSpec {
+            timeout,
+            check_url,
+            on_unknown,
+            max_checks,
+        })
     }
 }
 

@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::domain::{
-    AttemptOutcome, AttemptRecord, Backoff, BusinessKey, Notify, RetryPolicy, Status, Task,
+    AttemptOutcome, AttemptRecord, Backoff, BusinessKey, CheckRecord, Notify, OnUnknown,
+    RetryPolicy, Status, Task,
 };
 use crate::engine::KeyCancellation;
 use crate::ports::Page;
@@ -48,8 +49,26 @@ pub struct TaskView {
     /// The task failed and its alert is not yet registered (it will be).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub alert_pending: bool,
+    /// A held task's hold, as registered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold: Option<HoldView>,
+    /// While held: when the hold times out, or the next check is due.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_at: Option<DateTime<Utc>>,
+    /// The checks made while held, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptView>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HoldView {
+    pub timeout: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_url: Option<String>,
+    pub on_unknown: OnUnknown,
+    pub max_checks: u32,
 }
 
 /// An alert destination; like a task's, header values are not shown.
@@ -167,6 +186,14 @@ impl TaskView {
             alert_of: task.spec.alert_of.map(|id| id.to_string()),
             alerts: task.alerts.iter().map(|id| id.to_string()).collect(),
             alert_pending: task.alert_pending,
+            hold: task.spec.hold.as_ref().map(|h| HoldView {
+                timeout: human(h.timeout),
+                check_url: h.check_url.clone(),
+                on_unknown: h.on_unknown,
+                max_checks: h.max_checks,
+            }),
+            check_at: task.check_at,
+            checks: task.checks.clone(),
             attempts: attempts.map(|a| a.iter().map(AttemptView::new).collect()),
         }
     }

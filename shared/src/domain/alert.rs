@@ -258,5 +258,6 @@ pub fn alert_spec(of: TaskId, target: &AlertTarget, body: &AlertBody) -> TaskSpe
         on_failure: None,
         notify: Notify::Final,
         alert_of: Some(of),
+        hold: None,
     }
 }

@@ -71,7 +71,8 @@ impl From<TaskId> for String {
 #[serde(deny_unknown_fields)]
 pub struct AttemptRef {
     pub task_id: TaskId,
-    /// 1-based, counted over the task's whole life.
+    /// 1-based, counted over the task's whole life; 0 for a held task's checks
+    /// ([`super::hold::CHECK_ATTEMPT`]).
     pub attempt: u32,
     pub tenant: TenantId,
 }

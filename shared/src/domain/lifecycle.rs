@@ -6,6 +6,7 @@
 //! ```text
 //! scheduled ──claim──▶ delivering ──after_attempt──▶ succeeded | scheduled (next) | failed
 //! scheduled ──cancel─▶ canceled                       failed ──retry──▶ scheduled
+//! held ──release──▶ scheduled       held ──cancel──▶ canceled     (see super::hold)
 //! ```
 //!
 //! [`Task::pending_work`] states, once for every store, what work a task still has to do.
@@ -46,6 +47,11 @@ pub enum Refusal {
     NoDeadLetterPending,
     #[error("no alert is owed for this task")]
     NoAlertPending,
+    /// A release of a task that was released already (a repeat): it is now this.
+    #[error("the task was released already and is {}", .0.as_str())]
+    Released(Status),
+    #[error("the task was not registered held; it is {}", .0.as_str())]
+    NotHeld(Status),
     #[error("the {0} would fall outside the supported range of times")]
     TimeOutOfRange(&'static str),
 }
@@ -74,13 +80,16 @@ pub enum WorkKind {
     /// `failed`, and its dead letter not yet acknowledged (or its alert not yet
     /// registered) since `due_at`.
     DeadLetter,
+    /// `held`: the hold times out (or the next check is due) at `due_at`.
+    Check,
 }
 
 impl WorkKind {
-    pub const ALL: [WorkKind; 3] = [
+    pub const ALL: [WorkKind; 4] = [
         WorkKind::Attempt,
         WorkKind::LeaseExpiry,
         WorkKind::DeadLetter,
+        WorkKind::Check,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -88,11 +97,18 @@ impl WorkKind {
             WorkKind::Attempt => "scheduled",
             WorkKind::LeaseExpiry => "lease",
             WorkKind::DeadLetter => "dead_letter",
+            WorkKind::Check => "check",
         }
     }
 
     pub fn parse(s: &str) -> Option<WorkKind> {
         WorkKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Work a timer is armed for when it is written: an attempt, or a held task's check
+    /// (a lease's end is armed only by the sweep, a dead letter is resent by it).
+    pub fn is_timed(self) -> bool {
+        matches!(self, WorkKind::Attempt | WorkKind::Check)
     }
 }
 
@@ -114,6 +130,7 @@ impl Task {
     /// else) for the sweep: `due_at` is when the work becomes due.
     pub fn pending_work(&self) -> Option<PendingWork> {
         let (kind, due_at) = match self.status {
+            Status::Held => (WorkKind::Check, self.check_at?),
             Status::Scheduled => (WorkKind::Attempt, self.next_attempt_at?),
             Status::Delivering => (WorkKind::LeaseExpiry, self.lease_until?),
             Status::Failed if self.dead_letter_pending || self.alert_pending => {
@@ -121,8 +138,12 @@ impl Task {
             }
             _ => return None,
         };
+        let number = match kind {
+            WorkKind::Check => super::hold::CHECK_ATTEMPT,
+            _ => self.attempt,
+        };
         Some(PendingWork {
-            attempt: self.attempt_ref(self.attempt),
+            attempt: self.attempt_ref(number),
             kind,
             due_at,
         })
@@ -211,13 +232,15 @@ impl Task {
         Ok(next)
     }
 
-    /// Cancels a `scheduled` task; a timer still armed for it will find it canceled.
+    /// Cancels a `scheduled` or `held` task; a timer still armed for it will find it
+    /// canceled.
     pub fn cancel(&self, now: DateTime<Utc>) -> Result<Task, Refusal> {
         match self.status {
-            Status::Scheduled => {
+            Status::Scheduled | Status::Held => {
                 let mut next = self.next_version(now);
                 next.status = Status::Canceled;
                 next.next_attempt_at = None;
+                next.check_at = None;
                 Ok(next)
             }
             Status::Delivering => Err(Refusal::BeingDelivered),
@@ -338,6 +361,7 @@ mod tests {
             on_failure: None,
             notify: Default::default(),
             alert_of: None,
+            hold: None,
         };
         let tenant = TenantId::parse("acme").unwrap();
         Task::new_scheduled(tenant, spec, None, "h".into(), t0() + secs(60), t0())

@@ -3,6 +3,7 @@
 
 pub mod alert;
 pub mod duration_ms;
+pub mod hold;
 pub mod ids;
 pub mod lifecycle;
 pub mod retry_policy;
@@ -11,6 +12,7 @@ pub mod tenant;
 pub mod time;
 
 pub use alert::{AlertTarget, Notice, Notify};
+pub use hold::{CheckAnswer, CheckRecord, HoldSpec, OnUnknown, CHECK_ATTEMPT};
 pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use retry_policy::{Backoff, RetryPolicy};

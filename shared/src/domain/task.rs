@@ -8,17 +8,20 @@ use serde::{Deserialize, Serialize};
 
 use super::alert::{AlertTarget, Notify};
 use super::duration_ms;
+use super::hold::{CheckRecord, HoldSpec};
 use super::ids::{BusinessKey, TaskId, TenantId};
 use super::retry_policy::RetryPolicy;
 
 /// Where a task is in its lifecycle.
 ///
 /// `scheduled → delivering → succeeded | scheduled (next attempt) | failed`, and
-/// `scheduled → canceled`. A `failed` task may be retried back to `scheduled`. The
+/// `scheduled → canceled`; a held task starts `held` and is released to `scheduled` or
+/// canceled ([`super::hold`]). A `failed` task may be retried back to `scheduled`. The
 /// transitions themselves are in [`super::lifecycle`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
+    Held,
     Scheduled,
     Delivering,
     Succeeded,
@@ -27,7 +30,8 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 5] = [
+    pub const ALL: [Status; 6] = [
+        Status::Held,
         Status::Scheduled,
         Status::Delivering,
         Status::Succeeded,
@@ -37,6 +41,7 @@ impl Status {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Status::Held => "held",
             Status::Scheduled => "scheduled",
             Status::Delivering => "delivering",
             Status::Succeeded => "succeeded",
@@ -85,6 +90,9 @@ pub struct TaskSpec {
     /// Set on an alert: the task it reports on. An alert raises no alerts itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alert_of: Option<TaskId>,
+    /// Registered held: delivered only once released ([`super::hold`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<HoldSpec>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,6 +133,12 @@ pub struct Task {
     /// The alerts raised about this task, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<TaskId>,
+    /// While `held`: when the hold times out, or the next check is due.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_at: Option<DateTime<Utc>>,
+    /// The checks made while held, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckRecord>,
 }
 
 impl Task {
@@ -157,6 +171,8 @@ impl Task {
             timer_armed: false,
             alert_pending: false,
             alerts: Vec::new(),
+            check_at: None,
+            checks: Vec::new(),
         }
     }
 

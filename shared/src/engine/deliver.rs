@@ -34,6 +34,9 @@ pub enum DeliverOutcome {
     Early,
     /// The webhook was called; the task is now in this state.
     Attempted(Status),
+    /// A held task's check was made (or its hold timed out); the task is now in this
+    /// state.
+    Checked(Status),
 }
 
 impl Engine {
@@ -82,6 +85,9 @@ impl Engine {
         task: Task,
         worker: &str,
     ) -> Result<Option<DeliverOutcome>, EngineError> {
+        if task.status == Status::Held {
+            return self.check_hold(at, task).await;
+        }
         let started = self.ports.clock.now();
         let lease = task.spec.timeout.saturating_add(self.settings.lease_margin);
         let claimed = match task.claim(at.attempt, started, lease) {
@@ -282,7 +288,7 @@ fn judge(result: &WebhookResult, task: &Task) -> Verdict {
     }
 }
 
-fn transport_error(why: String) -> WebhookResult {
+pub(super) fn transport_error(why: String) -> WebhookResult {
     WebhookResult {
         error: Some(WebhookError::Transport(why)),
         ..WebhookResult::default()

@@ -1,5 +1,5 @@
-//! Canceling by the caller's own id: every `scheduled` task of a tenant with one business
-//! key ("the order was paid: cancel its payment reminders").
+//! Canceling by the caller's own id: every `scheduled` (or `held`) task of a tenant with one
+//! business key ("the order was paid: cancel its payment reminders").
 
 use super::{Engine, EngineError};
 use crate::domain::{BusinessKey, Status, TaskId, TenantId};
@@ -22,7 +22,7 @@ pub struct KeyCancellation {
 }
 
 impl Engine {
-    /// Cancels each of the tenant's `scheduled` tasks with `key`, one conditional write
+    /// Cancels each of the tenant's `scheduled` and `held` tasks with `key`, one conditional write
     /// each, as [`Engine::cancel`] does: a task a delivery has claimed meanwhile is
     /// reported with its new status instead.
     pub async fn cancel_by_key(
@@ -47,7 +47,7 @@ impl Engine {
                     return Ok(outcome);
                 }
                 seen += 1;
-                if task.status != Status::Scheduled {
+                if !matches!(task.status, Status::Scheduled | Status::Held) {
                     outcome.not_canceled.push((task.id, task.status));
                     continue;
                 }

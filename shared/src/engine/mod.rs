@@ -2,6 +2,7 @@
 
 mod alerts;
 mod deliver;
+mod holds;
 mod keys;
 mod policies;
 mod retention;
@@ -16,7 +17,6 @@ use crate::clock::{Clock, Random};
 use crate::domain::time::checked_add;
 use crate::domain::{
     AlertTarget, AttemptRecord, AttemptRef, PolicyName, Refusal, Task, TaskId, TaskSpec, TenantId,
-    WorkKind,
 };
 use crate::metrics::{MetricEvent, Metrics};
 use crate::ports::{
@@ -26,6 +26,7 @@ use crate::ports::{
 use futures_util::StreamExt;
 
 pub use deliver::DeliverOutcome;
+pub use holds::{KeyRelease, Release};
 pub use keys::{KeyCancellation, MAX_KEY_CANCEL};
 pub use sweep::SweepReport;
 
@@ -236,6 +237,15 @@ impl Engine {
                 field: "url",
                 detail,
             })?;
+        if let Some(check) = new.spec.hold.as_ref().and_then(|h| h.check_url.as_ref()) {
+            self.ports
+                .webhooks
+                .check_destination(check)
+                .map_err(|detail| EngineError::Invalid {
+                    field: "hold.check_url",
+                    detail,
+                })?;
+        }
         if let Some(alert) = &new.spec.on_failure {
             self.ports
                 .webhooks
@@ -255,14 +265,19 @@ impl Engine {
             Some(_) => new.request_hash,
             None => String::new(),
         };
-        Ok(Task::new_scheduled(
+        Task::new_scheduled(
             tenant.clone(),
             new.spec,
             new.idempotency_key,
             request_hash,
             fire_at,
             now,
-        ))
+        )
+        .hold_from(now)
+        .map_err(|e| EngineError::Invalid {
+            field: "hold.timeout",
+            detail: e.to_string(),
+        })
     }
 
     /// Writes a new task (or finds the one its idempotency key registered) and, for an
@@ -383,7 +398,7 @@ impl Engine {
         if !self.ports.timer.durable() {
             return;
         }
-        if let Some(work) = task.pending_work().filter(|w| w.kind == WorkKind::Attempt) {
+        if let Some(work) = task.pending_work().filter(|w| w.kind.is_timed()) {
             task.timer_armed = self.arm(work.attempt, work.due_at).await;
         }
     }
@@ -394,7 +409,7 @@ impl Engine {
         if self.ports.timer.durable() {
             return;
         }
-        if let Some(work) = task.pending_work().filter(|w| w.kind == WorkKind::Attempt) {
+        if let Some(work) = task.pending_work().filter(|w| w.kind.is_timed()) {
             self.arm(work.attempt, work.due_at).await;
         }
     }

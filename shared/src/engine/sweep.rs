@@ -8,7 +8,7 @@ use crate::metrics::MetricEvent;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SweepReport {
-    /// Scheduled attempts whose timer was (re-)armed.
+    /// Scheduled attempts (and held tasks' checks) whose timer was (re-)armed.
     pub rearmed: usize,
     /// Deliveries whose lease ends by the cutoff, armed for a new worker to take over.
     pub leases_taken_over: usize,
@@ -38,7 +38,7 @@ impl Engine {
         let mut all_done = true;
         for work in due.work {
             match work.kind {
-                WorkKind::Attempt => {
+                WorkKind::Attempt | WorkKind::Check => {
                     all_done &= self.arm(work.attempt, work.due_at).await;
                     report.rearmed += 1;
                 }

@@ -199,6 +199,7 @@ pub fn new_task(when: FireTime, retry: RetryPolicy) -> NewTask {
             on_failure: None,
             notify: Default::default(),
             alert_of: None,
+            hold: None,
         },
         retry_from: RetrySource::Given,
         when,

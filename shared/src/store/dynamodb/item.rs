@@ -163,6 +163,14 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
         (!task.alerts.is_empty())
             .then(|| AttributeValue::L(task.alerts.iter().map(|id| s(id.to_string())).collect())),
     );
+    optional("kt", task.check_at.map(ms));
+    // A held task's checks (at most a hundred small records), as JSON.
+    optional(
+        "ck",
+        (!task.checks.is_empty())
+            .then(|| serde_json::to_string(&task.checks).ok().map(s))
+            .flatten(),
+    );
     optional("x", expiry(task, retention).map(n));
     // Only work no durable timer holds goes where the sweep looks. The entry is left as it
     // is otherwise: the sweep reads past it once (removing it would cost an index write).
@@ -217,6 +225,12 @@ pub fn task_from(item: &Item) -> Result<Task, StoreError> {
         timer_armed: flag(item, "ta"),
         alert_pending: flag(item, "ap"),
         alerts: alerts(item)?,
+        check_at: opt_time(item, "kt")?,
+        checks: match item.get("ck") {
+            Some(v) => serde_json::from_str(v.as_s().map_err(|_| corrupt("ck"))?)
+                .map_err(|_| corrupt("ck"))?,
+            None => Vec::new(),
+        },
     })
 }
 

@@ -243,6 +243,8 @@ struct TaskRow {
     id: String,
     status: &'static str,
     version: i64,
+    /// The attempt number the pending work's timer carries (a held task's checks carry
+    /// their own), else the task's attempt.
     attempt: i64,
     due_kind: Option<&'static str>,
     due_ms: Option<i64>,
@@ -260,7 +262,7 @@ impl TaskRow {
             id: t.id.to_string(),
             status: t.status.as_str(),
             version: t.version as i64,
-            attempt: t.attempt as i64,
+            attempt: work.as_ref().map_or(t.attempt, |w| w.attempt.attempt) as i64,
             due_kind: work.as_ref().map(|w| w.kind.as_str()),
             due_ms: work.as_ref().map(|w| w.due_at.timestamp_millis()),
             business_key: t.spec.key.as_ref().map(|k| k.to_string()),

@@ -1,0 +1,205 @@
+//! Held tasks: release (by id or by business key), and the check-back when the caller
+//! goes silent (see [`crate::domain::hold`]).
+
+use std::collections::BTreeMap;
+
+use super::deliver::DeliverOutcome;
+use super::{Engine, EngineError};
+use crate::domain::hold::{judge_check, CHECK_ATTEMPT, CHECK_TIMEOUT};
+use crate::domain::{
+    AttemptRef, BusinessKey, CallbackRequest, CheckAnswer, CheckRecord, Refusal, RetryPolicy,
+    Status, Task, TaskId, TaskSpec, TenantId,
+};
+use crate::ports::{ListQuery, StoreError, WebhookCall};
+
+/// What a release did.
+#[derive(Debug)]
+pub struct Release {
+    pub task: Task,
+    /// False when the task had been released before (the request was a repeat).
+    pub released_now: bool,
+}
+
+/// What a release by key did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyRelease {
+    pub released: Vec<TaskId>,
+    /// Tasks with the key that were not held (released before, canceled, never held),
+    /// with their status.
+    pub not_released: Vec<(TaskId, Status)>,
+    pub more: bool,
+}
+
+/// Most tasks one release by key looks at.
+const MAX_KEY_RELEASE: usize = super::MAX_KEY_CANCEL;
+
+impl Engine {
+    /// Releases a held task for delivery. Releasing a task released before is a repeat,
+    /// answered with the task as it is; a canceled one is refused.
+    pub async fn release(&self, tenant: &TenantId, id: &TaskId) -> Result<Release, EngineError> {
+        match self.transition(tenant, id, Task::release).await {
+            Ok(task) => {
+                tracing::info!(task = %task.id, "held task released");
+                self.arm_after_write(&task).await;
+                Ok(Release {
+                    task,
+                    released_now: true,
+                })
+            }
+            Err(EngineError::Conflict(Refusal::Released(_))) => Ok(Release {
+                task: self.owned_task(tenant, id).await?,
+                released_now: false,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Releases each of the tenant's held tasks with `key`, as [`Self::release`] does.
+    pub async fn release_by_key(
+        &self,
+        tenant: &TenantId,
+        key: &BusinessKey,
+    ) -> Result<KeyRelease, EngineError> {
+        let mut outcome = KeyRelease::default();
+        let mut cursor = None;
+        let mut seen = 0;
+        loop {
+            let query = ListQuery {
+                key: Some(key.clone()),
+                limit: 100,
+                cursor,
+                ..ListQuery::default()
+            };
+            let page = self.list(tenant, &query).await?;
+            for task in page.tasks {
+                if seen == MAX_KEY_RELEASE {
+                    outcome.more = true;
+                    return Ok(outcome);
+                }
+                seen += 1;
+                if task.status != Status::Held {
+                    outcome.not_released.push((task.id, task.status));
+                    continue;
+                }
+                match self.release(tenant, &task.id).await {
+                    Ok(r) if r.released_now => outcome.released.push(task.id),
+                    Ok(r) => outcome.not_released.push((task.id, r.task.status)),
+                    Err(EngineError::Conflict(_)) => {
+                        let now = self.owned_task(tenant, &task.id).await?;
+                        outcome.not_released.push((task.id, now.status));
+                    }
+                    Err(EngineError::NotFound) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(outcome),
+            }
+        }
+    }
+
+    /// A timer fire for a held task: its hold timed out, or its next check is due. Asks
+    /// the check URL (if any) and writes what the answer decides, conditionally: a release
+    /// or cancel that got there first wins, and this check's result is dropped.
+    pub(super) async fn check_hold(
+        &self,
+        at: AttemptRef,
+        task: Task,
+    ) -> Result<Option<DeliverOutcome>, EngineError> {
+        match task.claim_check(at.attempt, self.ports.clock.now()) {
+            Ok(()) => {}
+            Err(Refusal::NotDue(due)) => {
+                self.arm(at, due).await;
+                return Ok(Some(DeliverOutcome::Early));
+            }
+            // Not held, or not a check's timer: perhaps a lagging read, so `None` has it
+            // read again before the fire is dropped.
+            Err(_) => return Ok(None),
+        }
+        let (answer, record) = match task.spec.hold.as_ref().and_then(|h| h.check_url.clone()) {
+            Some(url) => {
+                let (answer, record) = self.ask(&task, url).await;
+                (answer, Some(record))
+            }
+            None => (CheckAnswer::Unknown("no check_url".into()), None),
+        };
+        let now = self.ports.clock.now();
+        let mut next = task
+            .after_check(&answer, record, now)
+            .map_err(EngineError::Conflict)?;
+        self.arm_before_write(&mut next).await;
+        match self.ports.store.update(&next, task.version).await {
+            Ok(()) => {}
+            // Released or canceled meanwhile: that decision stands.
+            Err(StoreError::Conflict) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+        tracing::info!(
+            task = %task.id, checks = next.checks.len(), status = next.status.as_str(),
+            "held task checked"
+        );
+        self.arm_after_write(&next).await;
+        Ok(Some(DeliverOutcome::Checked(next.status)))
+    }
+
+    /// Calls the check URL: a signed `POST` of the task's id, key and metadata.
+    async fn ask(&self, task: &Task, url: String) -> (CheckAnswer, CheckRecord) {
+        let body = serde_json::json!({
+            "task_id": task.id,
+            "key": task.spec.key.as_ref().map(|k| k.to_string()),
+            "metadata": task.spec.metadata,
+            "check": task.next_check(),
+        });
+        let spec = TaskSpec {
+            request: CallbackRequest {
+                url,
+                method: "POST".into(),
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: body.to_string(),
+            },
+            timeout: CHECK_TIMEOUT,
+            expect_body: None,
+            retry: RetryPolicy::default(),
+            metadata: BTreeMap::new(),
+            key: None,
+            on_failure: None,
+            notify: Default::default(),
+            alert_of: None,
+            hold: None,
+        };
+        let started = self.ports.clock.now();
+        let result = match self.ports.tenants.signing_secret(&task.tenant).await {
+            Ok(Some(secret)) => {
+                let call = WebhookCall {
+                    attempt: task.attempt_ref(CHECK_ATTEMPT),
+                    spec: &spec,
+                    secret: &secret,
+                    timestamp: started,
+                };
+                self.ports.webhooks.send(&call).await
+            }
+            Ok(None) => super::deliver::transport_error("the tenant has no signing secret".into()),
+            Err(e) => super::deliver::transport_error(e.to_string()),
+        };
+        let error = result.error.as_ref().map(|e| e.to_string());
+        let answer = judge_check(result.status, result.excerpt.as_deref(), error.as_deref());
+        let finished = self.ports.clock.now();
+        let record = CheckRecord {
+            number: task.next_check(),
+            at: started,
+            duration_ms: (finished - started).num_milliseconds().max(0) as u64,
+            status_code: result.status,
+            decision: match answer {
+                CheckAnswer::Release => Some("release".into()),
+                CheckAnswer::Cancel => Some("cancel".into()),
+                CheckAnswer::Unknown(_) => None,
+            },
+            error: match &answer {
+                CheckAnswer::Unknown(e) => Some(e.clone()),
+                _ => None,
+            },
+        };
+        (answer, record)
+    }
+}
