@@ -44,10 +44,7 @@ impl Harness {
         let due = now.check_at.expect("a check is due");
         let wait = (due - self.clock_now()).num_milliseconds().max(0) as u64;
         self.clock.advance(Duration::from_millis(wait));
-        self.engine
-            .deliver(AttemptRef::new(self.tenant.clone(), task.id, CHECK_ATTEMPT))
-            .await
-            .unwrap()
+        self.fire_attempt(task, CHECK_ATTEMPT).await
     }
 }
 
@@ -68,11 +65,7 @@ async fn a_held_task_waits_and_a_release_schedules_it_once() {
 
     // The attempt's time comes and goes: a stray fire delivers nothing.
     h.clock.advance(secs(12));
-    let stray = h
-        .engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
-        .await
-        .unwrap();
+    let stray = h.fire_attempt(&task, 1).await;
     assert_eq!(stray, DeliverOutcome::Stale);
     assert_eq!(h.webhooks.calls(), 0);
 
@@ -89,28 +82,15 @@ async fn a_held_task_waits_and_a_release_schedules_it_once() {
     assert!(!again.released_now, "a repeat answers the task as it is");
     assert_eq!(again.task.version, released.task.version);
 
-    let outcome = h
-        .engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
-        .await
-        .unwrap();
+    let outcome = h.fire_attempt(&task, 1).await;
     assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     assert_eq!(h.webhooks.calls(), 1);
+    h.clock.advance(secs(60));
     assert_eq!(
-        h.fire_check_after_release(&task).await,
+        h.fire_attempt(&task, CHECK_ATTEMPT).await,
         DeliverOutcome::Stale,
         "the old check timer finds nothing to check"
     );
-}
-
-impl Harness {
-    async fn fire_check_after_release(&self, task: &Task) -> DeliverOutcome {
-        self.clock.advance(secs(60));
-        self.engine
-            .deliver(AttemptRef::new(self.tenant.clone(), task.id, CHECK_ATTEMPT))
-            .await
-            .unwrap()
-    }
 }
 
 #[tokio::test]
@@ -126,11 +106,7 @@ async fn a_canceled_hold_is_never_delivered_and_cannot_be_released() {
         Err(EngineError::Conflict(_))
     ));
     h.clock.advance(secs(60));
-    let fired = h
-        .engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, CHECK_ATTEMPT))
-        .await
-        .unwrap();
+    let fired = h.fire_attempt(&task, CHECK_ATTEMPT).await;
     assert_eq!(fired, DeliverOutcome::Stale);
     assert_eq!(h.webhooks.calls(), 0, "neither checked nor delivered");
     let plain = h.register(FireTime::Now, RetryPolicy::default()).await;
@@ -186,10 +162,7 @@ async fn a_silent_caller_is_checked_with_backoff_until_it_answers() {
         .unwrap()
         .contains("decision"));
     assert_eq!(h.webhooks.urls.lock().unwrap().clone(), vec![CHECK; 3]);
-    h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
-        .await
-        .unwrap();
+    h.fire_attempt(&task, 1).await;
     assert_eq!(h.now_of(&task).await.status, Status::Succeeded);
 }
 

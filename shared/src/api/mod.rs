@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::domain::{Status, TaskId, TenantId};
+use crate::domain::{BusinessKey, Status, TaskId, TenantId};
 use crate::engine::{Engine, MAX_BATCH};
 use crate::ports::ListQuery;
 use problem::Problem;
@@ -278,17 +278,18 @@ async fn cancel_by_key(
     Extension(tenant): Extension<TenantId>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Json<KeyCancelView>, Problem> {
-    let key = match params.get("key") {
-        Some(k) => task_request::business_key(k.clone())?,
-        None => {
-            return Err(Problem::invalid(
-                "key",
-                "is required (cancel one task with DELETE /v1/tasks/{id})",
-            ))
-        }
-    };
+    let key = key_param(&params, "cancel one task with DELETE /v1/tasks/{id}")?;
     let outcome = engine.cancel_by_key(&tenant, &key).await?;
     Ok(Json(KeyCancelView::new(&key, &outcome)))
+}
+
+/// The `key` query parameter of an action by business key; `one` says how to act on
+/// one task instead.
+fn key_param(params: &HashMap<String, String>, one: &str) -> Result<BusinessKey, Problem> {
+    match params.get("key") {
+        Some(k) => Ok(task_request::business_key(k.clone())?),
+        None => Err(Problem::invalid("key", format!("is required ({one})"))),
+    }
 }
 
 async fn retry_task(

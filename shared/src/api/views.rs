@@ -10,7 +10,7 @@ use crate::domain::{
     AttemptOutcome, AttemptRecord, Backoff, BusinessKey, CheckRecord, Notify, OnUnknown,
     RetryPolicy, Status, Task,
 };
-use crate::engine::KeyCancellation;
+use crate::engine::KeyOutcome;
 use crate::ports::Page;
 
 #[derive(Debug, Serialize)]
@@ -124,30 +124,60 @@ pub struct KeyCancelView {
     /// The tasks it canceled.
     pub canceled: Vec<String>,
     /// The tasks with the key it could not cancel: being delivered, or finished.
-    pub not_canceled: Vec<NotCanceledView>,
+    pub not_canceled: Vec<KeyedStatusView>,
     /// More tasks have the key than one request handles: send it again.
     pub more: bool,
 }
 
+/// What `POST /v1/tasks/release?key=…` did.
 #[derive(Debug, Serialize)]
-pub struct NotCanceledView {
+pub struct KeyReleaseView {
+    pub key: String,
+    pub released: Vec<String>,
+    /// The tasks with the key that were not held, with their status.
+    pub not_released: Vec<KeyedStatusView>,
+    pub more: bool,
+}
+
+/// A task with the key that an action by key left as it was.
+#[derive(Debug, Serialize)]
+pub struct KeyedStatusView {
     pub id: String,
     pub status: Status,
 }
 
+fn ids(ids: &[crate::domain::TaskId]) -> Vec<String> {
+    ids.iter().map(|id| id.to_string()).collect()
+}
+
+fn keyed_statuses(outcome: &KeyOutcome) -> Vec<KeyedStatusView> {
+    outcome
+        .not_done
+        .iter()
+        .map(|(id, status)| KeyedStatusView {
+            id: id.to_string(),
+            status: *status,
+        })
+        .collect()
+}
+
 impl KeyCancelView {
-    pub fn new(key: &BusinessKey, outcome: &KeyCancellation) -> Self {
+    pub fn new(key: &BusinessKey, outcome: &KeyOutcome) -> Self {
         Self {
             key: key.to_string(),
-            canceled: outcome.canceled.iter().map(|id| id.to_string()).collect(),
-            not_canceled: outcome
-                .not_canceled
-                .iter()
-                .map(|(id, status)| NotCanceledView {
-                    id: id.to_string(),
-                    status: *status,
-                })
-                .collect(),
+            canceled: ids(&outcome.done),
+            not_canceled: keyed_statuses(outcome),
+            more: outcome.more,
+        }
+    }
+}
+
+impl KeyReleaseView {
+    pub fn new(key: &BusinessKey, outcome: &KeyOutcome) -> Self {
+        Self {
+            key: key.to_string(),
+            released: ids(&outcome.done),
+            not_released: keyed_statuses(outcome),
             more: outcome.more,
         }
     }

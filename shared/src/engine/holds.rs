@@ -1,4 +1,4 @@
-//! Held tasks: release (by id or by business key), and the check-back when the caller
+//! Held tasks: release (by business key in [`super::keys`]), and the check-back when the caller
 //! goes silent (see [`crate::domain::hold`]).
 
 use std::collections::BTreeMap;
@@ -7,10 +7,10 @@ use super::deliver::DeliverOutcome;
 use super::{Engine, EngineError};
 use crate::domain::hold::{judge_check, CHECK_ATTEMPT, CHECK_TIMEOUT};
 use crate::domain::{
-    AttemptRef, BusinessKey, CallbackRequest, CheckAnswer, CheckRecord, Refusal, RetryPolicy,
-    Status, Task, TaskId, TaskSpec, TenantId,
+    AttemptRef, CallbackRequest, CheckAnswer, CheckRecord, Refusal, RetryPolicy, Task, TaskId,
+    TaskSpec, TenantId,
 };
-use crate::ports::{ListQuery, StoreError, WebhookCall};
+use crate::ports::{StoreError, WebhookCall};
 
 /// What a release did.
 #[derive(Debug)]
@@ -19,19 +19,6 @@ pub struct Release {
     /// False when the task had been released before (the request was a repeat).
     pub released_now: bool,
 }
-
-/// What a release by key did.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct KeyRelease {
-    pub released: Vec<TaskId>,
-    /// Tasks with the key that were not held (released before, canceled, never held),
-    /// with their status.
-    pub not_released: Vec<(TaskId, Status)>,
-    pub more: bool,
-}
-
-/// Most tasks one release by key looks at.
-const MAX_KEY_RELEASE: usize = super::MAX_KEY_CANCEL;
 
 impl Engine {
     /// Releases a held task for delivery. Releasing a task released before is a repeat,
@@ -51,51 +38,6 @@ impl Engine {
                 released_now: false,
             }),
             Err(e) => Err(e),
-        }
-    }
-
-    /// Releases each of the tenant's held tasks with `key`, as [`Self::release`] does.
-    pub async fn release_by_key(
-        &self,
-        tenant: &TenantId,
-        key: &BusinessKey,
-    ) -> Result<KeyRelease, EngineError> {
-        let mut outcome = KeyRelease::default();
-        let mut cursor = None;
-        let mut seen = 0;
-        loop {
-            let query = ListQuery {
-                key: Some(key.clone()),
-                limit: 100,
-                cursor,
-                ..ListQuery::default()
-            };
-            let page = self.list(tenant, &query).await?;
-            for task in page.tasks {
-                if seen == MAX_KEY_RELEASE {
-                    outcome.more = true;
-                    return Ok(outcome);
-                }
-                seen += 1;
-                if task.status != Status::Held {
-                    outcome.not_released.push((task.id, task.status));
-                    continue;
-                }
-                match self.release(tenant, &task.id).await {
-                    Ok(r) if r.released_now => outcome.released.push(task.id),
-                    Ok(r) => outcome.not_released.push((task.id, r.task.status)),
-                    Err(EngineError::Conflict(_)) => {
-                        let now = self.owned_task(tenant, &task.id).await?;
-                        outcome.not_released.push((task.id, now.status));
-                    }
-                    Err(EngineError::NotFound) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(outcome),
-            }
         }
     }
 

@@ -26,8 +26,8 @@ use crate::ports::{
 use futures_util::StreamExt;
 
 pub use deliver::DeliverOutcome;
-pub use holds::{KeyRelease, Release};
-pub use keys::{KeyCancellation, MAX_KEY_CANCEL};
+pub use holds::Release;
+pub use keys::{KeyOutcome, MAX_KEY_TASKS};
 pub use sweep::SweepReport;
 
 /// Most tasks one batch registration holds.

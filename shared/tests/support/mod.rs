@@ -220,6 +220,18 @@ impl Harness {
             .unwrap()
             .task
     }
+    /// Plays a timer fire for attempt `number` of `task` (a held task's checks: 0).
+    pub async fn fire_attempt(
+        &self,
+        task: &boomerang::domain::Task,
+        number: u32,
+    ) -> DeliverOutcome {
+        self.engine
+            .deliver(AttemptRef::new(self.tenant.clone(), task.id, number))
+            .await
+            .unwrap()
+    }
+
     pub async fn status_of(&self, task: &boomerang::domain::Task) -> Status {
         self.engine
             .get(&self.tenant, &task.id)
