@@ -332,7 +332,7 @@ impl Task {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{CallbackRequest, RetryPolicy, TaskSpec, TenantId};
+    use crate::domain::{CallbackRequest, RetryPolicy, TaskSpec, TenantId, CHECK_ATTEMPT};
     use chrono::TimeZone;
 
     fn t0() -> DateTime<Utc> {
@@ -367,6 +367,18 @@ mod tests {
         Task::new_scheduled(tenant, spec, None, "h".into(), t0() + secs(60), t0())
     }
 
+    /// Held for 30 s from t0, `on_unknown: release` after three checks.
+    fn held_task(check_url: Option<&str>) -> Task {
+        let mut t = task(RetryPolicy::default());
+        t.spec.hold = Some(crate::domain::HoldSpec {
+            timeout: Duration::from_secs(30),
+            check_url: check_url.map(str::to_string),
+            on_unknown: crate::domain::OnUnknown::Release,
+            max_checks: 3,
+        });
+        t.hold_from(t0()).unwrap()
+    }
+
     fn retry_once() -> Verdict {
         Verdict::Retry {
             error: "HTTP 500".into(),
@@ -393,9 +405,20 @@ mod tests {
         let retried = delivering
             .after_attempt(&retry_once(), t0() + secs(61), 0.5)
             .unwrap();
+        let held = held_task(None);
+        // Its hold ran out with nobody to ask: released, due at its fire time.
+        let released = held
+            .after_check(
+                &crate::domain::CheckAnswer::Unknown("no check_url".into()),
+                None,
+                t0() + secs(30),
+            )
+            .unwrap();
         let at = |t: &Task, n| t.attempt_ref(n);
         type Expected = Option<(WorkKind, u32, DateTime<Utc>)>;
-        let table: [(&Task, Expected); 8] = [
+        let table: [(&Task, Expected); 10] = [
+            (&held, Some((WorkKind::Check, 0, t0() + secs(30)))),
+            (&released, Some((WorkKind::Attempt, 1, t0() + secs(60)))),
             (&scheduled, Some((WorkKind::Attempt, 1, t0() + secs(60)))),
             (
                 &delivering,
@@ -503,6 +526,56 @@ mod tests {
         assert_eq!(
             low.after_attempt(&Verdict::Success, t0(), 0.5),
             Err(Refusal::NotDelivering(Status::Scheduled))
+        );
+    }
+
+    #[test]
+    fn release_and_checks_apply_only_to_held_tasks() {
+        use crate::domain::CheckAnswer;
+        let held = held_task(Some("https://example.com/tx"));
+        assert_eq!(held.status, Status::Held);
+        assert_eq!(
+            held.claim(1, t0() + secs(60), LEASE).err(),
+            Some(Refusal::StaleAttempt(1))
+        );
+        // Released after its fire time: due at once.
+        let released = held.release(t0() + secs(90)).unwrap();
+        assert_eq!(
+            (released.status, released.next_attempt_at, released.check_at),
+            (Status::Scheduled, Some(t0() + secs(90)), None)
+        );
+        assert_eq!(
+            released.release(t0()),
+            Err(Refusal::Released(Status::Scheduled))
+        );
+        let unknown = CheckAnswer::Unknown("HTTP 503".into());
+        assert_eq!(
+            released.after_check(&unknown, None, t0()),
+            Err(Refusal::NotHeld(Status::Scheduled))
+        );
+        let canceled = held.cancel(t0()).unwrap();
+        assert_eq!(canceled.check_at, None);
+        assert_eq!(
+            canceled.release(t0()),
+            Err(Refusal::Finished(Status::Canceled))
+        );
+        assert_eq!(
+            task(RetryPolicy::default()).release(t0()),
+            Err(Refusal::NotHeld(Status::Scheduled))
+        );
+        // A check timer is attempt 0, and only when due.
+        assert_eq!(
+            held.claim_check(1, t0() + secs(30)),
+            Err(Refusal::StaleAttempt(1))
+        );
+        assert_eq!(
+            held.claim_check(CHECK_ATTEMPT, t0()),
+            Err(Refusal::NotDue(t0() + secs(30)))
+        );
+        assert_eq!(held.claim_check(CHECK_ATTEMPT, t0() + secs(30)), Ok(()));
+        assert_eq!(
+            released.claim_check(CHECK_ATTEMPT, t0() + secs(30)),
+            Err(Refusal::StaleAttempt(CHECK_ATTEMPT))
         );
     }
 
