@@ -23,11 +23,10 @@ pub const API_KEY: &str = "bmr_e2e_test_key";
 pub enum Backend {
     /// SQLite and the in-process timer.
     Embedded,
-    /// DynamoDB, Scheduler and SQS on moto, with the triggers emulated by the server.
+    /// Scheduler and SQS on moto, DynamoDB on dynalite, with the triggers emulated by the
+    /// server. Dynalite's conditional writes are atomic under the concurrency the service
+    /// creates itself (a timer and the sweep firing at once); moto's are not.
     Aws,
-    /// As `Aws`, but DynamoDB on dynalite, whose conditional writes are atomic under the
-    /// concurrency a race test creates (moto's are not).
-    AwsAtomic,
 }
 
 /// The `boomerang` binary of this workspace, built on first use if it is missing.
@@ -74,6 +73,9 @@ pub struct ServerOptions {
     pub retention: Option<&'static str>,
     /// `--alert-url`, if given.
     pub alert_url: Option<String>,
+    /// Embedded: no `--api-key` or `--signing-secret`, so `serve` generates both and keeps
+    /// them in its data directory (where `boomerang tasks` finds the key).
+    pub generated_credentials: bool,
 }
 
 impl ServerOptions {
@@ -84,6 +86,7 @@ impl ServerOptions {
             lease_margin: "2s",
             retention: None,
             alert_url: None,
+            generated_credentials: false,
         }
     }
 }
@@ -132,11 +135,13 @@ impl Server {
             Backend::Embedded => {
                 let secret = SigningSecret::generate();
                 args.extend(["--data-dir".into(), data_dir.display().to_string()]);
-                args.extend(["--api-key".into(), API_KEY.into()]);
-                args.extend(["--signing-secret".into(), secret.expose()]);
+                if !options.generated_credentials {
+                    args.extend(["--api-key".into(), API_KEY.into()]);
+                    args.extend(["--signing-secret".into(), secret.expose()]);
+                }
                 (secret, API_KEY.to_string(), Vec::new())
             }
-            Backend::Aws | Backend::AwsAtomic => {
+            Backend::Aws => {
                 args.extend(
                     [
                         "--backend",
@@ -147,11 +152,16 @@ impl Server {
                     ]
                     .map(String::from),
                 );
-                aws_resources(options.backend == Backend::AwsAtomic)
+                aws_resources()
             }
         };
         let launch = Launch { args, env };
         let (child, base) = spawn(&data_dir, &launch);
+        let (secret, api_key) = if options.generated_credentials {
+            generated_credentials(&data_dir)
+        } else {
+            (secret, api_key)
+        };
         Self {
             child,
             base,
@@ -305,21 +315,55 @@ impl Drop for Server {
 }
 
 /// The environment that points the CLI at the emulators.
-fn emulator_env(dynamodb_on_dynalite: bool) -> Vec<(String, String)> {
-    let mut env = vec![
+fn emulator_env() -> Vec<(String, String)> {
+    vec![
         ("AWS_ENDPOINT_URL".to_string(), aws::moto_endpoint()),
         ("AWS_ACCESS_KEY_ID".to_string(), "test".to_string()),
         ("AWS_SECRET_ACCESS_KEY".to_string(), "test".to_string()),
         ("AWS_REGION".to_string(), "us-east-1".to_string()),
         ("AWS_EC2_METADATA_DISABLED".to_string(), "true".to_string()),
-    ];
-    if dynamodb_on_dynalite {
-        env.push((
+        (
             "AWS_ENDPOINT_URL_DYNAMODB".to_string(),
             aws::dynalite_endpoint(),
-        ));
+        ),
+    ]
+}
+
+/// The key and secret `serve` generated in its data directory.
+fn generated_credentials(data_dir: &Path) -> (SigningSecret, String) {
+    let file = std::fs::read(data_dir.join("credentials.json")).expect("credentials.json");
+    let stored: Value = serde_json::from_slice(&file).unwrap();
+    let secret = SigningSecret::parse(stored["signing_secret"].as_str().unwrap()).unwrap();
+    (secret, stored["api_key"].as_str().unwrap().to_string())
+}
+
+/// What a run of the `boomerang` binary printed, and its exit code.
+#[derive(Debug)]
+pub struct CliRun {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `boomerang ARGS` with `env` added to the test's environment (and none of the
+/// `BOOMERANG_*` variables a developer's shell may have set).
+pub fn run_cli(args: &[&str], env: &[(&str, &str)]) -> CliRun {
+    let mut cmd = Command::new(binary());
+    for (name, _) in std::env::vars() {
+        if name.starts_with("BOOMERANG_") {
+            cmd.env_remove(name);
+        }
     }
-    env
+    let out = cmd
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run boomerang");
+    CliRun {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }
 
 /// Runs the CLI to completion; returns its stdout.
@@ -341,8 +385,8 @@ fn cli(args: &[&str], env: &[(String, String)]) -> String {
 const TENANT: &str = "e2e";
 
 /// `boomerang aws bootstrap` and `boomerang keys create`, as a user would run them.
-fn aws_resources(dynamodb_on_dynalite: bool) -> (SigningSecret, String, Vec<(String, String)>) {
-    let mut env = emulator_env(dynamodb_on_dynalite);
+fn aws_resources() -> (SigningSecret, String, Vec<(String, String)>) {
+    let mut env = emulator_env();
     let exports = cli(
         &["aws", "bootstrap", "--prefix", &aws::unique_prefix("e2e")],
         &env,

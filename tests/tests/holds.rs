@@ -19,18 +19,8 @@ on_both_backends!(
     a_rolled_back_task_is_never_delivered_and_a_late_release_is_refused,
     a_silent_caller_is_asked_and_its_answers_decide,
     a_hold_survives_kill_9_while_held_and_during_a_check_call,
+    a_release_racing_the_check_back_has_one_outcome,
 );
-
-#[tokio::test]
-async fn a_release_racing_the_check_back_has_one_outcome_embedded() {
-    a_release_racing_the_check_back_has_one_outcome(Backend::Embedded).await
-}
-
-/// On DynamoDB the race needs an emulator whose conditional writes are atomic.
-#[tokio::test]
-async fn a_release_racing_the_check_back_has_one_outcome_aws() {
-    a_release_racing_the_check_back_has_one_outcome(Backend::AwsAtomic).await
-}
 
 fn decision(d: &str) -> Reply {
     Reply {

@@ -5,8 +5,10 @@ mod aws_cmd;
 mod bench;
 mod listen;
 mod serve;
+mod tasks_cmd;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use axum::http::StatusCode;
@@ -30,6 +32,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Receive callbacks on localhost, verify their signatures and print them.
     Listen(ListenArgs),
+    /// Register, inspect, list, cancel, retry, release and watch tasks through the API.
+    Tasks(tasks_cmd::TasksArgs),
     /// Set up the AWS code path against an emulator.
     #[command(subcommand)]
     Aws(AwsCommand),
@@ -85,10 +89,11 @@ struct ListenArgs {
 }
 
 #[tokio::main]
-async fn main() -> Result<()> {
+async fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
     init_tracing(&cli.log_format);
-    match cli.command {
+    let done = match cli.command {
+        Command::Tasks(args) => return tasks_cmd::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {
@@ -97,7 +102,8 @@ async fn main() -> Result<()> {
         Command::Keys(KeysCommand::Create { tenant }) => aws_cmd::create_key(&tenant).await,
         Command::Tenants(TenantsCommand::Alert(args)) => aws_cmd::tenant_alert(args).await,
         Command::Bench(command) => bench::run(command).await,
-    }
+    };
+    done.map(|()| ExitCode::SUCCESS)
 }
 
 fn init_tracing(format: &str) {

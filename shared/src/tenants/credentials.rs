@@ -91,6 +91,11 @@ pub fn stored_secret(data_dir: &Path) -> Result<Option<SigningSecret>, Credentia
         .transpose()
 }
 
+/// The API key kept in a data directory, if there is one (what `serve` generated there).
+pub fn stored_api_key(data_dir: &Path) -> Result<Option<String>, CredentialsError> {
+    Ok(read(&data_dir.join(FILE))?.map(|s| s.api_key))
+}
+
 fn read(path: &Path) -> Result<Option<Stored>, CredentialsError> {
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes)

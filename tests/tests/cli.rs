@@ -1,0 +1,251 @@
+//! End-to-end: `boomerang tasks …` against the real `boomerang serve`, as a newcomer uses
+//! it on the machine running the server (the key comes from the data directory).
+
+use std::time::Duration;
+
+use boomerang_e2e::{run_cli, Backend, CliRun, Receiver, Reply, Server, ServerOptions};
+use serde_json::Value;
+
+const WAIT: Duration = Duration::from_secs(40);
+
+struct Cli<'a> {
+    server: &'a Server,
+}
+
+impl Cli<'_> {
+    /// `boomerang tasks ARGS` pointed at the server by its URL and data directory only.
+    fn run(&self, args: &[&str]) -> CliRun {
+        let data_dir = self.server.data_dir.display().to_string();
+        let mut all = vec!["tasks"];
+        all.extend(args);
+        run_cli(
+            &all,
+            &[
+                ("BOOMERANG_URL", &self.server.base),
+                ("BOOMERANG_DATA_DIR", &data_dir),
+            ],
+        )
+    }
+
+    /// Runs a command that must succeed; returns what it printed.
+    fn ok(&self, args: &[&str]) -> String {
+        let run = self.run(args);
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+        run.stdout
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        serde_json::from_str(&self.ok(&all)).expect("--json prints JSON")
+    }
+}
+
+fn server() -> Server {
+    Server::start(ServerOptions {
+        generated_credentials: true,
+        ..ServerOptions::on(Backend::Embedded)
+    })
+}
+
+#[tokio::test]
+async fn a_newcomer_registers_watches_inspects_and_cancels_with_commands_only() {
+    let rx = Receiver::start(|_, n| Reply::status(if n < 2 { 500 } else { 200 })).await;
+    let server = server();
+    let cli = Cli { server: &server };
+    let hook = rx.url("/hook");
+    let task = cli.json(&[
+        "create",
+        &hook,
+        "--retry",
+        "1s",
+        "--max-attempts",
+        "3",
+        "--key",
+        "order-1",
+        "--metadata",
+        "customer=c-9",
+        "--body",
+        r#"{"order": 1}"#,
+        "--header",
+        "X-Trace: t-1",
+    ]);
+    let id = task["id"].as_str().unwrap().to_string();
+    assert_eq!(task["status"], "scheduled");
+    assert_eq!(task["metadata"]["customer"], "c-9");
+    assert!(task["header_names"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("X-Trace")));
+
+    // watch follows it through two failures to the end.
+    let watched = tokio::task::spawn_blocking({
+        let (base, dir) = (server.base.clone(), server.data_dir.display().to_string());
+        let id = id.clone();
+        move || {
+            run_cli(
+                &["tasks", "watch", &id, "--every", "100ms"],
+                &[("BOOMERANG_URL", &base), ("BOOMERANG_DATA_DIR", &dir)],
+            )
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(watched.code, 0, "{watched:?}");
+    let lines: Vec<&str> = watched
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("attempt #"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{}", watched.stdout);
+    assert!(
+        lines[0].contains("HTTP 500") && lines[0].contains("retrying"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[2].contains("HTTP 200") && lines[2].contains("succeeded"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        watched.stdout.trim_end().ends_with("succeeded"),
+        "{}",
+        watched.stdout
+    );
+    assert_eq!(rx.count("/hook"), 3);
+
+    // get shows the attempts with their lateness; list finds it by key.
+    let shown = cli.ok(&["get", &id]);
+    assert!(shown.starts_with(&format!("{id}  succeeded")), "{shown}");
+    assert!(shown.contains(&format!("POST {hook}")));
+    assert!(shown.contains("order-1"));
+    assert_eq!(shown.matches(" late ").count(), 3, "{shown}");
+    let listed = cli.ok(&["list", "--key", "order-1"]);
+    assert!(listed.lines().nth(1).unwrap().starts_with(&id), "{listed}");
+
+    // cancel, and a second cancel refused with the API's detail.
+    let later = cli.json(&["create", &hook, "--delay", "1h"]);
+    let later_id = later["id"].as_str().unwrap();
+    assert!(cli
+        .ok(&["cancel", later_id])
+        .starts_with(&format!("{later_id}  canceled")));
+    let again = cli.run(&["cancel", later_id]);
+    assert_eq!(again.code, 1, "{again:?}");
+    assert!(
+        again.stderr.contains("409") && again.stderr.contains("canceled"),
+        "{again:?}"
+    );
+    assert_eq!(
+        cli.run(&["retry", &id]).code,
+        1,
+        "a succeeded task is not retried"
+    );
+}
+
+#[tokio::test]
+async fn held_tasks_paging_and_failed_tasks_from_the_command_line() {
+    let rx = Receiver::start(|path, n| match path {
+        "/flaky" if n == 0 => Reply::status(503),
+        _ => Reply::status(200),
+    })
+    .await;
+    let server = server();
+    let cli = Cli { server: &server };
+
+    let held = cli.json(&["create", &rx.url("/held"), "--hold", "30s", "--key", "h-1"]);
+    assert_eq!(held["status"], "held");
+    let released = cli.ok(&["release", "--key", "h-1"]);
+    assert!(released.starts_with("released 1"), "{released}");
+    server
+        .wait_status(held["id"].as_str().unwrap(), "succeeded", WAIT)
+        .await;
+
+    // A failed task retried by command; the idempotency key registers once.
+    let args = [
+        "create",
+        &rx.url("/flaky"),
+        "--max-attempts",
+        "1",
+        "--idempotency-key",
+        "f-1",
+    ];
+    let failing = cli.json(&args);
+    let id = failing["id"].as_str().unwrap();
+    assert_eq!(cli.json(&args)["id"], id, "a repeat answers the same task");
+    server.wait_status(id, "failed", WAIT).await;
+    assert_eq!(cli.json(&["retry", id])["status"], "scheduled");
+    server.wait_status(id, "succeeded", WAIT).await;
+
+    for _ in 0..3 {
+        cli.json(&[
+            "create",
+            &rx.url("/paged"),
+            "--key",
+            "page",
+            "--delay",
+            "1h",
+        ]);
+    }
+    let one = cli.json(&["list", "--key", "page", "--limit", "1"]);
+    assert_eq!(one["tasks"].as_array().unwrap().len(), 1);
+    assert!(one["next_cursor"].is_string());
+    let all = cli.json(&["list", "--key", "page", "--limit", "1", "--all"]);
+    assert_eq!(
+        all["tasks"].as_array().unwrap().len(),
+        3,
+        "--all follows the cursors"
+    );
+    let canceled = cli.json(&["cancel", "--key", "page"]);
+    assert_eq!(canceled["canceled"].as_array().unwrap().len(), 3);
+    let scheduled = cli.json(&["list", "--status", "scheduled"]);
+    assert_eq!(scheduled["tasks"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn exit_codes_tell_usage_refusal_and_unreachable_apart() {
+    let server = server();
+    let cli = Cli { server: &server };
+    let usage = cli.run(&["create"]);
+    assert_eq!(usage.code, 2, "{usage:?}");
+    let bad_header = cli.run(&["create", "https://example.com/h", "--header", "no-colon"]);
+    assert_eq!(bad_header.code, 2, "{bad_header:?}");
+    let refused = cli.run(&["create", "https://example.com/h", "--delay", "soon"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("delay"),
+        "the problem's detail: {refused:?}"
+    );
+    let unknown = cli.run(&["get", "01JD0000000000000000000000"]);
+    assert_eq!(unknown.code, 1);
+    assert!(unknown.stderr.contains("404"), "{unknown:?}");
+
+    // A closed port: nothing listens on the one a just-dropped listener had.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let closed = format!("http://127.0.0.1:{port}");
+    let dir = server.data_dir.display().to_string();
+    let unreachable = run_cli(
+        &["tasks", "list"],
+        &[("BOOMERANG_URL", &closed), ("BOOMERANG_DATA_DIR", &dir)],
+    );
+    assert_eq!(unreachable.code, 3, "{unreachable:?}");
+    let keyless = run_cli(
+        &["tasks", "list"],
+        &[
+            ("BOOMERANG_URL", &server.base),
+            ("BOOMERANG_DATA_DIR", "/nonexistent"),
+        ],
+    );
+    assert_eq!(keyless.code, 2, "{keyless:?}");
+    assert!(keyless.stderr.contains("--api-key"), "{keyless:?}");
+    let wrong_key = run_cli(
+        &["tasks", "list", "--api-key", "bmr_wrong"],
+        &[("BOOMERANG_URL", &server.base)],
+    );
+    assert_eq!(wrong_key.code, 1);
+    assert!(wrong_key.stderr.contains("401"), "{wrong_key:?}");
+}
