@@ -14,7 +14,8 @@ use crate::clock::{Clock, ThreadRandom};
 use crate::dead_letters::SqsDeadLetters;
 use crate::domain::AttemptRef;
 use crate::engine::{Engine, EngineSettings, Ports};
-use crate::metrics::{LogMetrics, Metrics};
+use crate::metrics::prometheus::PrometheusMetrics;
+use crate::metrics::Metrics;
 use crate::ports::{StoreError, Tenants};
 use crate::store::{DynamoStore, SqliteStore};
 use crate::tenants::DynamoTenants;
@@ -51,7 +52,8 @@ pub struct EmbeddedConfig<'a> {
 }
 
 pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, BackendError> {
-    let store = SqliteStore::open(&config.data_dir.join(DB_FILE))?;
+    let metrics = Arc::new(PrometheusMetrics::new());
+    let store = SqliteStore::open_with_metrics(&config.data_dir.join(DB_FILE), metrics.clone())?;
     let (timer, fires) = LocalTimer::new(config.timer_horizon);
     let ports = Ports {
         store: Arc::new(store.clone()),
@@ -61,7 +63,7 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, BackendEr
         webhooks: Arc::new(HttpWebhooks::new(config.policy)?),
         clock: config.clock,
         random: Arc::new(ThreadRandom),
-        metrics: Arc::new(LogMetrics),
+        metrics,
     };
     Ok(EmbeddedBackend {
         engine: Arc::new(Engine::new(ports, config.settings)),

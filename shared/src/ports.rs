@@ -143,6 +143,12 @@ pub trait TaskStore: Send + Sync {
     /// than `cutoff` (the sweep arms it for its time).
     async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError>;
 
+    /// How many tasks are in each state, over all tenants, where the store can count
+    /// them cheaply enough for a metrics scrape (`None`: it cannot; DynamoDB would scan).
+    async fn count_by_status(&self) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
+        Ok(None)
+    }
+
     /// Removes up to `limit` finished tasks (and their attempts) that ended before
     /// `finished_before`, keeping failed tasks whose dead letter is not yet sent; returns
     /// how many it removed. A store whose items expire by themselves (DynamoDB's TTL)

@@ -14,7 +14,8 @@ use crate::backend::{self, AwsBackend, AwsBackendConfig, BackendError, EmbeddedC
 use crate::clock::SystemClock;
 use crate::domain::{AlertTarget, AttemptRef, TenantId};
 use crate::engine::{Engine, EngineSettings};
-use crate::metrics::{LogMetrics, MetricLines};
+use crate::metrics::prometheus::PrometheusMetrics;
+use crate::metrics::MetricLines;
 use crate::tenants::credentials::{self, CredentialsError};
 use crate::tenants::StaticTenants;
 use crate::webhook::DestinationPolicy;
@@ -299,7 +300,7 @@ async fn start_aws(
             settings,
             dev: config.dev,
             clock: Arc::new(SystemClock),
-            metrics: Arc::new(LogMetrics),
+            metrics: Arc::new(PrometheusMetrics::new()),
             engine: config.engine_settings(),
         },
     )?;

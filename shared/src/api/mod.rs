@@ -46,12 +46,16 @@ fn routes(engine: Arc<Engine>) -> Router {
         .merge(policies::routes())
         .merge(holds::routes())
         .route_layer(middleware::from_fn_with_state(engine.clone(), authenticate));
+    let metrics = Router::new()
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(engine.clone(), authenticate));
     Router::new()
         .route(
             "/healthz",
             get(|| async { Json(serde_json::json!({"status": "ok"})) }),
         )
         .nest("/v1", v1)
+        .merge(metrics)
         .fallback(|| async { Problem::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
         .with_state(engine)
@@ -93,6 +97,22 @@ async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next:
             tracing::error!(error = %e, "tenant lookup failed");
             Problem::unavailable("cannot check the API key right now").into_response()
         }
+    }
+}
+
+/// `GET /metrics`: Prometheus text exposition, where the server keeps metrics (the local
+/// server; the Lambdas print metric lines instead and answer 404).
+async fn metrics(State(engine): State<Arc<Engine>>) -> Result<Response, Problem> {
+    match engine.metrics_exposition().await? {
+        Some(text) => Ok((
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response()),
+        None => Err(Problem::not_found("this server keeps no metrics")),
     }
 }
 

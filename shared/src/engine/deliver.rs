@@ -118,7 +118,9 @@ impl Engine {
             Err(e) => return Err(e.into()),
         }
 
+        self.record(MetricEvent::DeliveryStarted);
         let result = self.call(&claimed).await;
+        self.record(MetricEvent::DeliveryFinished);
         let finished = self.ports.clock.now();
         let verdict = judge(&result, &claimed);
         let mut next = claimed

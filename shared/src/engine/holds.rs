@@ -81,6 +81,9 @@ impl Engine {
             task = %task.id, checks = next.checks.len(), status = next.status.as_str(),
             "held task checked"
         );
+        if next.status == crate::domain::Status::Canceled {
+            self.record(crate::metrics::MetricEvent::Canceled { count: 1 });
+        }
         self.arm_after_write(&next).await;
         Ok(Some(DeliverOutcome::Checked(next.status)))
     }

@@ -313,9 +313,19 @@ impl Engine {
         Ok(self.ports.store.list(tenant, query).await?)
     }
 
-    /// Cancels a `scheduled` task. A timer still armed for it will find it canceled.
+    /// Cancels a `scheduled` or `held` task. A timer still armed for it will find it
+    /// canceled.
     pub async fn cancel(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
-        self.transition(tenant, id, Task::cancel).await
+        let task = self.transition(tenant, id, Task::cancel).await?;
+        self.record(MetricEvent::Canceled { count: 1 });
+        Ok(task)
+    }
+
+    /// The metrics as `GET /metrics` serves them (with the store's task counts by state
+    /// where it can count them), or `None` where metrics go elsewhere.
+    pub async fn metrics_exposition(&self) -> Result<Option<String>, EngineError> {
+        let counts = self.ports.store.count_by_status().await?;
+        Ok(self.ports.metrics.exposition(counts.as_deref()))
     }
 
     /// Gives a `failed` task a new round of its retry policy, starting now.

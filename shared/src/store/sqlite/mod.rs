@@ -24,6 +24,7 @@ use crate::domain::{
     AttemptRecord, AttemptRef, PendingWork, PolicyName, RetryPolicy, Status, Task, TaskId,
     TenantId, WorkKind,
 };
+use crate::metrics::Metrics;
 use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStore};
 use writer::{lock, unavailable, Claim, Claims, Writer, WriterHandle};
 
@@ -90,6 +91,11 @@ const IDLE_READERS: usize = 8;
 impl SqliteStore {
     /// Opens (creating if needed) the database file at `path`, and starts its writer.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with_metrics(path, Arc::new(crate::metrics::NoMetrics))
+    }
+
+    /// [`Self::open`], telling `metrics` about each commit.
+    pub fn open_with_metrics(path: &Path, metrics: Arc<dyn Metrics>) -> Result<Self, StoreError> {
         let mut conn = Connection::open(path).map_err(unavailable)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(unavailable)?;
@@ -109,6 +115,7 @@ impl SqliteStore {
         let writer = WriterHandle::spawn(Writer {
             conn,
             claims: claims.clone(),
+            metrics,
         })?;
         Ok(Self {
             writer,
@@ -583,6 +590,34 @@ impl TaskStore for SqliteStore {
             Ok(ids.len())
         })
         .await
+    }
+
+    async fn count_by_status(&self) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
+        let stored: Vec<(String, u64)> = self
+            .read(|c| {
+                let mut stmt = c
+                    .prepare_cached("SELECT status, count(*) FROM tasks GROUP BY status")
+                    .map_err(unavailable)?;
+                let rows = stmt
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map_err(unavailable)?;
+                rows.collect::<Result<_, _>>().map_err(unavailable)
+            })
+            .await?;
+        // A claim is not written: claimed tasks are stored `scheduled`.
+        let claimed = lock(&self.claims).len() as u64;
+        let mut counts = Vec::new();
+        for (status, n) in stored {
+            let status = Status::parse(&status)
+                .ok_or_else(|| StoreError::Corrupt(format!("bad status {status}").into()))?;
+            let n = match status {
+                Status::Scheduled => n.saturating_sub(claimed),
+                _ => n,
+            };
+            counts.push((status, n));
+        }
+        counts.push((Status::Delivering, claimed));
+        Ok(Some(counts))
     }
 
     async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {

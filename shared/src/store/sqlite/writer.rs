@@ -11,6 +11,7 @@ use rusqlite::{Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
 use crate::domain::{Task, TaskId};
+use crate::metrics::{MetricEvent, Metrics};
 use crate::ports::StoreError;
 
 /// Most writes one transaction holds; more wait for the next.
@@ -31,6 +32,8 @@ pub(crate) struct Claim {
 pub(crate) struct Writer {
     pub conn: Connection,
     pub claims: Claims,
+    /// Told each commit's size and time.
+    pub metrics: Arc<dyn Metrics>,
 }
 
 impl Writer {
@@ -150,6 +153,7 @@ fn run(writer: Writer, jobs: mpsc::Receiver<Job>, commits: &AtomicU64) {
                 Err(_) => break,
             }
         }
+        let started = std::time::Instant::now();
         let begun = writer
             .conn
             .execute_batch("BEGIN IMMEDIATE")
@@ -167,6 +171,10 @@ fn run(writer: Writer, jobs: mpsc::Receiver<Job>, commits: &AtomicU64) {
         });
         if committed.is_ok() {
             commits.fetch_add(1, Ordering::Relaxed);
+            writer.metrics.record(MetricEvent::StoreCommit {
+                writes: completions.len(),
+                micros: started.elapsed().as_micros() as u64,
+            });
         }
         for done in completions {
             done(committed.clone());

@@ -2,13 +2,16 @@
 //! ([`metric_line`]): an attempt's line is also its log line. CloudWatch Logs metric
 //! filters in the stack turn the lines into the `Boomerang` metrics, so a line carries no
 //! metric directive: CloudWatch Logs bills by the byte, and an Embedded Metric Format
-//! document would be twice as long. The local binary logs one line per attempt.
+//! document would be twice as long. The local server counts them in a Prometheus registry
+//! ([`prometheus`]) and logs one line per attempt.
+
+pub mod prometheus;
 
 use std::io::Write;
 
 use serde_json::json;
 
-use crate::domain::{AttemptOutcome, TaskId};
+use crate::domain::{AttemptOutcome, Status, TaskId};
 
 /// The namespace the metric filters publish to, and the dashboard and alarms read.
 pub const NAMESPACE: &str = "Boomerang";
@@ -16,11 +19,27 @@ pub const NAMESPACE: &str = "Boomerang";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetricEvent {
     /// Tasks were stored (one registration, or the new tasks of a batch).
-    Registered { count: usize },
+    Registered {
+        count: usize,
+    },
     /// An attempt ended: it succeeded, it failed and another follows, or the task failed.
     Attempt(AttemptFacts),
     /// The sweeper re-armed lost or stalled work.
-    SweepRepaired { count: usize },
+    SweepRepaired {
+        count: usize,
+    },
+    /// Tasks were canceled (by the caller, or by a held task's check).
+    Canceled {
+        count: usize,
+    },
+    /// An attempt's HTTP call began; [`MetricEvent::DeliveryFinished`] follows it.
+    DeliveryStarted,
+    DeliveryFinished,
+    /// The embedded store committed `writes` writes in one transaction, in `micros`.
+    StoreCommit {
+        writes: usize,
+        micros: u64,
+    },
 }
 
 /// What one attempt came to: the metrics, and the attempt's one log line.
@@ -36,6 +55,13 @@ pub struct AttemptFacts {
 
 pub trait Metrics: Send + Sync {
     fn record(&self, event: MetricEvent);
+
+    /// The metrics as a scrape answers them (Prometheus text exposition), with the
+    /// store's task counts by state where it can count them; `None` where nothing is
+    /// served (the Lambdas print lines instead).
+    fn exposition(&self, _tasks_by_status: Option<&[(Status, u64)]>) -> Option<String> {
+        None
+    }
 }
 
 /// Drops every event.
@@ -62,7 +88,7 @@ impl Metrics for LogMetrics {
     }
 }
 
-fn outcome_name(outcome: AttemptOutcome) -> &'static str {
+pub(crate) fn outcome_name(outcome: AttemptOutcome) -> &'static str {
     match outcome {
         AttemptOutcome::Succeeded => "succeeded",
         AttemptOutcome::Retrying => "retrying",
@@ -80,8 +106,10 @@ pub struct MetricLines;
 ///   `Retried`, `failed` → `Failed`), `http_status`, `lateness_ms` (→ `AttemptLateness`)
 ///   and `duration_ms`;
 /// - `{"sweep_repaired": n}` → `SweepRepaired` (n).
-pub fn metric_line(event: MetricEvent) -> serde_json::Value {
-    match event {
+///
+/// Other events have no line: the stack has no metric for them.
+pub fn metric_line(event: MetricEvent) -> Option<serde_json::Value> {
+    Some(match event {
         MetricEvent::Registered { count } => json!({ "registered": count }),
         MetricEvent::Attempt(a) => json!({
             "task": a.task.to_string(),
@@ -92,13 +120,19 @@ pub fn metric_line(event: MetricEvent) -> serde_json::Value {
             "duration_ms": a.duration_ms,
         }),
         MetricEvent::SweepRepaired { count } => json!({ "sweep_repaired": count }),
-    }
+        MetricEvent::Canceled { .. }
+        | MetricEvent::DeliveryStarted
+        | MetricEvent::DeliveryFinished
+        | MetricEvent::StoreCommit { .. } => return None,
+    })
 }
 
 impl Metrics for MetricLines {
     fn record(&self, event: MetricEvent) {
         // One write per line so concurrent events never interleave.
-        let _ = writeln!(std::io::stdout().lock(), "{}", metric_line(event));
+        if let Some(line) = metric_line(event) {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
     }
 }
 
@@ -117,7 +151,7 @@ mod tests {
             lateness_ms: 42,
             duration_ms: 120,
         };
-        let line = metric_line(MetricEvent::Attempt(facts));
+        let line = metric_line(MetricEvent::Attempt(facts)).unwrap();
         assert_eq!(
             line,
             json!({
@@ -132,11 +166,15 @@ mod tests {
     #[test]
     fn counts_are_lines_of_their_own() {
         assert_eq!(
-            metric_line(MetricEvent::Registered { count: 100 }).to_string(),
+            metric_line(MetricEvent::Registered { count: 100 })
+                .unwrap()
+                .to_string(),
             r#"{"registered":100}"#
         );
         assert_eq!(
-            metric_line(MetricEvent::SweepRepaired { count: 3 }).to_string(),
+            metric_line(MetricEvent::SweepRepaired { count: 3 })
+                .unwrap()
+                .to_string(),
             r#"{"sweep_repaired":3}"#
         );
     }
