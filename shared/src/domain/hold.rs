@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::duration_ms;
 use super::lifecycle::Refusal;
-use super::task::{Status, Task};
+use super::retry_policy::RetryPolicy;
+use super::task::{CallbackRequest, Status, Task, TaskSpec};
 use super::time::checked_add;
 
 /// The shortest and longest hold.
@@ -189,6 +190,59 @@ impl Task {
     /// The next check's number (1-based).
     pub fn next_check(&self) -> u32 {
         self.checks.len() as u32 + 1
+    }
+
+    /// The check call to `url`: a `POST` of the task's id, key and metadata, and the
+    /// check's number.
+    pub fn check_spec(&self, url: String) -> TaskSpec {
+        let body = serde_json::json!({
+            "task_id": self.id,
+            "key": self.spec.key.as_ref().map(|k| k.to_string()),
+            "metadata": self.spec.metadata,
+            "check": self.next_check(),
+        });
+        TaskSpec {
+            request: CallbackRequest {
+                url,
+                method: "POST".into(),
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: body.to_string(),
+            },
+            timeout: CHECK_TIMEOUT,
+            expect_body: None,
+            retry: RetryPolicy::default(),
+            metadata: Default::default(),
+            key: None,
+            on_failure: None,
+            notify: Default::default(),
+            alert_of: None,
+            hold: None,
+        }
+    }
+}
+
+impl CheckRecord {
+    /// The record of check `number`, made at `at` and answered `answer` at `finished`.
+    pub fn new(
+        number: u32,
+        at: DateTime<Utc>,
+        finished: DateTime<Utc>,
+        status_code: Option<u16>,
+        answer: &CheckAnswer,
+    ) -> CheckRecord {
+        let (decision, error) = match answer {
+            CheckAnswer::Release => (Some("release".to_string()), None),
+            CheckAnswer::Cancel => (Some("cancel".to_string()), None),
+            CheckAnswer::Unknown(e) => (None, Some(e.clone())),
+        };
+        CheckRecord {
+            number,
+            at,
+            duration_ms: (finished - at).num_milliseconds().max(0) as u64,
+            status_code,
+            decision,
+            error,
+        }
     }
 }
 

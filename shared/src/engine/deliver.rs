@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{Engine, EngineError};
-use crate::domain::{AttemptRef, Refusal, Status, Task, Verdict};
+use crate::domain::{AttemptRef, Refusal, Status, Task, TaskSpec, Verdict};
 use crate::metrics::{AttemptFacts, MetricEvent};
 use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
 use crate::retry::with_retries;
@@ -197,16 +197,23 @@ impl Engine {
     }
 
     async fn call(&self, task: &Task) -> WebhookResult {
-        let secret = match self.ports.tenants.signing_secret(&task.tenant).await {
+        self.send_signed(task.attempt_ref(task.attempt), &task.spec)
+            .await
+    }
+
+    /// Makes the call `spec` describes, signed with the tenant's secret, as attempt `at`
+    /// (a delivery attempt, or a held task's check).
+    pub(super) async fn send_signed(&self, at: AttemptRef, spec: &TaskSpec) -> WebhookResult {
+        let secret = match self.ports.tenants.signing_secret(&at.tenant).await {
             Ok(Some(secret)) => secret,
             Ok(None) => {
-                return transport_error(format!("tenant {} has no signing secret", task.tenant))
+                return transport_error(format!("tenant {} has no signing secret", at.tenant))
             }
             Err(e) => return transport_error(e.to_string()),
         };
         let call = WebhookCall {
-            attempt: task.attempt_ref(task.attempt),
-            spec: &task.spec,
+            attempt: at,
+            spec,
             secret: &secret,
             timestamp: self.ports.clock.now(),
         };
@@ -290,7 +297,7 @@ fn judge(result: &WebhookResult, task: &Task) -> Verdict {
     }
 }
 
-pub(super) fn transport_error(why: String) -> WebhookResult {
+fn transport_error(why: String) -> WebhookResult {
     WebhookResult {
         error: Some(WebhookError::Transport(why)),
         ..WebhookResult::default()

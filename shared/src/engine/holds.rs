@@ -1,16 +1,14 @@
 //! Held tasks: release (by business key in [`super::keys`]), and the check-back when the caller
 //! goes silent (see [`crate::domain::hold`]).
 
-use std::collections::BTreeMap;
-
 use super::deliver::DeliverOutcome;
 use super::{Engine, EngineError};
-use crate::domain::hold::{judge_check, CHECK_ATTEMPT, CHECK_TIMEOUT};
+use crate::domain::hold::{judge_check, CHECK_ATTEMPT};
 use crate::domain::{
-    AttemptRef, CallbackRequest, CheckAnswer, CheckRecord, Refusal, RetryPolicy, Task, TaskId,
-    TaskSpec, TenantId,
+    AttemptRef, CheckAnswer, CheckRecord, Refusal, Status, Task, TaskId, TenantId,
 };
-use crate::ports::{StoreError, WebhookCall};
+use crate::metrics::MetricEvent;
+use crate::ports::StoreError;
 
 /// What a release did.
 #[derive(Debug)]
@@ -81,70 +79,28 @@ impl Engine {
             task = %task.id, checks = next.checks.len(), status = next.status.as_str(),
             "held task checked"
         );
-        if next.status == crate::domain::Status::Canceled {
-            self.record(crate::metrics::MetricEvent::Canceled { count: 1 });
+        if next.status == Status::Canceled {
+            self.record(MetricEvent::Canceled { count: 1 });
         }
         self.arm_after_write(&next).await;
         Ok(Some(DeliverOutcome::Checked(next.status)))
     }
 
-    /// Calls the check URL: a signed `POST` of the task's id, key and metadata.
+    /// Calls the check URL (signed like every call) and judges the answer.
     async fn ask(&self, task: &Task, url: String) -> (CheckAnswer, CheckRecord) {
-        let body = serde_json::json!({
-            "task_id": task.id,
-            "key": task.spec.key.as_ref().map(|k| k.to_string()),
-            "metadata": task.spec.metadata,
-            "check": task.next_check(),
-        });
-        let spec = TaskSpec {
-            request: CallbackRequest {
-                url,
-                method: "POST".into(),
-                headers: vec![("content-type".into(), "application/json".into())],
-                body: body.to_string(),
-            },
-            timeout: CHECK_TIMEOUT,
-            expect_body: None,
-            retry: RetryPolicy::default(),
-            metadata: BTreeMap::new(),
-            key: None,
-            on_failure: None,
-            notify: Default::default(),
-            alert_of: None,
-            hold: None,
-        };
         let started = self.ports.clock.now();
-        let result = match self.ports.tenants.signing_secret(&task.tenant).await {
-            Ok(Some(secret)) => {
-                let call = WebhookCall {
-                    attempt: task.attempt_ref(CHECK_ATTEMPT),
-                    spec: &spec,
-                    secret: &secret,
-                    timestamp: started,
-                };
-                self.ports.webhooks.send(&call).await
-            }
-            Ok(None) => super::deliver::transport_error("the tenant has no signing secret".into()),
-            Err(e) => super::deliver::transport_error(e.to_string()),
-        };
+        let result = self
+            .send_signed(task.attempt_ref(CHECK_ATTEMPT), &task.check_spec(url))
+            .await;
         let error = result.error.as_ref().map(|e| e.to_string());
         let answer = judge_check(result.status, result.excerpt.as_deref(), error.as_deref());
-        let finished = self.ports.clock.now();
-        let record = CheckRecord {
-            number: task.next_check(),
-            at: started,
-            duration_ms: (finished - started).num_milliseconds().max(0) as u64,
-            status_code: result.status,
-            decision: match answer {
-                CheckAnswer::Release => Some("release".into()),
-                CheckAnswer::Cancel => Some("cancel".into()),
-                CheckAnswer::Unknown(_) => None,
-            },
-            error: match &answer {
-                CheckAnswer::Unknown(e) => Some(e.clone()),
-                _ => None,
-            },
-        };
+        let record = CheckRecord::new(
+            task.next_check(),
+            started,
+            self.ports.clock.now(),
+            result.status,
+            &answer,
+        );
         (answer, record)
     }
 }

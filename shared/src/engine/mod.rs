@@ -230,30 +230,22 @@ impl Engine {
     /// A new task from a validated registration: its destination checked again by the
     /// webhook client's rules, its first attempt's time and its retry policy resolved.
     async fn prepare(&self, tenant: &TenantId, mut new: NewTask) -> Result<Task, EngineError> {
-        self.ports
-            .webhooks
-            .check_destination(&new.spec.request.url)
-            .map_err(|detail| EngineError::Invalid {
-                field: "url",
-                detail,
-            })?;
-        if let Some(check) = new.spec.hold.as_ref().and_then(|h| h.check_url.as_ref()) {
-            self.ports
-                .webhooks
-                .check_destination(check)
-                .map_err(|detail| EngineError::Invalid {
-                    field: "hold.check_url",
-                    detail,
-                })?;
-        }
-        if let Some(alert) = &new.spec.on_failure {
-            self.ports
-                .webhooks
-                .check_destination(&alert.url)
-                .map_err(|detail| EngineError::Invalid {
-                    field: "on_failure.url",
-                    detail,
-                })?;
+        let spec = &new.spec;
+        let destinations = [
+            ("url", Some(&spec.request.url)),
+            (
+                "hold.check_url",
+                spec.hold.as_ref().and_then(|h| h.check_url.as_ref()),
+            ),
+            ("on_failure.url", spec.on_failure.as_ref().map(|a| &a.url)),
+        ];
+        for (field, url) in destinations {
+            if let Some(url) = url {
+                self.ports
+                    .webhooks
+                    .check_destination(url)
+                    .map_err(|detail| EngineError::Invalid { field, detail })?;
+            }
         }
         let now = self.ports.clock.now();
         let fire_at = resolve_fire_time(new.when, now)?;
