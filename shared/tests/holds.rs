@@ -233,3 +233,50 @@ async fn a_release_racing_a_check_call_wins_and_the_check_is_dropped() {
     assert_eq!(now.status, Status::Scheduled, "the check's cancel lost");
     assert!(now.checks.is_empty());
 }
+
+/// With a durable timer (armed before its write), a release's timer may fire while the
+/// store still shows the task held; the fire finds nothing to deliver and is dropped. The
+/// release arms its attempt again after its write, so it is delivered all the same; and a
+/// check timer that fires before its task is stored is looked at again.
+#[tokio::test]
+async fn with_a_durable_timer_a_release_arms_after_its_write_too() {
+    // Now: a fire's task id is as old as the ids the engine makes.
+    let now = Utc::now();
+    let h = harness_with(
+        ScriptedWebhooks::default(),
+        RecordingTimer::durable(),
+        now,
+        None,
+    );
+    let task = h
+        .register_held(hold(Some(CHECK), OnUnknown::Cancel, 20))
+        .await;
+    h.clock.advance(secs(12));
+    // The fire of the release's first arm, overtaking the release's write.
+    assert_eq!(h.fire_attempt(&task, 1).await, DeliverOutcome::Stale);
+    h.timer.clear();
+    h.engine.release(&h.tenant, &task.id).await.unwrap();
+    let due = h.clock_now();
+    assert_eq!(
+        h.timer.armed(),
+        vec![(task.id, 1, due), (task.id, 1, due)],
+        "armed before the write, and again after it"
+    );
+    assert_eq!(
+        h.fire_attempt(&task, 1).await,
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+
+    h.timer.clear();
+    let unseen = boomerang::domain::TaskId::new();
+    let check = AttemptRef::new(h.tenant.clone(), unseen, CHECK_ATTEMPT);
+    assert_eq!(
+        h.engine.deliver(check).await.unwrap(),
+        DeliverOutcome::Unknown
+    );
+    assert_eq!(
+        h.timer.armed().len(),
+        1,
+        "a young task's check is looked at again"
+    );
+}

@@ -305,7 +305,12 @@ impl Drop for Server {
         let _ = self.child.wait();
         let log = self.log();
         let _ = std::fs::remove_dir_all(&self.data_dir);
-        if !std::thread::panicking() {
+        if std::thread::panicking() {
+            // The test failed: what the server said is the first thing to read.
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            eprintln!("--- the server's log, last lines ---\n{}", tail.join("\n"));
+        } else {
             assert!(
                 !log.contains(boomerang::api::PANIC_LOG),
                 "a request made the server panic:\n{log}"

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{Engine, EngineError};
-use crate::domain::{AttemptRef, Refusal, Status, Task, TaskSpec, Verdict};
+use crate::domain::{AttemptRef, Refusal, Status, Task, TaskSpec, Verdict, CHECK_ATTEMPT};
 use crate::metrics::{AttemptFacts, MetricEvent};
 use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
 use crate::retry::with_retries;
@@ -170,12 +170,15 @@ impl Engine {
     }
 
     /// A fire for a task the store does not have. With a durable timer, armed before the
-    /// task is written, the write may still be on its way: a young task's first attempt is
-    /// looked at again a little later instead of being dropped.
+    /// task is written, the write may still be on its way: a young task's first timer (its
+    /// first attempt's, or a held task's check) is looked at again a little later instead
+    /// of being dropped.
     async fn unknown(&self, at: AttemptRef) -> DeliverOutcome {
         let now = self.ports.clock.now();
         let age = now.signed_duration_since(at.task_id.created_at());
-        if self.ports.timer.durable() && at.attempt == 1 && age < WRITE_WINDOW {
+        // A task's first timer: its first attempt's, or a held task's check.
+        let first = matches!(at.attempt, 1 | CHECK_ATTEMPT);
+        if self.ports.timer.durable() && first && age < WRITE_WINDOW {
             tracing::debug!(task = %at.task_id, "timer fired before its task was stored; looking again");
             self.arm(at, now + recheck_after(age)).await;
         } else {

@@ -25,7 +25,7 @@ impl Engine {
         match self.transition(tenant, id, Task::release).await {
             Ok(task) => {
                 tracing::info!(task = %task.id, "held task released");
-                self.arm_after_write(&task).await;
+                self.arm_written(&task).await;
                 Ok(Release {
                     task,
                     released_now: true,
@@ -79,10 +79,11 @@ impl Engine {
             task = %task.id, checks = next.checks.len(), status = next.status.as_str(),
             "held task checked"
         );
-        if next.status == Status::Canceled {
-            self.record(MetricEvent::Canceled { count: 1 });
+        match next.status {
+            Status::Scheduled => self.arm_written(&next).await,
+            Status::Canceled => self.record(MetricEvent::Canceled { count: 1 }),
+            _ => self.arm_after_write(&next).await,
         }
-        self.arm_after_write(&next).await;
         Ok(Some(DeliverOutcome::Checked(next.status)))
     }
 

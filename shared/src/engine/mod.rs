@@ -322,14 +322,21 @@ impl Engine {
 
     /// Gives a `failed` task a new round of its retry policy, starting now.
     pub async fn retry(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
-        // Written first, unarmed (so the store keeps it where the sweep looks), then armed:
-        // a redrive is rare, so it takes the simple order whatever the timer.
         let task = self.transition(tenant, id, Task::retry).await?;
         tracing::info!(task = %task.id, attempt = task.attempt, "failed task retried");
-        if let Some(work) = task.pending_work() {
+        self.arm_written(&task).await;
+        Ok(task)
+    }
+
+    /// Arms a task's pending work after its write, whatever the timer. For a transition
+    /// out of a state where a fire finds nothing to do (a redrive of a failed task, the
+    /// release of a held one), a durable timer armed before the write may fire while the
+    /// store still shows the old state, and be dropped; this arm comes after the write
+    /// (the cost: such a transition arms its timer twice).
+    async fn arm_written(&self, task: &Task) {
+        if let Some(work) = task.pending_work().filter(|w| w.kind.is_timed()) {
             self.arm(work.attempt, work.due_at).await;
         }
-        Ok(task)
     }
 
     /// Reads the tenant's task, applies the lifecycle transition `change` and writes the
