@@ -216,6 +216,16 @@ async fn exit_codes_tell_usage_refusal_and_unreachable_apart() {
         refused.stderr.contains("delay"),
         "the problem's detail: {refused:?}"
     );
+    // An id is a task id, never a path: this one would otherwise reach the cancel by key.
+    let (_, keyed) = server
+        .register(serde_json::json!({"url": "https://example.com/h", "delay": "1h", "key": "k"}))
+        .await;
+    let sneaky = cli.run(&["cancel", "x/../../tasks?key=k"]);
+    assert_eq!(sneaky.code, 2, "{sneaky:?}");
+    assert_eq!(
+        server.task(keyed["id"].as_str().unwrap()).await["status"],
+        "scheduled"
+    );
     let unknown = cli.run(&["get", "01JD0000000000000000000000"]);
     assert_eq!(unknown.code, 1);
     assert!(unknown.stderr.contains("404"), "{unknown:?}");

@@ -53,15 +53,21 @@ impl Api {
     }
 
     pub async fn get(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, ApiError> {
-        self.call(Method::GET, path, query, None, None).await
+        self.call(Method::GET, path, query).await
     }
 
     pub async fn post(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, ApiError> {
-        self.call(Method::POST, path, query, None, None).await
+        self.call(Method::POST, path, query).await
     }
 
-    pub async fn delete(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, ApiError> {
-        self.call(Method::DELETE, path, query, None, None).await
+    /// A request without a body.
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<Value, ApiError> {
+        self.send(method, path, query, None, None).await
     }
 
     /// `POST /v1/tasks`.
@@ -70,11 +76,11 @@ impl Api {
         task: &Value,
         idempotency_key: Option<&str>,
     ) -> Result<Value, ApiError> {
-        self.call(Method::POST, "/v1/tasks", &[], Some(task), idempotency_key)
+        self.send(Method::POST, "/v1/tasks", &[], Some(task), idempotency_key)
             .await
     }
 
-    async fn call(
+    async fn send(
         &self,
         method: Method,
         path: &str,

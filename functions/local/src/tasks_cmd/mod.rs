@@ -12,7 +12,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
+use boomerang::domain::TaskId;
 use clap::{Args, Subcommand};
+use reqwest::Method;
 use serde_json::Value;
 
 use client::{Api, ApiError};
@@ -58,18 +60,18 @@ enum TasksCommand {
     /// Register a callback to URL.
     Create(Box<request::CreateArgs>),
     /// Show a task and its attempts.
-    Get { id: String },
+    Get { id: TaskId },
     /// List tasks, newest first.
     List(ListArgs),
     /// Cancel a scheduled or held task, or with --key every one with that business key.
     Cancel(ByIdOrKey),
     /// Give a failed task a new round of its retry policy.
-    Retry { id: String },
+    Retry { id: TaskId },
     /// Release a held task for delivery, or with --key every held one with that key.
     Release(ByIdOrKey),
     /// Follow a task: print each attempt as it happens, until the task ends.
     Watch {
-        id: String,
+        id: TaskId,
         /// How often to look.
         #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
         every: Duration,
@@ -95,7 +97,7 @@ struct ListArgs {
 #[derive(Args)]
 struct ByIdOrKey {
     #[arg(required_unless_present = "key", conflicts_with = "key")]
-    id: Option<String>,
+    id: Option<TaskId>,
     /// Every task with this business key.
     #[arg(long)]
     key: Option<String>,
@@ -144,26 +146,43 @@ async fn execute(api: &Api, command: TasksCommand, json: bool) -> Result<(), Api
         }
         TasksCommand::Get { id } => out.task(&api.get(&format!("/v1/tasks/{id}"), &[]).await?),
         TasksCommand::List(list) => list_tasks(api, &out, list).await?,
-        TasksCommand::Cancel(target) => match (target.id, target.key) {
-            (_, Some(key)) => {
-                let outcome = api.delete("/v1/tasks", &[("key", &key)]).await?;
-                out.by_key(&outcome, "canceled");
-            }
-            (Some(id), None) => out.task(&api.delete(&format!("/v1/tasks/{id}"), &[]).await?),
-            (None, None) => unreachable!("clap requires an id or --key"),
-        },
+        TasksCommand::Cancel(target) => {
+            let by_key = ("/v1/tasks", "canceled");
+            one_or_by_key(api, &out, target, Method::DELETE, "", by_key).await?
+        }
         TasksCommand::Retry { id } => {
             out.task(&api.post(&format!("/v1/tasks/{id}/retry"), &[]).await?)
         }
-        TasksCommand::Release(target) => match (target.id, target.key) {
-            (_, Some(key)) => {
-                let outcome = api.post("/v1/tasks/release", &[("key", &key)]).await?;
-                out.by_key(&outcome, "released");
-            }
-            (Some(id), None) => out.task(&api.post(&format!("/v1/tasks/{id}/release"), &[]).await?),
-            (None, None) => unreachable!("clap requires an id or --key"),
-        },
+        TasksCommand::Release(target) => {
+            let by_key = ("/v1/tasks/release", "released");
+            one_or_by_key(api, &out, target, Method::POST, "/release", by_key).await?
+        }
         TasksCommand::Watch { id, every } => watch(api, &out, &id, every).await?,
+    }
+    Ok(())
+}
+
+/// A cancel or release: of one task (`method` on `/v1/tasks/{id}{suffix}`), or with
+/// `--key` of every task with the key (`method` on the path of `by_key`, whose answer
+/// names what was done `verb`).
+async fn one_or_by_key(
+    api: &Api,
+    out: &show::Output,
+    target: ByIdOrKey,
+    method: Method,
+    suffix: &str,
+    (by_key_path, verb): (&str, &str),
+) -> Result<(), ApiError> {
+    match (target.id, target.key) {
+        (_, Some(key)) => {
+            let outcome = api.call(method, by_key_path, &[("key", &key)]).await?;
+            out.by_key(&outcome, verb);
+        }
+        (Some(id), None) => {
+            let path = format!("/v1/tasks/{id}{suffix}");
+            out.task(&api.call(method, &path, &[]).await?);
+        }
+        (None, None) => unreachable!("clap requires an id or --key"),
     }
     Ok(())
 }
@@ -192,7 +211,12 @@ async fn list_tasks(api: &Api, out: &show::Output, list: ListArgs) -> Result<(),
 
 /// Polls the task and prints what is new: each attempt as it is recorded, and each change
 /// of state, until the task ends.
-async fn watch(api: &Api, out: &show::Output, id: &str, every: Duration) -> Result<(), ApiError> {
+async fn watch(
+    api: &Api,
+    out: &show::Output,
+    id: &TaskId,
+    every: Duration,
+) -> Result<(), ApiError> {
     let path = format!("/v1/tasks/{id}");
     let mut shown_attempts = 0;
     let mut last_status = String::new();
