@@ -465,7 +465,10 @@ export class BoomerangStack extends Stack {
     }
   }
 
-  /** The HTTP API: `/v1/*` and `/healthz` to the API function, logged and throttled. */
+  /**
+   * The HTTP API: `/v1/*`, `/healthz` and `/openapi.json` to the API function, logged and
+   * throttled.
+   */
   private httpApi(stage: string, apiFn: lambda.Function): apigw.HttpApi {
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
       logGroupName: `/aws/apigateway/${stage}-boomerang`,
@@ -479,6 +482,7 @@ export class BoomerangStack extends Stack {
     const integration = new HttpLambdaIntegration('ApiIntegration', apiFn);
     api.addRoutes({ path: '/v1/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
     api.addRoutes({ path: '/healthz', methods: [apigw.HttpMethod.GET], integration });
+    api.addRoutes({ path: '/openapi.json', methods: [apigw.HttpMethod.GET], integration });
     const stageResource = api.defaultStage!.node.defaultChild as apigw.CfnStage;
     // One JSON line per request, in the format `boomerang bench cost` prices too. Each log
     // event has its own timestamp, so the line carries no time of its own.

@@ -46,6 +46,8 @@ enum Command {
     /// Measure this machine: start a server and a receiver, drive them, print figures.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Print the API's OpenAPI 3.1 document (as the server serves it at /openapi.json).
+    Openapi,
 }
 
 #[derive(Subcommand)]
@@ -102,8 +104,18 @@ async fn main() -> Result<ExitCode> {
         Command::Keys(KeysCommand::Create { tenant }) => aws_cmd::create_key(&tenant).await,
         Command::Tenants(TenantsCommand::Alert(args)) => aws_cmd::tenant_alert(args).await,
         Command::Bench(command) => bench::run(command).await,
+        Command::Openapi => print_openapi(),
     };
     done.map(|()| ExitCode::SUCCESS)
+}
+
+fn print_openapi() -> Result<()> {
+    let doc = boomerang::api::openapi();
+    println!(
+        "{}",
+        doc.to_pretty_json().context("rendering the document")?
+    );
+    Ok(())
 }
 
 fn init_tracing(format: &str) {

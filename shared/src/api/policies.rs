@@ -6,24 +6,40 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::get;
-use axum::{Extension, Json, Router};
-use serde::Serialize;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
 use super::problem::Problem;
-use super::task_request;
+use super::task_request::{self, RetryRequest};
 use super::views::RetryView;
 use crate::domain::{PolicyName, RetryPolicy, TenantId};
 use crate::engine::{Engine, EngineError};
 
-pub fn routes() -> Router<Arc<Engine>> {
-    Router::new().route("/policies", get(list_policies)).route(
-        "/policies/{name}",
-        get(get_policy).put(put_policy).delete(delete_policy),
-    )
+pub fn routes() -> OpenApiRouter<Arc<Engine>> {
+    OpenApiRouter::new()
+        .routes(routes!(list_policies))
+        .routes(routes!(get_policy, put_policy, delete_policy))
 }
 
-#[derive(Debug, Serialize)]
+/// A policy's name in a path.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+struct NamePath {
+    /// 1 to 64 letters, digits, `.`, `_` or `-`; `default` replaces the built-in default.
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]+$",
+        example = "payments"
+    )]
+    name: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 pub struct PolicyView {
     pub name: String,
     pub retry: RetryView,
@@ -38,7 +54,7 @@ impl PolicyView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct PoliciesView {
     pub policies: Vec<PolicyView>,
 }
@@ -55,11 +71,23 @@ fn not_found(e: EngineError) -> Problem {
     }
 }
 
-/// `PUT /v1/policies/{name}` with a retry object, as a task's `retry` takes it.
+/// Create or replace a named retry policy.
+///
+/// The body is a retry policy as a task's `retry` takes it. Tasks registered after this
+/// use it; tasks registered before keep the policy they were registered with.
+#[utoipa::path(put, path = "/policies/{name}", tag = "policies", operation_id = "put_policy",
+    params(NamePath),
+    request_body = RetryRequest,
+    responses(
+        (status = 200, description = "The policy as stored", body = PolicyView),
+        (status = 400, response = Malformed),
+        (status = 413, response = TooLarge),
+        (status = 422, response = Invalid),
+    ))]
 async fn put_policy(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    Path(name): Path<String>,
+    Path(NamePath { name }): Path<NamePath>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<PolicyView>, Problem> {
@@ -70,20 +98,34 @@ async fn put_policy(
     Ok(Json(PolicyView::new(&name, &policy)))
 }
 
+/// A named retry policy.
+#[utoipa::path(get, path = "/policies/{name}", tag = "policies", operation_id = "get_policy",
+    params(NamePath),
+    responses(
+        (status = 200, description = "The policy", body = PolicyView),
+        (status = 404, response = NotFound),
+    ))]
 async fn get_policy(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    Path(name): Path<String>,
+    Path(NamePath { name }): Path<NamePath>,
 ) -> Result<Json<PolicyView>, Problem> {
     let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
     let policy = engine.policy(&tenant, &name).await.map_err(not_found)?;
     Ok(Json(PolicyView::new(&name, &policy)))
 }
 
+/// Delete a named retry policy. Tasks registered with it keep it.
+#[utoipa::path(delete, path = "/policies/{name}", tag = "policies", operation_id = "delete_policy",
+    params(NamePath),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, response = NotFound),
+    ))]
 async fn delete_policy(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    Path(name): Path<String>,
+    Path(NamePath { name }): Path<NamePath>,
 ) -> Result<StatusCode, Problem> {
     let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
     engine
@@ -93,6 +135,9 @@ async fn delete_policy(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// The tenant's named retry policies.
+#[utoipa::path(get, path = "/policies", tag = "policies", operation_id = "list_policies",
+    responses((status = 200, description = "The policies, by name", body = PoliciesView)))]
 async fn list_policies(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,

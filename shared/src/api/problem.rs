@@ -3,15 +3,19 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::engine::EngineError;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Problem {
+    /// What kind of problem (`urn:boomerang:problem:invalid-field`); stable, for code.
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub title: &'static str,
+    /// The response's HTTP status.
     pub status: u16,
+    /// What happened, for people.
     pub detail: String,
     /// The request field at fault, as a path (`retry.schedule[2]`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -50,6 +54,16 @@ impl Problem {
             StatusCode::BAD_REQUEST,
             "urn:boomerang:problem:malformed-json",
             "The request body is not valid JSON",
+            detail.into(),
+        )
+    }
+
+    /// The query string cannot be read (a parameter given twice) (400).
+    pub fn bad_query(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "urn:boomerang:problem:malformed-query",
+            "The query string cannot be read",
             detail.into(),
         )
     }

@@ -9,6 +9,8 @@ use axum::http::{HeaderName, HeaderValue};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
+use utoipa::ToSchema;
 
 use super::problem::Problem;
 use crate::domain::hold::{DEFAULT_MAX_CHECKS, MAX_CHECKS, MAX_HOLD, MIN_HOLD};
@@ -35,71 +37,204 @@ pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 /// The longest a round of retries may be limited to.
 pub const MAX_DURATION: Duration = MAX_SCHEDULE_AHEAD;
+/// The response statuses `retry.permanent_statuses` may name.
+pub const PERMANENT_STATUSES: std::ops::RangeInclusive<i64> = 300..=599;
 pub const METHODS: [&str; 5] = ["POST", "PUT", "PATCH", "DELETE", "GET"];
 /// Attempts a backoff policy allows when the client does not say.
 pub const DEFAULT_BACKOFF_ATTEMPTS: u32 = 8;
 /// `max_interval` of linear and exponential backoff when the client does not say.
 pub const DEFAULT_MAX_INTERVAL: Duration = Duration::from_secs(3600);
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// `headers` as the OpenAPI document shows it: at most [`MAX_HEADERS`] string values.
+fn headers_schema() -> Object {
+    string_map(MAX_HEADERS, None)
+        .description(Some(
+            "Headers to send, at most 50; values are never shown again",
+        ))
+        .build()
+}
+
+/// `metadata` as the OpenAPI document shows it.
+fn metadata_schema() -> Object {
+    string_map(MAX_METADATA_ENTRIES, Some(MAX_METADATA_KEY))
+        .description(Some("Labels kept with the task and sent with its alerts"))
+        .build()
+}
+
+/// `retry.permanent_statuses` as the OpenAPI document shows it.
+fn permanent_statuses_schema() -> Array {
+    let status = ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(*PERMANENT_STATUSES.start() as f64))
+        .maximum(Some(*PERMANENT_STATUSES.end() as f64));
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(status)
+        .description(Some(
+            "Response statuses (300-599) that fail the task at once, without retrying",
+        ))
+        .examples([serde_json::json!([400, 401, 403, 404, 410])])
+        .build()
+}
+
+/// An object of strings: at most `entries` of them, with names of at most `name_len`.
+fn string_map(entries: usize, name_len: Option<usize>) -> ObjectBuilder {
+    let mut names = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1));
+    if let Some(len) = name_len {
+        names = names.max_length(Some(len));
+    }
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .max_properties(Some(entries))
+        .property_names(Some(names))
+}
+
+/// A callback to register. Only `url` is required: by default it is called at once with
+/// `POST`, no body, a 10 s timeout, and the default retry policy.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "url": "https://example.com/hooks/order-shipped",
+    "delay": "90s",
+    "body": {"order": 42},
+    "headers": {"x-tenant": "acme"},
+    "retry": {"schedule": ["30s", "2m", "10m"]},
+    "key": "order-42",
+    "metadata": {"source": "checkout"}
+}))]
 pub struct TaskRequest {
+    /// Where to send the callback: an `https://` URL (`http://` and private addresses only
+    /// with `serve --dev` or `--allow-cidr`).
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 2048,
+             example = "https://example.com/hooks/order-shipped")]
     pub url: Option<String>,
+    /// `POST` (the default), `PUT`, `PATCH`, `DELETE` or `GET`, in any case.
+    #[schema(
+        pattern = "^([Pp][Oo][Ss][Tt]|[Pp][Uu][Tt]|[Pp][Aa][Tt][Cc][Hh]|[Dd][Ee][Ll][Ee][Tt][Ee]|[Gg][Ee][Tt])$",
+        example = "POST"
+    )]
     pub method: Option<String>,
+    /// Headers to send (at most 50). Values are stored but never shown again.
+    /// `Host`, `Content-Length`, `Transfer-Encoding`, `Connection`, `Upgrade`, `TE` and
+    /// names starting `webhook-` or `boomerang-` are refused.
+    #[schema(schema_with = headers_schema)]
     pub headers: Option<BTreeMap<String, String>>,
+    /// The body to send (at most 256 KiB): a string is sent as it is (`text/plain`), any
+    /// other JSON value as JSON (`application/json`), unless `headers` names a type.
     pub body: Option<serde_json::Value>,
+    /// How long from now to call (0s to 365days); the default is now. Not with `fire_at`.
+    #[schema(example = "90s")]
     pub delay: Option<String>,
+    /// When to call (RFC 3339), within 365 days. Not with `delay`.
+    #[schema(format = DateTime, example = "2030-01-01T09:00:00Z")]
     pub fire_at: Option<String>,
+    /// How failed attempts are retried: a policy of its own, or the name of one of the
+    /// tenant's policies (`"payments"`). The default makes 8 attempts, waiting 30s, 1m,
+    /// 3m, 30m, 30m, 30m and 1h between them.
     pub retry: Option<RetryField>,
+    /// How long one attempt may take (1s to 60s; default 10s).
+    #[schema(example = "10s")]
     pub timeout: Option<String>,
+    /// An attempt succeeds only if the response body contains this text (at most 4 KiB).
+    #[schema(max_length = 4096)]
     pub expect_body: Option<String>,
+    /// Labels kept with the task and sent with its alerts (at most 50; keys 1–64 bytes,
+    /// values up to 1 KiB).
+    #[schema(schema_with = metadata_schema)]
     pub metadata: Option<BTreeMap<String, String>>,
+    /// Registers the task at most once: a repeat with the same key and request answers the
+    /// task registered first (200). Same as the `Idempotency-Key` header.
+    #[schema(min_length = 1, max_length = 255, example = "order-42-reminder")]
     pub idempotency_key: Option<String>,
+    /// The caller's own id for the task (not unique): tasks are listed, canceled and
+    /// released by it. 1–255 bytes, no control characters.
+    #[schema(min_length = 1, max_length = 255, example = "order-42")]
     pub key: Option<String>,
+    /// Where this task's failures are reported (an alert is itself a task).
     pub on_failure: Option<AlertRequest>,
+    /// `final` (default): report the final failure only; `every`: every failed attempt.
+    #[schema(value_type = Option<Notify>)]
     pub notify: Option<String>,
+    /// Register the task held: it is not called until released (or a check says so).
     pub hold: Option<HoldRequest>,
 }
 
 /// `hold`: register the task held until the caller releases it (or a check decides).
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HoldRequest {
+    /// How long the task may stay held (1s to 24h) before its `check_url` is asked, or,
+    /// without one, `on_unknown` applies.
+    #[schema(value_type = String, required = true, example = "5m")]
     pub timeout: Option<String>,
+    /// Asked, signed, whether to release or cancel the task once the hold times out.
+    /// It answers `200 {"decision": "release"}` or `{"decision": "cancel"}`; 404 and 410
+    /// mean cancel.
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        example = "https://example.com/orders/42/committed"
+    )]
     pub check_url: Option<String>,
+    /// What happens when nobody decides: `cancel` (default) or `release`.
+    #[schema(value_type = Option<OnUnknown>)]
     pub on_unknown: Option<String>,
+    /// How many times the check URL is asked (1–100; default 20).
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub max_checks: Option<i64>,
 }
 
 /// `on_failure`: where this task's failures are reported.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AlertRequest {
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 2048,
+             example = "https://example.com/hooks/boomerang-alerts")]
     pub url: Option<String>,
+    #[schema(schema_with = headers_schema)]
     pub headers: Option<BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// A retry policy: a fixed `schedule` of waits, or a `backoff` rule.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"backoff": "exponential", "interval": "30s", "max_interval": "1h", "max_attempts": 10}))]
 pub struct RetryRequest {
+    /// The waits before each retry (1–100 of them, each 1s to 7days).
+    #[schema(min_items = 1, max_items = 100, example = json!(["30s", "2m", "10m"]))]
     pub schedule: Option<Vec<String>>,
+    /// `fixed`, `linear` or `exponential`, with `interval`. Not with `schedule`.
+    #[schema(value_type = Option<String>, pattern = "^(fixed|linear|exponential)$")]
     pub backoff: Option<String>,
+    /// The first wait (1s to 7days).
     pub interval: Option<String>,
+    /// The longest wait (1s to 7days; default 1h, or `interval` if longer).
     pub max_interval: Option<String>,
-    /// Absent: the default count; `null`: as many as fit in `max_duration`.
+    /// The most attempts (1–1000), the first included. Absent: the schedule's length plus
+    /// one, or 8 with `backoff`; `null`: as many as fit in `max_duration`.
     #[serde(
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub max_attempts: Option<Option<i64>>,
+    /// Give up once this long has passed since the first attempt (1s to 365days; at most
+    /// 30days when `max_attempts` is null, and then required).
     pub max_duration: Option<String>,
+    /// Each wait is moved by up to this fraction of itself, at random (0 to 0.5).
+    #[schema(minimum = 0.0, maximum = 0.5)]
     pub jitter: Option<f64>,
+    /// Response statuses (300–599) that fail the task at once, without retrying.
+    #[schema(schema_with = permanent_statuses_schema)]
     pub permanent_statuses: Option<Vec<i64>>,
 }
 
 /// A task's `retry`: a policy of its own, or the name of one of the tenant's policies.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum RetryField {
     Named(String),
@@ -142,9 +277,11 @@ where
 }
 
 /// A batch registration: `{"tasks": [ … ]}`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchRequest {
+    /// 1 to 100 tasks, each as `POST /v1/tasks` takes it.
+    #[schema(min_items = 1, max_items = 100)]
     pub tasks: Vec<TaskRequest>,
 }
 
@@ -404,7 +541,7 @@ impl RetryRequest {
             .into_iter()
             .enumerate()
             .map(|(i, s)| match s {
-                300..=599 => Ok(s as u16),
+                s if PERMANENT_STATUSES.contains(&s) => Ok(s as u16),
                 _ => Err(Problem::invalid(
                     format!("retry.permanent_statuses[{i}]"),
                     "must be an HTTP status between 300 and 599",

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::problem::Problem;
 use crate::domain::{
     AttemptOutcome, AttemptRecord, Backoff, BusinessKey, CheckRecord, Notify, OnUnknown,
     RetryPolicy, Status, Task,
@@ -13,7 +15,7 @@ use crate::domain::{
 use crate::engine::KeyOutcome;
 use crate::ports::Page;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct TaskView {
     pub id: String,
     pub status: Status,
@@ -57,12 +59,12 @@ pub struct TaskView {
     pub check_at: Option<DateTime<Utc>>,
     /// The checks made while held, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<CheckRecord>,
+    pub checks: Vec<CheckView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptView>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct HoldView {
     pub timeout: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -72,13 +74,13 @@ pub struct HoldView {
 }
 
 /// An alert destination; like a task's, header values are not shown.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct AlertView {
     pub url: String,
     pub header_names: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct RetryView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<Vec<String>>,
@@ -96,7 +98,7 @@ pub struct RetryView {
     pub permanent_statuses: Vec<u16>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct AttemptView {
     pub number: u32,
     pub scheduled_at: DateTime<Utc>,
@@ -111,14 +113,44 @@ pub struct AttemptView {
     pub worker: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// One check of a held task.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CheckView {
+    pub number: u32,
+    pub at: DateTime<Utc>,
+    pub duration_ms: u64,
+    pub status_code: Option<u16>,
+    /// `release` or `cancel`, if the answer decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 pub struct PageView {
     pub tasks: Vec<TaskView>,
     pub next_cursor: Option<String>,
 }
 
+/// What `POST /v1/tasks/batch` did: one result per task, in the order sent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchView {
+    pub tasks: Vec<BatchItemView>,
+}
+
+/// One task of a batch: registered (201), repeated (200), or refused with a problem.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchItemView {
+    pub status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<Problem>,
+}
+
 /// What `DELETE /v1/tasks?key=…` did.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct KeyCancelView {
     pub key: String,
     /// The tasks it canceled.
@@ -130,7 +162,7 @@ pub struct KeyCancelView {
 }
 
 /// What `POST /v1/tasks/release?key=…` did.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct KeyReleaseView {
     pub key: String,
     pub released: Vec<String>,
@@ -140,7 +172,7 @@ pub struct KeyReleaseView {
 }
 
 /// A task with the key that an action by key left as it was.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct KeyedStatusView {
     pub id: String,
     pub status: Status,
@@ -223,7 +255,7 @@ impl TaskView {
                 max_checks: h.max_checks,
             }),
             check_at: task.check_at,
-            checks: task.checks.clone(),
+            checks: task.checks.iter().map(CheckView::new).collect(),
             attempts: attempts.map(|a| a.iter().map(AttemptView::new).collect()),
         }
     }
@@ -284,6 +316,19 @@ impl AttemptView {
             response: a.response_excerpt.clone(),
             outcome: a.outcome,
             worker: a.worker.clone(),
+        }
+    }
+}
+
+impl CheckView {
+    fn new(c: &CheckRecord) -> Self {
+        Self {
+            number: c.number,
+            at: c.at,
+            duration_ms: c.duration_ms,
+            status_code: c.status_code,
+            decision: c.decision.clone(),
+            error: c.error.clone(),
         }
     }
 }
