@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: format, lint, the Lambda zips, the CDK stack's checks, unit,
-# contract, emulator and end-to-end tests.
+# contract, emulator and end-to-end tests, and schemathesis against the OpenAPI document.
 # Runs on a fresh clone; installs whatever it needs by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,11 +38,32 @@ echo "== AWS emulators"
 # shellcheck source=scripts/emulators.sh
 . scripts/emulators.sh
 
+# The API fuzzer has a network namespace of its own (no shared ports), so it runs while
+# the cargo tests do; its output is shown when both are done.
+echo "== API fuzzing (schemathesis, in the background; output below)"
+fuzz_log=$(mktemp)
+bash scripts/api-fuzz.sh >"$fuzz_log" 2>&1 &
+fuzz_pid=$!
+
 echo "== cargo test"
-cargo test --locked --workspace 2>&1 | tee -a "$log"
+test_status=0
+cargo test --locked --workspace 2>&1 | tee -a "$log" || test_status=$?
+
+echo "== API fuzzing (schemathesis) output"
+fuzz_status=0
+wait "$fuzz_pid" || fuzz_status=$?
+if [ "$fuzz_status" = 0 ]; then
+  sed -n '/= SUMMARY =/,$p' "$fuzz_log"
+  echo "API fuzzing: passed" | tee -a "$log"
+else
+  cat "$fuzz_log"
+  echo "API fuzzing: failed" | tee -a "$log"
+fi
 # One closing line for the whole run: the sum over every cargo test binary and the
 # CDK assertion tests (node's runner prints "# pass N" and "# fail N").
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^# pass / { p += $3 } /^# fail / { f += $3 }
+     /^API fuzzing: passed/ { p += 1 } /^API fuzzing: failed/ { f += 1 }
      END { printf "Summary: %d passed, %d failed\n", p, f }' "$log"
-rm -f "$log"
+rm -f "$log" "$fuzz_log"
+[ "$test_status" = 0 ] && [ "$fuzz_status" = 0 ]
