@@ -164,6 +164,28 @@ async fn hostile_requests_get_an_answer_and_store_nothing() {
         "control characters in a header: {status}"
     );
 
+    // Paths and query strings that no parameter type can hold: a problem, never axum's
+    // plain-text rejection.
+    let key = &server.api_key;
+    let odd_targets = [
+        ("GET /v1/tasks/%FF", 404, None),
+        ("POST /v1/tasks/%FF%FE/release", 404, None),
+        ("GET /v1/policies/%FF", 404, None),
+        ("PUT /v1/policies/%FF", 422, Some("name")),
+        ("GET /v1/tasks?status=failed&status=held", 400, None),
+        ("DELETE /v1/tasks?key=a&key=b", 400, None),
+        ("DELETE /v1/tasks?key=%00", 422, Some("key")),
+    ];
+    for (target, want, field) in odd_targets {
+        let head =
+            format!("{target} HTTP/1.1\r\nAuthorization: Bearer {key}\r\nContent-Length: 2\r\n");
+        let (status, answer) = raw(&server, &head, b"{}").await;
+        assert_eq!(status, want, "{target} → {answer}");
+        let problem: Value = serde_json::from_str(&answer)
+            .unwrap_or_else(|_| panic!("{target}: not a problem body: {answer}"));
+        assert_eq!(problem["field"].as_str(), field, "{target} → {answer}");
+    }
+
     let (status, page) = server.get_json("/v1/tasks?limit=100").await;
     assert_eq!(status, 200);
     assert_eq!(page["tasks"], serde_json::json!([]), "nothing was stored");

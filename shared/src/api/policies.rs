@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -25,8 +26,8 @@ pub fn routes() -> OpenApiRouter<Arc<Engine>> {
         .routes(routes!(get_policy, put_policy, delete_policy))
 }
 
-/// A policy's name in a path.
-#[derive(Deserialize, IntoParams)]
+/// A policy's name in a path, as sent: each handler checks it as a name.
+#[derive(IntoParams)]
 #[into_params(parameter_in = Path)]
 struct NamePath {
     /// 1 to 64 letters, digits, `.`, `_` or `-`; `default` replaces the built-in default.
@@ -37,6 +38,20 @@ struct NamePath {
         example = "payments"
     )]
     name: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for NamePath {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+        // A segment that is not UTF-8 is no policy name either: the handler refuses it as
+        // it refuses any other (404 on a read, 422 on a write), not with axum's plain text.
+        let name = match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(name)) => name,
+            Err(_) => char::REPLACEMENT_CHARACTER.to_string(),
+        };
+        Ok(NamePath { name })
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -87,7 +102,7 @@ fn not_found(e: EngineError) -> Problem {
 async fn put_policy(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    Path(NamePath { name }): Path<NamePath>,
+    NamePath { name }: NamePath,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<PolicyView>, Problem> {
@@ -108,7 +123,7 @@ async fn put_policy(
 async fn get_policy(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    Path(NamePath { name }): Path<NamePath>,
+    NamePath { name }: NamePath,
 ) -> Result<Json<PolicyView>, Problem> {
     let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
     let policy = engine.policy(&tenant, &name).await.map_err(not_found)?;
@@ -125,7 +140,7 @@ async fn get_policy(
 async fn delete_policy(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    Path(NamePath { name }): Path<NamePath>,
+    NamePath { name }: NamePath,
 ) -> Result<StatusCode, Problem> {
     let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
     engine
