@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: format, lint, the Lambda zips, the CDK stack's checks, unit,
-# contract, emulator and end-to-end tests, and schemathesis against the OpenAPI document.
+# contract, emulator and end-to-end tests, the console in headless Chromium, and
+# schemathesis against the OpenAPI document.
 # Runs on a fresh clone; installs whatever it needs by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +50,10 @@ echo "== cargo test"
 test_status=0
 cargo test --locked --workspace 2>&1 | tee -a "$log" || test_status=$?
 
+echo "== console browser tests (headless Chromium)"
+console_status=0
+bash scripts/console-test.sh 2>&1 | tee -a "$log" || console_status=$?
+
 echo "== API fuzzing (schemathesis) output"
 fuzz_status=0
 wait "$fuzz_pid" || fuzz_status=$?
@@ -59,11 +64,12 @@ else
   cat "$fuzz_log"
   echo "API fuzzing: failed" | tee -a "$log"
 fi
-# One closing line for the whole run: the sum over every cargo test binary and the
-# CDK assertion tests (node's runner prints "# pass N" and "# fail N").
+# One closing line for the whole run: the sum over every cargo test binary, the CDK
+# assertion tests and the console's (node's runner prints "# pass N" and "# fail N"), and
+# the API fuzzing as one.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^# pass / { p += $3 } /^# fail / { f += $3 }
      /^API fuzzing: passed/ { p += 1 } /^API fuzzing: failed/ { f += 1 }
      END { printf "Summary: %d passed, %d failed\n", p, f }' "$log"
 rm -f "$log" "$fuzz_log"
-[ "$test_status" = 0 ] && [ "$fuzz_status" = 0 ]
+[ "$test_status" = 0 ] && [ "$console_status" = 0 ] && [ "$fuzz_status" = 0 ]

@@ -466,8 +466,8 @@ export class BoomerangStack extends Stack {
   }
 
   /**
-   * The HTTP API: `/v1/*`, `/healthz` and `/openapi.json` to the API function, logged and
-   * throttled.
+   * The HTTP API: `/v1/*`, `/healthz`, `/openapi.json` and the console (`/console`,
+   * `/console/*`) to the API function, logged and throttled.
    */
   private httpApi(stage: string, apiFn: lambda.Function): apigw.HttpApi {
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
@@ -483,6 +483,8 @@ export class BoomerangStack extends Stack {
     api.addRoutes({ path: '/v1/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
     api.addRoutes({ path: '/healthz', methods: [apigw.HttpMethod.GET], integration });
     api.addRoutes({ path: '/openapi.json', methods: [apigw.HttpMethod.GET], integration });
+    api.addRoutes({ path: '/console', methods: [apigw.HttpMethod.GET], integration });
+    api.addRoutes({ path: '/console/{file}', methods: [apigw.HttpMethod.GET], integration });
     const stageResource = api.defaultStage!.node.defaultChild as apigw.CfnStage;
     // One JSON line per request, in the format `boomerang bench cost` prices too. Each log
     // event has its own timestamp, so the line carries no time of its own.

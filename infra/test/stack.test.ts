@@ -123,9 +123,15 @@ test('functions are configured from the stack parameters', () => {
   assert.throws(() => synth({ retentionDays: 1 }), /at least 2/);
 });
 
-test('the HTTP API routes /v1/*, /healthz and /openapi.json to the API function, logged and throttled', () => {
+test('the HTTP API routes /v1/*, /healthz, /openapi.json and the console to the API function, logged and throttled', () => {
   const routes = Object.values(resources('AWS::ApiGatewayV2::Route')).map((r: any) => r.Properties.RouteKey);
-  assert.deepEqual(routes.sort(), ['ANY /v1/{proxy+}', 'GET /healthz', 'GET /openapi.json']);
+  assert.deepEqual(routes.sort(), [
+    'ANY /v1/{proxy+}',
+    'GET /console',
+    'GET /console/{file}',
+    'GET /healthz',
+    'GET /openapi.json',
+  ]);
   const stage = only('AWS::ApiGatewayV2::Stage').Properties;
   assert.ok(stage.AccessLogSettings.DestinationArn);
   assert.match(stage.AccessLogSettings.Format, /\$context.requestId/);

@@ -143,9 +143,13 @@ pub trait TaskStore: Send + Sync {
     /// than `cutoff` (the sweep arms it for its time).
     async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError>;
 
-    /// How many tasks are in each state, over all tenants, where the store can count
-    /// them cheaply enough for a metrics scrape (`None`: it cannot; DynamoDB would scan).
-    async fn count_by_status(&self) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
+    /// How many tasks are in each state, of one tenant or of all, where the store can
+    /// count them cheaply enough for a metrics scrape or a page view (`None`: it cannot;
+    /// DynamoDB would read every item).
+    async fn count_by_status(
+        &self,
+        _tenant: Option<&TenantId>,
+    ) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
         Ok(None)
     }
 

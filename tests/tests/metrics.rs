@@ -1,5 +1,5 @@
-//! End-to-end: `GET /metrics` on the real `boomerang serve` after a scenario with real
-//! receivers: every counter moved as the tasks did.
+//! End-to-end: `GET /metrics` and `GET /v1/stats` on the real `boomerang serve` after a
+//! scenario with real receivers: every counter moved as the tasks did.
 
 use std::time::Duration;
 
@@ -95,6 +95,23 @@ async fn the_counters_move_as_the_tasks_do() {
         "{commits} commits, {writes} writes"
     );
     assert!(sample(&text, "boomerang_store_commit_seconds_count") == commits);
+
+    // The console's figures: the same tasks by state, and the same attempts in this hour.
+    let (status, stats) = server.call(Method::GET, "/v1/stats").await;
+    assert_eq!(status, 200, "{stats}");
+    assert_eq!(
+        stats["counts"],
+        json!({"held": 0, "scheduled": 0, "delivering": 0, "succeeded": 2, "failed": 1,
+               "canceled": 1})
+    );
+    let minutes = stats["deliveries"]["minutes"].as_array().unwrap();
+    assert_eq!(minutes.len(), 60);
+    let total = |field: &str| -> u64 { minutes.iter().map(|m| m[field].as_u64().unwrap()).sum() };
+    assert_eq!(
+        (total("attempts"), total("succeeded"), total("failed")),
+        (5, 2, 3)
+    );
+    assert!(stats["deliveries"]["lateness_p99_ms"].as_i64().unwrap() >= 1);
 
     // Behind the API key, like the API.
     let anonymous = reqwest::get(format!("{}/metrics", server.base))

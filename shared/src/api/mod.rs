@@ -1,10 +1,12 @@
 //! The HTTP API: one axum Router for the local server and, through `lambda_http`, the API
 //! Lambda.
 
+pub mod console;
 pub mod holds;
 pub mod openapi;
 pub mod policies;
 pub mod problem;
+pub mod stats;
 pub mod task_request;
 pub mod views;
 
@@ -76,13 +78,15 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
         .routes(routes!(get_task, cancel_task))
         .routes(routes!(retry_task))
         .merge(policies::routes())
-        .merge(holds::routes());
+        .merge(holds::routes())
+        .merge(stats::routes());
     let authenticated: Routes = OpenApiRouter::new()
         .nest("/v1", v1)
         .routes(routes!(metrics));
     let public: Routes = OpenApiRouter::new()
         .routes(routes!(healthz))
-        .routes(routes!(openapi::openapi_json));
+        .routes(routes!(openapi::openapi_json))
+        .merge(console::routes());
     let (public, public_doc) = public.split_for_parts();
     let (authenticated, authenticated_doc) = authenticated.split_for_parts();
     let doc = openapi::document(public_doc, authenticated_doc);

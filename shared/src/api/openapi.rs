@@ -42,6 +42,7 @@ pub const API_KEY: &str = "api_key";
         (name = "holds", description = "Release held tasks (registered with `hold`)."),
         (name = "policies", description = "A tenant's named retry policies."),
         (name = "service", description = "Health, metrics and this document."),
+        (name = "console", description = "The web console: pages that use this API."),
     ),
     components(
         schemas(Problem),

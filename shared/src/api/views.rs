@@ -15,6 +15,9 @@ use crate::domain::{
 use crate::engine::KeyOutcome;
 use crate::ports::Page;
 
+/// How much of a task's body its own view shows.
+pub const BODY_PREVIEW_CHARS: usize = 200;
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TaskView {
     pub id: String,
@@ -23,6 +26,9 @@ pub struct TaskView {
     pub method: String,
     pub header_names: Vec<String>,
     pub body_bytes: usize,
+    /// The body's first 200 characters, in a task's own view (`GET /v1/tasks/{id}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body_preview: Option<String>,
     pub timeout: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect_body: Option<String>,
@@ -229,6 +235,9 @@ impl TaskView {
             method: req.method.clone(),
             header_names: req.headers.iter().map(|(n, _)| n.clone()).collect(),
             body_bytes: req.body.len(),
+            body_preview: attempts
+                .filter(|_| !req.body.is_empty())
+                .map(|_| req.body.chars().take(BODY_PREVIEW_CHARS).collect()),
             timeout: human(task.spec.timeout),
             expect_body: task.spec.expect_body.clone(),
             retry: RetryView::new(&task.spec.retry),

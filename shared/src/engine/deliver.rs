@@ -156,6 +156,7 @@ impl Engine {
                 http_status: record.status_code,
                 lateness_ms: record.lateness_ms,
                 duration_ms: record.duration_ms,
+                started_at: record.started_at,
             }));
         if next.status == Status::Failed {
             tracing::warn!(

@@ -16,9 +16,10 @@ use chrono::{DateTime, Utc};
 use crate::clock::{Clock, Random};
 use crate::domain::time::checked_add;
 use crate::domain::{
-    AlertTarget, AttemptRecord, AttemptRef, PolicyName, Refusal, Task, TaskId, TaskSpec, TenantId,
+    AlertTarget, AttemptRecord, AttemptRef, PolicyName, Refusal, Status, Task, TaskId, TaskSpec,
+    TenantId,
 };
-use crate::metrics::{MetricEvent, Metrics};
+use crate::metrics::{DeliveryWindow, MetricEvent, Metrics};
 use crate::ports::{
     CreateOutcome, DeadLetters, ListQuery, Page, StoreError, TaskStore, Tenants, TenantsError,
     Timer, TimerError, Webhooks,
@@ -91,6 +92,16 @@ pub struct Registration {
     pub task: Task,
     /// False when an earlier registration with the same idempotency key was returned.
     pub created: bool,
+}
+
+/// A tenant's figures for the console ([`Engine::stats`]).
+#[derive(Debug)]
+pub struct Stats {
+    /// Tasks by state; `None` where the store cannot count them cheaply (DynamoDB).
+    pub counts: Option<Vec<(Status, u64)>>,
+    /// The last hour of attempts, minute by minute; `None` where the server keeps no
+    /// window (the Lambdas: CloudWatch has the figures there).
+    pub deliveries: Option<DeliveryWindow>,
 }
 
 #[derive(Debug)]
@@ -316,8 +327,16 @@ impl Engine {
     /// The metrics as `GET /metrics` serves them (with the store's task counts by state
     /// where it can count them), or `None` where metrics go elsewhere.
     pub async fn metrics_exposition(&self) -> Result<Option<String>, EngineError> {
-        let counts = self.ports.store.count_by_status().await?;
+        let counts = self.ports.store.count_by_status(None).await?;
         Ok(self.ports.metrics.exposition(counts.as_deref()))
+    }
+
+    /// A tenant's figures for the console: its tasks by state, where the store can count
+    /// them, and the last hour of attempts, where the server keeps them.
+    pub async fn stats(&self, tenant: &TenantId) -> Result<Stats, EngineError> {
+        let counts = self.ports.store.count_by_status(Some(tenant)).await?;
+        let deliveries = self.ports.metrics.recent(self.ports.clock.now());
+        Ok(Stats { counts, deliveries })
     }
 
     /// Gives a `failed` task a new round of its retry policy, starting now.

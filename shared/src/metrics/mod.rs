@@ -6,12 +6,15 @@
 //! ([`prometheus`]) and logs one line per attempt.
 
 pub mod prometheus;
+pub mod recent;
 
 use std::io::Write;
 
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::domain::{AttemptOutcome, Status, TaskId};
+pub use recent::DeliveryWindow;
 
 /// The namespace the metric filters publish to, and the dashboard and alarms read.
 pub const NAMESPACE: &str = "Boomerang";
@@ -51,6 +54,7 @@ pub struct AttemptFacts {
     pub http_status: Option<u16>,
     pub lateness_ms: i64,
     pub duration_ms: u64,
+    pub started_at: DateTime<Utc>,
 }
 
 pub trait Metrics: Send + Sync {
@@ -60,6 +64,11 @@ pub trait Metrics: Send + Sync {
     /// store's task counts by state where it can count them; `None` where nothing is
     /// served (the Lambdas print lines instead).
     fn exposition(&self, _tasks_by_status: Option<&[(Status, u64)]>) -> Option<String> {
+        None
+    }
+
+    /// The last hour of attempts up to `now`, where the server keeps it ([`recent`]).
+    fn recent(&self, _now: DateTime<Utc>) -> Option<DeliveryWindow> {
         None
     }
 }
@@ -150,6 +159,7 @@ mod tests {
             http_status: Some(503),
             lateness_ms: 42,
             duration_ms: 120,
+            started_at: Utc::now(),
         };
         let line = metric_line(MetricEvent::Attempt(facts)).unwrap();
         assert_eq!(

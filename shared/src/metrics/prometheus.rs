@@ -1,5 +1,6 @@
 //! The local server's metrics: the engine's events counted in a Prometheus registry and
-//! served as `GET /metrics` (text exposition). Each attempt still gets its log line.
+//! served as `GET /metrics` (text exposition), and the last hour of attempts for the
+//! console ([`super::recent`]). Each attempt still gets its log line.
 
 use std::sync::Mutex;
 
@@ -10,6 +11,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use chrono::{DateTime, Utc};
+
+use super::recent::{DeliveryWindow, RecentAttempts};
 use super::{outcome_name, LogMetrics, MetricEvent, Metrics};
 use crate::domain::{AttemptOutcome, Status};
 
@@ -31,6 +35,8 @@ pub struct PrometheusMetrics {
     commit_writes: Histogram,
     commit_seconds: Histogram,
     sweep_repaired: Counter,
+    /// The last hour, for the console's live panel.
+    recent: RecentAttempts,
 }
 
 impl Default for PrometheusMetrics {
@@ -59,6 +65,7 @@ impl PrometheusMetrics {
             // 50 µs to ~1.6 s.
             commit_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
             sweep_repaired: Counter::default(),
+            recent: RecentAttempts::default(),
         };
         m.register_all();
         m
@@ -145,6 +152,7 @@ impl Metrics for PrometheusMetrics {
                     .inc();
                 self.lateness.observe(a.lateness_ms.max(0) as f64 / 1000.0);
                 self.duration.observe(a.duration_ms as f64 / 1000.0);
+                self.recent.record(a.started_at, a.outcome, a.lateness_ms);
             }
             MetricEvent::Canceled { count } => {
                 self.canceled.inc_by(count as u64);
@@ -163,6 +171,10 @@ impl Metrics for PrometheusMetrics {
                 self.sweep_repaired.inc_by(count as u64);
             }
         }
+    }
+
+    fn recent(&self, now: DateTime<Utc>) -> Option<DeliveryWindow> {
+        Some(self.recent.window(now))
     }
 
     fn exposition(&self, tasks_by_status: Option<&[(Status, u64)]>) -> Option<String> {

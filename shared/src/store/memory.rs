@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{AttemptRecord, PolicyName, RetryPolicy, Task, TaskId, TenantId};
+use crate::domain::{AttemptRecord, PolicyName, RetryPolicy, Status, Task, TaskId, TenantId};
 use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStore};
 
 #[derive(Default)]
@@ -107,6 +107,25 @@ impl TaskStore for MemoryStore {
             .cloned()
             .collect();
         Ok(Page::from_overfetch(tasks, query.limit))
+    }
+
+    async fn count_by_status(
+        &self,
+        tenant: Option<&TenantId>,
+    ) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
+        let inner = self.lock();
+        let counts = Status::ALL
+            .iter()
+            .map(|&status| {
+                let n = inner
+                    .tasks
+                    .values()
+                    .filter(|t| t.status == status && tenant.is_none_or(|x| &t.tenant == x))
+                    .count();
+                (status, n as u64)
+            })
+            .collect();
+        Ok(Some(counts))
     }
 
     async fn put_policy(

@@ -592,20 +592,30 @@ impl TaskStore for SqliteStore {
         .await
     }
 
-    async fn count_by_status(&self) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
+    async fn count_by_status(
+        &self,
+        tenant: Option<&TenantId>,
+    ) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
+        let only = tenant.map(|t| t.as_str().to_string());
         let stored: Vec<(String, u64)> = self
-            .read(|c| {
+            .read(move |c| {
                 let mut stmt = c
-                    .prepare_cached("SELECT status, count(*) FROM tasks GROUP BY status")
+                    .prepare_cached(
+                        "SELECT status, count(*) FROM tasks
+                         WHERE ?1 IS NULL OR tenant = ?1 GROUP BY status",
+                    )
                     .map_err(unavailable)?;
                 let rows = stmt
-                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .query_map([only], |r| Ok((r.get(0)?, r.get(1)?)))
                     .map_err(unavailable)?;
                 rows.collect::<Result<_, _>>().map_err(unavailable)
             })
             .await?;
         // A claim is not written: claimed tasks are stored `scheduled`.
-        let claimed = lock(&self.claims).len() as u64;
+        let claimed = lock(&self.claims)
+            .values()
+            .filter(|c| tenant.is_none_or(|t| &c.task.tenant == t))
+            .count() as u64;
         let mut counts = Vec::new();
         for (status, n) in stored {
             let status = Status::parse(&status)

@@ -1,0 +1,560 @@
+// The Boomerang console. It calls the public API only, on this origin, with the API key
+// the user signs in with (kept in this tab's sessionStorage and sent as a bearer token).
+// Whatever the API returns is put on the page as text, never parsed as HTML.
+
+const KEY_STORE = 'boomerang.apiKey';
+const PAGE_SIZE = 25;
+const STATUSES = ['held', 'scheduled', 'delivering', 'succeeded', 'failed', 'canceled'];
+const LIVE_EVERY_MS = 10000;
+const TASK_EVERY_MS = 1500;
+
+const main = document.getElementById('main');
+const notice = document.getElementById('notice');
+const nav = document.getElementById('nav');
+const signOutButton = document.getElementById('sign-out');
+const overview = document.getElementById('overview');
+const countsBox = document.getElementById('counts');
+const live = document.getElementById('live');
+
+let statsTimer = null;
+let viewTimer = null;
+// The cursors of the pages before this one, for "Previous"; '' is the first page.
+let earlierPages = [];
+
+// ---------------------------------------------------------------- DOM helpers
+
+/** An element with attributes (`on…` ones are listeners) and children (text or nodes). */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  return fill(el, attrs, children);
+}
+
+/** The same, for SVG. */
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  return fill(el, attrs, children);
+}
+
+function fill(el, attrs, children) {
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
+    else el.setAttribute(name === 'className' ? 'class' : name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : String(child));
+  }
+  return el;
+}
+
+function badge(status) {
+  return h('span', { class: `badge ${status}` }, status);
+}
+
+function dl(pairs) {
+  return h('dl', {}, pairs.filter(([, v]) => v !== null && v !== undefined && v !== '')
+    .map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+}
+
+// ---------------------------------------------------------------- formatting
+
+function when(iso) {
+  if (!iso) return '—';
+  return new Date(iso).toLocaleString(undefined, {
+    year: 'numeric', month: 'short', day: 'numeric',
+    hour: '2-digit', minute: '2-digit', second: '2-digit',
+  });
+}
+
+function span(ms) {
+  const a = Math.abs(ms);
+  if (a < 1000) return `${Math.round(ms)} ms`;
+  if (a < 60000) return `${(ms / 1000).toFixed(a < 10000 ? 1 : 0)} s`;
+  if (a < 3600000) return `${(ms / 60000).toFixed(1)} min`;
+  if (a < 86400000) return `${(ms / 3600000).toFixed(1)} h`;
+  return `${(ms / 86400000).toFixed(1)} d`;
+}
+
+// ---------------------------------------------------------------- the API
+
+class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem && problem.detail ? problem.detail : `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+async function api(method, path) {
+  const key = sessionStorage.getItem(KEY_STORE) || '';
+  const response = await fetch(path, {
+    method,
+    headers: { authorization: `Bearer ${key}` },
+    cache: 'no-store',
+  });
+  const body = response.status === 204 ? null : await response.json().catch(() => null);
+  if (response.status === 401) {
+    signOut('That API key was refused: sign in again.');
+    throw new ApiError(401, body);
+  }
+  if (!response.ok) throw new ApiError(response.status, body);
+  return body;
+}
+
+function say(message, kind = 'error') {
+  notice.className = kind;
+  notice.textContent = message;
+}
+
+function hush() {
+  notice.className = '';
+  notice.textContent = '';
+}
+
+/** What to tell the user about a failed call: the problem's status and detail. */
+function refusal(error) {
+  if (error instanceof ApiError) return `${error.status}: ${error.message}`;
+  return `the server could not be reached (${error.message})`;
+}
+
+// ---------------------------------------------------------------- signing in
+
+function showSignIn(message) {
+  stopTimers();
+  nav.hidden = true;
+  signOutButton.hidden = true;
+  overview.hidden = true;
+  const input = h('input', {
+    id: 'api-key', name: 'api-key', type: 'password', autocomplete: 'off',
+    spellcheck: 'false', required: true,
+  });
+  const form = h('form', { class: 'sign-in', onsubmit: (event) => signIn(event, input) },
+    h('h2', {}, 'Sign in'),
+    h('p', {}, 'Paste an API key. It is kept in this tab only, and sent to this server alone.'),
+    h('label', { for: 'api-key' }, 'API key'),
+    input,
+    h('button', { type: 'submit', class: 'primary' }, 'Sign in'));
+  main.replaceChildren(form);
+  if (message) say(message);
+  input.focus();
+}
+
+async function signIn(event, input) {
+  event.preventDefault();
+  sessionStorage.setItem(KEY_STORE, input.value.trim());
+  try {
+    await api('GET', '/v1/tasks?limit=1');
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) say(`Cannot sign in: ${refusal(error)}`);
+    return;
+  }
+  hush();
+  if (!location.hash || location.hash === '#/') location.hash = '#/tasks';
+  else route();
+}
+
+function signOut(message) {
+  sessionStorage.removeItem(KEY_STORE);
+  history.replaceState(null, '', '#/');
+  showSignIn(message);
+}
+
+signOutButton.addEventListener('click', () => signOut());
+
+// ---------------------------------------------------------------- routing
+
+function stopTimers() {
+  clearInterval(statsTimer);
+  statsTimer = null;
+  clearTimeout(viewTimer);
+  viewTimer = null;
+}
+
+function route() {
+  clearTimeout(viewTimer);
+  if (!sessionStorage.getItem(KEY_STORE)) return showSignIn();
+  nav.hidden = false;
+  signOutButton.hidden = false;
+  overview.hidden = false;
+  if (!statsTimer) {
+    refreshStats();
+    statsTimer = setInterval(refreshStats, LIVE_EVERY_MS);
+  }
+  const [path, query] = location.hash.slice(1).split('?');
+  const params = new URLSearchParams(query || '');
+  const here = `#${path}${params.get('status') ? `?status=${params.get('status')}` : ''}`;
+  for (const link of nav.querySelectorAll('a')) {
+    if (link.getAttribute('href') === here) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  const task = path.match(/^\/tasks\/([0-9A-Za-z]{26})$/);
+  if (task) return showTask(task[1], true);
+  return showList(params);
+}
+
+window.addEventListener('hashchange', () => {
+  hush();
+  route();
+  main.focus();
+});
+
+// ---------------------------------------------------------------- actions
+
+/** The buttons for what the task's state allows. `done` runs after each. */
+function actionsFor(task, done) {
+  const buttons = [];
+  const act = (label, method, path) => buttons.push(h('button', {
+    type: 'button',
+    class: `action ${label.toLowerCase()}`,
+    'aria-label': `${label} task ${task.id}`,
+    onclick: () => act1(label, task, method, path, done),
+  }, label));
+  if (task.status === 'held') act('Release', 'POST', `/v1/tasks/${task.id}/release`);
+  if (task.status === 'scheduled' || task.status === 'held') act('Cancel', 'DELETE', `/v1/tasks/${task.id}`);
+  if (task.status === 'failed') act('Retry', 'POST', `/v1/tasks/${task.id}/retry`);
+  return buttons;
+}
+
+async function act1(label, task, method, path, done) {
+  if (!confirm(`${label} task ${task.id}?\n${task.url}`)) return;
+  try {
+    await api(method, path);
+    say(`${label}: done (task ${task.id}).`, 'ok');
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return;
+    say(`${label} refused: ${refusal(error)}`);
+  }
+  refreshStats();
+  done();
+}
+
+async function retryAll(tasks, done) {
+  if (!confirm(`Retry all ${tasks.length} failed tasks shown?`)) return;
+  let retried = 0;
+  const refused = [];
+  for (const task of tasks) {
+    try {
+      await api('POST', `/v1/tasks/${task.id}/retry`);
+      retried += 1;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) return;
+      refused.push(`${task.id}: ${refusal(error)}`);
+    }
+  }
+  if (refused.length) say(`Retried ${retried} of ${tasks.length}. Refused: ${refused.join('; ')}`);
+  else say(`Retried ${retried} of ${tasks.length}.`, 'ok');
+  refreshStats();
+  done();
+}
+
+// ---------------------------------------------------------------- the task list
+
+function listHash(status, key, cursor) {
+  const q = new URLSearchParams();
+  if (status) q.set('status', status);
+  if (key) q.set('key', key);
+  if (cursor) q.set('cursor', cursor);
+  const text = q.toString();
+  return `#/tasks${text ? `?${text}` : ''}`;
+}
+
+function filters(status, key) {
+  const statusSelect = h('select', { id: 'f-status', name: 'status' },
+    h('option', { value: '' }, 'any'),
+    STATUSES.map((st) => h('option', { value: st, selected: st === status }, st)));
+  const keyInput = h('input', { id: 'f-key', name: 'key', value: key, placeholder: 'order-42', maxlength: 255 });
+  return h('form', {
+    class: 'filters', role: 'search',
+    onsubmit: (event) => {
+      event.preventDefault();
+      earlierPages = [];
+      location.hash = listHash(statusSelect.value, keyInput.value.trim(), '');
+    },
+  },
+  h('div', {}, h('label', { for: 'f-status' }, 'Status'), statusSelect),
+  h('div', {}, h('label', { for: 'f-key' }, 'Business key'), keyInput),
+  h('button', { type: 'submit' }, 'Show'));
+}
+
+async function showList(params) {
+  const status = params.get('status') || '';
+  const key = params.get('key') || '';
+  const cursor = params.get('cursor') || '';
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  if (status) query.set('status', status);
+  if (key) query.set('key', key);
+  if (cursor) query.set('cursor', cursor);
+  const title = h('h2', {}, status ? `${status[0].toUpperCase()}${status.slice(1)} tasks` : 'Tasks');
+  let page;
+  try {
+    page = await api('GET', `/v1/tasks?${query}`);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) {
+      main.replaceChildren(title, filters(status, key), h('p', { class: 'empty' }, `Cannot list tasks: ${refusal(error)}`));
+    }
+    return;
+  }
+  const reload = () => showList(params);
+  const rows = page.tasks.map((task) => h('tr', { 'data-task': task.id },
+    h('td', {}, h('a', { href: `#/tasks/${task.id}`, class: 'mono', title: task.id }, task.id.slice(-8))),
+    h('td', {}, badge(task.status)),
+    h('td', { class: 'url' }, h('span', { class: 'mono' }, `${task.method} ${task.url}`)),
+    h('td', { class: 'wide' }, task.key || ''),
+    h('td', { class: 'wide' }, String(task.attempt)),
+    h('td', { class: 'wide' }, task.next_attempt_at ? when(task.next_attempt_at) : (task.last_error || '')),
+    h('td', { class: 'wide' }, when(task.created_at)),
+    h('td', {}, actionsFor(task, reload))));
+  const table = h('div', { class: 'scroll' }, h('table', {},
+    h('caption', {}, 'Newest first'),
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col' }, 'Task'), h('th', { scope: 'col' }, 'Status'),
+      h('th', { scope: 'col' }, 'Request'), h('th', { scope: 'col', class: 'wide' }, 'Key'),
+      h('th', { scope: 'col', class: 'wide' }, 'Attempt'),
+      h('th', { scope: 'col', class: 'wide' }, 'Next attempt / last error'),
+      h('th', { scope: 'col', class: 'wide' }, 'Registered'), h('th', { scope: 'col' }, 'Actions'))),
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 8, class: 'empty' }, 'No tasks.')))));
+  const toolbar = h('div', { class: 'toolbar' });
+  if (cursor) {
+    toolbar.append(h('button', {
+      type: 'button',
+      onclick: () => { location.hash = listHash(status, key, earlierPages.pop() || ''); },
+    }, '← Previous'));
+  }
+  if (page.next_cursor) {
+    toolbar.append(h('button', {
+      type: 'button',
+      onclick: () => { earlierPages.push(cursor); location.hash = listHash(status, key, page.next_cursor); },
+    }, 'Next →'));
+  }
+  const failed = page.tasks.filter((t) => t.status === 'failed');
+  if (status === 'failed' && failed.length) {
+    toolbar.append(h('button', { type: 'button', class: 'primary', onclick: () => retryAll(failed, reload) },
+      `Retry all shown (${failed.length})`));
+  }
+  main.replaceChildren(title, filters(status, key), table, toolbar);
+}
+
+// ---------------------------------------------------------------- one task
+
+async function showTask(id, first) {
+  clearTimeout(viewTimer);
+  let task;
+  try {
+    task = await api('GET', `/v1/tasks/${id}`);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) {
+      main.replaceChildren(h('p', {}, h('a', { href: '#/tasks' }, '← Tasks')),
+        h('p', { class: 'empty' }, `Cannot show task ${id}: ${refusal(error)}`));
+    }
+    return;
+  }
+  const shown = main.dataset.shown;
+  const now = JSON.stringify(task);
+  if (first || shown !== now) {
+    main.dataset.shown = now;
+    renderTask(task);
+  }
+  // Follow a task that has more to do: its attempts appear as they happen.
+  if (['scheduled', 'delivering', 'held'].includes(task.status) && location.hash === `#/tasks/${id}`) {
+    viewTimer = setTimeout(() => showTask(id, false), TASK_EVERY_MS);
+  }
+}
+
+function renderTask(task) {
+  const reload = () => showTask(task.id, true);
+  const request = [
+    ['Method and URL', h('span', { class: 'mono' }, `${task.method} ${task.url}`)],
+    ['Headers', task.header_names.length ? task.header_names.join(', ') : 'none'],
+    ['Body', `${task.body_bytes} bytes`],
+    ['Timeout', task.timeout],
+    ['Success needs the body to contain', task.expect_body],
+  ];
+  const policy = task.retry.schedule
+    ? [['Waits', task.retry.schedule.join(', ')]]
+    : [['Backoff', `${task.retry.backoff}, from ${task.retry.interval} up to ${task.retry.max_interval}`]];
+  policy.push(
+    ['Attempts at most', task.retry.max_attempts === null ? `as many as fit in ${task.retry.max_duration}` : String(task.retry.max_attempts)],
+    ['Give up after', task.retry.max_duration],
+    ['Jitter', task.retry.jitter ? `±${Math.round(task.retry.jitter * 100)} %` : 'none'],
+    ['Fail at once on', task.retry.permanent_statuses.join(', ')],
+  );
+  const state = [
+    ['Status', badge(task.status)],
+    ['Attempt', String(task.attempt)],
+    ['Next attempt', task.next_attempt_at ? when(task.next_attempt_at) : null],
+    ['Last error', task.last_error],
+    ['Business key', task.key],
+    ['Idempotency key', task.idempotency_key],
+    ['Registered', when(task.created_at)],
+    ['Updated', when(task.updated_at)],
+    ['Alert of', task.alert_of ? h('a', { href: `#/tasks/${task.alert_of}`, class: 'mono' }, task.alert_of) : null],
+    ['Alerts', task.alerts && task.alerts.length
+      ? task.alerts.map((a) => [h('a', { href: `#/tasks/${a}`, class: 'mono' }, a), ' ']) : null],
+    ['Failure alerts to', task.on_failure ? task.on_failure.url : null],
+  ];
+  const metadata = Object.entries(task.metadata || {});
+  main.replaceChildren(
+    h('p', {}, h('a', { href: '#/tasks' }, '← Tasks')),
+    h('h2', {}, 'Task ', h('code', {}, task.id), badge(task.status)),
+    h('div', { class: 'actions' }, actionsFor(task, reload)),
+    h('section', { 'aria-labelledby': 'h-attempts' },
+      h('h3', { id: 'h-attempts' }, 'Attempts'),
+      h('div', { class: 'timeline-wrap' }, timeline(task)),
+      attemptsTable(task)),
+    h('div', { class: 'cols' },
+      h('section', { 'aria-labelledby': 'h-state' }, h('h3', { id: 'h-state' }, 'State'), dl(state)),
+      h('section', { 'aria-labelledby': 'h-request' }, h('h3', { id: 'h-request' }, 'Request'), dl(request),
+        task.body_preview ? [h('p', {}, 'Body preview'), h('pre', { 'aria-label': 'Body preview' }, task.body_preview)] : null),
+      h('section', { 'aria-labelledby': 'h-policy' }, h('h3', { id: 'h-policy' }, 'Retry policy'), dl(policy)),
+      task.hold ? h('section', { 'aria-labelledby': 'h-hold' }, h('h3', { id: 'h-hold' }, 'Hold'), dl([
+        ['Timeout', task.hold.timeout],
+        ['Check URL', task.hold.check_url],
+        ['When nobody decides', task.hold.on_unknown],
+        ['Checks at most', String(task.hold.max_checks)],
+        ['Next check or timeout', task.check_at ? when(task.check_at) : null],
+        ['Checks made', (task.checks || []).map((c) => `#${c.number} ${c.status_code ?? c.error ?? ''} ${c.decision ?? ''}`).join('; ')],
+      ])) : null,
+      metadata.length ? h('section', { 'aria-labelledby': 'h-meta' }, h('h3', { id: 'h-meta' }, 'Metadata'), dl(metadata)) : null));
+}
+
+/** The attempts drawn to scale: when each was due (dashed), how late it ran, how long it took. */
+function timeline(task) {
+  const attempts = task.attempts || [];
+  const created = Date.parse(task.created_at);
+  const next = task.next_attempt_at ? Date.parse(task.next_attempt_at) : null;
+  const times = [created];
+  for (const a of attempts) times.push(Date.parse(a.scheduled_at), Date.parse(a.started_at) + a.duration_ms);
+  if (next !== null) times.push(next);
+  const t0 = Math.min(...times);
+  const t1 = Math.max(...times, t0 + 1000);
+  const rows = attempts.length + (next !== null ? 1 : 0);
+  const W = 900; const left = 44; const right = 16; const top = 10; const rowH = 26;
+  const H = top + Math.max(rows, 1) * rowH + 28;
+  const x = (t) => left + ((t - t0) / (t1 - t0)) * (W - left - right);
+  const outcomes = attempts.map((a) => a.outcome);
+  const summary = attempts.length
+    ? `${attempts.length} attempt${attempts.length > 1 ? 's' : ''} over ${span(t1 - t0)}: ${outcomes.join(', ')}`
+    : 'No attempts yet';
+  const svg = s('svg', { class: 'timeline', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': summary });
+  const axisY = top + Math.max(rows, 1) * rowH + 6;
+  svg.append(s('line', { class: 'axis', x1: left, x2: W - right, y1: axisY, y2: axisY }));
+  for (let i = 0; i <= 4; i += 1) {
+    const t = t0 + ((t1 - t0) * i) / 4;
+    svg.append(s('text', { class: 'tick', x: x(t), y: axisY + 16, 'text-anchor': i === 0 ? 'start' : i === 4 ? 'end' : 'middle' },
+      i === 0 ? when(new Date(t).toISOString()) : `+${span(t - t0)}`));
+  }
+  attempts.forEach((a, i) => {
+    const y = top + i * rowH;
+    const due = Date.parse(a.scheduled_at);
+    const start = Date.parse(a.started_at);
+    const xs = x(start);
+    const width = Math.max(3, x(start + a.duration_ms) - xs);
+    const what = a.status_code ? `HTTP ${a.status_code}` : (a.error || 'no answer');
+    const label = `${what} · ${a.lateness_ms} ms late · took ${span(a.duration_ms)}`;
+    const rightSide = xs + width < W * 0.6;
+    svg.append(s('g', { 'data-outcome': a.outcome },
+      s('title', {}, `Attempt ${a.number}: due ${when(a.scheduled_at)}, ran ${when(a.started_at)}; ${label}; ${a.outcome}`),
+      s('text', { x: 4, y: y + 17 }, `#${a.number}`),
+      s('line', { class: 'due', x1: x(due), x2: x(due), y1: y + 2, y2: y + 22 }),
+      s('line', { class: 'late', x1: x(due), x2: xs, y1: y + 12, y2: y + 12 }),
+      s('rect', { class: a.outcome, x: xs, y: y + 5, width, height: 14, rx: 2 }),
+      s('text', { x: rightSide ? xs + width + 6 : xs - 6, y: y + 17, 'text-anchor': rightSide ? 'start' : 'end' }, label)));
+  });
+  if (next !== null) {
+    const y = top + attempts.length * rowH;
+    svg.append(s('g', { class: 'next-due' },
+      s('line', { class: 'next', x1: x(next), x2: x(next), y1: y + 2, y2: y + 22 }),
+      s('text', { x: x(next) - 6, y: y + 17, 'text-anchor': 'end' }, `next attempt due ${when(task.next_attempt_at)}`)));
+  }
+  return svg;
+}
+
+function attemptsTable(task) {
+  const attempts = task.attempts || [];
+  if (!attempts.length) return h('p', { class: 'empty' }, 'No attempts yet.');
+  return h('div', { class: 'scroll' }, h('table', { class: 'attempts' },
+    h('caption', {}, 'Each attempt'),
+    h('thead', {}, h('tr', {}, ['#', 'Due', 'Ran', 'Late', 'Took', 'Status', 'Outcome', 'Error', 'Response']
+      .map((c, i) => h('th', { scope: 'col', class: i === 1 || i === 8 ? 'wide' : null }, c)))),
+    h('tbody', {}, attempts.map((a) => h('tr', { 'data-outcome': a.outcome },
+      h('td', {}, String(a.number)),
+      h('td', { class: 'wide' }, when(a.scheduled_at)),
+      h('td', {}, when(a.started_at)),
+      h('td', {}, `${a.lateness_ms} ms`),
+      h('td', {}, span(a.duration_ms)),
+      h('td', { class: 'status-code' }, a.status_code === null ? '—' : String(a.status_code)),
+      h('td', {}, badge(a.outcome)),
+      h('td', {}, a.error || ''),
+      h('td', { class: 'wide' }, a.response ? h('code', {}, a.response) : ''))))));
+}
+
+// ---------------------------------------------------------------- counts and the live panel
+
+async function refreshStats() {
+  let stats;
+  try {
+    stats = await api('GET', '/v1/stats');
+  } catch (error) {
+    live.replaceChildren(h('figcaption', {}, `Live figures unavailable: ${refusal(error)}`));
+    return;
+  }
+  drawCounts(stats.counts);
+  drawLive(stats.deliveries);
+}
+
+function drawCounts(counts) {
+  if (!counts) {
+    countsBox.replaceChildren(h('p', {}, 'This deployment does not count tasks by state (DynamoDB would read every item); filter the list instead.'));
+    return;
+  }
+  countsBox.replaceChildren(...STATUSES.map((st) => h('a', {
+    class: `count ${st}`, href: listHash(st, '', ''), 'aria-label': `${counts[st] ?? 0} ${st}`,
+  }, h('strong', {}, String(counts[st] ?? 0)), ` ${st}`)));
+}
+
+/** Deliveries per minute (bars: succeeded, failed) and lateness p50/p99 (lines, log scale). */
+function drawLive(hour) {
+  if (!hour) {
+    live.replaceChildren(h('figcaption', {}, 'Live figures are kept by the local server; on AWS, CloudWatch has them.'));
+    return;
+  }
+  const minutes = hour.minutes;
+  const attempts = minutes.reduce((n, m) => n + m.attempts, 0);
+  const failed = minutes.reduce((n, m) => n + m.failed, 0);
+  const p50 = hour.lateness_p50_ms;
+  const p99 = hour.lateness_p99_ms;
+  const caption = attempts
+    ? `Last hour: ${attempts} attempt${attempts === 1 ? '' : 's'}, ${failed} failed; lateness p50 ≤ ${p50} ms, p99 ≤ ${p99} ms`
+    : 'Last hour: no attempts';
+  const W = 600; const barsH = 70; const linesTop = 82; const linesH = 40; const H = linesTop + linesH + 14;
+  const step = W / minutes.length;
+  const most = Math.max(1, ...minutes.map((m) => m.attempts));
+  const svg = s('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': caption });
+  minutes.forEach((m, i) => {
+    const okH = (m.succeeded / most) * barsH;
+    const badH = (m.failed / most) * barsH;
+    const title = `${new Date(m.at).toLocaleTimeString()}: ${m.attempts} attempts, ${m.failed} failed`;
+    svg.append(s('g', {}, s('title', {}, title),
+      s('rect', { class: 'ok', x: i * step + 1, y: barsH - okH, width: step - 2, height: okH }),
+      s('rect', { class: 'bad', x: i * step + 1, y: barsH - okH - badH, width: step - 2, height: badH })));
+  });
+  svg.append(s('line', { class: 'axis', x1: 0, x2: W, y1: barsH + 0.5, y2: barsH + 0.5 }));
+  svg.append(s('text', { x: 2, y: 10 }, `${most}/min`));
+  const logMax = Math.log2(Math.max(2, ...minutes.map((m) => m.lateness_p99_ms || 1)));
+  const yOf = (ms) => linesTop + linesH - (Math.log2(Math.max(1, ms)) / logMax) * linesH;
+  for (const [field, cls] of [['lateness_p50_ms', 'p50'], ['lateness_p99_ms', 'p99']]) {
+    const points = minutes.map((m, i) => (m[field] === null ? null : [i * step + step / 2, yOf(m[field])]))
+      .filter(Boolean);
+    if (points.length > 1) svg.append(s('polyline', { class: cls, points: points.map((p) => p.join(',')).join(' ') }));
+    for (const [cx, cy] of points) svg.append(s('circle', { class: cls, cx, cy, r: 2 }));
+  }
+  svg.append(s('text', { x: 2, y: H - 2 }, '60 min ago'));
+  svg.append(s('text', { x: W - 2, y: H - 2, 'text-anchor': 'end' }, 'now'));
+  live.replaceChildren(h('figcaption', {}, caption), svg,
+    h('div', { class: 'legend', 'aria-hidden': 'true' },
+      h('span', { class: 'ok' }, 'succeeded'), h('span', { class: 'bad' }, 'failed'),
+      h('span', { class: 'p50' }, 'lateness p50'), h('span', { class: 'p99' }, 'lateness p99 (log scale)')));
+}
+
+route();

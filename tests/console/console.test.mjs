@@ -1,0 +1,236 @@
+// The console in headless Chromium, against the real binary (`boomerang serve --dev`) and a
+// real receiver on loopback. Run by scripts/console-test.sh, which installs playwright-core
+// and Debian's chromium and sets BOOMERANG_BIN, BOOMERANG_NODE_MODULES and
+// BOOMERANG_SCREENSHOTS.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { mkdtempSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const require = createRequire(join(process.env.BOOMERANG_NODE_MODULES, 'noop.js'));
+const { chromium } = require('playwright-core');
+
+const SHOTS = process.env.BOOMERANG_SCREENSHOTS;
+const KEY = `bmr_console_${process.pid}`;
+const DEADLINE_MS = 30000;
+
+let server;
+let base;
+let receiver;
+let hook;
+let browser;
+const calls = new Map();
+let healed = false;
+
+/** The receiver: `/flaky` fails twice then succeeds; `/down` fails until healed. */
+function startReceiver() {
+  return new Promise((resolve) => {
+    receiver = createServer((req, res) => {
+      const n = (calls.get(req.url) || 0) + 1;
+      calls.set(req.url, n);
+      req.resume();
+      let status = 200;
+      if (req.url === '/flaky' && n <= 2) status = 500;
+      if (req.url === '/down' && !healed) status = 503;
+      res.writeHead(status, { 'content-type': 'text/plain' });
+      res.end(status === 200 ? 'ok' : 'not yet');
+    });
+    receiver.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${receiver.address().port}`));
+  });
+}
+
+function startServer() {
+  const dir = mkdtempSync(join(tmpdir(), 'boomerang-console-'));
+  server = spawn(process.env.BOOMERANG_BIN, [
+    'serve', '--dev', '--addr', '127.0.0.1:0', '--data-dir', join(dir, 'data'), '--api-key', KEY,
+  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  server.stderr.on('data', (d) => { log += d; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${log}`)), DEADLINE_MS);
+    server.stdout.on('data', (d) => {
+      const m = String(d).match(/listening on (http:\/\/[0-9.:]+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+  });
+}
+
+async function call(method, path, body) {
+  const response = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json().catch(() => null) };
+}
+
+async function register(body) {
+  const { status, body: task } = await call('POST', '/v1/tasks', body);
+  assert.equal(status, 201, JSON.stringify(task));
+  return task;
+}
+
+/** Waits for a task to reach `status` (through the API), up to the deadline. */
+async function settled(id, status) {
+  const end = Date.now() + DEADLINE_MS;
+  for (;;) {
+    const { body } = await call('GET', `/v1/tasks/${id}`);
+    if (body.status === status) return body;
+    assert.ok(Date.now() < end, `task ${id} is ${body.status}, not ${status}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function shot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** A page that records every request it makes, and accepts every confirm(). */
+async function openConsole(viewport = { width: 1280, height: 900 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const requested = [];
+  page.on('request', (r) => requested.push(r.url()));
+  page.on('dialog', (d) => d.accept());
+  await page.goto(`${base}/console`);
+  return { page, requested, context };
+}
+
+async function signIn(page) {
+  // By keyboard: the field has focus on arrival, Enter submits.
+  await page.getByLabel('API key').waitFor();
+  await page.keyboard.type(KEY);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+}
+
+before(async () => {
+  hook = await startReceiver();
+  base = await startServer();
+  browser = await chromium.launch({
+    executablePath: process.env.BOOMERANG_CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill();
+  receiver?.close();
+});
+
+test('a wrong key is refused with the problem shown, and the right one signs in', async () => {
+  const { page, context } = await openConsole();
+  await page.getByLabel('API key').fill('bmr_wrong');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('alert').filter({ hasText: 'refused' }).waitFor();
+  await page.getByLabel('API key').fill(KEY);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('boomerang.apiKey')), KEY);
+  await context.close();
+});
+
+test('tasks are listed, one opens on its timeline, and actions confirm and report', async () => {
+  const flaky = await register({
+    url: `${hook}/flaky`, body: { order: 42 }, key: 'order-42',
+    retry: { schedule: ['1s', '1s'] }, metadata: { source: 'console-test' },
+  });
+  const later = await register({ url: `${hook}/later`, delay: '1h', key: 'order-43' });
+  const held = await register({ url: `${hook}/held`, key: 'order-44', hold: { timeout: '1h' } });
+  const { page, requested, context } = await openConsole();
+  await signIn(page);
+
+  // Listed, newest first, with counts per state.
+  const rows = page.locator('tbody tr[data-task]');
+  await page.locator(`tr[data-task="${flaky.id}"]`).waitFor();
+  const ids = await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.task));
+  assert.deepEqual(ids.slice(0, 3), [held.id, later.id, flaky.id]);
+  await page.locator('#counts .count.held strong').filter({ hasText: '1' }).waitFor();
+
+  // The business-key filter.
+  await page.getByLabel('Business key').fill('order-43');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.locator(`tr[data-task="${flaky.id}"]`).waitFor({ state: 'detached' });
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.task)), [later.id]);
+  await shot(page, 'list-by-key');
+
+  // Cancel from the list: confirmed, then shown canceled.
+  await page.getByRole('button', { name: `Cancel task ${later.id}` }).click();
+  await page.getByRole('alert').filter({ hasText: 'Cancel: done' }).waitFor();
+  await page.locator(`tr[data-task="${later.id}"] .badge.canceled`).waitFor();
+  assert.equal((await call('GET', `/v1/tasks/${later.id}`)).body.status, 'canceled');
+
+  // The flaky task's page: two failures and a success, on the timeline and in the table.
+  await page.goto(`${base}/console#/tasks/${flaky.id}`);
+  await page.locator('svg.timeline g[data-outcome="succeeded"]').waitFor({ timeout: DEADLINE_MS });
+  const outcomes = await page.locator('table.attempts tbody tr').evaluateAll(
+    (trs) => trs.map((tr) => [tr.dataset.outcome, tr.querySelector('.status-code').textContent]));
+  assert.deepEqual(outcomes, [['retrying', '500'], ['retrying', '500'], ['succeeded', '200']]);
+  assert.match(await page.locator('svg.timeline').getAttribute('aria-label'), /3 attempts/);
+  assert.match(await page.getByLabel('Body preview').textContent(), /"order":42/);
+  await page.getByRole('heading', { name: /Task/ }).locator('.badge.succeeded').waitFor();
+  await shot(page, 'task');
+
+  // A release that lost a race (the task was canceled meanwhile): the problem is shown.
+  await page.goto(`${base}/console#/tasks/${held.id}`);
+  await page.getByRole('button', { name: `Release task ${held.id}` }).waitFor();
+  assert.equal((await call('DELETE', `/v1/tasks/${held.id}`)).status, 200);
+  await page.getByRole('button', { name: `Release task ${held.id}` }).click();
+  await page.getByRole('alert').filter({ hasText: 'Release refused: 409' }).waitFor();
+  await page.getByRole('heading', { name: /Task/ }).locator('.badge.canceled').waitFor();
+
+  // The live panel counted the deliveries.
+  await page.reload();
+  await page.locator('#live figcaption').filter({ hasText: /Last hour: [1-9]\d* attempts/ }).waitFor();
+
+  const foreign = requested.filter((url) => !url.startsWith(`${base}/`));
+  assert.deepEqual(foreign, [], 'the console calls only its own origin');
+  await context.close();
+});
+
+test('failed tasks are redriven in bulk and succeed', async () => {
+  const down = await register({ url: `${hook}/down`, retry: { schedule: ['1s'] } });
+  await settled(down.id, 'failed');
+  const { page, requested, context } = await openConsole();
+  await signIn(page);
+  await page.getByRole('link', { name: 'Failed', exact: true }).click();
+  await page.locator(`tr[data-task="${down.id}"] .badge.failed`).waitFor();
+  await shot(page, 'failed');
+  healed = true;
+  await page.getByRole('button', { name: /Retry all shown/ }).click();
+  await page.getByRole('alert').filter({ hasText: /Retried [1-9]\d* of/ }).waitFor();
+  // Watch it: the task page follows the redriven task until it succeeds.
+  await page.goto(`${base}/console#/tasks/${down.id}`);
+  await page.getByRole('heading', { name: /Task/ }).locator('.badge.succeeded')
+    .waitFor({ timeout: DEADLINE_MS });
+  const outcomes = await page.locator('table.attempts tbody tr').evaluateAll(
+    (trs) => trs.map((tr) => tr.dataset.outcome));
+  assert.deepEqual(outcomes, ['retrying', 'failed', 'succeeded']);
+  assert.deepEqual(requested.filter((url) => !url.startsWith(`${base}/`)), []);
+  await context.close();
+});
+
+test('at phone width nothing overflows sideways', async () => {
+  const { page, context } = await openConsole({ width: 390, height: 844 });
+  await signIn(page);
+  const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(await overflow() <= 1, 'the list fits');
+  await shot(page, 'list-phone');
+  const first = await page.locator('tbody tr[data-task] a').first().getAttribute('href');
+  await page.goto(`${base}/console${first}`);
+  await page.locator('svg.timeline').waitFor();
+  assert.ok(await overflow() <= 1, 'the task fits');
+  await shot(page, 'task-phone');
+  await context.close();
+});
