@@ -221,6 +221,30 @@ test('failed tasks are redriven in bulk and succeed', async () => {
   await context.close();
 });
 
+test('the list pages through its cursors, forward and back', async () => {
+  const tasks = Array.from({ length: 27 }, (_, i) => ({ url: `${hook}/page/${i}`, delay: '1h', key: 'bulk' }));
+  const { status, body } = await call('POST', '/v1/tasks/batch', { tasks });
+  assert.equal(status, 200, JSON.stringify(body));
+  const { page, context } = await openConsole();
+  await signIn(page);
+  await page.goto(`${base}/console#/tasks?key=bulk`);
+  const rows = page.locator('tbody tr[data-task]');
+  const ids = () => rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.task));
+  await page.getByRole('button', { name: 'Next →' }).waitFor();
+  const first = await ids();
+  assert.equal(first.length, 25);
+  await page.getByRole('button', { name: 'Next →' }).click();
+  await page.getByRole('button', { name: '← Previous' }).waitFor();
+  const second = await ids();
+  assert.equal(second.length, 2);
+  assert.equal(new Set([...first, ...second]).size, 27, 'each task once, across the pages');
+  assert.equal(await page.getByRole('button', { name: 'Next →' }).count(), 0);
+  await page.getByRole('button', { name: '← Previous' }).click();
+  await page.getByRole('button', { name: 'Next →' }).waitFor();
+  assert.deepEqual(await ids(), first);
+  await context.close();
+});
+
 test('at phone width nothing overflows sideways', async () => {
   const { page, context } = await openConsole({ width: 390, height: 844 });
   await signIn(page);

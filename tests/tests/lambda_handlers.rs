@@ -215,6 +215,48 @@ async fn bad_requests_through_api_gateway_get_problem_bodies() {
     );
 }
 
+/// The console, the OpenAPI document and the console's figures come through API Gateway
+/// like the rest of the API: nothing is deployed besides the API function.
+#[tokio::test]
+async fn the_console_and_the_document_are_served_through_api_gateway() {
+    let s = setup("apigw-console").await;
+    let a = s.key("tenant-a").await;
+    for (path, content_type, text) in [
+        ("/console", "text/html", "<title>Boomerang console</title>"),
+        ("/console/console.js", "text/javascript", "/v1/tasks"),
+        ("/openapi.json", "application/json", "\"openapi\":\"3.1.0\""),
+    ] {
+        let request = lambda_http::request::from_str(&http_api_event("GET", path, "", "", None))
+            .expect("a valid API Gateway event");
+        let response = s.router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        let headers = response.headers().clone();
+        assert!(
+            headers["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with(content_type),
+            "{path}"
+        );
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        assert!(String::from_utf8_lossy(&body).contains(text), "{path}");
+        if path.starts_with("/console") {
+            let csp = headers["content-security-policy"].to_str().unwrap();
+            assert!(csp.contains("connect-src 'self'"), "{csp}");
+        }
+    }
+    // DynamoDB does not count by state, and a Lambda keeps no hour of attempts.
+    let (status, stats) = call(
+        &s.router,
+        http_api_event("GET", "/v1/stats", "", &a.api_key, None),
+    )
+    .await;
+    assert_eq!(status, 200, "{stats}");
+    assert_eq!(stats, json!({"counts": null, "deliveries": null}));
+}
+
 #[tokio::test]
 async fn sqs_batches_report_only_transient_failures() {
     let s = setup("sqs-batch").await;
