@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the API from its own OpenAPI document with schemathesis: examples, coverage,
+# Validates the served OpenAPI document (openapi-spec-validator, as 3.1), then fuzzes the
+# API from it with schemathesis: examples, coverage,
 # fuzzing and stateful phases (links from a registration to get, cancel, retry, release),
 # against `boomerang serve --dev` on a fresh data dir. It checks that no request gets a
 # 5xx, that every response (status, content type, headers, body) is what the document
@@ -28,7 +29,7 @@ if [ "${BOOMERANG_FUZZ_NETNS:-}" != 1 ]; then
   cache="${BOOMERANG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/boomerang-test}"
   req="$root/tests/api-fuzz/requirements.txt"
   if ! cmp -s "$req" "$cache/api-fuzz/requirements.txt" || ! [ -x "$cache/api-fuzz/venv/bin/schemathesis" ]; then
-    echo "== installing schemathesis"
+    echo "== installing schemathesis and openapi-spec-validator"
     mkdir -p "$cache/api-fuzz"
     python3 -m venv "$cache/api-fuzz/venv"
     "$cache/api-fuzz/venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
@@ -37,8 +38,7 @@ if [ "${BOOMERANG_FUZZ_NETNS:-}" != 1 ]; then
   [ -x "$bin" ] || { echo "missing $bin: run cargo build --bin boomerang" >&2; exit 2; }
   netns=(unshare --net)
   [ "$(id -u)" = 0 ] || netns=(unshare --user --map-root-user --net)
-  exec "${netns[@]}" env BOOMERANG_FUZZ_NETNS=1 \
-    SCHEMATHESIS="$cache/api-fuzz/venv/bin/schemathesis" bash "$0" "$@"
+  exec "${netns[@]}" env BOOMERANG_FUZZ_NETNS=1 VENV="$cache/api-fuzz/venv" bash "$0" "$@"
 fi
 
 # From here on, inside the namespace.
@@ -64,10 +64,15 @@ for _ in $(seq 1 100); do
 done
 up || { cat "$work/server.log"; exit 1; }
 
+# The document itself first: valid OpenAPI 3.1.
+python3 -c "import urllib.request, sys; sys.stdout.buffer.write(urllib.request.urlopen('http://$addr/openapi.json').read())" \
+  >"$work/openapi.json"
+"$VENV/bin/openapi-spec-validator" --schema 3.1 "$work/openapi.json"
+
 mkdir -p "$reports"
 status=0
 # Run from the work dir: schemathesis keeps its example database in the working directory.
-(cd "$work" && "$SCHEMATHESIS" run "http://$addr/openapi.json" \
+(cd "$work" && "$VENV/bin/schemathesis" run "http://$addr/openapi.json" \
   --header "Authorization: Bearer $key" \
   --checks all --exclude-checks positive_data_acceptance,use_after_free \
   --max-time "${BOOMERANG_FUZZ_SECONDS:-150}" --seed "${BOOMERANG_FUZZ_SEED:-1}" \
