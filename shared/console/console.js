@@ -18,6 +18,8 @@ const live = document.getElementById('live');
 
 let statsTimer = null;
 let viewTimer = null;
+// Bumped on each navigation: a view whose data arrives after the user moved on is dropped.
+let view = 0;
 // The cursors of the pages before this one, for "Previous"; '' is the first page.
 let earlierPages = [];
 
@@ -172,6 +174,7 @@ function stopTimers() {
 }
 
 function route() {
+  view += 1;
   clearTimeout(viewTimer);
   if (!sessionStorage.getItem(KEY_STORE)) return showSignIn();
   nav.hidden = false;
@@ -286,10 +289,13 @@ async function showList(params) {
   if (key) query.set('key', key);
   if (cursor) query.set('cursor', cursor);
   const title = h('h2', {}, status ? `${status[0].toUpperCase()}${status.slice(1)} tasks` : 'Tasks');
+  const mine = view;
   let page;
   try {
     page = await api('GET', `/v1/tasks?${query}`);
+    if (mine !== view) return;
   } catch (error) {
+    if (mine !== view) return;
     if (!(error instanceof ApiError && error.status === 401)) {
       main.replaceChildren(title, filters(status, key), h('p', { class: 'empty' }, `Cannot list tasks: ${refusal(error)}`));
     }
@@ -339,10 +345,13 @@ async function showList(params) {
 
 async function showTask(id, first) {
   clearTimeout(viewTimer);
+  const mine = view;
   let task;
   try {
     task = await api('GET', `/v1/tasks/${id}`);
+    if (mine !== view) return;
   } catch (error) {
+    if (mine !== view) return;
     if (!(error instanceof ApiError && error.status === 401)) {
       main.replaceChildren(h('p', {}, h('a', { href: '#/tasks' }, '← Tasks')),
         h('p', { class: 'empty' }, `Cannot show task ${id}: ${refusal(error)}`));
@@ -356,7 +365,7 @@ async function showTask(id, first) {
     renderTask(task);
   }
   // Follow a task that has more to do: its attempts appear as they happen.
-  if (['scheduled', 'delivering', 'held'].includes(task.status) && location.hash === `#/tasks/${id}`) {
+  if (['scheduled', 'delivering', 'held'].includes(task.status)) {
     viewTimer = setTimeout(() => showTask(id, false), TASK_EVERY_MS);
   }
 }
