@@ -92,9 +92,12 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("binding {}", args.addr))?;
-    println!("Boomerang listening on http://{}", listener.local_addr()?);
+    let addr = listener.local_addr()?;
+    println!("Boomerang listening on http://{addr}");
     for line in &service.summary {
         println!("  {line}");
     }
+    println!("  console:        http://{addr}/console");
+    println!("  API document:   http://{addr}/openapi.json");
     Ok(service.serve(listener).await?)
 }
