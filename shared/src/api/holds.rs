@@ -8,10 +8,10 @@ use axum::{Extension, Json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::extract::{key_param, KeyParams, QueryParams, TaskPath};
 use super::openapi::{BadQuery, Conflict, Invalid, NotFound};
 use super::problem::Problem;
 use super::views::{KeyReleaseView, TaskView};
-use super::{key_param, KeyParams, QueryParams, TaskPath};
 use crate::domain::TenantId;
 use crate::engine::Engine;
 

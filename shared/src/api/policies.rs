@@ -107,7 +107,7 @@ async fn put_policy(
     body: Body,
 ) -> Result<Json<PolicyView>, Problem> {
     let name = name_of(name)?;
-    let body = super::read_body(&headers, body).await?;
+    let body = super::extract::read_body(&headers, body).await?;
     let policy = task_request::parse_policy(&body)?;
     engine.put_policy(&tenant, &name, &policy).await?;
     Ok(Json(PolicyView::new(&name, &policy)))
