@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ids::TaskId;
 use super::lifecycle::Refusal;
-use super::retry_policy::RetryPolicy;
-use super::task::{AttemptOutcome, AttemptRecord, CallbackRequest, Status, Task, TaskSpec};
+use super::task::{AttemptOutcome, AttemptRecord, Status, Task, TaskSpec};
 
 /// Where alerts go: a task's own `on_failure`, else its tenant's default, else the server's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,28 +235,13 @@ impl Task {
 /// The spec of an alert about task `of`: a signed JSON `POST` of `body` to `target`. Its
 /// retry policy is resolved at registration like any task's (the tenant's default).
 pub fn alert_spec(of: TaskId, target: &AlertTarget, body: &AlertBody) -> TaskSpec {
-    let mut headers = target.headers.clone();
-    if !headers
-        .iter()
-        .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-    {
-        headers.push(("content-type".into(), "application/json".into()));
-    }
     TaskSpec {
-        request: CallbackRequest {
-            url: target.url.clone(),
-            method: "POST".into(),
-            headers,
-            body: serde_json::to_string(body).unwrap_or_default(),
-        },
-        timeout: ALERT_TIMEOUT,
-        expect_body: None,
-        retry: RetryPolicy::default(),
-        metadata: BTreeMap::new(),
-        key: None,
-        on_failure: None,
-        notify: Notify::Final,
         alert_of: Some(of),
-        hold: None,
+        ..TaskSpec::json_post(
+            target.url.clone(),
+            target.headers.clone(),
+            serde_json::to_string(body).unwrap_or_default(),
+            ALERT_TIMEOUT,
+        )
     }
 }

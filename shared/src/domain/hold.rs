@@ -18,8 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::duration_ms;
 use super::lifecycle::Refusal;
-use super::retry_policy::RetryPolicy;
-use super::task::{CallbackRequest, Status, Task, TaskSpec};
+use super::task::{Status, Task, TaskSpec};
 use super::time::checked_add;
 
 /// The shortest and longest hold.
@@ -201,23 +200,7 @@ impl Task {
             "metadata": self.spec.metadata,
             "check": self.next_check(),
         });
-        TaskSpec {
-            request: CallbackRequest {
-                url,
-                method: "POST".into(),
-                headers: vec![("content-type".into(), "application/json".into())],
-                body: body.to_string(),
-            },
-            timeout: CHECK_TIMEOUT,
-            expect_body: None,
-            retry: RetryPolicy::default(),
-            metadata: Default::default(),
-            key: None,
-            on_failure: None,
-            notify: Default::default(),
-            alert_of: None,
-            hold: None,
-        }
+        TaskSpec::json_post(url, Vec::new(), body.to_string(), CHECK_TIMEOUT)
     }
 }
 

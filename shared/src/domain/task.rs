@@ -95,6 +95,42 @@ pub struct TaskSpec {
     pub hold: Option<HoldSpec>,
 }
 
+impl TaskSpec {
+    /// A call Boomerang makes of its own accord (an alert, a held task's check): a `POST`
+    /// of the JSON `body` to `url` with `headers`, and `content-type: application/json`
+    /// unless they name a type; the default retry policy, and no key, metadata or alerts.
+    pub fn json_post(
+        url: String,
+        mut headers: Vec<(String, String)>,
+        body: String,
+        timeout: Duration,
+    ) -> TaskSpec {
+        if !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        {
+            headers.push(("content-type".into(), "application/json".into()));
+        }
+        TaskSpec {
+            request: CallbackRequest {
+                url,
+                method: "POST".into(),
+                headers,
+                body,
+            },
+            timeout,
+            expect_body: None,
+            retry: RetryPolicy::default(),
+            metadata: BTreeMap::new(),
+            key: None,
+            on_failure: None,
+            notify: Notify::Final,
+            alert_of: None,
+            hold: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,
