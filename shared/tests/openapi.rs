@@ -11,7 +11,7 @@ use boomerang::api::{self, task_request as tr};
 use boomerang::domain::hold::MAX_CHECKS;
 use boomerang::domain::ids::{MAX_BUSINESS_KEY, MAX_POLICY_NAME};
 use boomerang::domain::retry_policy::{MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS};
-use boomerang::engine::MAX_BATCH;
+use boomerang::engine::{MAX_BATCH, MAX_KEY_TASKS};
 use boomerang::webhook::destination::MAX_URL_LEN;
 use serde_json::Value;
 use support::*;
@@ -256,6 +256,13 @@ fn the_documented_limits_are_the_enforced_ones() {
     assert_eq!(param("limit")["maximum"], api::MAX_PAGE);
     assert_eq!(param("key")["maxLength"], MAX_BUSINESS_KEY);
     assert_eq!(name_param["maxLength"], MAX_POLICY_NAME);
+    // Actions by key say how many tasks one request looks at.
+    let n = MAX_KEY_TASKS.to_string();
+    let per_request = format!("up to {},{} tasks", &n[..n.len() - 3], &n[n.len() - 3..]);
+    for (path, method) in [("/v1/tasks", "delete"), ("/v1/tasks/release", "post")] {
+        let description = doc["paths"][path][method]["description"].as_str().unwrap();
+        assert!(description.contains(&per_request), "{description}");
+    }
     let statuses = &retry["permanent_statuses"]["items"];
     assert_eq!(statuses["minimum"], *tr::PERMANENT_STATUSES.start());
     assert_eq!(statuses["maximum"], *tr::PERMANENT_STATUSES.end());

@@ -43,7 +43,8 @@ async fn release_task(
 
 /// Release every held task with a business key.
 ///
-/// One request handles up to 100 tasks; `more` says to send it again.
+/// One request looks at up to 1,000 tasks with the key; `more: true` says to send it
+/// again.
 #[utoipa::path(post, path = "/tasks/release", tag = "holds", operation_id = "release_by_key",
     params(KeyParams),
     responses(

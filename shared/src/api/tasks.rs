@@ -266,7 +266,8 @@ async fn cancel_task(
 
 /// Cancel every scheduled or held task with a business key.
 ///
-/// One request handles up to 100 tasks; `more` says to send it again.
+/// One request looks at up to 1,000 tasks with the key; `more: true` says to send it
+/// again.
 #[utoipa::path(delete, path = "/tasks", tag = "tasks", operation_id = "cancel_by_key",
     params(KeyParams),
     responses(
