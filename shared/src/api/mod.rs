@@ -56,7 +56,7 @@ fn routes(engine: Arc<Engine>) -> Router {
         .merge(authenticated)
         .fallback(|| async { Problem::not_found("no such endpoint") })
         .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
-        .layer(Extension(openapi::Served::new(&doc)))
+        .layer(Extension(openapi::Served::new(doc)))
         .with_state(engine)
 }
 

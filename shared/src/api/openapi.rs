@@ -7,11 +7,12 @@
 //! applied to them.
 
 use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
+use axum::body::Bytes;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::Extension;
-use std::sync::Arc;
 use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
@@ -101,13 +102,20 @@ fn require_api_key(op: &mut Operation) {
     }
 }
 
-/// The document as served, rendered once.
+/// The document as served: rendered on its first request, not while the Router is built
+/// (an API Lambda's cold start), and then shared by every request.
 #[derive(Clone)]
-pub struct Served(pub Arc<String>);
+pub struct Served(Arc<(Document, OnceLock<Bytes>)>);
 
 impl Served {
-    pub fn new(doc: &Document) -> Self {
-        Self(Arc::new(doc.to_json().unwrap_or_default()))
+    pub fn new(doc: Document) -> Self {
+        Self(Arc::new((doc, OnceLock::new())))
+    }
+
+    fn json(&self) -> Bytes {
+        let (doc, json) = &*self.0;
+        json.get_or_init(|| Bytes::from(doc.to_json().unwrap_or_default()))
+            .clone()
     }
 }
 
@@ -116,10 +124,7 @@ impl Served {
     responses((status = 200, description = "This OpenAPI 3.1 document",
                content_type = "application/json", body = Object)))]
 pub async fn openapi_json(Extension(doc): Extension<Served>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        doc.0.as_str().to_owned(),
-    )
+    ([(header::CONTENT_TYPE, "application/json")], doc.json())
 }
 
 /// A problem response, with an example made by the constructor the handlers use.
