@@ -311,7 +311,7 @@ pub fn parse_batch(body: &[u8]) -> Result<BatchRequest, Problem> {
 
 fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
     let mut de = serde_json::Deserializer::from_slice(body);
-    let request = deserialize(&mut de)?;
+    let request = deserialize(&mut de, body)?;
     de.end()
         .map_err(|e| Problem::malformed(format!("unexpected data after the JSON value: {e}")))?;
     Ok(request)
@@ -319,10 +319,15 @@ fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Problem>
 
 fn deserialize<T: serde::de::DeserializeOwned>(
     de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,
+    body: &[u8],
 ) -> Result<T, Problem> {
     serde_path_to_error::deserialize(de).map_err(|e| {
         let inner = e.inner();
-        if inner.is_syntax() || inner.is_eof() {
+        // serde_json reports some shape errors in well-formed JSON as syntax errors: an
+        // object field sent as a longer array ends in "trailing characters". Only JSON
+        // that does not parse is malformed (400); the rest names its field (422).
+        let well_formed = || serde_json::from_slice::<serde_json::Value>(body).is_ok();
+        if (inner.is_syntax() || inner.is_eof()) && !well_formed() {
             return Problem::malformed(inner.to_string());
         }
         // The path includes an unknown field's own name (`retry.bogus`).
@@ -822,6 +827,15 @@ mod tests {
             ),
             (r#"{}"#, "url"),
             (r#"{"url":5}"#, "url"),
+            // Well-formed, in the wrong shape: not a 400 for malformed JSON.
+            (
+                r#"{"url":"https://x.io","hold":[null,null,null,0,null]}"#,
+                "hold",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":[1,2,3]}"#,
+                "on_failure[0]",
+            ),
             (r#"{"url":"https://x.io","delay":"-5s"}"#, "delay"),
             (r#"{"url":"https://x.io","delay":"300000y"}"#, "delay"),
             (r#"{"url":"https://x.io","delay":"366days"}"#, "delay"),
