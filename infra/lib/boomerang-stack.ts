@@ -29,7 +29,7 @@ import accessLogFormat from './access-log-format.json';
 export const MAX_WEBHOOK_TIMEOUT_SECONDS = 60;
 /** Added to a task's timeout to form its delivery lease (the engine's default). */
 export const LEASE_MARGIN_SECONDS = 30;
-/** Memory of the API and delivery functions (`boomerang bench cost` prices with these). */
+/** Memory of the API and delivery functions (`boomerang-bench cost` prices with these). */
 export const API_MEMORY_MB = 256;
 export const DELIVERY_MEMORY_MB = 256;
 /** The namespace the metric filters publish the functions' metric lines to. */
@@ -207,7 +207,7 @@ export class BoomerangStack extends Stack {
       });
     };
 
-    // Sized by `boomerang bench cost` (which prices with these sizes). Both mostly wait: on
+    // Sized by `boomerang-bench cost` (which prices with these sizes). Both mostly wait: on
     // DynamoDB and SQS, and the delivery function on the webhooks of its batch. Lambda
     // bills memory × time, so work on the CPU (TLS handshakes, say) costs the same at any
     // size while waiting costs in proportion: 256 MB is the cheaper size, and a receiver
@@ -433,7 +433,7 @@ export class BoomerangStack extends Stack {
 
   /**
    * The `Boomerang` metrics, from the compact JSON lines the functions print (see
-   * `shared/src/metrics.rs`). Metric filters cost nothing; the lines carry no metric
+   * `shared/core/src/metrics/mod.rs`). Metric filters cost nothing; the lines carry no metric
    * directive, so they are half the bytes an Embedded Metric Format document would be.
    */
   private metricFilters(fns: Record<'api' | 'delivery' | 'sweeper', lambda.Function>) {
@@ -486,7 +486,7 @@ export class BoomerangStack extends Stack {
     api.addRoutes({ path: '/console', methods: [apigw.HttpMethod.GET], integration });
     api.addRoutes({ path: '/console/{file}', methods: [apigw.HttpMethod.GET], integration });
     const stageResource = api.defaultStage!.node.defaultChild as apigw.CfnStage;
-    // One JSON line per request, in the format `boomerang bench cost` prices too. Each log
+    // One JSON line per request, in the format `boomerang-bench cost` prices too. Each log
     // event has its own timestamp, so the line carries no time of its own.
     stageResource.accessLogSettings = {
       destinationArn: accessLogs.logGroupArn,

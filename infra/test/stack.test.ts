@@ -300,7 +300,7 @@ test('metric filters turn the functions\' JSON lines into every metric the dashb
   const byMetric = new Map(
     filters.map((f) => [f.Properties.MetricTransformations[0].MetricName, f.Properties]),
   );
-  // Field names as shared/src/metrics.rs writes them.
+  // Field names as shared/core/src/metrics/mod.rs writes them.
   const expected: [string, string, string, string, string][] = [
     ['Registered', 'ApiLogs', '{ $.registered > 0 }', '$.registered', 'Count'],
     ['Delivered', 'DeliveryLogs', '{ $.outcome = "succeeded" }', '1', 'Count'],

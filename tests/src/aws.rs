@@ -1,8 +1,8 @@
 //! AWS emulators for tests: moto server (DynamoDB, SQS, Scheduler) and dynalite (DynamoDB
 //! with atomic conditional writes), both on loopback, started by `scripts/emulators.sh`.
 
-use boomerang::aws::bootstrap::{bootstrap, create_table};
-use boomerang::aws::{emulator_config, AwsSettings, SdkConfig};
+use boomerang_aws::bootstrap::{bootstrap, create_table};
+use boomerang_aws::{emulator_config, AwsSettings, SdkConfig};
 
 fn endpoint(var: &str) -> String {
     let url = std::env::var(var).unwrap_or_else(|_| {
@@ -54,10 +54,10 @@ pub async fn fresh_dynalite_table(what: &str) -> String {
 
 use std::sync::Arc;
 
-use boomerang::backend::{aws, AwsBackend, AwsBackendConfig};
-use boomerang::clock::Clock;
-use boomerang::engine::EngineSettings;
-use boomerang::metrics::NoMetrics;
+use boomerang_aws::backend::{aws, AwsBackend, AwsBackendConfig};
+use boomerang_core::clock::Clock;
+use boomerang_core::engine::EngineSettings;
+use boomerang_core::metrics::NoMetrics;
 
 /// The AWS backend on moto, in dev mode (webhooks may reach loopback receivers).
 pub fn moto_backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsBackend {

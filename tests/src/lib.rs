@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use boomerang::domain::SigningSecret;
+use boomerang_core::domain::SigningSecret;
 use serde_json::Value;
 
 pub const API_KEY: &str = "bmr_e2e_test_key";
@@ -32,21 +32,31 @@ pub enum Backend {
 /// The `boomerang` binary of this workspace, built on first use if it is missing.
 pub fn binary() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        // target/<profile>/deps/<test> → target/<profile>/boomerang
-        let exe = std::env::current_exe().expect("test executable path");
-        let dir = exe.parent().and_then(Path::parent).expect("target dir");
-        let bin = dir.join(format!("boomerang{}", std::env::consts::EXE_SUFFIX));
-        if !bin.exists() {
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "-p", "boomerang-local", "--bin", "boomerang"])
-                .status()
-                .expect("cargo build");
-            assert!(status.success(), "building the boomerang binary failed");
-        }
-        bin
-    })
-    .clone()
+    PATH.get_or_init(|| built_binary("boomerang-local", "boomerang"))
+        .clone()
+}
+
+/// The `boomerang-bench` binary of this workspace, built on first use if it is missing.
+pub fn bench_binary() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| built_binary("boomerang-bench", "boomerang-bench"))
+        .clone()
+}
+
+/// The binary `name` of `package` in this test's target dir, built if it is missing.
+fn built_binary(package: &str, name: &str) -> PathBuf {
+    // target/<profile>/deps/<test> → target/<profile>/<name>
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", package, "--bin", name])
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "building the {name} binary failed");
+    }
+    bin
 }
 
 /// Polls `check` until it returns `Some`, or panics with `what` after `within`.
@@ -312,7 +322,7 @@ impl Drop for Server {
             eprintln!("--- the server's log, last lines ---\n{}", tail.join("\n"));
         } else {
             assert!(
-                !log.contains(boomerang::api::PANIC_LOG),
+                !log.contains(boomerang_http::PANIC_LOG),
                 "a request made the server panic:\n{log}"
             );
         }

@@ -8,22 +8,24 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use boomerang::aws::lambda::{handle_queue, handle_scheduled};
-use boomerang::aws::{AwsSettings, SWEEP_LAG};
-use boomerang::clock::{Clock, ManualClock, SystemClock, ThreadRandom};
-use boomerang::dead_letters::SqsDeadLetters;
-use boomerang::domain::{DeadLetter, Status, TenantId};
-use boomerang::engine::{Engine, EngineSettings, FireTime, NewTask, Ports};
-use boomerang::metrics::NoMetrics;
-use boomerang::ports::{DeadLetterError, DeadLetters};
-use boomerang::store::DynamoStore;
-use boomerang::tenants::DynamoTenants;
-use boomerang::timer::AwsTimer;
-use boomerang::webhook::{DestinationPolicy, HttpWebhooks};
+use boomerang_aws::lambda::{handle_queue, handle_scheduled};
+use boomerang_aws::settings::SWEEP_LAG;
+use boomerang_aws::triggers::TriggerEmulator;
+use boomerang_aws::AwsSettings;
+use boomerang_aws::AwsTimer;
+use boomerang_aws::DynamoStore;
+use boomerang_aws::DynamoTenants;
+use boomerang_aws::SqsDeadLetters;
+use boomerang_core::clock::{Clock, ManualClock, SystemClock, ThreadRandom};
+use boomerang_core::domain::{DeadLetter, Status, TenantId};
+use boomerang_core::engine::{Engine, EngineSettings, FireTime, NewTask, Ports};
+use boomerang_core::metrics::NoMetrics;
+use boomerang_core::ports::{DeadLetterError, DeadLetters};
 use boomerang_e2e::aws::{
     dynalite, fresh_dynalite_table, fresh_moto_resources, moto, moto_backend,
 };
 use boomerang_e2e::{wait_for, Receiver};
+use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
 fn acme() -> TenantId {
     TenantId::parse("acme").unwrap()
@@ -31,7 +33,7 @@ fn acme() -> TenantId {
 
 fn new_task(url: &str, when: FireTime) -> NewTask {
     let tenant = acme();
-    let mut spec = boomerang::testing::sample_task(&tenant, None, chrono::Utc::now()).spec;
+    let mut spec = boomerang_core::testing::sample_task(&tenant, None, chrono::Utc::now()).spec;
     spec.request.url = url.to_string();
     NewTask {
         spec,
@@ -60,7 +62,7 @@ async fn delivered_despite_a_broken_timer(break_it: impl Fn(&mut AwsSettings), w
         .await
         .expect("stored even though the timer failed")
         .task;
-    let emulator = healthy.trigger_emulator();
+    let emulator = TriggerEmulator::for_backend(&healthy);
     assert_eq!(
         emulator.fire_due_schedules().await.unwrap(),
         0,
@@ -298,7 +300,7 @@ async fn a_timer_that_failed_over_and_over_is_handed_back_by_the_sweeper() {
         .await
         .unwrap();
 
-    let report = boomerang::aws::lambda::sweep(
+    let report = boomerang_aws::lambda::sweep(
         &backend.engine,
         backend.system_failures().as_ref(),
         chrono::Duration::zero(),
@@ -310,7 +312,7 @@ async fn a_timer_that_failed_over_and_over_is_handed_back_by_the_sweeper() {
         "an armed task is not in the sweep's index"
     );
     assert_eq!(report["timers_redriven"], 1);
-    let emulator = backend.trigger_emulator();
+    let emulator = TriggerEmulator::for_backend(&backend);
     wait_for(
         "the handed-back timer to fire",
         Duration::from_secs(20),

@@ -5,9 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use boomerang::ports::{ListQuery, TaskStore};
-use boomerang::store::DynamoStore;
-use boomerang::testing::{sample_task, store_atomicity_contract, store_contract, unique_tenant};
+use boomerang_aws::DynamoStore;
+use boomerang_core::ports::{ListQuery, TaskStore};
+use boomerang_core::testing::{
+    sample_task, store_atomicity_contract, store_contract, unique_tenant,
+};
 use boomerang_e2e::aws::{dynalite, fresh_dynalite_table, fresh_moto_resources, moto};
 
 const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -73,8 +75,8 @@ async fn finished_tasks_past_retention_are_invisible() {
 #[tokio::test]
 async fn attempt_items_expire_with_their_task() {
     use aws_sdk_dynamodb::types::AttributeValue;
-    use boomerang::domain::Verdict;
-    use boomerang::store::dynamodb::item::{attempt_sk, task_pk, task_sk};
+    use boomerang_aws::store::item::{attempt_sk, task_pk, task_sk};
+    use boomerang_core::domain::Verdict;
     let settings = fresh_moto_resources("expiry").await;
     let client = aws_sdk_dynamodb::Client::new(&moto());
     let store = DynamoStore::new(client.clone(), settings.table.clone(), RETENTION);
@@ -98,7 +100,7 @@ async fn attempt_items_expire_with_their_task() {
         now = next.next_attempt_at.unwrap_or(now);
         task = next;
     }
-    assert_eq!(task.status, boomerang::domain::Status::Failed);
+    assert_eq!(task.status, boomerang_core::domain::Status::Failed);
     let expiry_of = |sk: String| {
         let (client, table) = (client.clone(), settings.table.clone());
         let pk = task_pk(&task.tenant, &task.id);
@@ -163,8 +165,8 @@ fn order_event() -> String {
 /// stays under one unit at registration and after its attempt (state and record included).
 #[test]
 fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
-    use boomerang::aws::capacity::{item_size, write_units};
-    use boomerang::store::dynamodb::item::{new_item, record_value};
+    use boomerang_aws::capacity::{item_size, write_units};
+    use boomerang_aws::store::item::{new_item, record_value};
     let body = order_event();
     assert!(body.len() >= 1000, "{}", body.len());
     let now = chrono::Utc::now();
@@ -174,7 +176,7 @@ fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
     task.spec.request.body = body;
     let registered = new_item(&task, RETENTION).unwrap();
     let claimed = task.claim(1, now, Duration::from_secs(40)).unwrap();
-    let verdict = boomerang::domain::Verdict::Retry {
+    let verdict = boomerang_core::domain::Verdict::Retry {
         error: "HTTP 503".into(),
         retry_after: None,
     };
@@ -237,8 +239,8 @@ async fn the_sweep_sees_only_unarmed_work_and_reads_past_its_checkpoint() {
 /// looked up every time, so a new key works at once.
 #[tokio::test]
 async fn tenant_lookups_are_cached_but_unknown_keys_are_not() {
-    use boomerang::ports::Tenants;
-    use boomerang::tenants::DynamoTenants;
+    use boomerang_aws::DynamoTenants;
+    use boomerang_core::ports::Tenants;
     let settings = fresh_moto_resources("tenants").await;
     let client = aws_sdk_dynamodb::Client::new(&moto());
     let tenants = DynamoTenants::new(client.clone(), &settings.table);

@@ -9,8 +9,9 @@ fn bench(args: &[&str], expect: &[&str]) {
 
 /// [`bench`] with extra environment variables.
 fn bench_with(args: &[&str], env: &[(&str, &str)], expect: &[&str]) {
-    let out = Command::new(boomerang_e2e::binary())
-        .arg("bench")
+    // The bench starts the `boomerang` binary beside its own.
+    boomerang_e2e::binary();
+    let out = Command::new(boomerang_e2e::bench_binary())
         .args(args)
         .env("RUST_BACKTRACE", "0")
         .envs(env.iter().copied())

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use boomerang::webhook::signing;
 use boomerang_e2e::{
     header, id_of, on_both_backends, status_codes, wait_for, Backend, Receiver, Reply, Server,
     ServerOptions,
 };
+use boomerang_webhook::signing;
 use reqwest::Method;
 use serde_json::{json, Value};
 

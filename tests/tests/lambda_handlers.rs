@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use boomerang::aws::lambda::{handle_queue, handle_scheduled, DeliveryEvent};
-use boomerang::aws::AwsSettings;
-use boomerang::clock::SystemClock;
-use boomerang::domain::TenantId;
-use boomerang::ports::TaskStore;
+use boomerang_aws::lambda::{handle_queue, handle_scheduled, DeliveryEvent};
+use boomerang_aws::AwsSettings;
+use boomerang_core::clock::SystemClock;
+use boomerang_core::domain::TenantId;
+use boomerang_core::ports::TaskStore;
 use boomerang_e2e::aws::{fresh_moto_resources, moto_backend};
 use boomerang_e2e::{wait_for, Receiver};
 use serde_json::{json, Value};
@@ -111,14 +111,14 @@ async fn register_via_api(router: &axum::Router, key: &str, url: &str) -> String
 
 struct Setup {
     settings: AwsSettings,
-    backend: boomerang::backend::AwsBackend,
+    backend: boomerang_aws::AwsBackend,
     router: axum::Router,
 }
 
 async fn setup(what: &str) -> Setup {
     let settings = fresh_moto_resources(what).await;
     let backend = moto_backend(&settings, Arc::new(SystemClock));
-    let router = boomerang::api::router(backend.engine.clone());
+    let router = boomerang_http::router(backend.engine.clone());
     Setup {
         settings,
         backend,
@@ -128,7 +128,7 @@ async fn setup(what: &str) -> Setup {
 
 impl Setup {
     /// Mints an API key for a new tenant.
-    async fn key(&self, tenant: &str) -> boomerang::tenants::dynamodb::MintedKey {
+    async fn key(&self, tenant: &str) -> boomerang_aws::tenants::MintedKey {
         self.backend
             .tenants
             .mint_key(&TenantId::parse(tenant).unwrap())

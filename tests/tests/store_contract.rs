@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use boomerang::store::{MemoryStore, SqliteStore};
-use boomerang::testing::{store_atomicity_contract, store_contract};
+use boomerang_core::testing::MemoryStore;
+use boomerang_core::testing::{store_atomicity_contract, store_contract};
+use boomerang_embedded::SqliteStore;
 
 #[tokio::test]
 async fn memory_store_honours_the_contract() {
@@ -36,17 +37,17 @@ fn ulid_like() -> String {
 /// the file then sees.
 #[tokio::test]
 async fn sqlite_commits_concurrent_writes_together_and_answers_after_the_commit() {
-    use boomerang::ports::TaskStore;
+    use boomerang_core::ports::TaskStore;
     let dir = std::env::temp_dir().join(format!("boomerang-group-{}", ulid_like()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("boomerang.db");
     let store = Arc::new(SqliteStore::open(&path).unwrap());
-    let tenant = boomerang::testing::unique_tenant("group");
+    let tenant = boomerang_core::testing::unique_tenant("group");
     let before = store.commits();
     let writes: Vec<_> = (0..200)
         .map(|_| {
             let (store, path) = (store.clone(), path.clone());
-            let task = boomerang::testing::sample_task(&tenant, None, chrono::Utc::now());
+            let task = boomerang_core::testing::sample_task(&tenant, None, chrono::Utc::now());
             tokio::spawn(async move {
                 store.create(&task).await.unwrap();
                 // Acknowledged: it must already be in the file, for anyone to read.

@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_sqs::types::QueueAttributeName;
-use boomerang::aws::AwsSettings;
-use boomerang::clock::{Clock, ManualClock, SystemClock};
-use boomerang::domain::{AttemptRef, TaskId};
-use boomerang::ports::Timer;
-use boomerang::testing::{timer_contract, TimerProbe};
-use boomerang::timer::aws::{at_expression, AwsTimer};
-use boomerang::timer::LocalTimer;
+use boomerang_aws::timer::{at_expression, AwsTimer};
+use boomerang_aws::AwsSettings;
+use boomerang_core::clock::{Clock, ManualClock, SystemClock};
+use boomerang_core::domain::{AttemptRef, TaskId};
+use boomerang_core::ports::Timer;
+use boomerang_core::testing::{timer_contract, TimerProbe};
 use boomerang_e2e::aws::{fresh_moto_resources, moto};
+use boomerang_embedded::LocalTimer;
 use chrono::{DurationRound, Utc};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -136,7 +136,11 @@ async fn a_five_minute_wait_uses_the_queue_only() {
     let timer = aws_timer(&settings, Arc::new(SystemClock));
     timer
         .arm(
-            AttemptRef::new(boomerang::testing::unique_tenant("five"), TaskId::new(), 1),
+            AttemptRef::new(
+                boomerang_core::testing::unique_tenant("five"),
+                TaskId::new(),
+                1,
+            ),
             Utc::now() + chrono::Duration::minutes(5),
         )
         .await
@@ -166,7 +170,7 @@ async fn a_twenty_minute_wait_is_scheduled_two_minutes_early_to_the_minute() {
     let timer = aws_timer(&settings, clock);
     let id = TaskId::new();
     let due = now + chrono::Duration::minutes(20); // hh:mm:10, twenty minutes on
-    let attempt = AttemptRef::new(boomerang::testing::unique_tenant("twenty"), id, 3);
+    let attempt = AttemptRef::new(boomerang_core::testing::unique_tenant("twenty"), id, 3);
     timer.arm(attempt.clone(), due).await.unwrap();
     timer.arm(attempt.clone(), due).await.unwrap(); // an existing schedule counts as success
 
@@ -202,9 +206,9 @@ async fn a_twenty_minute_wait_is_scheduled_two_minutes_early_to_the_minute() {
 /// remaining seconds as `DelaySeconds`: the message appears only when the attempt is due.
 #[tokio::test]
 async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
-    use boomerang::backend::{aws, AwsBackendConfig};
-    use boomerang::engine::{EngineSettings, FireTime, NewTask};
-    use boomerang::metrics::NoMetrics;
+    use boomerang_aws::backend::{aws, AwsBackendConfig};
+    use boomerang_core::engine::{EngineSettings, FireTime, NewTask};
+    use boomerang_core::metrics::NoMetrics;
 
     let settings = fresh_moto_resources("early").await;
     let start = Utc::now();
@@ -220,8 +224,8 @@ async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
         },
     )
     .unwrap();
-    let tenant = boomerang::domain::TenantId::parse("acme").unwrap();
-    let spec = boomerang::testing::sample_task(&tenant, None, start).spec;
+    let tenant = boomerang_core::domain::TenantId::parse("acme").unwrap();
+    let spec = boomerang_core::testing::sample_task(&tenant, None, start).spec;
     let registered = backend
         .engine
         .register(
@@ -241,7 +245,7 @@ async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
 
     // Scheduler fires late in its window, three seconds before the attempt is due.
     clock.set(due - chrono::Duration::seconds(3));
-    let emulator = backend.trigger_emulator();
+    let emulator = boomerang_aws::triggers::TriggerEmulator::for_backend(&backend);
     assert_eq!(emulator.fire_due_schedules().await.unwrap(), 1);
     let fired = Instant::now();
     let queue = probe(&settings);

@@ -1,10 +1,10 @@
 //! The API Lambda: the same axum Router as the local server, behind API Gateway.
 
-use boomerang::service;
+use boomerang_aws::lambda::start;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    service::init_lambda_tracing();
-    let backend = service::lambda().await?;
-    lambda_http::run(boomerang::api::router(backend.engine)).await
+    start::init_tracing();
+    let backend = start::backend().await?;
+    lambda_http::run(boomerang_http::router(backend.engine)).await
 }

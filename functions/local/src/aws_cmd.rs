@@ -2,10 +2,11 @@
 //! up the AWS code path (against an emulator, or the deployed table).
 
 use anyhow::{bail, Context, Result};
-use boomerang::aws::bootstrap::{bootstrap, env_exports};
-use boomerang::aws::ENV_TABLE;
-use boomerang::domain::{AlertTarget, TenantId};
-use boomerang::tenants::DynamoTenants;
+use boomerang_aws::bootstrap::{bootstrap, env_exports};
+use boomerang_aws::settings::ENV_TABLE;
+use boomerang_aws::DynamoTenants;
+use boomerang_core::domain::TenantId;
+use boomerang_webhook::destination::alert_destination;
 
 /// Creates the table, queues and schedule group in the emulator at `AWS_ENDPOINT_URL` and
 /// prints the `export` lines that point `serve --backend aws` at them.
@@ -13,7 +14,7 @@ pub async fn bootstrap_emulator(prefix: &str) -> Result<()> {
     if std::env::var("AWS_ENDPOINT_URL").map_or(true, |v| v.trim().is_empty()) {
         bail!("`aws bootstrap` is for emulators: set AWS_ENDPOINT_URL (a real account is set up with the CDK stack in infra/)");
     }
-    let sdk = boomerang::aws::sdk_config().await;
+    let sdk = boomerang_aws::sdk_config().await;
     let settings = bootstrap(&sdk, prefix).await?;
     print!("{}", env_exports(&settings));
     Ok(())
@@ -22,9 +23,9 @@ pub async fn bootstrap_emulator(prefix: &str) -> Result<()> {
 /// The tenant directory in the table `BOOMERANG_TABLE` names.
 async fn tenants() -> Result<DynamoTenants> {
     let table = std::env::var(ENV_TABLE).with_context(|| format!("{ENV_TABLE} is not set"))?;
-    let sdk = boomerang::aws::sdk_config().await;
+    let sdk = boomerang_aws::sdk_config().await;
     Ok(DynamoTenants::new(
-        boomerang::aws::DynamoClient::new(&sdk),
+        boomerang_aws::DynamoClient::new(&sdk),
         table,
     ))
 }
@@ -60,13 +61,13 @@ pub async fn tenant_alert(args: TenantAlertArgs) -> Result<()> {
     let tenant = TenantId::parse(&args.tenant).context("--tenant")?;
     let target = match args.url {
         Some(url) => {
-            boomerang::service::check_alert_url("--url", &url)?;
-            let headers = args
+            let mut target = alert_destination("--url", &url)?;
+            target.headers = args
                 .headers
                 .iter()
                 .map(|h| header(h))
                 .collect::<Result<Vec<_>>>()?;
-            Some(AlertTarget { url, headers })
+            Some(target)
         }
         None => None,
     };

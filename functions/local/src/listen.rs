@@ -7,9 +7,9 @@ use anyhow::{Context, Result};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::IntoResponse;
-use boomerang::domain::SigningSecret;
-use boomerang::webhook::client::HEADER_ATTEMPT;
-use boomerang::webhook::signing;
+use boomerang_core::domain::SigningSecret;
+use boomerang_webhook::client::HEADER_ATTEMPT;
+use boomerang_webhook::signing;
 
 pub struct ListenConfig {
     pub port: u16,

@@ -2,7 +2,6 @@
 //! `listen` receives and verifies callbacks.
 
 mod aws_cmd;
-mod bench;
 mod listen;
 mod serve;
 mod tasks_cmd;
@@ -12,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use axum::http::StatusCode;
-use boomerang::domain::SigningSecret;
+use boomerang_core::domain::SigningSecret;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -43,9 +42,6 @@ enum Command {
     /// Manage tenants (AWS backend).
     #[command(subcommand)]
     Tenants(TenantsCommand),
-    /// Measure this machine: start a server and a receiver, drive them, print figures.
-    #[command(subcommand)]
-    Bench(bench::BenchCommand),
     /// Print the API's OpenAPI 3.1 document (as the server serves it at /openapi.json).
     Openapi,
 }
@@ -103,14 +99,13 @@ async fn main() -> Result<ExitCode> {
         }
         Command::Keys(KeysCommand::Create { tenant }) => aws_cmd::create_key(&tenant).await,
         Command::Tenants(TenantsCommand::Alert(args)) => aws_cmd::tenant_alert(args).await,
-        Command::Bench(command) => bench::run(command).await,
         Command::Openapi => print_openapi(),
     };
     done.map(|()| ExitCode::SUCCESS)
 }
 
 fn print_openapi() -> Result<()> {
-    let doc = boomerang::api::openapi();
+    let doc = boomerang_http::openapi();
     println!(
         "{}",
         doc.to_pretty_json().context("rendering the document")?
@@ -134,7 +129,7 @@ fn init_tracing(format: &str) {
 async fn listen(args: ListenArgs) -> Result<()> {
     let secret = match args.signing_secret {
         Some(s) => Some(SigningSecret::parse(&s).context("--signing-secret")?),
-        None => boomerang::tenants::credentials::stored_secret(&args.data_dir)?,
+        None => boomerang_embedded::tenants::credentials::stored_secret(&args.data_dir)?,
     };
     let status = StatusCode::from_u16(args.status).context("--status")?;
     listen::run(listen::ListenConfig {

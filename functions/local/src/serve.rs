@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use boomerang::service::{self, BackendChoice, ServiceConfig};
+use boomerang_server::{BackendChoice, ServiceConfig};
 use humantime::parse_duration as duration;
 use ipnet::IpNet;
 
@@ -78,7 +78,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             signing_secret: args.signing_secret,
         },
     };
-    let service = service::start(ServiceConfig {
+    let service = boomerang_server::start(ServiceConfig {
         backend,
         dev: args.dev,
         allowed_cidrs: args.allowed_cidrs,

@@ -1,16 +1,15 @@
 //! The sweeper Lambda, on a one-minute schedule: re-arms lost timers and unacknowledged
 //! dead letters, and hands failed timers back to the timer queue (see
-//! `boomerang::aws::lambda::handle_sweep`).
+//! `boomerang_aws::lambda::handle_sweep`).
 
-use boomerang::aws::lambda::handle_sweep;
-use boomerang::service;
+use boomerang_aws::lambda::{handle_sweep, start};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    service::init_lambda_tracing();
-    let backend = service::lambda().await?;
+    start::init_tracing();
+    let backend = start::backend().await?;
     let engine = &*backend.engine;
     let failures = &backend.system_failures();
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| async move {

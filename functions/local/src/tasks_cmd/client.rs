@@ -35,7 +35,7 @@ impl Api {
         let base = Url::parse(url).map_err(|e| format!("--url {url}: {e}"))?;
         let key = match api_key {
             Some(key) => key,
-            None => boomerang::tenants::credentials::stored_api_key(data_dir)
+            None => boomerang_embedded::tenants::credentials::stored_api_key(data_dir)
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| {
                     format!(

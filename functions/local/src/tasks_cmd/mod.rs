@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use boomerang::domain::TaskId;
+use boomerang_core::domain::TaskId;
 use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::Value;

@@ -1,0 +1,300 @@
+//! `boomerang-bench`: measures the real server on this machine and prints figures. It
+//! starts `boomerang serve` (the `boomerang` binary built beside this one) on a fresh data
+//! dir and a receiver in a separate process (this binary again), drives them over loopback
+//! HTTP, and asserts nothing. Run it as `cargo run --release -p boomerang-bench -- burst`.
+
+mod cost;
+mod measure;
+mod procs;
+mod receiver;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use chrono::{DateTime, DurationRound, Utc};
+use serde_json::{json, Value};
+
+use measure::{percentiles, Usage};
+use procs::{Receiver, Server};
+
+#[derive(clap::Parser)]
+#[command(
+    name = "boomerang-bench",
+    about = "Measure Boomerang on this machine and print figures"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(clap::Subcommand)]
+pub enum BenchCommand {
+    /// N tasks all due on one whole second a few seconds ahead: registration/s,
+    /// deliveries/s, lateness of first attempts, server CPU and peak RSS.
+    Burst(BurstArgs),
+    /// The burst, with every receiver failing twice on a 1 s schedule: the gap between
+    /// attempts, and the lateness of the final success.
+    Retry(BurstArgs),
+    /// Many tasks due in 30 days: RSS, data-dir size, registration/s of the first and the
+    /// last 10 %, and how long a restart takes to be ready.
+    Pending(PendingArgs),
+    /// A delivery in flight when the server is killed (-9): how soon after the restart the
+    /// attempt runs again.
+    Crash,
+    /// What a callback costs on AWS: runs the AWS code path on the emulator at
+    /// AWS_ENDPOINT_URL, counts every AWS request, prints $ per million callbacks.
+    Cost(cost::CostArgs),
+    /// The benchmark's receiver (started by the other modes).
+    #[command(hide = true)]
+    Receiver {
+        /// Answer 500 to the first N attempts of each task.
+        #[arg(long, default_value_t = 0)]
+        fail_first: u32,
+        /// Hold the first request of each path this long before answering.
+        #[arg(long, default_value_t = 0)]
+        hang_first_ms: u64,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct BurstArgs {
+    /// How many tasks.
+    #[arg(long, default_value_t = 2000)]
+    tasks: usize,
+    /// Concurrent keep-alive clients registering them.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+}
+
+#[derive(clap::Args)]
+pub struct PendingArgs {
+    #[arg(long, default_value_t = 1_000_000)]
+    tasks: usize,
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    match <Cli as clap::Parser>::parse().command {
+        BenchCommand::Burst(args) => burst(args, 0).await,
+        BenchCommand::Retry(args) => burst(args, 2).await,
+        BenchCommand::Pending(args) => pending(args).await,
+        BenchCommand::Crash => crash().await,
+        BenchCommand::Cost(args) => cost::run(args).await,
+        BenchCommand::Receiver {
+            fail_first,
+            hang_first_ms,
+        } => receiver::run(fail_first, hang_first_ms).await,
+    }
+}
+
+/// Registers `count` tasks from `clients` concurrent keep-alive clients; `task(i)` is the
+/// i-th body. Returns when each registration finished, in order of `i`.
+async fn register_all(
+    server: &Server,
+    count: usize,
+    clients: usize,
+    task: impl Fn(usize) -> Value + Send + Sync + 'static,
+) -> Result<Vec<Instant>> {
+    let task = std::sync::Arc::new(task);
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .build()?;
+    let mut handles = Vec::new();
+    for _ in 0..clients {
+        let (task, next, http) = (task.clone(), next.clone(), http.clone());
+        let (url, key) = (format!("{}/v1/tasks", server.base), server.api_key.clone());
+        handles.push(tokio::spawn(async move {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= count {
+                    return Ok::<_, anyhow::Error>(done);
+                }
+                let res = http
+                    .post(&url)
+                    .bearer_auth(&key)
+                    .json(&task(i))
+                    .send()
+                    .await?;
+                if res.status().as_u16() != 201 {
+                    bail!("registration {i} answered {}", res.status());
+                }
+                res.bytes().await?;
+                done.push((i, Instant::now()));
+            }
+        }));
+    }
+    let mut finished = vec![Instant::now(); count];
+    for h in handles {
+        for (i, at) in h.await?? {
+            finished[i] = at;
+        }
+    }
+    Ok(finished)
+}
+
+async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
+    let receiver = Receiver::start(fail_first, 0)?;
+    let server = Server::start(&[])?;
+    let usage_before = Usage::of(server.pid())?;
+    // Due on a whole second far enough ahead for the registrations to finish first.
+    let lead = Duration::from_secs(3) + Duration::from_millis(args.tasks as u64 / 2);
+    let due = (Utc::now() + lead).duration_trunc(chrono::Duration::seconds(1))?
+        + chrono::Duration::seconds(1);
+    let retry = json!({"schedule": ["1s"], "max_attempts": fail_first + 1});
+    let url = receiver.url.clone();
+    let started = Instant::now();
+    let finished = register_all(&server, args.tasks, args.clients, move |i| {
+        json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339(), "retry": retry})
+    })
+    .await?;
+    let took = finished.iter().max().copied().unwrap_or(started) - started;
+    if Utc::now() > due {
+        println!("warning: registration outlasted the lead; lateness includes the overrun");
+    }
+    let want = args.tasks * (fail_first as usize + 1);
+    let arrivals = receiver.wait_for(want, Duration::from_secs(120)).await?;
+    let usage = Usage::of(server.pid())?;
+
+    let firsts: Vec<i64> = arrivals
+        .iter()
+        .filter(|a| a.attempt == 1)
+        .map(|a| a.at_ms)
+        .collect();
+    let lateness: Vec<i64> = firsts
+        .iter()
+        .map(|at| at - due.timestamp_millis())
+        .collect();
+    let window = (firsts.iter().max().unwrap_or(&0) - firsts.iter().min().unwrap_or(&0)).max(1);
+    println!(
+        "mode:              {}",
+        if fail_first > 0 { "retry" } else { "burst" }
+    );
+    println!(
+        "tasks:             {} ({} clients, keep-alive)",
+        args.tasks, args.clients
+    );
+    println!(
+        "registration:      {:.0}/s ({:.2} s)",
+        args.tasks as f64 / took.as_secs_f64(),
+        took.as_secs_f64()
+    );
+    println!(
+        "deliveries:        {:.0}/s over the busy window of {window} ms",
+        firsts.len() as f64 * 1000.0 / window as f64
+    );
+    println!("lateness (ms):     {}", percentiles(&lateness));
+    if fail_first > 0 {
+        let gaps = receiver::gaps(&arrivals);
+        println!("retry gap (ms):    {}", percentiles(&gaps));
+        let finals = final_lateness(&server, &receiver, fail_first + 1).await?;
+        println!("final success lateness (ms): {}", percentiles(&finals));
+    }
+    println!(
+        "server CPU:        {:.2} s",
+        usage.cpu_seconds - usage_before.cpu_seconds
+    );
+    println!("server peak RSS:   {} MB", usage.peak_rss_kb / 1024);
+    Ok(())
+}
+
+/// The recorded lateness of each task's final attempt, from the task's attempt log.
+async fn final_lateness(server: &Server, receiver: &Receiver, attempt: u32) -> Result<Vec<i64>> {
+    let http = reqwest::Client::new();
+    let mut out = Vec::new();
+    for id in receiver.task_ids().await? {
+        let task: Value = http
+            .get(format!("{}/v1/tasks/{id}", server.base))
+            .bearer_auth(&server.api_key)
+            .send()
+            .await?
+            .json()
+            .await?;
+        let last = task["attempts"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["number"] == attempt));
+        if let Some(ms) = last.and_then(|a| a["lateness_ms"].as_i64()) {
+            out.push(ms);
+        }
+    }
+    Ok(out)
+}
+
+async fn pending(args: PendingArgs) -> Result<()> {
+    let mut server = Server::start(&[])?;
+    let due: DateTime<Utc> = Utc::now() + chrono::Duration::days(30);
+    let started = Instant::now();
+    let finished = register_all(
+        &server,
+        args.tasks,
+        args.clients,
+        move |i| json!({"url": format!("https://example.com/t/{i}"), "fire_at": due.to_rfc3339()}),
+    )
+    .await?;
+    let mut sorted = finished.clone();
+    sorted.sort();
+    let tenth = (args.tasks / 10).max(1);
+    let rate = |from: Instant, to: Instant| tenth as f64 / (to - from).as_secs_f64().max(1e-9);
+    let first = rate(started, sorted[tenth - 1]);
+    let last = rate(sorted[args.tasks - tenth - 1], sorted[args.tasks - 1]);
+    let usage = Usage::of(server.pid())?;
+    let size = procs::dir_size(&server.data_dir)?;
+    let ready = server.restart()?;
+    let after = Usage::of(server.pid())?;
+    println!("mode:              pending");
+    println!(
+        "tasks:             {} due in 30 days ({} clients)",
+        args.tasks, args.clients
+    );
+    println!(
+        "registration:      first 10 % {first:.0}/s, last 10 % {last:.0}/s ({:+.0} %)",
+        (last / first - 1.0) * 100.0
+    );
+    println!(
+        "server RSS:        {} MB (peak {} MB)",
+        usage.rss_kb / 1024,
+        usage.peak_rss_kb / 1024
+    );
+    println!("data dir:          {} MB", size / (1024 * 1024));
+    println!(
+        "restart ready in:  {} ms (RSS after restart {} MB)",
+        ready.as_millis(),
+        after.rss_kb / 1024
+    );
+    Ok(())
+}
+
+async fn crash() -> Result<()> {
+    let receiver = Receiver::start(0, 120_000)?;
+    let mut server = Server::start(&[])?;
+    let task = json!({"url": format!("{}/slow", receiver.url), "timeout": "60s"});
+    let http = reqwest::Client::new();
+    let res = http
+        .post(format!("{}/v1/tasks", server.base))
+        .bearer_auth(&server.api_key)
+        .json(&task)
+        .send()
+        .await?;
+    if res.status().as_u16() != 201 {
+        bail!("registration answered {}", res.status());
+    }
+    receiver.wait_for(1, Duration::from_secs(30)).await?;
+    let restarted = server.kill9_and_restart()?;
+    receiver.wait_for(2, Duration::from_secs(120)).await?;
+    println!("mode:              crash");
+    println!("task timeout 60 s, lease margin 30 s: a lease would hold the attempt for 90 s");
+    println!(
+        "in-flight attempt re-run {} ms after the restart began",
+        restarted.elapsed().as_millis()
+    );
+    Ok(())
+}

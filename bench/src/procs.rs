@@ -1,0 +1,220 @@
+//! The processes a benchmark drives: `boomerang serve` on a fresh data dir, and the
+//! receiver (this binary again), each a separate process.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use boomerang_core::domain::SigningSecret;
+use serde::Deserialize;
+
+/// The `boomerang` binary of the same build as this one (`target/<profile>/boomerang`).
+fn boomerang_binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let bin = exe.with_file_name(format!("boomerang{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        bail!(
+            "{} is missing: build it first (cargo build --release -p boomerang-local)",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// Starts `program <args>` and waits for the line that starts with `prefix`; returns the
+/// child and the rest of that line.
+fn spawn(program: &Path, args: &[String], prefix: &str) -> Result<(Child, String)> {
+    let mut child = Command::new(program)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let stdout = child.stdout.take().context("child stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let prefix = prefix.to_string();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix(&prefix) {
+                let _ = tx.send(rest.trim().to_string());
+            }
+        }
+    });
+    let rest = rx
+        .recv_timeout(Duration::from_secs(60))
+        .with_context(|| format!("`{} {}` did not start", program.display(), args.join(" ")))?;
+    Ok((child, rest))
+}
+
+pub struct Server {
+    child: Child,
+    args: Vec<String>,
+    pub base: String,
+    pub api_key: String,
+    pub data_dir: PathBuf,
+}
+
+impl Server {
+    pub fn start(extra: &[&str]) -> Result<Server> {
+        let data_dir = std::env::temp_dir().join(format!("boomerang-bench-{}", ulid::Ulid::new()));
+        let api_key = boomerang_core::domain::generate_api_key();
+        let mut args: Vec<String> = ["serve", "--addr", "127.0.0.1:0", "--dev", "--api-key"]
+            .map(String::from)
+            .into();
+        args.push(api_key.clone());
+        args.push("--signing-secret".into());
+        args.push(SigningSecret::generate().expose());
+        args.push("--data-dir".into());
+        args.push(data_dir.display().to_string());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let (child, base) = spawn(&boomerang_binary()?, &args, "Boomerang listening on ")?;
+        Ok(Server {
+            child,
+            args,
+            base,
+            api_key,
+            data_dir,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `kill -9`, then starts it again on the same data; returns when the new one was
+    /// spawned.
+    pub fn kill9_and_restart(&mut self) -> Result<Instant> {
+        self.child.kill()?;
+        self.child.wait()?;
+        let started = Instant::now();
+        let (child, base) = spawn(&boomerang_binary()?, &self.args, "Boomerang listening on ")?;
+        self.child = child;
+        self.base = base;
+        Ok(started)
+    }
+
+    /// Stops the server (SIGTERM), starts it again on the same data, and returns how long
+    /// the new one took from spawn to answering `/healthz`.
+    pub fn restart(&mut self) -> Result<Duration> {
+        Command::new("kill").arg(self.pid().to_string()).status()?;
+        self.child.wait()?;
+        let started = Instant::now();
+        let (child, base) = spawn(&boomerang_binary()?, &self.args, "Boomerang listening on ")?;
+        self.child = child;
+        self.base = base;
+        let health = format!("{}/healthz", self.base);
+        loop {
+            if answers_ok(&health) {
+                return Ok(started.elapsed());
+            }
+            if started.elapsed() > Duration::from_secs(120) {
+                bail!("the restarted server never became healthy");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+/// Whether a plain blocking GET of `url` answers 200 (so `restart` needs no runtime).
+fn answers_ok(url: &str) -> bool {
+    use std::io::{Read, Write};
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let (addr, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let req = format!("GET /{path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let mut out = String::new();
+    s.write_all(req.as_bytes()).is_ok()
+        && s.read_to_string(&mut out).is_ok()
+        && out.starts_with("HTTP/1.1 200")
+}
+
+pub struct Receiver {
+    child: Child,
+    pub url: String,
+}
+
+/// One request the receiver got.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Arrival {
+    pub path: String,
+    pub attempt: u32,
+    pub at_ms: i64,
+}
+
+impl Receiver {
+    pub fn start(fail_first: u32, hang_first_ms: u64) -> Result<Receiver> {
+        let args: Vec<String> = vec![
+            "receiver".into(),
+            "--fail-first".into(),
+            fail_first.to_string(),
+            "--hang-first-ms".into(),
+            hang_first_ms.to_string(),
+        ];
+        let (child, url) = spawn(&std::env::current_exe()?, &args, "receiver on ")?;
+        Ok(Receiver { child, url })
+    }
+
+    pub async fn arrivals(&self) -> Result<Vec<Arrival>> {
+        Ok(reqwest::get(format!("{}/__arrivals", self.url))
+            .await?
+            .json()
+            .await?)
+    }
+
+    /// Waits until `count` requests arrived; returns them.
+    pub async fn wait_for(&self, count: usize, within: Duration) -> Result<Vec<Arrival>> {
+        let deadline = Instant::now() + within;
+        loop {
+            let got = self.arrivals().await?;
+            if got.len() >= count {
+                return Ok(got);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "only {} of {count} callbacks arrived in {within:?}",
+                    got.len()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The task ids the receiver saw (each request's `webhook-id`).
+    pub async fn task_ids(&self) -> Result<Vec<String>> {
+        Ok(reqwest::get(format!("{}/__tasks", self.url))
+            .await?
+            .json()
+            .await?)
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Bytes under `dir`.
+pub fn dir_size(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let meta = entry?.metadata()?;
+        total += if meta.is_dir() { 0 } else { meta.len() };
+    }
+    Ok(total)
+}

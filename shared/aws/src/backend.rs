@@ -1,0 +1,124 @@
+//! The AWS backend's adapters, wired to an engine: the one place that knows which AWS
+//! adapter goes with which port.
+
+use std::sync::Arc;
+
+use aws_config::SdkConfig;
+use boomerang_core::clock::{Clock, ThreadRandom};
+use boomerang_core::engine::{Engine, EngineSettings, Ports};
+use boomerang_core::metrics::Metrics;
+use boomerang_webhook::client::ClientBuildError;
+use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
+
+use crate::dead_letters::SqsDeadLetters;
+use crate::settings::AwsSettings;
+use crate::store::DynamoStore;
+use crate::system_failures::SystemFailures;
+use crate::tenants::DynamoTenants;
+use crate::timer::AwsTimer;
+
+/// The engine on DynamoDB, Scheduler + SQS timers and SQS dead letters.
+pub struct AwsBackend {
+    pub engine: Arc<Engine>,
+    pub store: Arc<DynamoStore>,
+    pub tenants: Arc<DynamoTenants>,
+    pub settings: AwsSettings,
+    pub sqs: aws_sdk_sqs::Client,
+    pub scheduler: aws_sdk_scheduler::Client,
+    pub clock: Arc<dyn Clock>,
+}
+
+pub struct AwsBackendConfig {
+    pub settings: AwsSettings,
+    /// Allow `http://` and private targets (only for local runs against an emulator).
+    pub dev: bool,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Arc<dyn Metrics>,
+    pub engine: EngineSettings,
+}
+
+/// The service clients the AWS backend talks through.
+#[derive(Clone)]
+pub struct AwsClients {
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub scheduler: aws_sdk_scheduler::Client,
+}
+
+impl AwsClients {
+    pub fn new(sdk: &SdkConfig) -> Self {
+        Self {
+            dynamodb: aws_sdk_dynamodb::Client::new(sdk),
+            sqs: aws_sdk_sqs::Client::new(sdk),
+            scheduler: aws_sdk_scheduler::Client::new(sdk),
+        }
+    }
+}
+
+pub fn aws(sdk: &SdkConfig, config: AwsBackendConfig) -> Result<AwsBackend, ClientBuildError> {
+    aws_with_clients(AwsClients::new(sdk), config)
+}
+
+/// [`aws`] on clients built elsewhere (the cost meter adds an interceptor to them).
+pub fn aws_with_clients(
+    clients: AwsClients,
+    config: AwsBackendConfig,
+) -> Result<AwsBackend, ClientBuildError> {
+    let settings = config.settings;
+    let AwsClients {
+        dynamodb: ddb,
+        sqs,
+        scheduler,
+    } = clients;
+    let store = Arc::new(DynamoStore::new(
+        ddb.clone(),
+        &settings.table,
+        settings.retention,
+    ));
+    let tenants = Arc::new(DynamoTenants::new(ddb, &settings.table));
+    let timer = AwsTimer::new(
+        sqs.clone(),
+        scheduler.clone(),
+        &settings,
+        config.clock.clone(),
+    );
+    let webhooks = HttpWebhooks::new(DestinationPolicy {
+        dev: config.dev,
+        allowed_cidrs: settings.allowed_cidrs.clone(),
+    })?;
+    let ports = Ports {
+        store: store.clone(),
+        timer: Arc::new(timer),
+        dead_letters: Arc::new(SqsDeadLetters::new(
+            sqs.clone(),
+            &settings.dead_letter_queue_url,
+        )),
+        tenants: tenants.clone(),
+        webhooks: Arc::new(webhooks),
+        clock: config.clock.clone(),
+        random: Arc::new(ThreadRandom),
+        metrics: config.metrics,
+    };
+    Ok(AwsBackend {
+        engine: Arc::new(Engine::new(ports, config.engine)),
+        store,
+        tenants,
+        settings,
+        sqs,
+        scheduler,
+        clock: config.clock,
+    })
+}
+
+impl AwsBackend {
+    /// The system-failures queue, if configured (the sweeper drains it).
+    pub fn system_failures(&self) -> Option<SystemFailures> {
+        self.settings
+            .system_failures_queue_url
+            .clone()
+            .map(|queue_url| SystemFailures {
+                sqs: self.sqs.clone(),
+                queue_url,
+            })
+    }
+}

@@ -1,0 +1,189 @@
+//! The Lambda event dispatch: the delivery handler (one event shape from Scheduler,
+//! another from the SQS timer queue, both ending in `Engine::deliver`; the local trigger
+//! emulation uses it too) and the sweeper's handler; `start` builds what every function
+//! runs on from its environment.
+
+pub mod start;
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use futures_util::future::join_all;
+use serde_json::{json, Value};
+
+use crate::settings::SWEEP_LAG;
+use crate::system_failures::SystemFailures;
+use boomerang_core::domain::AttemptRef;
+use boomerang_core::engine::{DeliverOutcome, Engine, EngineError};
+use boomerang_core::metrics::MetricEvent;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Failing the invocation makes SQS redeliver the whole batch, which is safe.
+    #[error("cannot encode the batch response: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// The delivery Lambda's handler: a Scheduler input or an SQS batch, answered with the
+/// batch's partial failures (or nothing, for Scheduler). Attempts record `worker` (the
+/// invocation's request id) as their worker; `None`: this process.
+pub async fn handle_delivery(
+    engine: &Engine,
+    event: Value,
+    worker: Option<&str>,
+) -> Result<Value, HandlerError> {
+    match DeliveryEvent::from_json(event) {
+        DeliveryEvent::Queue(batch) => {
+            let response = handle_queue(engine, &batch, worker).await;
+            Ok(serde_json::to_value(response)?)
+        }
+        DeliveryEvent::Scheduled(input) => {
+            handle_scheduled(engine, &input, worker).await?;
+            Ok(Value::Null)
+        }
+    }
+}
+
+/// The sweeper Lambda's handler: re-arms work overdue by more than [`SWEEP_LAG`] (its timer
+/// was lost), and dead letters not yet acknowledged; then hands the timers in the
+/// system-failures queue back to the timer queue.
+pub async fn handle_sweep(
+    engine: &Engine,
+    failures: Option<&SystemFailures>,
+) -> Result<Value, EngineError> {
+    sweep(engine, failures, -SWEEP_LAG).await
+}
+
+/// [`handle_sweep`] with the cutoff `lookahead` from now (the trigger emulation sets its
+/// own lag).
+pub async fn sweep(
+    engine: &Engine,
+    failures: Option<&SystemFailures>,
+    lookahead: chrono::Duration,
+) -> Result<Value, EngineError> {
+    let report = engine.sweep(lookahead).await?;
+    let redriven = match failures {
+        Some(f) => f.redrive(engine).await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "could not read the system-failures queue");
+            0
+        }),
+        None => 0,
+    };
+    if redriven > 0 {
+        engine.record(MetricEvent::SweepRepaired { count: redriven });
+    }
+    tracing::info!(
+        rearmed = report.rearmed,
+        leases_taken_over = report.leases_taken_over,
+        dead_letters_resent = report.dead_letters_resent,
+        timers_redriven = redriven,
+        "sweep finished"
+    );
+    Ok(json!({
+        "rearmed": report.rearmed,
+        "leases_taken_over": report.leases_taken_over,
+        "dead_letters_resent": report.dead_letters_resent,
+        "timers_redriven": redriven,
+    }))
+}
+
+/// What a delivery invocation carries.
+pub enum DeliveryEvent {
+    /// Scheduler's input: the timer message itself.
+    Scheduled(Value),
+    /// A batch from the SQS timer queue.
+    Queue(SqsEvent),
+}
+
+impl DeliveryEvent {
+    /// Tells the two shapes apart: an SQS event has `Records`.
+    pub fn from_json(event: Value) -> Self {
+        if event.get("Records").is_some() {
+            if let Ok(batch) = serde_json::from_value::<SqsEvent>(event.clone()) {
+                return DeliveryEvent::Queue(batch);
+            }
+        }
+        DeliveryEvent::Scheduled(event)
+    }
+}
+
+/// Delivers one timer message. A message that is not ours is logged and dropped (retrying
+/// it could never help); only transient failures are errors.
+pub async fn deliver_message(
+    engine: &Engine,
+    body: &str,
+    worker: Option<&str>,
+) -> Result<Option<DeliverOutcome>, EngineError> {
+    let message: AttemptRef = match serde_json::from_str(body) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!(error = %e, body = %truncate(body), "ignoring a timer message that is not ours");
+            return Ok(None);
+        }
+    };
+    let (task, attempt) = (message.task_id, message.attempt);
+    let outcome = match worker {
+        Some(worker) => engine.deliver_as(message, worker).await?,
+        None => engine.deliver(message).await?,
+    };
+    tracing::debug!(task = %task, attempt, ?outcome, "timer fired");
+    Ok(Some(outcome))
+}
+
+/// Handles a Scheduler invocation. An error fails the invocation: with Lambda's async
+/// retries off, the event goes to the on-failure destination and the sweeper re-arms.
+pub async fn handle_scheduled(
+    engine: &Engine,
+    input: &Value,
+    worker: Option<&str>,
+) -> Result<(), EngineError> {
+    deliver_message(engine, &input.to_string(), worker)
+        .await
+        .map(|_| ())
+}
+
+/// Handles an SQS batch; the answer lists only the records that failed for a transient
+/// reason, so SQS redelivers just those.
+pub async fn handle_queue(
+    engine: &Engine,
+    batch: &SqsEvent,
+    worker: Option<&str>,
+) -> SqsBatchResponse {
+    // A batch holds at most 10 records: deliver them concurrently.
+    let results = join_all(
+        batch
+            .records
+            .iter()
+            .map(|r| handle_record(engine, r, worker)),
+    )
+    .await;
+    let mut response = SqsBatchResponse::default();
+    for failed in results.into_iter().flatten() {
+        let mut item = BatchItemFailure::default();
+        item.item_identifier = failed;
+        response.batch_item_failures.push(item);
+    }
+    response
+}
+
+/// The message id if the record should be retried.
+async fn handle_record(
+    engine: &Engine,
+    record: &SqsMessage,
+    worker: Option<&str>,
+) -> Option<String> {
+    let id = record.message_id.clone().unwrap_or_default();
+    let body = record.body.as_deref().unwrap_or_default();
+    match deliver_message(engine, body, worker).await {
+        Ok(_) => None,
+        Err(e) => {
+            tracing::error!(message = %id, error = %e, "delivery failed; SQS will redeliver");
+            Some(id)
+        }
+    }
+}
+
+fn truncate(s: &str) -> &str {
+    let end = s.char_indices().nth(200).map_or(s.len(), |(i, _)| i);
+    &s[..end]
+}

@@ -1,0 +1,743 @@
+//! The DynamoDB task store: one table, every state change a conditional write, every item
+//! laid out so that a write costs as few units as it can ([`item`]).
+//!
+//! Items (`pk`, `sk`):
+//! - `T#<tenant>#<shard>`, `<task id>`: the task ([`item`]); the shard (one of
+//!   [`item::TENANT_SHARDS`]) comes from the id, so the id and its tenant find the task, and
+//!   a tenant's tasks are listed from its shards, newest first, without an index;
+//! - the same partition, `<task id>#A#<attempt, 10 digits>`: an attempt record past the
+//!   embedded ones (right after its task: one query reads both);
+//! - `I#<tenant>#<key>`, `I`: an idempotency key, the id of the task it registered, and a
+//!   copy of that task's item (so a registration that died between the two writes is
+//!   finished by the next repeat);
+//! - `SWEEP`, `SWEEP`: where the sweep has read the `due` index up to ([`sweep`]);
+//! - `P#<tenant>`, `<policy name>`: a named retry policy (`p`, JSON). Reads of a policy
+//!   are cached for a minute, found or not: a registration looks up the tenant's
+//!   `default` policy, and most tenants have none.
+//!
+//! Indexes, both keys only and sparse:
+//! - `due` (sharded): `ds` + `dm`, set while the task has work no durable timer holds; the
+//!   sweep reads it from a checkpoint;
+//! - `by_key`: `bk` (tenant and business key) + `sk` (the task id, so newest first), set
+//!   only on tasks that have a key.
+//!
+//! Finished tasks get `x` (TTL). DynamoDB deletes expired items only eventually, so every
+//! read also ignores them.
+
+pub mod item;
+mod sweep;
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValue};
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+
+use crate::sdk::cache::Cache;
+use crate::sdk::items::{corrupt, get_item, get_n, get_s, n, s, Item};
+use crate::sdk::sdk_failure;
+use boomerang_core::domain::retry_policy::{MAX_ATTEMPTS, MAX_UNLIMITED_DURATION};
+use boomerang_core::domain::time::checked_add;
+use boomerang_core::domain::{
+    AttemptRecord, BusinessKey, PolicyName, RetryPolicy, Task, TaskId, TenantId,
+};
+use boomerang_core::ports::{
+    CreateOutcome, DueWork, ListQuery, Page, StoreError, SweepMark, TaskStore,
+};
+use item::{
+    attempt_sk, record_from, record_value, shard_pk, task_from, task_pk, task_sk,
+    EMBEDDED_ATTEMPTS, TENANT_SHARDS,
+};
+
+pub use item::DUE_SHARDS;
+pub const DUE_INDEX: &str = "due";
+pub const KEY_INDEX: &str = "by_key";
+/// The time-to-live attribute (epoch seconds) of finished tasks and idempotency keys.
+pub const TTL_ATTRIBUTE: &str = "x";
+/// How long an idempotency key is remembered, at most: never longer than the retention, so
+/// that a key cannot outlive its task (a repeat would otherwise write the task again from
+/// the key's copy).
+pub const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
+#[derive(Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+    retention: Duration,
+    policies: std::sync::Arc<Cache<Option<RetryPolicy>>>,
+}
+
+fn conflict_or_unavailable<E>(e: aws_sdk_dynamodb::error::SdkError<E>) -> StoreError
+where
+    E: std::error::Error + Send + Sync + 'static + aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    if e.as_service_error()
+        .and_then(|se| se.code())
+        .is_some_and(|c| c == "ConditionalCheckFailedException")
+    {
+        StoreError::Conflict
+    } else {
+        StoreError::Unavailable(sdk_failure(e))
+    }
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>, retention: Duration) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            retention,
+            policies: std::sync::Arc::new(Cache::new()),
+        }
+    }
+
+    async fn put_new(&self, item: Item) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(conflict_or_unavailable)
+    }
+
+    /// Writes the task's state (and, with `record`, appends that attempt record) if the
+    /// stored version is `expected`. The request attribute is not rewritten.
+    async fn write_state(
+        &self,
+        task: &Task,
+        expected: u64,
+        record: Option<&AttemptRecord>,
+    ) -> Result<(), StoreError> {
+        let state = item::state(task, self.retention);
+        let mut sets = Vec::new();
+        let mut req = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(task_pk(&task.tenant, &task.id)))
+            .key("sk", s(task_sk(&task.id)))
+            .condition_expression("#v = :expected")
+            .expression_attribute_names("#v", "v")
+            .expression_attribute_values(":expected", n(expected))
+            .return_values(ReturnValue::None);
+        for (i, (name, value)) in state.set.into_iter().enumerate() {
+            sets.push(format!("#s{i} = :s{i}"));
+            req = req
+                .expression_attribute_names(format!("#s{i}"), name)
+                .expression_attribute_values(format!(":s{i}"), value);
+        }
+        if let Some(r) = record.filter(|r| r.number <= EMBEDDED_ATTEMPTS) {
+            sets.push("#h = list_append(if_not_exists(#h, :none), :record)".into());
+            req = req
+                .expression_attribute_names("#h", "h")
+                .expression_attribute_values(":none", AttributeValue::L(vec![]))
+                .expression_attribute_values(":record", AttributeValue::L(vec![record_value(r)]));
+        }
+        let mut expression = format!("SET {}", sets.join(", "));
+        if !state.remove.is_empty() {
+            let names: Vec<String> = state
+                .remove
+                .iter()
+                .enumerate()
+                .map(|(i, _)| format!("#r{i}"))
+                .collect();
+            for (i, name) in state.remove.iter().enumerate() {
+                req = req.expression_attribute_names(format!("#r{i}"), *name);
+            }
+            expression.push_str(&format!(" REMOVE {}", names.join(", ")));
+        }
+        req.update_expression(expression)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(conflict_or_unavailable)
+    }
+
+    /// One item, unless it has expired.
+    async fn get_item(
+        &self,
+        key: (String, String),
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
+        let item = get_item(&self.client, &self.table, key, consistent)
+            .await
+            .map_err(StoreError::Unavailable)?;
+        Ok(item.filter(|i| !expired(i, Utc::now())))
+    }
+
+    async fn task(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+        consistent: bool,
+    ) -> Result<Option<Task>, StoreError> {
+        let item = self
+            .get_item((task_pk(tenant, id), task_sk(id)), consistent)
+            .await?;
+        item.map(|i| task_from(&i)).transpose()
+    }
+
+    /// Every item of partition `pk` (whose sort key begins with `prefix`, if given), read
+    /// consistently, in sort-key order.
+    async fn partition(&self, pk: String, prefix: Option<String>) -> Result<Vec<Item>, StoreError> {
+        let mut req = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .expression_attribute_values(":pk", s(pk))
+            .consistent_read(true);
+        req = match prefix {
+            Some(prefix) => req
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":prefix", s(prefix)),
+            None => req.key_condition_expression("pk = :pk"),
+        };
+        req.into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))
+    }
+
+    /// Claims an idempotency key for `task`; on loss returns the winner's key item.
+    async fn claim_idempotency_key(
+        &self,
+        task: &Task,
+        key: &str,
+        task_item: &Item,
+    ) -> Result<Option<Item>, StoreError> {
+        let pk = idem_pk(&task.tenant, key);
+        let now = Utc::now();
+        let window = IDEMPOTENCY_WINDOW.min(self.retention);
+        let expires = checked_add(now, window).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(pk.clone()))
+            .item("sk", s("I"))
+            .item("t", s(task.id.to_string()))
+            .item("c", AttributeValue::M(copy_of(task_item)))
+            .item("x", n(expires.timestamp()))
+            // An expired key that TTL has not removed yet may be claimed again.
+            .condition_expression("attribute_not_exists(pk) OR x < :now")
+            .expression_attribute_values(":now", n(now.timestamp()))
+            .send()
+            .await;
+        match put.map_err(conflict_or_unavailable) {
+            Ok(_) => Ok(None),
+            Err(StoreError::Conflict) => {
+                let item = self
+                    .get_item((pk, "I".into()), true)
+                    .await?
+                    .ok_or_else(|| {
+                        StoreError::Unavailable("idempotency key vanished; retry".into())
+                    })?;
+                Ok(Some(item))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The task an idempotency key registered. If its registration died between the key
+    /// and the task, the task is written now from the key's copy (it was never
+    /// acknowledged, so this is safe), without a timer: the sweep arms it.
+    async fn registered_by(&self, tenant: &TenantId, key_item: &Item) -> Result<Task, StoreError> {
+        let id: TaskId = get_s(key_item, "t")?.parse().map_err(|_| corrupt("t"))?;
+        match self.get(tenant, &id).await? {
+            Some(task) => Ok(task),
+            None => {
+                let mut copy: Item = key_item
+                    .get("c")
+                    .and_then(|c| c.as_m().ok())
+                    .cloned()
+                    .ok_or_else(|| corrupt("c"))?;
+                copy.insert("pk".into(), s(task_pk(tenant, &id)));
+                copy.insert("sk".into(), s(task_sk(&id)));
+                let mut task = task_from(&copy)?;
+                task.timer_armed = false;
+                match self.put_new(item::new_item(&task, self.retention)?).await {
+                    Ok(()) | Err(StoreError::Conflict) => {}
+                    Err(e) => return Err(e),
+                }
+                Ok(self.get(tenant, &id).await?.unwrap_or(task))
+            }
+        }
+    }
+
+    /// The items of these keys (eventually consistent), in the order given, skipping any
+    /// that are gone or expired.
+    async fn batch_items(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        let key = |item: &Item| -> Option<(String, String)> {
+            let part = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+            Some((part("pk")?, part("sk")?))
+        };
+        let mut found: HashMap<(String, String), Item> = HashMap::new();
+        let order: Vec<(String, String)> = keys.iter().filter_map(key).collect();
+        for chunk in keys.chunks(100) {
+            let mut pending = Some(chunk.to_vec());
+            while let Some(keys) = pending.take().filter(|k| !k.is_empty()) {
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(
+                        &self.table,
+                        KeysAndAttributes::builder()
+                            .set_keys(Some(keys))
+                            .build()
+                            .map_err(|e| StoreError::Unavailable(e.into()))?,
+                    )
+                    .send()
+                    .await
+                    .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+                let now = Utc::now();
+                let items = out
+                    .responses
+                    .unwrap_or_default()
+                    .remove(&self.table)
+                    .unwrap_or_default();
+                for item in items.into_iter().filter(|i| !expired(i, now)) {
+                    let k = key(&item).ok_or_else(|| corrupt("pk"))?;
+                    found.insert(k, item);
+                }
+                pending = out
+                    .unprocessed_keys
+                    .and_then(|mut u| u.remove(&self.table))
+                    .map(|k| k.keys);
+            }
+        }
+        Ok(order.into_iter().filter_map(|k| found.remove(&k)).collect())
+    }
+}
+
+#[async_trait]
+impl TaskStore for DynamoStore {
+    async fn create(&self, task: &Task) -> Result<CreateOutcome, StoreError> {
+        let item = item::new_item(task, self.retention)?;
+        if let Some(key) = &task.idempotency_key {
+            if let Some(winner) = self.claim_idempotency_key(task, key, &item).await? {
+                let existing = self.registered_by(&task.tenant, &winner).await?;
+                return Ok(CreateOutcome::Existing(Box::new(existing)));
+            }
+        }
+        self.put_new(item).await?;
+        Ok(CreateOutcome::Created)
+    }
+
+    async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        self.task(tenant, id, true).await
+    }
+
+    async fn peek(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        self.task(tenant, id, false).await
+    }
+
+    /// The task item (with its embedded records) and any later records, in one query.
+    async fn details(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Option<(Task, Vec<AttemptRecord>)>, StoreError> {
+        let items = self
+            .partition(task_pk(tenant, id), Some(task_sk(id)))
+            .await?;
+        let sk = task_sk(id);
+        let Some(task_item) = items
+            .iter()
+            .find(|i| get_s(i, "sk").is_ok_and(|k| k == sk))
+            .filter(|i| !expired(i, Utc::now()))
+        else {
+            return Ok(None);
+        };
+        let task = task_from(task_item)?;
+        let mut records = Vec::new();
+        for item in &items {
+            match item.get("h") {
+                Some(AttributeValue::L(list)) => {
+                    for r in list {
+                        records.push(record_from(*id, r)?);
+                    }
+                }
+                _ if get_s(item, "sk")?.contains("#A#") => {
+                    records.push(record_from(*id, &AttributeValue::M(item.clone()))?)
+                }
+                _ => {}
+            }
+        }
+        records.sort_by_key(|r| r.number);
+        records.dedup_by_key(|r| r.number);
+        Ok(Some((task, records)))
+    }
+
+    async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
+        self.write_state(task, expected_version, None).await?;
+        self.sync_attempt_expiry(task).await;
+        Ok(())
+    }
+
+    async fn finish_attempt(
+        &self,
+        record: &AttemptRecord,
+        next: &Task,
+        expected_version: u64,
+    ) -> Result<(), StoreError> {
+        if record.number > EMBEDDED_ATTEMPTS {
+            self.put_attempt(&next.tenant, record).await?;
+        }
+        self.write_state(next, expected_version, Some(record))
+            .await?;
+        self.sync_attempt_expiry(next).await;
+        Ok(())
+    }
+
+    async fn put_attempt(
+        &self,
+        tenant: &TenantId,
+        record: &AttemptRecord,
+    ) -> Result<(), StoreError> {
+        let mut item = match record_value(record) {
+            AttributeValue::M(m) => m,
+            _ => unreachable!("a record is a map"),
+        };
+        item.insert("pk".into(), s(task_pk(tenant, &record.task_id)));
+        item.insert("sk".into(), s(attempt_sk(&record.task_id, record.number)));
+        if record.number > MAX_ATTEMPTS {
+            // Only a round without an attempt limit gets here, and it lasts at most
+            // MAX_UNLIMITED_DURATION: the record outlives its task by no more than that.
+            let keep = MAX_UNLIMITED_DURATION.saturating_add(self.retention);
+            let until = checked_add(record.started_at, keep).unwrap_or(DateTime::<Utc>::MAX_UTC);
+            item.insert(TTL_ATTRIBUTE.into(), n(until.timestamp()));
+        }
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        Ok(())
+    }
+
+    async fn attempts(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Vec<AttemptRecord>, StoreError> {
+        Ok(self
+            .details(tenant, id)
+            .await?
+            .map(|(_, records)| records)
+            .unwrap_or_default())
+    }
+
+    /// Reads the tenant's shards side by side, a few tasks at a time each, and merges them
+    /// newest first: a page costs about its own size in reads, not sixteen times it.
+    async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError> {
+        if let Some(key) = &query.key {
+            return self.list_by_key(tenant, key, query).await;
+        }
+        let want = query.limit as usize + 1;
+        let chunk = (want / TENANT_SHARDS as usize + 2) as i32;
+        let mut shards: Vec<ShardRead> = (0..TENANT_SHARDS)
+            .map(|shard| ShardRead::new(shard_pk(tenant, shard)))
+            .collect();
+        let mut tasks = Vec::with_capacity(want);
+        while tasks.len() < want {
+            let refills = shards
+                .iter_mut()
+                .filter(|s| s.ahead.is_empty() && !s.done)
+                .map(|s| self.read_shard(s, query, chunk));
+            futures_util::future::try_join_all(refills).await?;
+            let newest = shards
+                .iter_mut()
+                .filter(|s| !s.ahead.is_empty())
+                .max_by_key(|s| s.ahead.front().map(|t| t.id));
+            match newest.and_then(|s| s.ahead.pop_front()) {
+                Some(task) => tasks.push(task),
+                None => break,
+            }
+        }
+        Ok(Page::from_overfetch(tasks, query.limit))
+    }
+
+    async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
+        sweep::due(self, cutoff, limit).await
+    }
+
+    async fn put_policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+        policy: &RetryPolicy,
+    ) -> Result<(), StoreError> {
+        let doc = serde_json::to_string(policy).map_err(|e| StoreError::Corrupt(e.into()))?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(policy_pk(tenant)))
+            .item("sk", s(name.as_str()))
+            .item("p", s(doc))
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        self.policies.forget(&policy_key(tenant, name));
+        Ok(())
+    }
+
+    async fn policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+    ) -> Result<Option<RetryPolicy>, StoreError> {
+        let key = policy_key(tenant, name);
+        if let Some(cached) = self.policies.get(&key) {
+            return Ok(cached);
+        }
+        let item = self
+            .get_item((policy_pk(tenant), name.to_string()), true)
+            .await?;
+        let policy = item.as_ref().map(policy_from).transpose()?;
+        self.policies.put(key, policy.clone());
+        Ok(policy)
+    }
+
+    async fn delete_policy(
+        &self,
+        tenant: &TenantId,
+        name: &PolicyName,
+    ) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(policy_pk(tenant)))
+            .key("sk", s(name.as_str()))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        self.policies.forget(&policy_key(tenant, name));
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn policies(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<(PolicyName, RetryPolicy)>, StoreError> {
+        self.partition(policy_pk(tenant), None)
+            .await?
+            .iter()
+            .map(|item| {
+                let name = PolicyName::parse(get_s(item, "sk")?).map_err(|_| corrupt("sk"))?;
+                Ok((name, policy_from(item)?))
+            })
+            .collect()
+    }
+
+    async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError> {
+        sweep::swept(self, mark).await
+    }
+}
+
+/// One shard's side of a list: tasks read ahead (newest first) and where to read on.
+struct ShardRead {
+    pk: String,
+    ahead: VecDeque<Task>,
+    start: Option<Item>,
+    done: bool,
+}
+
+impl ShardRead {
+    fn new(pk: String) -> Self {
+        Self {
+            pk,
+            ahead: VecDeque::new(),
+            start: None,
+            done: false,
+        }
+    }
+}
+
+impl DynamoStore {
+    /// Attempt records past the embedded ones are items of their own, so they expire with
+    /// their task: they take its expiry when it finishes, and lose it again when a redrive
+    /// gives the task a new round. Only a task with that many attempts pays for this.
+    /// Records past [`MAX_ATTEMPTS`] (a round without an attempt limit) carry an expiry of
+    /// their own from the start instead (see `put_attempt`). This is housekeeping after
+    /// the task's write: a failure is logged, and leaves the records a while longer.
+    async fn sync_attempt_expiry(&self, task: &Task) {
+        let expiry = item::expiry(task, self.retention);
+        let redriven = task.status == boomerang_core::domain::Status::Scheduled
+            && task.round_start > 1
+            && task.attempt == task.round_start;
+        if task.attempt <= EMBEDDED_ATTEMPTS || (expiry.is_none() && !redriven) {
+            return;
+        }
+        let pk = task_pk(&task.tenant, &task.id);
+        let last = task.attempt.min(MAX_ATTEMPTS);
+        let updates = (EMBEDDED_ATTEMPTS + 1..=last).map(|number| {
+            let req = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", s(&pk))
+                .key("sk", s(attempt_sk(&task.id, number)))
+                .condition_expression("attribute_exists(pk)")
+                .expression_attribute_names("#x", TTL_ATTRIBUTE);
+            let req = match expiry {
+                Some(x) => req
+                    .update_expression("SET #x = :x")
+                    .expression_attribute_values(":x", n(x)),
+                None => req.update_expression("REMOVE #x"),
+            };
+            async move {
+                match req.send().await.map_err(conflict_or_unavailable) {
+                    // No record of that number (the attempt a redrive has not made yet).
+                    Ok(_) | Err(StoreError::Conflict) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+        });
+        use futures_util::{StreamExt, TryStreamExt};
+        let synced = futures_util::stream::iter(updates)
+            .buffer_unordered(10)
+            .try_collect::<Vec<()>>()
+            .await;
+        if let Err(e) = synced {
+            tracing::warn!(task = %task.id, error = %e, "attempt records keep their old expiry");
+        }
+    }
+
+    /// A page of the tenant's tasks with a business key: from the `by_key` index, then the
+    /// tasks themselves (eventually consistent, like every list).
+    async fn list_by_key(
+        &self,
+        tenant: &TenantId,
+        key: &BusinessKey,
+        query: &ListQuery,
+    ) -> Result<Page, StoreError> {
+        let want = query.limit as usize + 1;
+        let mut tasks: Vec<Task> = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let mut req = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(KEY_INDEX)
+                .scan_index_forward(false)
+                .expression_attribute_values(":k", s(item::key_partition(tenant, key)))
+                .set_exclusive_start_key(start)
+                .limit(want as i32);
+            req = match query.cursor {
+                Some(c) => req
+                    .key_condition_expression("bk = :k AND sk < :c")
+                    .expression_attribute_values(":c", s(task_sk(&c))),
+                None => req.key_condition_expression("bk = :k"),
+            };
+            let out = req
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+            let keys: Vec<Item> = out
+                .items()
+                .iter()
+                .map(|i| {
+                    [("pk", i.get("pk")), ("sk", i.get("sk"))]
+                        .into_iter()
+                        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.clone())))
+                        .collect()
+                })
+                .collect();
+            for item in self.batch_items(keys).await? {
+                let task = task_from(&item)?;
+                if query.status.is_none_or(|s| task.status == s) {
+                    tasks.push(task);
+                }
+            }
+            start = out.last_evaluated_key;
+            if tasks.len() >= want || start.is_none() {
+                tasks.truncate(want);
+                return Ok(Page::from_overfetch(tasks, query.limit));
+            }
+        }
+    }
+
+    /// Reads on in one shard until it has a task in hand or has none left.
+    async fn read_shard(
+        &self,
+        shard: &mut ShardRead,
+        query: &ListQuery,
+        chunk: i32,
+    ) -> Result<(), StoreError> {
+        while shard.ahead.is_empty() && !shard.done {
+            let mut req = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .scan_index_forward(false)
+                .expression_attribute_values(":pk", s(&shard.pk))
+                .expression_attribute_names("#st", "st")
+                .set_exclusive_start_key(shard.start.take())
+                .limit(chunk);
+            req = match query.cursor {
+                Some(c) => req
+                    .key_condition_expression("pk = :pk AND sk < :c")
+                    .expression_attribute_values(":c", s(task_sk(&c))),
+                None => req.key_condition_expression("pk = :pk"),
+            };
+            // Attempt items share the partition; only task items have a status.
+            req = match query.status {
+                Some(status) => req
+                    .filter_expression("#st = :st")
+                    .expression_attribute_values(":st", s(status.as_str())),
+                None => req.filter_expression("attribute_exists(#st)"),
+            };
+            let out = req
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+            let now = Utc::now();
+            for item in out.items().iter().filter(|i| !expired(i, now)) {
+                shard.ahead.push_back(task_from(item)?);
+            }
+            shard.start = out.last_evaluated_key;
+            shard.done = shard.start.is_none();
+        }
+        Ok(())
+    }
+}
+
+/// The parts of a task item the idempotency key keeps a copy of (not its keys).
+fn copy_of(item: &Item) -> Item {
+    item.iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "pk" | "sk" | "ds" | "dm"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn policy_pk(tenant: &TenantId) -> String {
+    format!("P#{tenant}")
+}
+
+fn policy_key(tenant: &TenantId, name: &PolicyName) -> String {
+    format!("{tenant}#{name}")
+}
+
+fn policy_from(item: &Item) -> Result<RetryPolicy, StoreError> {
+    serde_json::from_str(get_s(item, "p")?).map_err(|e| StoreError::Corrupt(e.into()))
+}
+
+fn idem_pk(tenant: &TenantId, key: &str) -> String {
+    format!("I#{tenant}#{key}")
+}
+
+fn expired(item: &Item, now: DateTime<Utc>) -> bool {
+    get_n(item, "x").is_ok_and(|t| t <= now.timestamp())
+}

@@ -1,0 +1,136 @@
+//! The sweep's reads of the `due` index, from a checkpoint.
+//!
+//! Entries are not removed when a task moves on (that would cost an index write on the
+//! happy path); instead the sweep remembers, per shard, the last entry it handled, and
+//! reads only what lies after it and up to its cutoff. That is safe because an entry is
+//! always written due at or after the writer's present, and the cutoff lags the present:
+//! no entry appears behind the checkpoint. An entry read is looked at once: its task's
+//! current pending work is returned if no durable timer holds it.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::item::{pending_work, DUE_SHARDS};
+use super::{DynamoStore, DUE_INDEX};
+use crate::sdk::items::{corrupt, get_item, get_n, get_s, n, s, Item};
+use crate::sdk::sdk_failure;
+use boomerang_core::ports::{DueWork, StoreError, SweepMark};
+
+const CHECKPOINT_KEY: &str = "SWEEP";
+
+/// Where each shard's read stopped, and the checkpoint version it started from.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Checkpoint {
+    version: i64,
+    /// Shard → (`dm`, `pk`, `sk`) of the last entry handled.
+    after: BTreeMap<String, (i64, String, String)>,
+}
+
+async fn load(store: &DynamoStore) -> Result<Checkpoint, StoreError> {
+    let key = (CHECKPOINT_KEY.to_string(), CHECKPOINT_KEY.to_string());
+    let item = get_item(&store.client, &store.table, key, true)
+        .await
+        .map_err(StoreError::Unavailable)?;
+    let Some(item) = item else {
+        return Ok(Checkpoint::default());
+    };
+    let text = item
+        .get("p")
+        .and_then(|v| v.as_s().ok())
+        .ok_or_else(|| corrupt("p"))?;
+    let mut checkpoint: Checkpoint =
+        serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.into()))?;
+    checkpoint.version = get_n(&item, "cv")?;
+    Ok(checkpoint)
+}
+
+pub(super) async fn due(
+    store: &DynamoStore,
+    cutoff: DateTime<Utc>,
+    limit: usize,
+) -> Result<DueWork, StoreError> {
+    let mut checkpoint = load(store).await?;
+    let mut keys = Vec::new();
+    for shard in 0..DUE_SHARDS {
+        let shard = shard.to_string();
+        let mut start = checkpoint.after.get(&shard).map(|(dm, pk, sk)| {
+            Item::from([
+                ("ds".to_string(), s(&shard)),
+                ("dm".to_string(), n(dm)),
+                ("pk".to_string(), s(pk)),
+                ("sk".to_string(), s(sk)),
+            ])
+        });
+        let mut read = 0;
+        loop {
+            let out = store
+                .client
+                .query()
+                .table_name(&store.table)
+                .index_name(DUE_INDEX)
+                .key_condition_expression("ds = :s AND dm <= :c")
+                .expression_attribute_values(":s", s(&shard))
+                .expression_attribute_values(":c", n(cutoff.timestamp_millis()))
+                .set_exclusive_start_key(start)
+                .limit((limit - read).clamp(1, 1000) as i32)
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+            for entry in out.items() {
+                let (pk, sk) = (get_s(entry, "pk")?, get_s(entry, "sk")?);
+                checkpoint.after.insert(
+                    shard.clone(),
+                    (get_n(entry, "dm")?, pk.to_string(), sk.to_string()),
+                );
+                keys.push(Item::from([
+                    ("pk".to_string(), s(pk)),
+                    ("sk".to_string(), s(sk)),
+                ]));
+                read += 1;
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() || read >= limit {
+                break;
+            }
+        }
+    }
+    let mut work = Vec::new();
+    for item in store.batch_items(keys).await? {
+        if let Some(pending) = pending_work(&item)? {
+            work.push(pending);
+        }
+    }
+    let mark = serde_json::to_string(&checkpoint).map_err(|e| StoreError::Corrupt(e.into()))?;
+    Ok(DueWork {
+        work,
+        mark: Some(SweepMark(mark)),
+    })
+}
+
+/// Moves the checkpoint to `mark`, unless another sweep moved it meanwhile (then this
+/// sweep's reads are simply done again by the next one: arming twice is harmless).
+pub(super) async fn swept(store: &DynamoStore, mark: &SweepMark) -> Result<(), StoreError> {
+    let checkpoint: Checkpoint =
+        serde_json::from_str(&mark.0).map_err(|e| StoreError::Corrupt(e.into()))?;
+    let mut req = store
+        .client
+        .put_item()
+        .table_name(&store.table)
+        .item("pk", s(CHECKPOINT_KEY))
+        .item("sk", s(CHECKPOINT_KEY))
+        .item("p", AttributeValue::S(mark.0.clone()))
+        .item("cv", n(checkpoint.version + 1));
+    req = if checkpoint.version == 0 {
+        req.condition_expression("attribute_not_exists(pk)")
+    } else {
+        req.condition_expression("cv = :cv")
+            .expression_attribute_values(":cv", n(checkpoint.version))
+    };
+    match req.send().await.map_err(super::conflict_or_unavailable) {
+        Ok(_) | Err(StoreError::Conflict) => Ok(()),
+        Err(e) => Err(e),
+    }
+}

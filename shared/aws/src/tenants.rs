@@ -1,0 +1,203 @@
+//! Tenants and API keys in the task table. Keys are stored only as SHA-256 digests; each
+//! tenant has its own signing secret.
+//!
+//! Items: `K#<sha256 hex of key>`, `KEY` → tenant; `N#<tenant>`, `TENANT` → signing secret
+//! and, if set, the default alert destination (`alert`, JSON).
+//!
+//! A Lambda instance serves many requests, so what it read is kept for [`CACHE_TTL`]: a
+//! request or a delivery then costs no read for its key or secret. The price: a revoked
+//! key keeps working on warm instances for up to that long.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use sha2::{Digest, Sha256};
+
+use crate::sdk::items::{get_item, get_s, n, s, Item};
+use crate::sdk::sdk_failure;
+use boomerang_core::domain::{generate_api_key, AlertTarget, SigningSecret, TenantId};
+use boomerang_core::ports::{Tenants, TenantsError};
+
+pub struct DynamoTenants {
+    client: Client,
+    table: String,
+    keys: Cache<TenantId>,
+    records: Cache<TenantRecord>,
+}
+
+/// What the `TENANT` item holds.
+#[derive(Clone)]
+struct TenantRecord {
+    secret: SigningSecret,
+    alert: Option<AlertTarget>,
+}
+
+use crate::sdk::cache::Cache;
+pub use crate::sdk::cache::CACHE_TTL;
+
+/// A freshly minted API key (shown once) and the tenant's signing secret.
+pub struct MintedKey {
+    pub api_key: String,
+    pub tenant: TenantId,
+    pub secret: SigningSecret,
+}
+
+fn key_pk(api_key: &str) -> String {
+    format!("K#{:x}", Sha256::digest(api_key.as_bytes()))
+}
+
+fn tenant_pk(tenant: &TenantId) -> String {
+    format!("N#{tenant}")
+}
+
+impl DynamoTenants {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            keys: Cache::new(),
+            records: Cache::new(),
+        }
+    }
+
+    async fn get(&self, pk: String, sk: &str) -> Result<Option<Item>, TenantsError> {
+        get_item(&self.client, &self.table, (pk, sk.to_string()), true)
+            .await
+            .map_err(TenantsError)
+    }
+
+    /// Creates the tenant if new (keeping an existing tenant's secret) and a new API key.
+    pub async fn mint_key(&self, tenant: &TenantId) -> Result<MintedKey, TenantsError> {
+        let fresh = SigningSecret::generate();
+        let created = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(tenant_pk(tenant)))
+            .item("sk", s("TENANT"))
+            .item("signing_secret", s(fresh.expose()))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) => {}
+            Err(e) => return Err(TenantsError(sdk_failure(e))),
+        }
+        let secret = self
+            .signing_secret(tenant)
+            .await?
+            .ok_or_else(|| TenantsError("tenant vanished while minting a key".into()))?;
+        let api_key = generate_api_key();
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(key_pk(&api_key)))
+            .item("sk", s("KEY"))
+            .item("tenant", s(tenant.as_str()))
+            .item("created_at", n(chrono::Utc::now().timestamp()))
+            .send()
+            .await
+            .map_err(|e| TenantsError(sdk_failure(e)))?;
+        Ok(MintedKey {
+            api_key,
+            tenant: tenant.clone(),
+            secret,
+        })
+    }
+}
+
+impl DynamoTenants {
+    /// Sets (or with `None` removes) the tenant's default alert destination. Warm
+    /// instances see the change within [`CACHE_TTL`].
+    pub async fn set_alert(
+        &self,
+        tenant: &TenantId,
+        alert: Option<&AlertTarget>,
+    ) -> Result<(), TenantsError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(tenant_pk(tenant)))
+            .key("sk", s("TENANT"))
+            .condition_expression("attribute_exists(pk)");
+        let update = match alert {
+            Some(target) => {
+                let json = serde_json::to_string(target).map_err(|e| TenantsError(e.into()))?;
+                update
+                    .update_expression("SET alert = :a")
+                    .expression_attribute_values(":a", s(json))
+            }
+            None => update.update_expression("REMOVE alert"),
+        };
+        match update.send().await {
+            Ok(_) => {
+                self.records.forget(&tenant_pk(tenant));
+                Ok(())
+            }
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Err(TenantsError(format!("no tenant {tenant}").into()))
+            }
+            Err(e) => Err(TenantsError(sdk_failure(e))),
+        }
+    }
+
+    /// The tenant's item, cached.
+    async fn record(&self, tenant: &TenantId) -> Result<Option<TenantRecord>, TenantsError> {
+        let pk = tenant_pk(tenant);
+        if let Some(record) = self.records.get(&pk) {
+            return Ok(Some(record));
+        }
+        let Some(item) = self.get(pk.clone(), "TENANT").await? else {
+            return Ok(None);
+        };
+        let raw = get_s(&item, "signing_secret").map_err(|e| TenantsError(e.into()))?;
+        let secret = SigningSecret::parse(raw)
+            .map_err(|e| TenantsError(format!("tenant {tenant}: {e}").into()))?;
+        let alert = match get_s(&item, "alert") {
+            Ok(json) => Some(
+                serde_json::from_str(json)
+                    .map_err(|e| TenantsError(format!("tenant {tenant}: alert: {e}").into()))?,
+            ),
+            Err(_) => None,
+        };
+        let record = TenantRecord { secret, alert };
+        self.records.put(pk, record.clone());
+        Ok(Some(record))
+    }
+}
+
+#[async_trait]
+impl Tenants for DynamoTenants {
+    async fn authenticate(&self, api_key: &str) -> Result<Option<TenantId>, TenantsError> {
+        let pk = key_pk(api_key);
+        if let Some(tenant) = self.keys.get(&pk) {
+            return Ok(Some(tenant));
+        }
+        let item = self.get(pk.clone(), "KEY").await?;
+        let tenant = item
+            .as_ref()
+            .and_then(|i| get_s(i, "tenant").ok())
+            .and_then(|t| TenantId::parse(t).ok());
+        if let Some(t) = &tenant {
+            self.keys.put(pk, t.clone());
+        }
+        Ok(tenant)
+    }
+
+    async fn signing_secret(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<SigningSecret>, TenantsError> {
+        Ok(self.record(tenant).await?.map(|r| r.secret))
+    }
+
+    async fn alert_target(&self, tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError> {
+        Ok(self.record(tenant).await?.and_then(|r| r.alert))
+    }
+}

@@ -1,0 +1,194 @@
+//! Plays the triggers that AWS provides and emulators do not: it fires due one-time
+//! schedules of the group (then deletes them, like `ActionAfterCompletion=DELETE`) and
+//! polls the timer queue like the SQS event source mapping, handing both to the same
+//! delivery handler the Lambda uses.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_sdk_sqs::types::Message;
+
+use crate::backend::AwsBackend;
+use crate::lambda::{handle_queue, handle_scheduled};
+use crate::sdk::{delete_messages, describe};
+use crate::timer::parse_at_expression;
+use boomerang_core::clock::Clock;
+use boomerang_core::engine::Engine;
+
+/// How long a received timer message stays invisible.
+const VISIBILITY_TIMEOUT_SECS: i32 = 10;
+
+pub struct TriggerEmulator {
+    pub scheduler: aws_sdk_scheduler::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub group: String,
+    pub queue_url: String,
+    pub engine: Arc<Engine>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl TriggerEmulator {
+    /// The stand-in for Scheduler and the SQS event source mapping (emulators only).
+    pub fn for_backend(backend: &AwsBackend) -> Arc<TriggerEmulator> {
+        Arc::new(TriggerEmulator {
+            scheduler: backend.scheduler.clone(),
+            sqs: backend.sqs.clone(),
+            group: backend.settings.schedule_group.clone(),
+            queue_url: backend.settings.timer_queue_url.clone(),
+            engine: backend.engine.clone(),
+            clock: backend.clock.clone(),
+        })
+    }
+
+    /// Polls both sources until the task is dropped.
+    pub async fn run(self: Arc<Self>, schedule_every: Duration) {
+        let schedules = {
+            let me = self.clone();
+            async move {
+                let mut ticks = tokio::time::interval(schedule_every);
+                loop {
+                    ticks.tick().await;
+                    if let Err(e) = me.fire_due_schedules().await {
+                        tracing::warn!(error = %e, "polling schedules failed");
+                    }
+                }
+            }
+        };
+        let queue = async move {
+            loop {
+                if let Err(e) = self.drain_queue_once().await {
+                    tracing::warn!(error = %e, "polling the timer queue failed");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        };
+        tokio::join!(schedules, queue);
+    }
+
+    /// Fires every schedule of the group whose time has come; returns how many.
+    pub async fn fire_due_schedules(&self) -> Result<usize, String> {
+        let mut fired = 0;
+        let mut token = None;
+        loop {
+            let page = self
+                .scheduler
+                .list_schedules()
+                .group_name(&self.group)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(|e| describe(&e))?;
+            for summary in page.schedules() {
+                let Some(name) = summary.name() else { continue };
+                if self.fire_if_due(name).await? {
+                    fired += 1;
+                }
+            }
+            token = page.next_token;
+            if token.is_none() {
+                return Ok(fired);
+            }
+        }
+    }
+
+    async fn fire_if_due(&self, name: &str) -> Result<bool, String> {
+        let schedule = self
+            .scheduler
+            .get_schedule()
+            .name(name)
+            .group_name(&self.group)
+            .send()
+            .await
+            .map_err(|e| describe(&e))?;
+        let due = schedule
+            .schedule_expression()
+            .and_then(parse_at_expression)
+            .is_some_and(|at| at <= self.clock.now());
+        if !due {
+            return Ok(false);
+        }
+        let input = schedule
+            .target()
+            .map(|t| t.input().unwrap_or_default())
+            .unwrap_or_default();
+        let input: serde_json::Value =
+            serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
+        if let Err(e) = handle_scheduled(&self.engine, &input, None).await {
+            tracing::warn!(schedule = name, error = %e, "delivery failed; the sweeper will re-arm");
+        }
+        let _ = self
+            .scheduler
+            .delete_schedule()
+            .name(name)
+            .group_name(&self.group)
+            .send()
+            .await;
+        Ok(true)
+    }
+
+    /// One long poll of the timer queue, handled as the delivery Lambda handles a batch;
+    /// returns how many messages were received.
+    pub async fn drain_queue_once(&self) -> Result<usize, String> {
+        poll_queue(&self.sqs, &self.queue_url, |batch| async move {
+            Ok(handle_queue(&self.engine, &batch, None).await)
+        })
+        .await
+    }
+}
+
+/// Plays the SQS event source mapping once: one receive from `queue_url` (up to 10
+/// messages), handed to `handle` as the mapping hands a batch to the delivery function;
+/// then one batch delete of the records `handle` did not report failed (those come back
+/// after the visibility timeout). Returns how many messages it received.
+pub async fn poll_queue<F, Fut>(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    handle: F,
+) -> Result<usize, String>
+where
+    F: FnOnce(SqsEvent) -> Fut,
+    Fut: Future<Output = Result<SqsBatchResponse, String>>,
+{
+    let received = sqs
+        .receive_message()
+        .queue_url(queue_url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        // Short, so that a delivery cut off by a crash is retried soon: a message that
+        // comes back while its attempt is still leased is only armed again for the
+        // lease's end.
+        .visibility_timeout(VISIBILITY_TIMEOUT_SECS)
+        .send()
+        .await
+        .map_err(|e| describe(&e))?;
+    let messages = received.messages.unwrap_or_default();
+    if messages.is_empty() {
+        return Ok(0);
+    }
+    let mut batch = SqsEvent::default();
+    batch.records = messages
+        .iter()
+        .map(|m| {
+            let mut record = SqsMessage::default();
+            record.message_id = m.message_id.clone();
+            record.receipt_handle = m.receipt_handle.clone();
+            record.body = m.body.clone();
+            record.event_source = Some("aws:sqs".into());
+            record
+        })
+        .collect();
+    let response = handle(batch).await?;
+    let failed: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
+    let done: Vec<&Message> = messages
+        .iter()
+        .filter(|m| !failed.contains(&m.message_id.clone().unwrap_or_default()))
+        .collect();
+    delete_messages(sqs, queue_url, &done).await?;
+    Ok(messages.len())
+}

@@ -1,0 +1,309 @@
+//! `deliver(attempt)`: what every timer fire, in every backend, ends up calling.
+
+use std::time::Duration;
+
+use super::{Engine, EngineError};
+use crate::domain::{AttemptRef, Refusal, Status, Task, TaskSpec, Verdict, CHECK_ATTEMPT};
+use crate::infra_retry::with_retries;
+use crate::metrics::{AttemptFacts, MetricEvent};
+use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
+
+/// How long a write may still be on its way after a durable timer armed ahead of it fired:
+/// after the task's id was made (registration), or after the task's last write (the end
+/// of the attempt before).
+const WRITE_WINDOW: chrono::Duration = chrono::Duration::seconds(120);
+/// The first look again comes this soon.
+const RECHECK: chrono::Duration = chrono::Duration::seconds(1);
+
+/// When to look again at a fire that may have overtaken its write, `age` after that write
+/// began: soon at first (a write is milliseconds), then at doubling intervals, so that an
+/// orphan timer (its write lost a race, say an idempotent repeat) costs a handful of looks
+/// within [`WRITE_WINDOW`], not one a second.
+fn recheck_after(age: chrono::Duration) -> chrono::Duration {
+    age.max(RECHECK)
+}
+
+/// What a timer fire led to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeliverOutcome {
+    /// No such task (never existed, or retention removed it).
+    Unknown,
+    /// The attempt was already handled, canceled, or claimed by another worker.
+    Stale,
+    /// The timer fired before the attempt was due; it was re-armed for the due time.
+    Early,
+    /// The webhook was called; the task is now in this state.
+    Attempted(Status),
+    /// A held task's check was made (or its hold timed out); the task is now in this
+    /// state.
+    Checked(Status),
+}
+
+impl Engine {
+    /// Claims the attempt with a conditional write, calls the webhook, records the attempt
+    /// and moves the task on. Safe under duplicate, early and late timer fires.
+    pub async fn deliver(&self, at: AttemptRef) -> Result<DeliverOutcome, EngineError> {
+        let worker = self.settings.worker.clone();
+        self.deliver_as(at, &worker).await
+    }
+
+    /// [`Self::deliver`], recording `worker` as the attempt's worker.
+    pub async fn deliver_as(
+        &self,
+        at: AttemptRef,
+        worker: &str,
+    ) -> Result<DeliverOutcome, EngineError> {
+        // The first read may lag the latest write (a cheaper read where the store has one).
+        // That is safe: a lagging read can only show an earlier state, never a later one;
+        // what it shows is claimed conditionally; and a missing task or a lost claim is read
+        // again, consistently, before anything is dropped.
+        let mut consistent = false;
+        loop {
+            let store = &self.ports.store;
+            let found = if consistent {
+                store.get(&at.tenant, &at.task_id).await?
+            } else {
+                store.peek(&at.tenant, &at.task_id).await?
+            };
+            match found {
+                Some(task) => match self.attempt(at.clone(), task, worker).await? {
+                    Some(outcome) => return Ok(outcome),
+                    None if consistent => return Ok(DeliverOutcome::Stale),
+                    None => consistent = true,
+                },
+                None if consistent => return Ok(self.unknown(at).await),
+                None => consistent = true,
+            }
+        }
+    }
+
+    /// Delivers attempt `at` of `task` as read; `None` if the claim lost to a concurrent
+    /// write (or to the read's lag).
+    async fn attempt(
+        &self,
+        at: AttemptRef,
+        task: Task,
+        worker: &str,
+    ) -> Result<Option<DeliverOutcome>, EngineError> {
+        if task.status == Status::Held {
+            return self.check_hold(at, task).await;
+        }
+        let started = self.ports.clock.now();
+        let lease = task.spec.timeout.saturating_add(self.settings.lease_margin);
+        let claimed = match task.claim(at.attempt, started, lease) {
+            Ok(claimed) => claimed,
+            Err(Refusal::NotDue(due)) => {
+                self.arm(at, due).await;
+                return Ok(Some(DeliverOutcome::Early));
+            }
+            // The timer (or the message it is) is the custody of the attempt: if the worker
+            // holding the lease dies, this re-armed fire takes the attempt over.
+            Err(Refusal::Leased(until)) => {
+                self.arm(at, until).await;
+                return Ok(Some(DeliverOutcome::Stale));
+            }
+            Err(Refusal::StaleAttempt(_)) => return Ok(Some(DeliverOutcome::Stale)),
+            Err(Refusal::AttemptAhead(_)) => {
+                self.ahead(at, &task).await;
+                return Ok(Some(DeliverOutcome::Stale));
+            }
+            Err(other) => return Err(EngineError::Conflict(other)),
+        };
+        if task.status == Status::Delivering {
+            tracing::warn!(task = %at.task_id, attempt = at.attempt, "lease expired mid-delivery; taking the attempt over");
+        }
+        match self.ports.store.claim(&claimed, task.version).await {
+            Ok(()) => {}
+            Err(StoreError::Conflict) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+
+        self.record(MetricEvent::DeliveryStarted);
+        let result = self.call(&claimed).await;
+        self.record(MetricEvent::DeliveryFinished);
+        let finished = self.ports.clock.now();
+        let verdict = judge(&result, &claimed);
+        let mut next = claimed
+            .after_attempt(&verdict, finished, self.ports.random.draw())
+            .map_err(EngineError::Conflict)?;
+        let mut record =
+            claimed.attempt_record(&next, started, finished, result.status, result.excerpt);
+        record.worker = Some(worker.to_string());
+        if let Some(notice) = claimed.notice(&next) {
+            next = self.alert_before_write(next, notice, &record).await;
+        }
+        if next.status == Status::Failed {
+            next = self.dead_letter_before_write(next).await;
+        }
+        self.arm_before_write(&mut next).await;
+        match self
+            .ports
+            .store
+            .finish_attempt(&record, &next, claimed.version)
+            .await
+        {
+            Ok(()) => {}
+            // Our lease ran out and another worker took the attempt over; its result stands.
+            Err(StoreError::Conflict) => return Ok(Some(DeliverOutcome::Stale)),
+            Err(e) => return Err(e.into()),
+        }
+        self.ports
+            .metrics
+            .record(MetricEvent::Attempt(AttemptFacts {
+                task: at.task_id,
+                attempt: at.attempt,
+                outcome: record.outcome,
+                http_status: record.status_code,
+                lateness_ms: record.lateness_ms,
+                duration_ms: record.duration_ms,
+                started_at: record.started_at,
+            }));
+        if next.status == Status::Failed {
+            tracing::warn!(
+                task = %at.task_id, tenant = %next.tenant, attempts = next.attempts_in_round(),
+                error = next.last_error.as_deref().unwrap_or(""),
+                dead_letter_sent = !next.dead_letter_pending,
+                "task failed; dead-lettered for manual handling"
+            );
+        }
+        self.arm_after_write(&next).await;
+        Ok(Some(DeliverOutcome::Attempted(next.status)))
+    }
+
+    /// A fire for a task the store does not have. With a durable timer, armed before the
+    /// task is written, the write may still be on its way: a young task's first timer (its
+    /// first attempt's, or a held task's check) is looked at again a little later instead
+    /// of being dropped.
+    async fn unknown(&self, at: AttemptRef) -> DeliverOutcome {
+        let now = self.ports.clock.now();
+        let age = now.signed_duration_since(at.task_id.created_at());
+        // A task's first timer: its first attempt's, or a held task's check.
+        let first = matches!(at.attempt, 1 | CHECK_ATTEMPT);
+        if self.ports.timer.durable() && first && age < WRITE_WINDOW {
+            tracing::debug!(task = %at.task_id, "timer fired before its task was stored; looking again");
+            self.arm(at, now + recheck_after(age)).await;
+        } else {
+            tracing::info!(task = %at.task_id, attempt = at.attempt, "timer fired for an unknown task");
+        }
+        DeliverOutcome::Unknown
+    }
+
+    /// A fire for an attempt after the task's current one: with a durable timer, armed
+    /// before the write that finishes the attempt before it, that write may still be on its
+    /// way. While the task was written recently, it is looked at again a little later; a
+    /// timer whose write never happened (it lost a race) is dropped after that.
+    async fn ahead(&self, at: AttemptRef, task: &Task) {
+        let now = self.ports.clock.now();
+        let age = now.signed_duration_since(task.updated_at);
+        if self.ports.timer.durable() && age < WRITE_WINDOW {
+            self.arm(at, now + recheck_after(age)).await;
+        }
+    }
+
+    async fn call(&self, task: &Task) -> WebhookResult {
+        self.send_signed(task.attempt_ref(task.attempt), &task.spec)
+            .await
+    }
+
+    /// Makes the call `spec` describes, signed with the tenant's secret, as attempt `at`
+    /// (a delivery attempt, or a held task's check).
+    pub(super) async fn send_signed(&self, at: AttemptRef, spec: &TaskSpec) -> WebhookResult {
+        let secret = match self.ports.tenants.signing_secret(&at.tenant).await {
+            Ok(Some(secret)) => secret,
+            Ok(None) => {
+                return transport_error(format!("tenant {} has no signing secret", at.tenant))
+            }
+            Err(e) => return transport_error(e.to_string()),
+        };
+        let call = WebhookCall {
+            attempt: at,
+            spec,
+            secret: &secret,
+            timestamp: self.ports.clock.now(),
+        };
+        self.ports.webhooks.send(&call).await
+    }
+
+    /// Sends the dead letter of a task that just failed, before the task is written: the
+    /// task is then written with its letter already acknowledged, or, if the queue stays
+    /// down, still pending for the sweep to resend. (A crash in between re-runs the attempt
+    /// after its lease, and may send a second letter with the same task id.)
+    async fn dead_letter_before_write(&self, failed: Task) -> Task {
+        if !self.send_dead_letter(&failed).await {
+            return failed;
+        }
+        match failed.dead_letter_sent(self.ports.clock.now()) {
+            Ok(done) => done,
+            Err(_) => failed,
+        }
+    }
+
+    /// Sends a task's dead letter (retried); false if the queue stayed down.
+    async fn send_dead_letter(&self, task: &Task) -> bool {
+        let letter = task.dead_letter();
+        let sent = with_retries(
+            "dead-letter send",
+            self.settings.dead_letter_tries,
+            Duration::from_millis(200),
+            || self.ports.dead_letters.send(&letter),
+        )
+        .await;
+        if let Err(e) = &sent {
+            tracing::error!(task = %task.id, error = %e, "dead letter not sent; the sweeper will retry");
+        }
+        sent.is_ok()
+    }
+
+    /// The sweep's resend of a stored task's pending dead letter, then the flag is
+    /// cleared. Returns false if the queue is still down.
+    pub(super) async fn dead_letter(&self, task: Task) -> Result<bool, EngineError> {
+        if !self.send_dead_letter(&task).await {
+            return Ok(false);
+        }
+        // Refused: a retry moved the task on meanwhile; nothing is left to acknowledge.
+        let Ok(done) = task.dead_letter_sent(self.ports.clock.now()) else {
+            return Ok(true);
+        };
+        match self.ports.store.update(&done, task.version).await {
+            Ok(()) | Err(StoreError::Conflict) => Ok(true),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// How the response (or its absence) is judged, by the task's own rules.
+fn judge(result: &WebhookResult, task: &Task) -> Verdict {
+    let policy = &task.spec.retry;
+    match (&result.error, result.status) {
+        (Some(WebhookError::Refused(why)), _) => {
+            Verdict::Fail(format!("destination refused: {why}"))
+        }
+        (Some(WebhookError::Transport(why)), _) => Verdict::Retry {
+            error: why.clone(),
+            retry_after: None,
+        },
+        (None, Some(code)) if (200..300).contains(&code) && result.body_matches => Verdict::Success,
+        (None, Some(code)) if (200..300).contains(&code) => Verdict::Retry {
+            error: format!("HTTP {code} but the body did not match expect_body"),
+            retry_after: None,
+        },
+        (None, Some(code)) if policy.is_permanent(code) => {
+            Verdict::Fail(format!("HTTP {code} (permanent)"))
+        }
+        (None, Some(code)) => Verdict::Retry {
+            error: format!("HTTP {code}"),
+            retry_after: result.retry_after,
+        },
+        (None, None) => Verdict::Retry {
+            error: "no response".into(),
+            retry_after: None,
+        },
+    }
+}
+
+fn transport_error(why: String) -> WebhookResult {
+    WebhookResult {
+        error: Some(WebhookError::Transport(why)),
+        ..WebhookResult::default()
+    }
+}

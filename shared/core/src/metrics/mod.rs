@@ -1,0 +1,190 @@
+//! What the engine counts, behind a port. The Lambdas print one compact JSON line per event
+//! ([`metric_line`]): an attempt's line is also its log line. CloudWatch Logs metric
+//! filters in the stack turn the lines into the `Boomerang` metrics, so a line carries no
+//! metric directive: CloudWatch Logs bills by the byte, and an Embedded Metric Format
+//! document would be twice as long. The local server counts them in a Prometheus registry
+//! ([`prometheus`]) and logs one line per attempt.
+
+pub mod recent;
+
+use std::io::Write;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::domain::{AttemptOutcome, Status, TaskId};
+pub use recent::{DeliveryWindow, MinuteFigures};
+
+/// The namespace the metric filters publish to, and the dashboard and alarms read.
+pub const NAMESPACE: &str = "Boomerang";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricEvent {
+    /// Tasks were stored (one registration, or the new tasks of a batch).
+    Registered {
+        count: usize,
+    },
+    /// An attempt ended: it succeeded, it failed and another follows, or the task failed.
+    Attempt(AttemptFacts),
+    /// The sweeper re-armed lost or stalled work.
+    SweepRepaired {
+        count: usize,
+    },
+    /// Tasks were canceled (by the caller, or by a held task's check).
+    Canceled {
+        count: usize,
+    },
+    /// An attempt's HTTP call began; [`MetricEvent::DeliveryFinished`] follows it.
+    DeliveryStarted,
+    DeliveryFinished,
+    /// The embedded store committed `writes` writes in one transaction, in `micros`.
+    StoreCommit {
+        writes: usize,
+        micros: u64,
+    },
+}
+
+/// What one attempt came to: the metrics, and the attempt's one log line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptFacts {
+    pub task: TaskId,
+    pub attempt: u32,
+    pub outcome: AttemptOutcome,
+    pub http_status: Option<u16>,
+    pub lateness_ms: i64,
+    pub duration_ms: u64,
+    pub started_at: DateTime<Utc>,
+}
+
+pub trait Metrics: Send + Sync {
+    fn record(&self, event: MetricEvent);
+
+    /// The metrics as a scrape answers them (Prometheus text exposition), with the
+    /// store's task counts by state where it can count them; `None` where nothing is
+    /// served (the Lambdas print lines instead).
+    fn exposition(&self, _tasks_by_status: Option<&[(Status, u64)]>) -> Option<String> {
+        None
+    }
+
+    /// The last hour of attempts up to `now`, where the server keeps it ([`recent`]).
+    fn recent(&self, _now: DateTime<Utc>) -> Option<DeliveryWindow> {
+        None
+    }
+}
+
+/// Drops every event.
+#[derive(Debug, Default)]
+pub struct NoMetrics;
+
+impl Metrics for NoMetrics {
+    fn record(&self, _event: MetricEvent) {}
+}
+
+/// The local binary's: one log line per attempt.
+#[derive(Debug, Default)]
+pub struct LogMetrics;
+
+impl Metrics for LogMetrics {
+    fn record(&self, event: MetricEvent) {
+        if let MetricEvent::Attempt(a) = event {
+            tracing::info!(
+                task = %a.task, attempt = a.attempt, outcome = outcome_name(a.outcome),
+                http_status = a.http_status, lateness_ms = a.lateness_ms,
+                duration_ms = a.duration_ms, "attempt finished"
+            );
+        }
+    }
+}
+
+pub fn outcome_name(outcome: AttemptOutcome) -> &'static str {
+    match outcome {
+        AttemptOutcome::Succeeded => "succeeded",
+        AttemptOutcome::Retrying => "retrying",
+        AttemptOutcome::Failed => "failed",
+    }
+}
+
+/// Prints one compact JSON line per event on stdout.
+#[derive(Debug, Default)]
+pub struct MetricLines;
+
+/// The line of one event; the stack's metric filters read these fields:
+/// - `{"registered": n}` → `Registered` (n);
+/// - an attempt: `task`, `attempt`, `outcome` (`succeeded` → `Delivered`, `retrying` →
+///   `Retried`, `failed` → `Failed`), `http_status`, `lateness_ms` (→ `AttemptLateness`)
+///   and `duration_ms`;
+/// - `{"sweep_repaired": n}` → `SweepRepaired` (n).
+///
+/// Other events have no line: the stack has no metric for them.
+pub fn metric_line(event: MetricEvent) -> Option<serde_json::Value> {
+    Some(match event {
+        MetricEvent::Registered { count } => json!({ "registered": count }),
+        MetricEvent::Attempt(a) => json!({
+            "task": a.task.to_string(),
+            "attempt": a.attempt,
+            "outcome": outcome_name(a.outcome),
+            "http_status": a.http_status,
+            "lateness_ms": a.lateness_ms,
+            "duration_ms": a.duration_ms,
+        }),
+        MetricEvent::SweepRepaired { count } => json!({ "sweep_repaired": count }),
+        MetricEvent::Canceled { .. }
+        | MetricEvent::DeliveryStarted
+        | MetricEvent::DeliveryFinished
+        | MetricEvent::StoreCommit { .. } => return None,
+    })
+}
+
+impl Metrics for MetricLines {
+    fn record(&self, event: MetricEvent) {
+        // One write per line so concurrent events never interleave.
+        if let Some(line) = metric_line(event) {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attempt_line_names_the_task_and_what_came_back() {
+        let task = TaskId::new();
+        let facts = AttemptFacts {
+            task,
+            attempt: 2,
+            outcome: AttemptOutcome::Retrying,
+            http_status: Some(503),
+            lateness_ms: 42,
+            duration_ms: 120,
+            started_at: Utc::now(),
+        };
+        let line = metric_line(MetricEvent::Attempt(facts)).unwrap();
+        assert_eq!(
+            line,
+            json!({
+                "task": task.to_string(), "attempt": 2, "outcome": "retrying",
+                "http_status": 503, "lateness_ms": 42, "duration_ms": 120
+            })
+        );
+        // Compact: well under half the Embedded Metric Format document it replaces.
+        assert!(line.to_string().len() < 140, "{line}");
+    }
+
+    #[test]
+    fn counts_are_lines_of_their_own() {
+        assert_eq!(
+            metric_line(MetricEvent::Registered { count: 100 })
+                .unwrap()
+                .to_string(),
+            r#"{"registered":100}"#
+        );
+        assert_eq!(
+            metric_line(MetricEvent::SweepRepaired { count: 3 })
+                .unwrap()
+                .to_string(),
+            r#"{"sweep_repaired":3}"#
+        );
+    }
+}

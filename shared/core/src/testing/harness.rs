@@ -1,0 +1,255 @@
+//! The engine test harness: in-memory adapters, an injected clock, a scripted webhook.
+//! Timers are not fired by themselves here: each test plays the timer by calling `deliver`.
+#![allow(dead_code, unused_imports)]
+
+// Re-exported for the test files, which `use crate::testing::harness::*`.
+pub use std::collections::VecDeque;
+pub use std::sync::atomic::{AtomicU32, Ordering};
+pub use std::sync::{Arc, Mutex};
+pub use std::time::Duration;
+
+pub use crate::clock::{FixedRandom, ManualClock};
+pub use crate::domain::{
+    AttemptOutcome, AttemptRef, BusinessKey, CallbackRequest, PolicyName, RetryPolicy,
+    SigningSecret, Status, TaskSpec, TenantId,
+};
+pub use crate::engine::{
+    DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports, RetrySource,
+};
+pub use crate::metrics::MetricEvent;
+pub use crate::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
+pub use crate::testing::MemoryDeadLetters;
+pub use crate::testing::MemoryStore;
+pub use crate::testing::MemoryTenants;
+pub use crate::testing::RecordingTimer;
+pub use async_trait::async_trait;
+pub use chrono::{DateTime, TimeZone, Utc};
+pub use tokio::sync::Semaphore;
+
+/// Answers each call with the next scripted result (200 once the script runs out), and can
+/// hold calls until the test lets them go.
+#[derive(Default)]
+pub struct ScriptedWebhooks {
+    pub script: Mutex<VecDeque<WebhookResult>>,
+    pub calls: AtomicU32,
+    pub gate: Option<Arc<Semaphore>>,
+    /// The URL of every call, in order.
+    pub urls: Mutex<Vec<String>>,
+}
+
+impl ScriptedWebhooks {
+    pub fn answering(results: Vec<WebhookResult>) -> Self {
+        Self {
+            script: Mutex::new(results.into()),
+            ..Self::default()
+        }
+    }
+    pub fn calls(&self) -> u32 {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+pub fn status(code: u16) -> WebhookResult {
+    WebhookResult {
+        status: Some(code),
+        body_matches: true,
+        ..WebhookResult::default()
+    }
+}
+
+#[async_trait]
+impl Webhooks for ScriptedWebhooks {
+    fn check_destination(&self, url: &str) -> Result<(), String> {
+        url.starts_with("https://")
+            .then_some(())
+            .ok_or("must use https".into())
+    }
+
+    async fn send(&self, call: &WebhookCall<'_>) -> WebhookResult {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.urls
+            .lock()
+            .unwrap()
+            .push(call.spec.request.url.clone());
+        if let Some(gate) = &self.gate {
+            gate.acquire().await.expect("gate open").forget();
+        }
+        self.script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| status(200))
+    }
+}
+
+/// Keeps every metric event.
+#[derive(Default)]
+pub struct RecordedMetrics(pub Mutex<Vec<MetricEvent>>);
+
+impl crate::metrics::Metrics for RecordedMetrics {
+    fn record(&self, event: MetricEvent) {
+        self.0.lock().unwrap().push(event);
+    }
+}
+
+impl RecordedMetrics {
+    pub fn registered(&self) -> Vec<MetricEvent> {
+        let events = self.0.lock().unwrap();
+        events
+            .iter()
+            .filter(|e| matches!(e, MetricEvent::Registered { .. }))
+            .copied()
+            .collect()
+    }
+}
+
+pub struct Harness {
+    pub engine: Arc<Engine>,
+    pub metrics: Arc<RecordedMetrics>,
+    pub clock: Arc<ManualClock>,
+    pub timer: Arc<RecordingTimer>,
+    pub dead_letters: Arc<MemoryDeadLetters>,
+    pub webhooks: Arc<ScriptedWebhooks>,
+    pub tenant: TenantId,
+}
+
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap()
+}
+
+pub fn harness(webhooks: ScriptedWebhooks) -> Harness {
+    harness_with(webhooks, RecordingTimer::default(), t0(), None)
+}
+
+pub fn harness_with(
+    webhooks: ScriptedWebhooks,
+    timer: RecordingTimer,
+    start: DateTime<Utc>,
+    store: Option<Arc<dyn crate::ports::TaskStore>>,
+) -> Harness {
+    harness_full(webhooks, timer, start, store, None)
+}
+
+/// A harness whose server sends alerts to `alert` when a task names no destination.
+pub fn harness_alerting(
+    webhooks: ScriptedWebhooks,
+    store: Option<Arc<dyn crate::ports::TaskStore>>,
+    alert: Option<crate::domain::AlertTarget>,
+) -> Harness {
+    harness_full(webhooks, RecordingTimer::default(), t0(), store, alert)
+}
+
+pub fn harness_full(
+    webhooks: ScriptedWebhooks,
+    timer: RecordingTimer,
+    start: DateTime<Utc>,
+    store: Option<Arc<dyn crate::ports::TaskStore>>,
+    alert: Option<crate::domain::AlertTarget>,
+) -> Harness {
+    let clock = Arc::new(ManualClock::new(start));
+    let store = store.unwrap_or_else(|| Arc::new(MemoryStore::default()));
+    let timer = Arc::new(timer);
+    let dead_letters = Arc::new(MemoryDeadLetters::default());
+    let webhooks = Arc::new(webhooks);
+    let tenant = TenantId::parse("acme").unwrap();
+    let tenants = MemoryTenants::new("key", tenant.clone(), SigningSecret::generate());
+    let metrics = Arc::new(RecordedMetrics::default());
+    let ports = Ports {
+        store,
+        timer: timer.clone(),
+        dead_letters: dead_letters.clone(),
+        tenants: Arc::new(tenants),
+        webhooks: webhooks.clone(),
+        clock: clock.clone(),
+        random: Arc::new(FixedRandom(0.5)),
+        metrics: metrics.clone(),
+    };
+    let settings = EngineSettings {
+        lease_margin: Duration::from_secs(30),
+        dead_letter_tries: 3,
+        sweep_batch: 100,
+        worker: "test-worker".into(),
+        alert,
+    };
+    Harness {
+        engine: Arc::new(Engine::new(ports, settings)),
+        metrics,
+        clock,
+        timer,
+        dead_letters,
+        webhooks,
+        tenant,
+    }
+}
+
+pub fn new_task(when: FireTime, retry: RetryPolicy) -> NewTask {
+    NewTask {
+        spec: TaskSpec {
+            request: CallbackRequest {
+                url: "https://example.com/hook".into(),
+                method: "POST".into(),
+                headers: vec![],
+                body: "{}".into(),
+            },
+            timeout: Duration::from_secs(10),
+            expect_body: None,
+            retry,
+            metadata: Default::default(),
+            key: None,
+            on_failure: None,
+            notify: Default::default(),
+            alert_of: None,
+            hold: None,
+        },
+        retry_from: RetrySource::Given,
+        when,
+        idempotency_key: None,
+        request_hash: "h".into(),
+    }
+}
+
+pub fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+impl Harness {
+    pub async fn register(&self, when: FireTime, retry: RetryPolicy) -> crate::domain::Task {
+        self.engine
+            .register(&self.tenant, new_task(when, retry))
+            .await
+            .unwrap()
+            .task
+    }
+    /// Plays a timer fire for attempt `number` of `task` (a held task's checks: 0).
+    pub async fn fire_attempt(&self, task: &crate::domain::Task, number: u32) -> DeliverOutcome {
+        self.engine
+            .deliver(AttemptRef::new(self.tenant.clone(), task.id, number))
+            .await
+            .unwrap()
+    }
+
+    pub async fn status_of(&self, task: &crate::domain::Task) -> Status {
+        self.engine
+            .get(&self.tenant, &task.id)
+            .await
+            .unwrap()
+            .task
+            .status
+    }
+}
+
+impl Harness {
+    /// The first page of the tenant's tasks.
+    pub async fn stored(&self) -> Vec<crate::domain::Task> {
+        let query = crate::ports::ListQuery {
+            limit: 10,
+            ..Default::default()
+        };
+        self.engine.list(&self.tenant, &query).await.unwrap().tasks
+    }
+
+    pub fn clock_now(&self) -> DateTime<Utc> {
+        use crate::clock::Clock;
+        self.clock.now()
+    }
+}

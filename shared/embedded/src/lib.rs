@@ -1,0 +1,19 @@
+//! The embedded backend: every port of the engine on this machine alone, for the local
+//! binary and most tests.
+//!
+//! - `store`: one SQLite file in the data directory (group commit, one writer thread);
+//! - `dead_letters`: a table in that file;
+//! - `timer`: the in-process timer, which holds only what falls due soon;
+//! - `tenants`: the one API key and signing secret, kept in the data directory;
+//! - `backend`: those adapters wired to an engine.
+
+pub mod backend;
+pub mod dead_letters;
+pub mod store;
+pub mod tenants;
+pub mod timer;
+
+pub use backend::{embedded, EmbeddedBackend, EmbeddedConfig, DB_FILE};
+pub use store::SqliteStore;
+pub use tenants::StaticTenants;
+pub use timer::LocalTimer;

@@ -1,0 +1,107 @@
+//! What the handlers share to read a request: the body, a task id in the path, a query
+//! string. Each turns what axum would refuse in plain text into a problem, so that every
+//! refusal has a problem body.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequestParts, Path, Query};
+use axum::http::{header, HeaderMap};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::problem::Problem;
+use super::task_request;
+use super::MAX_REQUEST_BYTES;
+use boomerang_core::domain::{BusinessKey, TaskId};
+
+/// Reads the request body, refusing an oversized one from its declared length before
+/// reading any of it (and from its actual length when it is streamed).
+pub(crate) async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, Problem> {
+    let too_large = || {
+        Problem::too_large(
+            "body",
+            format!("requests must be at most {} KiB", MAX_REQUEST_BYTES / 1024),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > MAX_REQUEST_BYTES) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, MAX_REQUEST_BYTES)
+        .await
+        .map_err(|e| {
+            let length_limit = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if length_limit {
+                too_large()
+            } else {
+                Problem::malformed(format!("could not read the request body: {e}"))
+            }
+        })
+}
+
+/// The task id of a path. Anything that is not a task id names no task: 404, like an id
+/// nobody registered.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(crate) struct TaskPath {
+    /// The task's id, a ULID (`01JD2W9Q5Z4T8M3X6V7B0C1N2P`).
+    #[param(value_type = String, min_length = 26, max_length = 26)]
+    pub id: TaskId,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for TaskPath {
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Problem> {
+        Path::<String>::from_request_parts(parts, state)
+            .await
+            .ok()
+            .and_then(|Path(raw)| raw.parse().ok())
+            .map(|id| TaskPath { id })
+            .ok_or_else(|| Problem::not_found("no such task (ids are 26-character ULIDs)"))
+    }
+}
+
+/// The query of an action by business key.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct KeyParams {
+    /// The business key of the tasks to act on.
+    #[param(required = true, min_length = 1, max_length = 255)]
+    pub key: Option<String>,
+}
+
+/// The `key` of an action by business key; `one` says how to act on one task instead.
+pub(crate) fn key_param(params: KeyParams, one: &str) -> Result<BusinessKey, Problem> {
+    match params.key {
+        Some(k) => Ok(task_request::business_key(k)?),
+        None => Err(Problem::invalid("key", format!("is required ({one})"))),
+    }
+}
+
+/// The query string as `T`. One that cannot be read (a parameter given twice) is a 400
+/// problem naming it, not axum's plain-text rejection.
+pub(crate) struct QueryParams<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for QueryParams<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Problem;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Problem> {
+        Query::<T>::try_from_uri(&parts.uri)
+            .map(|Query(params)| QueryParams(params))
+            .map_err(|e| Problem::bad_query(e.body_text()))
+    }
+}

@@ -1,0 +1,203 @@
+//! The HTTP API: one axum Router for the local server and, through `lambda_http`, the API
+//! Lambda.
+
+pub mod console;
+mod extract;
+pub mod holds;
+pub mod openapi;
+pub mod policies;
+pub mod problem;
+pub mod stats;
+pub mod task_request;
+pub mod tasks;
+pub mod views;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json, Router};
+use serde::Serialize;
+use tower_http::catch_panic::CatchPanicLayer;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use boomerang_core::engine::Engine;
+use openapi::NotFound;
+use problem::Problem;
+
+/// Requests larger than this are refused before they are parsed.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_PAGE: u32 = 20;
+pub const MAX_PAGE: u32 = 100;
+
+type Routes = OpenApiRouter<Arc<Engine>>;
+
+pub fn router(engine: Arc<Engine>) -> Router {
+    routes(engine).layer(CatchPanicLayer::custom(panic_problem))
+}
+
+/// The API's document, as `/openapi.json` serves it.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, doc) = documented_routes();
+    doc
+}
+
+fn routes(engine: Arc<Engine>) -> Router {
+    let (routes, doc) = documented_routes();
+    let authenticated = routes
+        .authenticated
+        .route_layer(middleware::from_fn_with_state(engine.clone(), authenticate));
+    Router::new()
+        .merge(routes.public)
+        .merge(authenticated)
+        .fallback(|| async { Problem::not_found("no such endpoint") })
+        .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
+        .layer(Extension(openapi::Served::new(doc)))
+        .with_state(engine)
+}
+
+/// The Router's routes, split by whether they take the API key, and the document made
+/// from the same registrations.
+struct SplitRoutes {
+    public: Router<Arc<Engine>>,
+    authenticated: Router<Arc<Engine>>,
+}
+
+/// Every route, gathered: each module registers its own through `routes!`, which
+/// documents it too.
+fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
+    let v1: Routes = OpenApiRouter::new()
+        .merge(tasks::routes())
+        .merge(policies::routes())
+        .merge(holds::routes())
+        .merge(stats::routes());
+    let authenticated: Routes = OpenApiRouter::new()
+        .nest("/v1", v1)
+        .routes(routes!(metrics));
+    let public: Routes = OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(openapi::openapi_json))
+        .merge(console::routes());
+    let (public, public_doc) = public.split_for_parts();
+    let (authenticated, authenticated_doc) = authenticated.split_for_parts();
+    let doc = openapi::document(public_doc, authenticated_doc);
+    (
+        SplitRoutes {
+            public,
+            authenticated,
+        },
+        doc,
+    )
+}
+
+#[derive(Serialize, ToSchema)]
+struct Health {
+    #[schema(example = "ok")]
+    status: &'static str,
+}
+
+/// Whether the server is up (no key needed).
+#[utoipa::path(get, path = "/healthz", tag = "service", operation_id = "healthz",
+    responses((status = 200, description = "The server is up", body = Health)))]
+async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// Logged when a request reached the last line of defence; the end-to-end harness fails
+/// any server whose log contains it.
+pub const PANIC_LOG: &str = "request handler panicked";
+
+/// The last line of defence: a handler that panicked answers a 500 problem instead of
+/// dropping the connection, and the panic is logged. No request should ever get here.
+fn panic_problem(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    tracing::error!(panic = message, "{PANIC_LOG}");
+    Problem::internal().into_response()
+}
+
+async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next: Next) -> Response {
+    let key = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(key) = key.filter(|k| !k.is_empty()) else {
+        return Problem::unauthorized().into_response();
+    };
+    match engine.authenticate(key).await {
+        Ok(Some(tenant)) => {
+            req.extensions_mut().insert(tenant);
+            next.run(req).await
+        }
+        Ok(None) => Problem::unauthorized().into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "tenant lookup failed");
+            Problem::unavailable("cannot check the API key right now").into_response()
+        }
+    }
+}
+
+/// Metrics in the Prometheus / OpenMetrics text format.
+///
+/// Kept by the local server; the Lambdas print CloudWatch metric lines instead, and
+/// answer 404 here.
+#[utoipa::path(get, path = "/metrics", tag = "service", operation_id = "metrics",
+    responses(
+        (status = 200, description = "The metrics",
+         content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
+        (status = 404, response = NotFound),
+    ))]
+async fn metrics(State(engine): State<Arc<Engine>>) -> Result<Response, Problem> {
+    match engine.metrics_exposition().await? {
+        Some(text) => Ok((
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response()),
+        None => Err(Problem::not_found("this server keeps no metrics")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::StatusCode;
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_a_500_problem_instead_of_dropping_the_connection() {
+        let app = Router::new()
+            .route(
+                "/boom",
+                axum::routing::get(|| async { panic!("boom") as &'static str }),
+            )
+            .layer(CatchPanicLayer::custom(panic_problem));
+        let response = app
+            .oneshot(Request::get("/boom").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        let body = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["type"], "urn:boomerang:problem:internal");
+    }
+}

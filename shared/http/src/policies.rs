@@ -1,0 +1,167 @@
+//! `/v1/policies`: a tenant's named retry policies. A task names one with
+//! `"retry": "payments"`; the policy named `default` replaces the built-in default.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
+use axum::{Extension, Json};
+use serde::Serialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
+use super::problem::Problem;
+use super::task_request::{self, RetryRequest};
+use super::views::RetryView;
+use boomerang_core::domain::{PolicyName, RetryPolicy, TenantId};
+use boomerang_core::engine::{Engine, EngineError};
+
+pub fn routes() -> OpenApiRouter<Arc<Engine>> {
+    OpenApiRouter::new()
+        .routes(routes!(list_policies))
+        .routes(routes!(get_policy, put_policy, delete_policy))
+}
+
+/// A policy's name in a path, as sent: each handler checks it as a name.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+struct NamePath {
+    /// 1 to 64 letters, digits, `.`, `_` or `-`; `default` replaces the built-in default.
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]+$",
+        example = "payments"
+    )]
+    name: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for NamePath {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+        // A segment that is not UTF-8 is no policy name either: the handler refuses it as
+        // it refuses any other (404 on a read, 422 on a write), not with axum's plain text.
+        let name = match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(name)) => name,
+            Err(_) => char::REPLACEMENT_CHARACTER.to_string(),
+        };
+        Ok(NamePath { name })
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PolicyView {
+    pub name: String,
+    pub retry: RetryView,
+}
+
+impl PolicyView {
+    fn new(name: &PolicyName, policy: &RetryPolicy) -> Self {
+        Self {
+            name: name.to_string(),
+            retry: RetryView::new(policy),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PoliciesView {
+    pub policies: Vec<PolicyView>,
+}
+
+fn name_of(raw: String) -> Result<PolicyName, Problem> {
+    PolicyName::parse(raw).map_err(|e| Problem::invalid("name", e.to_string()))
+}
+
+/// A missing policy, in the terms of policies (not tasks).
+fn not_found(e: EngineError) -> Problem {
+    match e {
+        EngineError::NotFound => Problem::not_found("no such policy"),
+        other => other.into(),
+    }
+}
+
+/// Create or replace a named retry policy.
+///
+/// The body is a retry policy as a task's `retry` takes it. Tasks registered after this
+/// use it; tasks registered before keep the policy they were registered with.
+#[utoipa::path(put, path = "/policies/{name}", tag = "policies", operation_id = "put_policy",
+    params(NamePath),
+    request_body = RetryRequest,
+    responses(
+        (status = 200, description = "The policy as stored", body = PolicyView),
+        (status = 400, response = Malformed),
+        (status = 413, response = TooLarge),
+        (status = 422, response = Invalid),
+    ))]
+async fn put_policy(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    NamePath { name }: NamePath,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<PolicyView>, Problem> {
+    let name = name_of(name)?;
+    let body = super::extract::read_body(&headers, body).await?;
+    let policy = task_request::parse_policy(&body)?;
+    engine.put_policy(&tenant, &name, &policy).await?;
+    Ok(Json(PolicyView::new(&name, &policy)))
+}
+
+/// A named retry policy.
+#[utoipa::path(get, path = "/policies/{name}", tag = "policies", operation_id = "get_policy",
+    params(NamePath),
+    responses(
+        (status = 200, description = "The policy", body = PolicyView),
+        (status = 404, response = NotFound),
+    ))]
+async fn get_policy(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    NamePath { name }: NamePath,
+) -> Result<Json<PolicyView>, Problem> {
+    let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
+    let policy = engine.policy(&tenant, &name).await.map_err(not_found)?;
+    Ok(Json(PolicyView::new(&name, &policy)))
+}
+
+/// Delete a named retry policy. Tasks registered with it keep it.
+#[utoipa::path(delete, path = "/policies/{name}", tag = "policies", operation_id = "delete_policy",
+    params(NamePath),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, response = NotFound),
+    ))]
+async fn delete_policy(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    NamePath { name }: NamePath,
+) -> Result<StatusCode, Problem> {
+    let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
+    engine
+        .delete_policy(&tenant, &name)
+        .await
+        .map_err(not_found)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The tenant's named retry policies.
+#[utoipa::path(get, path = "/policies", tag = "policies", operation_id = "list_policies",
+    responses((status = 200, description = "The policies, by name", body = PoliciesView)))]
+async fn list_policies(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+) -> Result<Json<PoliciesView>, Problem> {
+    let policies = engine.policies(&tenant).await?;
+    Ok(Json(PoliciesView {
+        policies: policies
+            .iter()
+            .map(|(name, policy)| PolicyView::new(name, policy))
+            .collect(),
+    }))
+}

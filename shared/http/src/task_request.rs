@@ -1,0 +1,1074 @@
+//! The registration request as clients send it, and its validation into a [`NewTask`].
+//!
+//! Every rule names the field it guards, so a client always learns what to fix.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use axum::http::{HeaderName, HeaderValue};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
+use utoipa::ToSchema;
+
+use super::problem::Problem;
+use boomerang_core::domain::hold::{DEFAULT_MAX_CHECKS, MAX_CHECKS, MAX_HOLD, MIN_HOLD};
+use boomerang_core::domain::retry_policy::{
+    MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MAX_UNLIMITED_DURATION, MIN_STEP,
+};
+use boomerang_core::domain::{
+    AlertTarget, Backoff, BusinessKey, CallbackRequest, HoldSpec, Notify, OnUnknown, PolicyName,
+    RetryPolicy, TaskSpec,
+};
+use boomerang_core::engine::{FireTime, NewTask, RetrySource, MAX_SCHEDULE_AHEAD};
+
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+pub const MAX_HEADERS: usize = 50;
+pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+/// Idempotency keys Boomerang keeps for the tasks it registers itself (alerts).
+pub const RESERVED_KEY_PREFIX: &str = "boomerang-";
+pub const MAX_METADATA_ENTRIES: usize = 50;
+pub const MAX_METADATA_KEY: usize = 64;
+pub const MAX_METADATA_VALUE: usize = 1024;
+pub const MAX_EXPECT_BODY: usize = 4096;
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest a round of retries may be limited to.
+pub const MAX_DURATION: Duration = MAX_SCHEDULE_AHEAD;
+/// The response statuses `retry.permanent_statuses` may name.
+pub const PERMANENT_STATUSES: std::ops::RangeInclusive<i64> = 300..=599;
+pub const METHODS: [&str; 5] = ["POST", "PUT", "PATCH", "DELETE", "GET"];
+/// Attempts a backoff policy allows when the client does not say.
+pub const DEFAULT_BACKOFF_ATTEMPTS: u32 = 8;
+/// `max_interval` of linear and exponential backoff when the client does not say.
+pub const DEFAULT_MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// `headers` as the OpenAPI document shows it: at most [`MAX_HEADERS`] string values.
+fn headers_schema() -> Object {
+    string_map(MAX_HEADERS, None)
+        .description(Some(
+            "Headers to send, at most 50; values are never shown again",
+        ))
+        .build()
+}
+
+/// `metadata` as the OpenAPI document shows it.
+fn metadata_schema() -> Object {
+    string_map(MAX_METADATA_ENTRIES, Some(MAX_METADATA_KEY))
+        .description(Some("Labels kept with the task and sent with its alerts"))
+        .build()
+}
+
+/// `retry.permanent_statuses` as the OpenAPI document shows it.
+fn permanent_statuses_schema() -> Array {
+    let status = ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(*PERMANENT_STATUSES.start() as f64))
+        .maximum(Some(*PERMANENT_STATUSES.end() as f64));
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(status)
+        .description(Some(
+            "Response statuses (300-599) that fail the task at once, without retrying",
+        ))
+        .examples([serde_json::json!([400, 401, 403, 404, 410])])
+        .build()
+}
+
+/// An object of strings: at most `entries` of them, with names of at most `name_len`.
+fn string_map(entries: usize, name_len: Option<usize>) -> ObjectBuilder {
+    let mut names = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1));
+    if let Some(len) = name_len {
+        names = names.max_length(Some(len));
+    }
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .max_properties(Some(entries))
+        .property_names(Some(names))
+}
+
+/// A callback to register. Only `url` is required: by default it is called at once with
+/// `POST`, no body, a 10 s timeout, and the default retry policy.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "url": "https://example.com/hooks/order-shipped",
+    "delay": "90s",
+    "body": {"order": 42},
+    "headers": {"x-tenant": "acme"},
+    "retry": {"schedule": ["30s", "2m", "10m"]},
+    "key": "order-42",
+    "metadata": {"source": "checkout"}
+}))]
+pub struct TaskRequest {
+    /// Where to send the callback: an `https://` URL (`http://` and private addresses only
+    /// with `serve --dev` or `--allow-cidr`).
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 2048,
+             example = "https://example.com/hooks/order-shipped")]
+    pub url: Option<String>,
+    /// `POST` (the default), `PUT`, `PATCH`, `DELETE` or `GET`, in any case.
+    #[schema(
+        pattern = "^([Pp][Oo][Ss][Tt]|[Pp][Uu][Tt]|[Pp][Aa][Tt][Cc][Hh]|[Dd][Ee][Ll][Ee][Tt][Ee]|[Gg][Ee][Tt])$",
+        example = "POST"
+    )]
+    pub method: Option<String>,
+    /// Headers to send (at most 50). Values are stored but never shown again.
+    /// `Host`, `Content-Length`, `Transfer-Encoding`, `Connection`, `Upgrade`, `TE` and
+    /// names starting `webhook-` or `boomerang-` are refused.
+    #[schema(schema_with = headers_schema)]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// The body to send (at most 256 KiB): a string is sent as it is (`text/plain`), any
+    /// other JSON value as JSON (`application/json`), unless `headers` names a type.
+    pub body: Option<serde_json::Value>,
+    /// How long from now to call (0s to 365days); the default is now. Not with `fire_at`.
+    #[schema(example = "90s")]
+    pub delay: Option<String>,
+    /// When to call (RFC 3339), within 365 days. Not with `delay`.
+    #[schema(format = DateTime, example = "2030-01-01T09:00:00Z")]
+    pub fire_at: Option<String>,
+    /// How failed attempts are retried: a policy of its own, or the name of one of the
+    /// tenant's policies (`"payments"`). The default makes 8 attempts, waiting 30s, 1m,
+    /// 3m, 30m, 30m, 30m and 1h between them.
+    pub retry: Option<RetryField>,
+    /// How long one attempt may take (1s to 60s; default 10s).
+    #[schema(example = "10s")]
+    pub timeout: Option<String>,
+    /// An attempt succeeds only if the response body contains this text (at most 4 KiB).
+    #[schema(max_length = 4096)]
+    pub expect_body: Option<String>,
+    /// Labels kept with the task and sent with its alerts (at most 50; keys 1–64 bytes,
+    /// values up to 1 KiB).
+    #[schema(schema_with = metadata_schema)]
+    pub metadata: Option<BTreeMap<String, String>>,
+    /// Registers the task at most once: a repeat with the same key and request answers the
+    /// task registered first (200). Same as the `Idempotency-Key` header.
+    #[schema(min_length = 1, max_length = 255, example = "order-42-reminder")]
+    pub idempotency_key: Option<String>,
+    /// The caller's own id for the task (not unique): tasks are listed, canceled and
+    /// released by it. 1–255 bytes, no control characters.
+    #[schema(min_length = 1, max_length = 255, example = "order-42")]
+    pub key: Option<String>,
+    /// Where this task's failures are reported (an alert is itself a task).
+    pub on_failure: Option<AlertRequest>,
+    /// `final` (default): report the final failure only; `every`: every failed attempt.
+    #[schema(value_type = Option<crate::openapi::enums::Notify>)]
+    pub notify: Option<String>,
+    /// Register the task held: it is not called until released (or a check says so).
+    pub hold: Option<HoldRequest>,
+}
+
+/// `hold`: register the task held until the caller releases it (or a check decides).
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HoldRequest {
+    /// How long the task may stay held (1s to 24h) before its `check_url` is asked, or,
+    /// without one, `on_unknown` applies.
+    #[schema(value_type = String, required = true, example = "5m")]
+    pub timeout: Option<String>,
+    /// Asked, signed, whether to release or cancel the task once the hold times out.
+    /// It answers `200 {"decision": "release"}` or `{"decision": "cancel"}`; 404 and 410
+    /// mean cancel.
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        example = "https://example.com/orders/42/committed"
+    )]
+    pub check_url: Option<String>,
+    /// What happens when nobody decides: `cancel` (default) or `release`.
+    #[schema(value_type = Option<crate::openapi::enums::OnUnknown>)]
+    pub on_unknown: Option<String>,
+    /// How many times the check URL is asked (1–100; default 20).
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub max_checks: Option<i64>,
+}
+
+/// `on_failure`: where this task's failures are reported.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AlertRequest {
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 2048,
+             example = "https://example.com/hooks/boomerang-alerts")]
+    pub url: Option<String>,
+    #[schema(schema_with = headers_schema)]
+    pub headers: Option<BTreeMap<String, String>>,
+}
+
+/// A retry policy: a fixed `schedule` of waits, or a `backoff` rule.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"backoff": "exponential", "interval": "30s", "max_interval": "1h", "max_attempts": 10}))]
+pub struct RetryRequest {
+    /// The waits before each retry (1–100 of them, each 1s to 7days).
+    #[schema(min_items = 1, max_items = 100, example = json!(["30s", "2m", "10m"]))]
+    pub schedule: Option<Vec<String>>,
+    /// `fixed`, `linear` or `exponential`, with `interval`. Not with `schedule`.
+    #[schema(value_type = Option<String>, pattern = "^(fixed|linear|exponential)$")]
+    pub backoff: Option<String>,
+    /// The first wait (1s to 7days).
+    pub interval: Option<String>,
+    /// The longest wait (1s to 7days; default 1h, or `interval` if longer).
+    pub max_interval: Option<String>,
+    /// The most attempts (1–1000), the first included. Absent: the schedule's length plus
+    /// one, or 8 with `backoff`; `null`: as many as fit in `max_duration`.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000)]
+    pub max_attempts: Option<Option<i64>>,
+    /// Give up once this long has passed since the first attempt (1s to 365days; at most
+    /// 30days when `max_attempts` is null, and then required).
+    pub max_duration: Option<String>,
+    /// Each wait is moved by up to this fraction of itself, at random (0 to 0.5).
+    #[schema(minimum = 0.0, maximum = 0.5)]
+    pub jitter: Option<f64>,
+    /// Response statuses (300–599) that fail the task at once, without retrying.
+    #[schema(schema_with = permanent_statuses_schema)]
+    pub permanent_statuses: Option<Vec<i64>>,
+}
+
+/// A task's `retry`: a policy of its own, or the name of one of the tenant's policies.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum RetryField {
+    Named(String),
+    Inline(RetryRequest),
+}
+
+/// By hand rather than `untagged`, so that an error inside the object keeps its path
+/// (`retry.bogus`), and anything else is refused as `retry`.
+impl<'de> Deserialize<'de> for RetryField {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RetryField;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a retry policy object, or the name of one of your policies")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<RetryField, E> {
+                Ok(RetryField::Named(name.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<RetryField, A::Error> {
+                RetryRequest::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(RetryField::Inline)
+            }
+        }
+        de.deserialize_any(Visitor)
+    }
+}
+
+/// A field that is present (even as `null`) becomes `Some`; an absent one stays `None`
+/// through `#[serde(default)]`.
+fn present<'de, D, T>(de: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(de).map(Some)
+}
+
+/// A batch registration: `{"tasks": [ … ]}`.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    /// 1 to 100 tasks, each as `POST /v1/tasks` takes it.
+    #[schema(min_items = 1, max_items = 100)]
+    pub tasks: Vec<TaskRequest>,
+}
+
+/// Parses the JSON body; the error names the field that could not be read. Anything but
+/// whitespace after the JSON value is refused (400).
+pub fn parse(body: &[u8]) -> Result<TaskRequest, Problem> {
+    parse_json(body)
+}
+
+/// A retry policy on its own (the body of `PUT /v1/policies/{name}`), validated as a task's
+/// `retry`; problems name the field within it (`max_attempts`).
+pub fn parse_policy(body: &[u8]) -> Result<RetryPolicy, Problem> {
+    parse_json::<RetryRequest>(body)?
+        .validate()
+        .map_err(|mut problem| {
+            let unprefixed = |s: &str| s.strip_prefix("retry.").unwrap_or(s).to_string();
+            problem.field = problem.field.as_deref().map(unprefixed);
+            problem.detail = unprefixed(&problem.detail);
+            problem
+        })
+}
+
+/// [`parse`] for a batch; fields are named from the top (`tasks[3].delay`).
+pub fn parse_batch(body: &[u8]) -> Result<BatchRequest, Problem> {
+    parse_json(body)
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let request = deserialize(&mut de, body)?;
+    de.end()
+        .map_err(|e| Problem::malformed(format!("unexpected data after the JSON value: {e}")))?;
+    Ok(request)
+}
+
+fn deserialize<T: serde::de::DeserializeOwned>(
+    de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,
+    body: &[u8],
+) -> Result<T, Problem> {
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let inner = e.inner();
+        // serde_json reports some shape errors in well-formed JSON as syntax errors: an
+        // object field sent as a longer array ends in "trailing characters". Only JSON
+        // that does not parse is malformed (400); the rest names its field (422).
+        let well_formed = || serde_json::from_slice::<serde_json::Value>(body).is_ok();
+        if (inner.is_syntax() || inner.is_eof()) && !well_formed() {
+            return Problem::malformed(inner.to_string());
+        }
+        // The path includes an unknown field's own name (`retry.bogus`).
+        let field = match e.path().to_string() {
+            p if p == "." => "body".to_string(),
+            p => p,
+        };
+        let message = inner.to_string();
+        Problem::invalid(field, strip_position(&message))
+    })
+}
+
+/// serde_json appends " at line 1 column 42"; the field name says more.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+impl TaskRequest {
+    /// Validates the request; `header_key` is the `Idempotency-Key` header, if sent.
+    pub fn validate(self, header_key: Option<&str>) -> Result<NewTask, Problem> {
+        let idempotency_key = idempotency_key(header_key, self.idempotency_key.as_deref())?;
+        let request_hash = self.digest();
+        let url = match self.url {
+            Some(u) if !u.trim().is_empty() => u,
+            _ => return Err(Problem::invalid("url", "is required")),
+        };
+        let method = method(self.method)?;
+        let (body, default_type) = body(self.body)?;
+        let headers = headers("headers", self.headers.unwrap_or_default(), default_type)?;
+        let when = fire_time(self.delay, self.fire_at)?;
+        let timeout = match self.timeout {
+            None => DEFAULT_TIMEOUT,
+            Some(t) => bounded("timeout", &t, MIN_TIMEOUT, MAX_TIMEOUT)?,
+        };
+        let expect_body = match self.expect_body {
+            Some(b) if b.len() > MAX_EXPECT_BODY => {
+                return Err(Problem::invalid(
+                    "expect_body",
+                    format!("must be at most {MAX_EXPECT_BODY} bytes"),
+                ))
+            }
+            other => other,
+        };
+        let (retry, retry_from) = match self.retry {
+            None => (RetryPolicy::default(), RetrySource::Default),
+            Some(RetryField::Inline(r)) => (r.validate()?, RetrySource::Given),
+            Some(RetryField::Named(name)) => {
+                let name = PolicyName::parse(name)
+                    .map_err(|e| Problem::invalid("retry", e.to_string()))?;
+                (RetryPolicy::default(), RetrySource::Named(name))
+            }
+        };
+        let metadata = metadata(self.metadata.unwrap_or_default())?;
+        let key = self.key.map(business_key).transpose()?;
+        let on_failure = self.on_failure.map(AlertRequest::validate).transpose()?;
+        let hold = self.hold.map(HoldRequest::validate).transpose()?;
+        let notify = match self.notify.as_deref() {
+            None => Notify::Final,
+            Some(n) => Notify::parse(n)
+                .ok_or_else(|| Problem::invalid("notify", "must be `final` or `every`"))?,
+        };
+        Ok(NewTask {
+            retry_from,
+            spec: TaskSpec {
+                request: CallbackRequest {
+                    url,
+                    method,
+                    headers,
+                    body,
+                },
+                timeout,
+                expect_body,
+                retry,
+                metadata,
+                key,
+                on_failure,
+                notify,
+                alert_of: None,
+                hold,
+            },
+            when,
+            idempotency_key,
+            request_hash,
+        })
+    }
+
+    /// A digest of the request without its idempotency key. Object keys are sorted by the
+    /// JSON model, so the same request always gives the same digest.
+    fn digest(&self) -> String {
+        let canonical = serde_json::json!({
+            "url": self.url, "method": self.method, "headers": self.headers, "body": self.body,
+            "delay": self.delay, "fire_at": self.fire_at, "retry": self.retry,
+            "timeout": self.timeout, "expect_body": self.expect_body, "metadata": self.metadata,
+            "key": self.key, "on_failure": self.on_failure, "notify": self.notify,
+            "hold": self.hold,
+        });
+        let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
+        format!("{:x}", Sha256::digest(bytes))
+    }
+}
+
+impl AlertRequest {
+    fn validate(self) -> Result<AlertTarget, Problem> {
+        let url = match self.url {
+            Some(u) if !u.trim().is_empty() => u,
+            _ => return Err(Problem::invalid("on_failure.url", "is required")),
+        };
+        let headers = headers("on_failure.headers", self.headers.unwrap_or_default(), None)?;
+        Ok(AlertTarget { url, headers })
+    }
+}
+
+impl HoldRequest {
+    fn validate(self) -> Result<HoldSpec, Problem> {
+        let timeout = match self.timeout {
+            Some(t) => bounded("hold.timeout", &t, MIN_HOLD, MAX_HOLD)?,
+            None => return Err(Problem::invalid("hold.timeout", "is required")),
+        };
+        let check_url = match self.check_url {
+            Some(u) if u.trim().is_empty() => {
+                return Err(Problem::invalid("hold.check_url", "must not be empty"))
+            }
+            other => other,
+        };
+        let on_unknown = match self.on_unknown.as_deref() {
+            None => OnUnknown::Cancel,
+            Some(s) => OnUnknown::parse(s).ok_or_else(|| {
+                Problem::invalid("hold.on_unknown", "must be `cancel` or `release`")
+            })?,
+        };
+        let max_checks = match self.max_checks {
+            None => DEFAULT_MAX_CHECKS,
+            Some(n) if (1..=i64::from(MAX_CHECKS)).contains(&n) => n as u32,
+            Some(_) => {
+                return Err(Problem::invalid(
+                    "hold.max_checks",
+                    format!("must be between 1 and {MAX_CHECKS}"),
+                ))
+            }
+        };
+        Ok(HoldSpec {
+            timeout,
+            check_url,
+            on_unknown,
+            max_checks,
+        })
+    }
+}
+
+impl RetryRequest {
+    fn validate(self) -> Result<RetryPolicy, Problem> {
+        let backoff = match (self.schedule, self.backoff.as_deref()) {
+            (Some(_), Some(_)) => {
+                return Err(Problem::invalid(
+                    "retry",
+                    "give either `schedule` or `backoff`, not both",
+                ))
+            }
+            (Some(steps), None) => schedule(&steps)?,
+            (None, Some(kind)) => backoff(kind, self.interval, self.max_interval)?,
+            (None, None) => {
+                if self.interval.is_some() || self.max_interval.is_some() {
+                    return Err(Problem::invalid(
+                        "retry.backoff",
+                        "is required with `interval` and `max_interval`",
+                    ));
+                }
+                RetryPolicy::default().backoff
+            }
+        };
+        let max_attempts = match self.max_attempts {
+            Some(Some(n)) if (1..=MAX_ATTEMPTS as i64).contains(&n) => Some(n as u32),
+            Some(Some(_)) => {
+                return Err(Problem::invalid(
+                    "retry.max_attempts",
+                    format!("must be between 1 and {MAX_ATTEMPTS}, or null"),
+                ))
+            }
+            Some(None) => None,
+            None => Some(match &backoff {
+                Backoff::Schedule { steps } => (steps.len() as u32 + 1).min(MAX_ATTEMPTS),
+                _ => DEFAULT_BACKOFF_ATTEMPTS,
+            }),
+        };
+        // Without an attempt limit, the round's length is the limit, and a short one.
+        let longest = match max_attempts {
+            Some(_) => MAX_DURATION,
+            None => MAX_UNLIMITED_DURATION,
+        };
+        let max_duration = self
+            .max_duration
+            .map(|d| bounded("retry.max_duration", &d, MIN_STEP, longest))
+            .transpose()?;
+        if max_attempts.is_none() && max_duration.is_none() {
+            return Err(Problem::invalid(
+                "retry.max_duration",
+                "is required when `max_attempts` is null",
+            ));
+        }
+        let jitter = match self.jitter {
+            Some(j) if (0.0..=MAX_JITTER).contains(&j) => j,
+            Some(_) => {
+                return Err(Problem::invalid(
+                    "retry.jitter",
+                    format!("must be a fraction between 0 and {MAX_JITTER}"),
+                ))
+            }
+            None => 0.0,
+        };
+        let permanent_statuses = self
+            .permanent_statuses
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                s if PERMANENT_STATUSES.contains(&s) => Ok(s as u16),
+                _ => Err(Problem::invalid(
+                    format!("retry.permanent_statuses[{i}]"),
+                    "must be an HTTP status between 300 and 599",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RetryPolicy {
+            backoff,
+            max_attempts,
+            max_duration,
+            jitter,
+            permanent_statuses,
+        })
+    }
+}
+
+fn schedule(steps: &[String]) -> Result<Backoff, Problem> {
+    if steps.is_empty() || steps.len() > MAX_SCHEDULE_STEPS {
+        return Err(Problem::invalid(
+            "retry.schedule",
+            format!("must list between 1 and {MAX_SCHEDULE_STEPS} waits"),
+        ));
+    }
+    let steps = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| bounded(&format!("retry.schedule[{i}]"), s, MIN_STEP, MAX_STEP))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Backoff::Schedule { steps })
+}
+
+fn backoff(
+    kind: &str,
+    interval: Option<String>,
+    max_interval: Option<String>,
+) -> Result<Backoff, Problem> {
+    let interval = match interval {
+        Some(i) => bounded("retry.interval", &i, MIN_STEP, MAX_STEP)?,
+        None => {
+            return Err(Problem::invalid(
+                "retry.interval",
+                "is required with `backoff`",
+            ))
+        }
+    };
+    let max_interval = max_interval
+        .map(|m| bounded("retry.max_interval", &m, MIN_STEP, MAX_STEP))
+        .transpose()?;
+    if max_interval.is_some_and(|m| m < interval) {
+        return Err(Problem::invalid(
+            "retry.max_interval",
+            "must not be shorter than `interval`",
+        ));
+    }
+    let max_interval = max_interval.unwrap_or(DEFAULT_MAX_INTERVAL.max(interval));
+    match kind {
+        "fixed" => Ok(Backoff::Fixed { interval }),
+        "linear" => Ok(Backoff::Linear {
+            interval,
+            max_interval,
+        }),
+        "exponential" => Ok(Backoff::Exponential {
+            interval,
+            max_interval,
+        }),
+        _ => Err(Problem::invalid(
+            "retry.backoff",
+            "must be `fixed`, `linear` or `exponential`",
+        )),
+    }
+}
+
+/// A humantime duration within `[min, max]`. Every duration a request carries goes
+/// through here, so none can overflow the sums the engine makes with it.
+fn bounded(field: &str, raw: &str, min: Duration, max: Duration) -> Result<Duration, Problem> {
+    let d = duration(field, raw)?;
+    if d < min || d > max {
+        return Err(Problem::invalid(
+            field,
+            format!("must be between {} and {}", human(min), human(max)),
+        ));
+    }
+    Ok(d)
+}
+
+/// Whole days as days (humantime would say "11months 30days 3h 50m 24s" for 365 days).
+fn human(d: Duration) -> String {
+    const DAY: u64 = 24 * 3600;
+    match d.as_secs() {
+        s if s >= DAY && s % DAY == 0 && d.subsec_nanos() == 0 => format!("{} days", s / DAY),
+        _ => humantime::format_duration(d).to_string(),
+    }
+}
+
+fn duration(field: &str, raw: &str) -> Result<Duration, Problem> {
+    humantime::parse_duration(raw.trim()).map_err(|_| {
+        Problem::invalid(
+            field,
+            format!("`{raw}` is not a duration; use a positive value like `30s`, `5m` or `1h`"),
+        )
+    })
+}
+
+fn fire_time(delay: Option<String>, fire_at: Option<String>) -> Result<FireTime, Problem> {
+    match (delay, fire_at) {
+        (Some(_), Some(_)) => Err(Problem::invalid(
+            "fire_at",
+            "give either `delay` or `fire_at`, not both",
+        )),
+        (Some(d), None) => Ok(FireTime::After(bounded(
+            "delay",
+            &d,
+            Duration::ZERO,
+            MAX_SCHEDULE_AHEAD,
+        )?)),
+        (None, Some(at)) => DateTime::parse_from_rfc3339(at.trim())
+            .map(|t| FireTime::At(t.with_timezone(&Utc)))
+            .map_err(|_| {
+                Problem::invalid(
+                    "fire_at",
+                    "must be an RFC 3339 time such as 2030-01-01T12:00:00Z",
+                )
+            }),
+        (None, None) => Ok(FireTime::Now),
+    }
+}
+
+fn method(raw: Option<String>) -> Result<String, Problem> {
+    let m = raw.unwrap_or_else(|| "POST".into()).to_ascii_uppercase();
+    if METHODS.contains(&m.as_str()) {
+        Ok(m)
+    } else {
+        Err(Problem::invalid(
+            "method",
+            format!("must be one of {}", METHODS.join(", ")),
+        ))
+    }
+}
+
+/// The body to send, and the content type it implies when the client gives none.
+fn body(raw: Option<serde_json::Value>) -> Result<(String, Option<&'static str>), Problem> {
+    let (body, kind) = match raw {
+        None | Some(serde_json::Value::Null) => (String::new(), None),
+        Some(serde_json::Value::String(s)) => (s, Some("text/plain; charset=utf-8")),
+        Some(json) => (json.to_string(), Some("application/json")),
+    };
+    if body.len() > MAX_BODY_BYTES {
+        return Err(Problem::too_large(
+            "body",
+            format!("body: must be at most {} KiB", MAX_BODY_BYTES / 1024),
+        ));
+    }
+    Ok((body, kind))
+}
+
+fn is_forbidden_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "host" | "content-length" | "transfer-encoding" | "connection" | "upgrade" | "te"
+    ) || n.starts_with("webhook-")
+        || n.starts_with("boomerang-")
+}
+
+/// The headers of a request (`field` names them in problems), with `default_type` as its
+/// content type unless one is given.
+fn headers(
+    field: &str,
+    given: BTreeMap<String, String>,
+    default_type: Option<&str>,
+) -> Result<Vec<(String, String)>, Problem> {
+    if given.len() > MAX_HEADERS {
+        return Err(Problem::invalid(
+            field,
+            format!("at most {MAX_HEADERS} headers are allowed"),
+        ));
+    }
+    let mut out = Vec::with_capacity(given.len() + 1);
+    for (name, value) in given {
+        let field = format!("{field}.{name}");
+        if is_forbidden_header(&name) {
+            return Err(Problem::invalid(
+                field,
+                "is set by Boomerang and cannot be given",
+            ));
+        }
+        if HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(Problem::invalid(field, "is not a valid header name"));
+        }
+        if HeaderValue::from_str(&value).is_err() {
+            return Err(Problem::invalid(field, "is not a valid header value"));
+        }
+        out.push((name, value));
+    }
+    let has_type = out
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("content-type"));
+    if let (false, Some(t)) = (has_type, default_type) {
+        out.push(("content-type".into(), t.into()));
+    }
+    Ok(out)
+}
+
+/// A task's business key (also the `key` of a list or a cancel).
+pub fn business_key(given: String) -> Result<BusinessKey, Problem> {
+    BusinessKey::parse(given).map_err(|e| Problem::invalid("key", e.to_string()))
+}
+
+fn metadata(given: BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Problem> {
+    if given.len() > MAX_METADATA_ENTRIES {
+        return Err(Problem::invalid(
+            "metadata",
+            format!("at most {MAX_METADATA_ENTRIES} entries are allowed"),
+        ));
+    }
+    for (k, v) in &given {
+        if k.is_empty() || k.len() > MAX_METADATA_KEY {
+            return Err(Problem::invalid(
+                format!("metadata.{k}"),
+                format!("keys must be 1 to {MAX_METADATA_KEY} bytes"),
+            ));
+        }
+        if v.len() > MAX_METADATA_VALUE {
+            return Err(Problem::invalid(
+                format!("metadata.{k}"),
+                format!("values must be at most {MAX_METADATA_VALUE} bytes"),
+            ));
+        }
+    }
+    Ok(given)
+}
+
+fn idempotency_key(header: Option<&str>, field: Option<&str>) -> Result<Option<String>, Problem> {
+    let key = match (header, field) {
+        (Some(h), Some(f)) if h != f => {
+            return Err(Problem::invalid(
+                "idempotency_key",
+                "differs from the Idempotency-Key header",
+            ))
+        }
+        (Some(k), _) | (None, Some(k)) => k,
+        (None, None) => return Ok(None),
+    };
+    if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY {
+        return Err(Problem::invalid(
+            "idempotency_key",
+            format!("must be 1 to {MAX_IDEMPOTENCY_KEY} characters"),
+        ));
+    }
+    // Alerts are registered under `boomerang-alert:…` keys (see `Task::alert_idempotency_key`).
+    if key.starts_with(RESERVED_KEY_PREFIX) {
+        return Err(Problem::invalid(
+            "idempotency_key",
+            format!("keys starting with `{RESERVED_KEY_PREFIX}` are reserved"),
+        ));
+    }
+    Ok(Some(key.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_of(json: &str) -> Option<String> {
+        match parse(json.as_bytes()).and_then(|r| r.validate(None)) {
+            Ok(_) => None,
+            Err(p) => Some(p.field.unwrap_or_else(|| format!("<{}>", p.status))),
+        }
+    }
+
+    #[test]
+    fn each_rule_names_its_field() {
+        let cases = [
+            (r#"{"url":"https://x.io","bogus":1}"#, "bogus"),
+            (
+                r#"{"url":"https://x.io","retry":{"bogus":1}}"#,
+                "retry.bogus",
+            ),
+            (r#"{}"#, "url"),
+            (r#"{"url":5}"#, "url"),
+            // Well-formed, in the wrong shape: not a 400 for malformed JSON.
+            (
+                r#"{"url":"https://x.io","hold":[null,null,null,0,null]}"#,
+                "hold",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":[1,2,3]}"#,
+                "on_failure[0]",
+            ),
+            (r#"{"url":"https://x.io","delay":"-5s"}"#, "delay"),
+            (r#"{"url":"https://x.io","delay":"300000y"}"#, "delay"),
+            (r#"{"url":"https://x.io","delay":"366days"}"#, "delay"),
+            (
+                r#"{"url":"https://x.io","delay":"99999999999999999999999s"}"#,
+                "delay",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"max_duration":"300000y"}}"#,
+                "retry.max_duration",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"exponential","interval":"1s","max_interval":"300000y"}}"#,
+                "retry.max_interval",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"fixed","interval":"300000y"}}"#,
+                "retry.interval",
+            ),
+            (r#"{"url":"https://x.io","timeout":"300000y"}"#, "timeout"),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":18446744073709551616}}"#,
+                "retry.max_attempts",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"permanent_statuses":[-1]}}"#,
+                "retry.permanent_statuses[0]",
+            ),
+            (r#"{"url":"https://x.io","delay":"soon"}"#, "delay"),
+            (
+                r#"{"url":"https://x.io","delay":"1s","fire_at":"2030-01-01T00:00:00Z"}"#,
+                "fire_at",
+            ),
+            (r#"{"url":"https://x.io","fire_at":"tomorrow"}"#, "fire_at"),
+            (r#"{"url":"https://x.io","timeout":"0s"}"#, "timeout"),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":null}}"#,
+                "retry.max_duration",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":null,"max_duration":"31d"}}"#,
+                "retry.max_duration",
+            ),
+            (r#"{"url":"https://x.io","timeout":"61s"}"#, "timeout"),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":0}}"#,
+                "retry.max_attempts",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"max_attempts":1001}}"#,
+                "retry.max_attempts",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"schedule":[]}}"#,
+                "retry.schedule",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"schedule":["1s","8d"]}}"#,
+                "retry.schedule[1]",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"schedule":["500ms"]}}"#,
+                "retry.schedule[0]",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"jitter":0.6}}"#,
+                "retry.jitter",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"fixed"}}"#,
+                "retry.interval",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"cubic","interval":"1s"}}"#,
+                "retry.backoff",
+            ),
+            (
+                r#"{"url":"https://x.io","retry":{"backoff":"linear","interval":"1m","max_interval":"1s"}}"#,
+                "retry.max_interval",
+            ),
+            (
+                r#"{"url":"https://x.io","headers":{"Host":"evil"}}"#,
+                "headers.Host",
+            ),
+            (
+                r#"{"url":"https://x.io","headers":{"webhook-id":"x"}}"#,
+                "headers.webhook-id",
+            ),
+            (
+                r#"{"url":"https://x.io","headers":{"Transfer-Encoding":"chunked"}}"#,
+                "headers.Transfer-Encoding",
+            ),
+            (r#"{"url":"https://x.io","method":"TRACE"}"#, "method"),
+            (
+                r#"{"url":"https://x.io","idempotency_key":"boomerang-alert:x"}"#,
+                "idempotency_key",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{}}"#,
+                "on_failure.url",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{"url":" "}}"#,
+                "on_failure.url",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{"url":"https://a.io","bogus":1}}"#,
+                "on_failure.bogus",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{"url":"https://a.io","headers":{"Host":"h"}}}"#,
+                "on_failure.headers.Host",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":{"url":"https://a.io","headers":{"X":"a\nb"}}}"#,
+                "on_failure.headers.X",
+            ),
+            (
+                r#"{"url":"https://x.io","on_failure":"https://a.io"}"#,
+                "on_failure",
+            ),
+            (r#"{"url":"https://x.io","notify":"sometimes"}"#, "notify"),
+            (r#"{"url":"https://x.io","notify":1}"#, "notify"),
+        ];
+        for (json, field) in cases {
+            assert_eq!(field_of(json).as_deref(), Some(field), "{json}");
+        }
+        let schedule = format!(
+            r#"{{"url":"https://x.io","retry":{{"schedule":[{}]}}}}"#,
+            vec![r#""1s""#; 101].join(",")
+        );
+        assert_eq!(field_of(&schedule).as_deref(), Some("retry.schedule"));
+        let key = format!(
+            r#"{{"url":"https://x.io","idempotency_key":"{}"}}"#,
+            "k".repeat(256)
+        );
+        assert_eq!(field_of(&key).as_deref(), Some("idempotency_key"));
+        assert_eq!(field_of("{nope").as_deref(), Some("<400>"));
+        assert_eq!(
+            field_of(r#"{"url":"https://x.io"} xyz"#).as_deref(),
+            Some("<400>")
+        );
+        assert_eq!(
+            field_of(r#"{"url":"https://x.io"}{}"#).as_deref(),
+            Some("<400>")
+        );
+        assert_eq!(
+            field_of("{\"url\":\"https://x.io\"} \n\t"),
+            None,
+            "whitespace is fine"
+        );
+        let deep = format!(
+            "{{\"url\":\"https://x.io\",\"body\":{}{}}}",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        );
+        assert_eq!(
+            field_of(&deep).as_deref(),
+            Some("<400>"),
+            "nesting beyond serde_json's limit"
+        );
+    }
+
+    #[test]
+    fn a_full_request_validates_into_a_spec() {
+        let json = r#"{"url":"https://x.io/h","method":"put","headers":{"X-A":"1"},
+            "body":{"k":[1,2]},"delay":"90s",
+            "retry":{"backoff":"exponential","interval":"10s","max_interval":"5m","max_attempts":5,
+                     "jitter":0.2,"permanent_statuses":[404]},
+            "timeout":"5s","expect_body":"ok","metadata":{"order":"42"}}"#;
+        let new = parse(json.as_bytes())
+            .unwrap()
+            .validate(Some("key-1"))
+            .unwrap();
+        assert_eq!(new.spec.request.method, "PUT");
+        assert_eq!(new.spec.request.body, r#"{"k":[1,2]}"#);
+        assert!(new
+            .spec
+            .request
+            .headers
+            .contains(&("content-type".into(), "application/json".into())));
+        assert_eq!(new.when, FireTime::After(Duration::from_secs(90)));
+        assert_eq!(new.spec.retry.max_attempts, Some(5));
+        assert_eq!(new.spec.retry.permanent_statuses, vec![404]);
+        assert_eq!(new.idempotency_key.as_deref(), Some("key-1"));
+    }
+
+    #[test]
+    fn max_attempts_null_retries_until_max_duration() {
+        let policy = |retry: &str| {
+            parse(format!(r#"{{"url":"https://x.io","retry":{retry}}}"#).as_bytes())
+                .unwrap()
+                .validate(None)
+                .map(|n| n.spec.retry)
+        };
+        let unlimited = policy(r#"{"max_attempts":null,"max_duration":"30d"}"#).unwrap();
+        assert_eq!(unlimited.max_attempts, None);
+        assert_eq!(
+            unlimited.max_duration,
+            Some(Duration::from_secs(30 * 24 * 3600))
+        );
+        assert_eq!(
+            policy(r#"{"max_attempts":1000}"#).unwrap().max_attempts,
+            Some(1000)
+        );
+        // Absent is the default count, not "unlimited"; and the two differ as requests.
+        assert_eq!(policy("{}").unwrap().max_attempts, Some(8));
+        let absent = parse(br#"{"url":"https://x.io","retry":{}}"#).unwrap();
+        let null = parse(br#"{"url":"https://x.io","retry":{"max_attempts":null}}"#).unwrap();
+        assert_ne!(absent.digest(), null.digest());
+    }
+
+    #[test]
+    fn a_policy_body_names_its_own_fields() {
+        let problem =
+            parse_policy(br#"{"backoff":"fixed","interval":"99999999999999999999d"}"#).unwrap_err();
+        assert_eq!(problem.field.as_deref(), Some("interval"));
+        assert!(
+            problem.detail.starts_with("interval: "),
+            "{}",
+            problem.detail
+        );
+        let policy = parse_policy(br#"{"schedule":["1s","5s"]}"#).unwrap();
+        assert_eq!(policy.max_attempts, Some(3));
+    }
+
+    #[test]
+    fn digest_ignores_the_key_and_sees_every_other_change() {
+        let a =
+            parse(br#"{"url":"https://x.io","idempotency_key":"a","body":{"x":1,"y":2}}"#).unwrap();
+        let b = parse(br#"{"body":{"y":2,"x":1},"url":"https://x.io"}"#).unwrap();
+        let c = parse(br#"{"url":"https://x.io","body":{"x":1,"y":3}}"#).unwrap();
+        assert_eq!(a.digest(), b.digest());
+        assert_ne!(a.digest(), c.digest());
+    }
+}

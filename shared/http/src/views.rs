@@ -1,0 +1,357 @@
+//! What the API shows of a task. Header values are never echoed: they may hold secrets.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::problem::Problem;
+use boomerang_core::domain::{
+    AttemptOutcome, AttemptRecord, Backoff, BusinessKey, CheckRecord, Notify, OnUnknown,
+    RetryPolicy, Status, Task,
+};
+use boomerang_core::engine::KeyOutcome;
+use boomerang_core::ports::Page;
+
+/// How much of a task's body its own view shows.
+pub const BODY_PREVIEW_CHARS: usize = 200;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskView {
+    pub id: String,
+    #[schema(value_type = crate::openapi::enums::Status)]
+    pub status: Status,
+    pub url: String,
+    pub method: String,
+    pub header_names: Vec<String>,
+    pub body_bytes: usize,
+    /// The body's first 200 characters, in a task's own view (`GET /v1/tasks/{id}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body_preview: Option<String>,
+    pub timeout: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect_body: Option<String>,
+    pub retry: RetryView,
+    pub metadata: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// The current (or last) attempt number.
+    pub attempt: u32,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub last_error: Option<String>,
+    /// Where this task's failures are reported, if it names a destination itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<AlertView>,
+    #[schema(value_type = crate::openapi::enums::Notify)]
+    pub notify: Notify,
+    /// On an alert: the task it reports on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alert_of: Option<String>,
+    /// The alerts raised about this task, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<String>,
+    /// The task failed and its alert is not yet registered (it will be).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub alert_pending: bool,
+    /// A held task's hold, as registered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hold: Option<HoldView>,
+    /// While held: when the hold times out, or the next check is due.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_at: Option<DateTime<Utc>>,
+    /// The checks made while held, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<AttemptView>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HoldView {
+    pub timeout: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_url: Option<String>,
+    #[schema(value_type = crate::openapi::enums::OnUnknown)]
+    pub on_unknown: OnUnknown,
+    pub max_checks: u32,
+}
+
+/// An alert destination; like a task's, header values are not shown.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AlertView {
+    pub url: String,
+    pub header_names: Vec<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetryView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_interval: Option<String>,
+    /// `null`: as many as fit in `max_duration`.
+    pub max_attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_duration: Option<String>,
+    pub jitter: f64,
+    pub permanent_statuses: Vec<u16>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptView {
+    pub number: u32,
+    pub scheduled_at: DateTime<Utc>,
+    pub started_at: DateTime<Utc>,
+    pub lateness_ms: i64,
+    pub duration_ms: u64,
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+    pub response: Option<String>,
+    #[schema(value_type = crate::openapi::enums::AttemptOutcome)]
+    pub outcome: AttemptOutcome,
+    /// Which worker made the attempt (host and process id, or a Lambda request id).
+    pub worker: Option<String>,
+}
+
+/// One check of a held task.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CheckView {
+    pub number: u32,
+    pub at: DateTime<Utc>,
+    pub duration_ms: u64,
+    pub status_code: Option<u16>,
+    /// `release` or `cancel`, if the answer decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PageView {
+    pub tasks: Vec<TaskView>,
+    pub next_cursor: Option<String>,
+}
+
+/// What `POST /v1/tasks/batch` did: one result per task, in the order sent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchView {
+    pub tasks: Vec<BatchItemView>,
+}
+
+/// One task of a batch: registered (201), repeated (200), or refused with a problem.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchItemView {
+    pub status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<Problem>,
+}
+
+/// What `DELETE /v1/tasks?key=…` did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyCancelView {
+    pub key: String,
+    /// The tasks it canceled.
+    pub canceled: Vec<String>,
+    /// The tasks with the key it could not cancel: being delivered, or finished.
+    pub not_canceled: Vec<KeyedStatusView>,
+    /// More tasks have the key than one request handles: send it again.
+    pub more: bool,
+}
+
+/// What `POST /v1/tasks/release?key=…` did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyReleaseView {
+    pub key: String,
+    pub released: Vec<String>,
+    /// The tasks with the key that were not held, with their status.
+    pub not_released: Vec<KeyedStatusView>,
+    pub more: bool,
+}
+
+/// A task with the key that an action by key left as it was.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyedStatusView {
+    pub id: String,
+    #[schema(value_type = crate::openapi::enums::Status)]
+    pub status: Status,
+}
+
+fn ids(ids: &[boomerang_core::domain::TaskId]) -> Vec<String> {
+    ids.iter().map(|id| id.to_string()).collect()
+}
+
+fn keyed_statuses(outcome: &KeyOutcome) -> Vec<KeyedStatusView> {
+    outcome
+        .not_done
+        .iter()
+        .map(|(id, status)| KeyedStatusView {
+            id: id.to_string(),
+            status: *status,
+        })
+        .collect()
+}
+
+impl KeyCancelView {
+    pub fn new(key: &BusinessKey, outcome: &KeyOutcome) -> Self {
+        Self {
+            key: key.to_string(),
+            canceled: ids(&outcome.done),
+            not_canceled: keyed_statuses(outcome),
+            more: outcome.more,
+        }
+    }
+}
+
+impl KeyReleaseView {
+    pub fn new(key: &BusinessKey, outcome: &KeyOutcome) -> Self {
+        Self {
+            key: key.to_string(),
+            released: ids(&outcome.done),
+            not_released: keyed_statuses(outcome),
+            more: outcome.more,
+        }
+    }
+}
+
+fn human(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+impl TaskView {
+    pub fn new(task: &Task, attempts: Option<&[AttemptRecord]>) -> Self {
+        let req = &task.spec.request;
+        Self {
+            id: task.id.to_string(),
+            status: task.status,
+            url: req.url.clone(),
+            method: req.method.clone(),
+            header_names: req.headers.iter().map(|(n, _)| n.clone()).collect(),
+            body_bytes: req.body.len(),
+            body_preview: attempts
+                .filter(|_| !req.body.is_empty())
+                .map(|_| req.body.chars().take(BODY_PREVIEW_CHARS).collect()),
+            timeout: human(task.spec.timeout),
+            expect_body: task.spec.expect_body.clone(),
+            retry: RetryView::new(&task.spec.retry),
+            metadata: task.spec.metadata.clone(),
+            key: task.spec.key.as_ref().map(|k| k.to_string()),
+            idempotency_key: task.idempotency_key.clone(),
+            attempt: task.attempt,
+            next_attempt_at: task.next_attempt_at,
+            created_at: task.created_at,
+            updated_at: task.updated_at,
+            last_error: task.last_error.clone(),
+            on_failure: task.spec.on_failure.as_ref().map(|a| AlertView {
+                url: a.url.clone(),
+                header_names: a.headers.iter().map(|(n, _)| n.clone()).collect(),
+            }),
+            notify: task.spec.notify,
+            alert_of: task.spec.alert_of.map(|id| id.to_string()),
+            alerts: task.alerts.iter().map(|id| id.to_string()).collect(),
+            alert_pending: task.alert_pending,
+            hold: task.spec.hold.as_ref().map(|h| HoldView {
+                timeout: human(h.timeout),
+                check_url: h.check_url.clone(),
+                on_unknown: h.on_unknown,
+                max_checks: h.max_checks,
+            }),
+            check_at: task.check_at,
+            checks: task.checks.iter().map(CheckView::new).collect(),
+            attempts: attempts.map(|a| a.iter().map(AttemptView::new).collect()),
+        }
+    }
+}
+
+impl RetryView {
+    pub fn new(p: &RetryPolicy) -> Self {
+        let (schedule, backoff, interval, max_interval) = match &p.backoff {
+            Backoff::Schedule { steps } => (
+                Some(steps.iter().copied().map(human).collect()),
+                None,
+                None,
+                None,
+            ),
+            Backoff::Fixed { interval } => (None, Some("fixed"), Some(human(*interval)), None),
+            Backoff::Linear {
+                interval,
+                max_interval,
+            } => (
+                None,
+                Some("linear"),
+                Some(human(*interval)),
+                Some(human(*max_interval)),
+            ),
+            Backoff::Exponential {
+                interval,
+                max_interval,
+            } => (
+                None,
+                Some("exponential"),
+                Some(human(*interval)),
+                Some(human(*max_interval)),
+            ),
+        };
+        Self {
+            schedule,
+            backoff,
+            interval,
+            max_interval,
+            max_attempts: p.max_attempts,
+            max_duration: p.max_duration.map(human),
+            jitter: p.jitter,
+            permanent_statuses: p.permanent_statuses.clone(),
+        }
+    }
+}
+
+impl AttemptView {
+    fn new(a: &AttemptRecord) -> Self {
+        Self {
+            number: a.number,
+            scheduled_at: a.scheduled_at,
+            started_at: a.started_at,
+            lateness_ms: a.lateness_ms,
+            duration_ms: a.duration_ms,
+            status_code: a.status_code,
+            error: a.error.clone(),
+            response: a.response_excerpt.clone(),
+            outcome: a.outcome,
+            worker: a.worker.clone(),
+        }
+    }
+}
+
+impl CheckView {
+    fn new(c: &CheckRecord) -> Self {
+        Self {
+            number: c.number,
+            at: c.at,
+            duration_ms: c.duration_ms,
+            status_code: c.status_code,
+            decision: c.decision.clone(),
+            error: c.error.clone(),
+        }
+    }
+}
+
+impl PageView {
+    pub fn new(page: &Page) -> Self {
+        Self {
+            tasks: page.tasks.iter().map(|t| TaskView::new(t, None)).collect(),
+            next_cursor: page.next_cursor.map(|c| c.to_string()),
+        }
+    }
+}

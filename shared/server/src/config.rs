@@ -1,0 +1,206 @@
+//! The local server's configuration: what `boomerang serve` sets with its flags, each
+//! setting bounded, and refused at start-up naming its flag.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use boomerang_core::engine::EngineSettings;
+use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
+use ipnet::IpNet;
+
+/// The bounds of each setting; anything outside is refused at start-up.
+pub const SWEEP_INTERVAL_RANGE: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(3600));
+pub const LEASE_MARGIN_RANGE: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(3600));
+pub const SWEEP_LAG_RANGE: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(24 * 3600));
+pub const CONCURRENCY_RANGE: (usize, usize) = (1, 10_000);
+pub const RETENTION_RANGE: (Duration, Duration) = (
+    Duration::from_secs(1),
+    Duration::from_secs(3650 * 24 * 3600),
+);
+/// The tenant of the local binary's single API key.
+pub const LOCAL_TENANT: &str = "default";
+
+#[derive(Clone, Debug)]
+pub struct ServiceConfig {
+    pub backend: BackendChoice,
+    /// Allow `http://` and private or loopback targets (local development).
+    pub dev: bool,
+    /// Private ranges webhooks may reach even without `dev`.
+    pub allowed_cidrs: Vec<IpNet>,
+    /// Added to a task's timeout to form its delivery lease.
+    pub lease_margin: Duration,
+    /// How often the store is swept for work that is near, overdue or interrupted.
+    pub sweep_interval: Duration,
+    /// Most deliveries in flight at once (embedded backend).
+    pub concurrency: usize,
+    /// How long finished tasks are kept. Default: [`DEFAULT_RETENTION`] on the embedded
+    /// backend, `BOOMERANG_RETENTION_DAYS` on AWS (where DynamoDB's TTL removes them).
+    pub retention: Option<Duration>,
+    /// Where failure alerts go when neither a task nor its tenant names a destination.
+    pub alert_url: Option<String>,
+}
+
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+#[derive(Clone, Debug)]
+pub enum BackendChoice {
+    /// SQLite in `data_dir`, the in-process timer, and one API key (given or generated
+    /// once and kept in `data_dir`).
+    Embedded {
+        data_dir: PathBuf,
+        api_key: Option<String>,
+        signing_secret: Option<String>,
+    },
+    /// DynamoDB, Scheduler and SQS as the environment says (AWS, or an emulator at
+    /// `AWS_ENDPOINT_URL`). With `emulate_triggers`, this process also plays Scheduler,
+    /// the SQS trigger and the sweeper, which re-arms work overdue by `sweep_lag`.
+    Aws {
+        emulate_triggers: bool,
+        sweep_lag: Duration,
+    },
+}
+
+const ALERT_URL_FLAG: &str = "--alert-url";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{setting} must be between {min} and {max} (got {got})")]
+    OutOfRange {
+        setting: &'static str,
+        min: String,
+        max: String,
+        got: String,
+    },
+    #[error(transparent)]
+    AlertUrl(#[from] InvalidAlertUrl),
+}
+
+impl ServiceConfig {
+    /// Refuses settings that are out of range, naming the flag that sets them.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        within(
+            "--sweep-interval",
+            self.sweep_interval,
+            SWEEP_INTERVAL_RANGE,
+        )?;
+        within("--lease-margin", self.lease_margin, LEASE_MARGIN_RANGE)?;
+        if !(CONCURRENCY_RANGE.0..=CONCURRENCY_RANGE.1).contains(&self.concurrency) {
+            return Err(out_of_range(
+                "--concurrency",
+                CONCURRENCY_RANGE,
+                self.concurrency,
+            ));
+        }
+        if let BackendChoice::Aws { sweep_lag, .. } = self.backend {
+            within("--sweep-lag", sweep_lag, SWEEP_LAG_RANGE)?;
+        }
+        if let Some(retention) = self.retention {
+            within("--retention", retention, RETENTION_RANGE)?;
+        }
+        if let Some(url) = &self.alert_url {
+            alert_destination(ALERT_URL_FLAG, url)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn engine_settings(&self) -> EngineSettings {
+        EngineSettings {
+            lease_margin: self.lease_margin,
+            // Checked by `validate`, which every start runs first.
+            alert: (self.alert_url.as_deref())
+                .and_then(|url| alert_destination(ALERT_URL_FLAG, url).ok()),
+            ..EngineSettings::default()
+        }
+    }
+}
+
+fn within(
+    setting: &'static str,
+    got: Duration,
+    (min, max): (Duration, Duration),
+) -> Result<(), ConfigError> {
+    if (min..=max).contains(&got) {
+        return Ok(());
+    }
+    let human = |d| humantime::format_duration(d).to_string();
+    Err(ConfigError::OutOfRange {
+        setting,
+        min: human(min),
+        max: human(max),
+        got: human(got),
+    })
+}
+
+fn out_of_range(setting: &'static str, (min, max): (usize, usize), got: usize) -> ConfigError {
+    ConfigError::OutOfRange {
+        setting,
+        min: min.to_string(),
+        max: max.to_string(),
+        got: got.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ServiceConfig {
+        ServiceConfig {
+            backend: BackendChoice::Aws {
+                emulate_triggers: true,
+                sweep_lag: Duration::from_secs(90),
+            },
+            dev: false,
+            allowed_cidrs: vec![],
+            lease_margin: Duration::from_secs(30),
+            sweep_interval: Duration::from_secs(5),
+            concurrency: 64,
+            retention: None,
+            alert_url: None,
+        }
+    }
+
+    #[test]
+    fn the_alert_url_must_be_an_absolute_http_url() {
+        let mut flagged = config();
+        flagged.alert_url = Some("nope".into());
+        assert!(flagged
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--alert-url"));
+        flagged.alert_url = Some(" https://ops.example.com/alerts ".into());
+        let alert = flagged.engine_settings().alert.unwrap();
+        assert_eq!(alert.url, "https://ops.example.com/alerts");
+    }
+
+    #[test]
+    fn settings_out_of_range_are_refused_by_flag_name() {
+        assert!(config().validate().is_ok());
+        let refused = |c: ServiceConfig| c.validate().unwrap_err().to_string();
+        let mut c = config();
+        c.sweep_interval = Duration::ZERO;
+        assert_eq!(
+            refused(c),
+            "--sweep-interval must be between 100ms and 1h (got 0s)"
+        );
+        let mut c = config();
+        c.concurrency = 0;
+        assert!(refused(c).starts_with("--concurrency must be between 1 and"));
+        let mut c = config();
+        c.lease_margin = Duration::from_secs(u64::MAX);
+        assert!(refused(c).starts_with("--lease-margin"));
+        let mut c = config();
+        c.backend = BackendChoice::Aws {
+            emulate_triggers: true,
+            sweep_lag: Duration::from_secs(u64::MAX / 2),
+        };
+        assert!(refused(c).starts_with("--sweep-lag"));
+        let mut c = config();
+        c.retention = Some(Duration::ZERO);
+        assert!(refused(c).starts_with("--retention"));
+    }
+}

@@ -1,0 +1,13 @@
+//! The local server, `boomerang serve`: one constructor ([`service::start`]) that checks
+//! the configuration, builds the backend it names (embedded or AWS) and starts the loops
+//! that backend needs; and the server's own metrics (Prometheus).
+
+pub mod config;
+mod lock;
+mod loops;
+pub mod prometheus;
+pub mod service;
+
+pub use config::{BackendChoice, ServiceConfig};
+pub use lock::LOCK_FILE;
+pub use service::{start, Service, ServiceError};

@@ -1,0 +1,94 @@
+//! The local server's background loops: deliveries from the in-process timer, the sweep,
+//! retention, and the AWS sweeper played locally.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use boomerang_aws::system_failures::SystemFailures;
+use boomerang_core::domain::AttemptRef;
+use boomerang_core::engine::Engine;
+use tokio::sync::{mpsc, Semaphore};
+
+/// Hands each timer fire to `Engine::deliver`, at most `concurrency` at a time.
+pub(crate) async fn run_deliveries(
+    engine: Arc<Engine>,
+    mut fires: mpsc::UnboundedReceiver<AttemptRef>,
+    concurrency: usize,
+) {
+    let permits = Arc::new(Semaphore::new(concurrency));
+    while let Some(attempt) = fires.recv().await {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return; // never closed
+        };
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let (task, number) = (attempt.task_id, attempt.attempt);
+            if let Err(e) = engine.deliver(attempt).await {
+                // The task is still in the store; the sweep retries it.
+                tracing::error!(task = %task, attempt = number, error = %e, "delivery failed");
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Sweeps every `period` (see `Engine::sweep` for `lookahead`). The first sweep runs at
+/// once: start-up recovery.
+pub(crate) async fn run_sweeper(
+    engine: Arc<Engine>,
+    period: Duration,
+    lookahead: chrono::Duration,
+) {
+    every(period, || async {
+        match engine.sweep(lookahead).await {
+            Ok(r) if r.leases_taken_over > 0 || r.dead_letters_resent > 0 => {
+                tracing::info!(?r, "sweep repaired work")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "sweep failed"),
+        }
+    })
+    .await
+}
+
+/// Removes tasks finished more than `retention` ago, every `period`.
+pub(crate) async fn run_retention(engine: Arc<Engine>, retention: Duration, period: Duration) {
+    every(period, || async {
+        match engine.purge(retention).await {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(removed = n, "finished tasks past retention removed"),
+            Err(e) => tracing::error!(error = %e, "removing finished tasks failed"),
+        }
+    })
+    .await
+}
+
+/// The AWS sweeper's work, played locally: the sweep and the system-failures redrive.
+pub(crate) async fn run_aws_sweeper(
+    engine: Arc<Engine>,
+    failures: Option<SystemFailures>,
+    period: Duration,
+    lookahead: chrono::Duration,
+) {
+    every(period, || async {
+        if let Err(e) = boomerang_aws::lambda::sweep(&engine, failures.as_ref(), lookahead).await {
+            tracing::error!(error = %e, "sweep failed");
+        }
+    })
+    .await
+}
+
+/// Runs `work` at once and then every `period`, for ever; a tick missed while `work` ran
+/// waits for the next period instead of firing in a burst.
+async fn every<F, Fut>(period: Duration, mut work: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        work().await;
+    }
+}

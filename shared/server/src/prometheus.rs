@@ -1,0 +1,194 @@
+//! The local server's metrics: the engine's events counted in a Prometheus registry and
+//! served as `GET /metrics` (text exposition), and the last hour of attempts for the
+//! console (`boomerang_core::metrics::recent`). Each attempt still gets its log line.
+
+use std::sync::Mutex;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use chrono::{DateTime, Utc};
+
+use boomerang_core::domain::{AttemptOutcome, Status};
+use boomerang_core::metrics::recent::{DeliveryWindow, RecentAttempts};
+use boomerang_core::metrics::{outcome_name, LogMetrics, MetricEvent, Metrics};
+
+type Labels = Vec<(&'static str, &'static str)>;
+
+pub struct PrometheusMetrics {
+    /// Locked only to encode (and for the task-count gauges set just before).
+    registry: Mutex<Registry>,
+    registered: Counter,
+    delivered: Counter,
+    retried: Counter,
+    failed: Counter,
+    canceled: Counter,
+    attempts: Family<Labels, Counter>,
+    lateness: Histogram,
+    duration: Histogram,
+    tasks: Family<Labels, Gauge>,
+    in_flight: Gauge,
+    commit_writes: Histogram,
+    commit_seconds: Histogram,
+    sweep_repaired: Counter,
+    /// The last hour, for the console's live panel.
+    recent: RecentAttempts,
+}
+
+impl Default for PrometheusMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PrometheusMetrics {
+    pub fn new() -> Self {
+        let m = PrometheusMetrics {
+            registry: Mutex::new(Registry::with_prefix("boomerang")),
+            registered: Counter::default(),
+            delivered: Counter::default(),
+            retried: Counter::default(),
+            failed: Counter::default(),
+            canceled: Counter::default(),
+            attempts: Family::default(),
+            // 1 ms to ~65 s.
+            lateness: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
+            duration: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
+            tasks: Family::default(),
+            in_flight: Gauge::default(),
+            // 1 to 512 writes per commit.
+            commit_writes: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+            // 50 µs to ~1.6 s.
+            commit_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
+            sweep_repaired: Counter::default(),
+            recent: RecentAttempts::default(),
+        };
+        m.register_all();
+        m
+    }
+
+    fn register_all(&self) {
+        let mut r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        r.register("tasks_registered", "Tasks stored", self.registered.clone());
+        r.register(
+            "tasks_delivered",
+            "Tasks whose callback succeeded",
+            self.delivered.clone(),
+        );
+        r.register(
+            "tasks_retried",
+            "Failed attempts with another to follow",
+            self.retried.clone(),
+        );
+        r.register(
+            "tasks_failed",
+            "Tasks that exhausted their retry policy",
+            self.failed.clone(),
+        );
+        r.register("tasks_canceled", "Tasks canceled", self.canceled.clone());
+        r.register(
+            "attempts",
+            "Attempts made, by outcome",
+            self.attempts.clone(),
+        );
+        r.register(
+            "attempt_lateness_seconds",
+            "How long after its due time an attempt started",
+            self.lateness.clone(),
+        );
+        r.register(
+            "attempt_duration_seconds",
+            "How long an attempt's HTTP call took",
+            self.duration.clone(),
+        );
+        r.register(
+            "tasks",
+            "Tasks by state, counted in the store when scraped",
+            self.tasks.clone(),
+        );
+        r.register(
+            "deliveries_in_flight",
+            "HTTP calls under way",
+            self.in_flight.clone(),
+        );
+        r.register(
+            "store_commit_writes",
+            "Writes committed together in one transaction",
+            self.commit_writes.clone(),
+        );
+        r.register(
+            "store_commit_seconds",
+            "How long one commit took, from begin to its fsync",
+            self.commit_seconds.clone(),
+        );
+        r.register(
+            "sweep_repaired",
+            "Lost or stalled work the sweep re-armed",
+            self.sweep_repaired.clone(),
+        );
+    }
+}
+
+impl Metrics for PrometheusMetrics {
+    fn record(&self, event: MetricEvent) {
+        match event {
+            MetricEvent::Registered { count } => {
+                self.registered.inc_by(count as u64);
+            }
+            MetricEvent::Attempt(a) => {
+                LogMetrics.record(event);
+                let task_counter = match a.outcome {
+                    AttemptOutcome::Succeeded => &self.delivered,
+                    AttemptOutcome::Retrying => &self.retried,
+                    AttemptOutcome::Failed => &self.failed,
+                };
+                task_counter.inc();
+                self.attempts
+                    .get_or_create(&vec![("outcome", outcome_name(a.outcome))])
+                    .inc();
+                self.lateness.observe(a.lateness_ms.max(0) as f64 / 1000.0);
+                self.duration.observe(a.duration_ms as f64 / 1000.0);
+                self.recent.record(a.started_at, a.outcome, a.lateness_ms);
+            }
+            MetricEvent::Canceled { count } => {
+                self.canceled.inc_by(count as u64);
+            }
+            MetricEvent::DeliveryStarted => {
+                self.in_flight.inc();
+            }
+            MetricEvent::DeliveryFinished => {
+                self.in_flight.dec();
+            }
+            MetricEvent::StoreCommit { writes, micros } => {
+                self.commit_writes.observe(writes as f64);
+                self.commit_seconds.observe(micros as f64 / 1e6);
+            }
+            MetricEvent::SweepRepaired { count } => {
+                self.sweep_repaired.inc_by(count as u64);
+            }
+        }
+    }
+
+    fn recent(&self, now: DateTime<Utc>) -> Option<DeliveryWindow> {
+        Some(self.recent.window(now))
+    }
+
+    fn exposition(&self, tasks_by_status: Option<&[(Status, u64)]>) -> Option<String> {
+        let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(counts) = tasks_by_status {
+            for status in Status::ALL {
+                let n = counts.iter().find(|(s, _)| *s == status).map_or(0, |c| c.1);
+                self.tasks
+                    .get_or_create(&vec![("status", status.as_str())])
+                    .set(n as i64);
+            }
+        }
+        let mut text = String::new();
+        encode(&mut text, &registry).ok()?;
+        Some(text)
+    }
+}

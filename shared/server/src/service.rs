@@ -1,0 +1,215 @@
+//! One constructor for a running local server: it checks the configuration, builds the
+//! chosen backend's adapters and engine (`boomerang_embedded::embedded` or
+//! `boomerang_aws::backend::aws`) and starts the background loops that backend needs.
+//! `boomerang serve` only parses its flags and calls it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use boomerang_aws::triggers::TriggerEmulator;
+use boomerang_aws::{AwsBackendConfig, AwsSettings, SettingsError};
+use boomerang_core::clock::SystemClock;
+use boomerang_core::domain::TenantId;
+use boomerang_core::engine::Engine;
+use boomerang_core::ports::StoreError;
+use boomerang_embedded::tenants::credentials::{self, CredentialsError};
+use boomerang_embedded::{EmbeddedConfig, StaticTenants};
+use boomerang_webhook::client::ClientBuildError;
+use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
+
+use crate::config::{BackendChoice, ConfigError, ServiceConfig, DEFAULT_RETENTION, LOCAL_TENANT};
+use crate::prometheus::PrometheusMetrics;
+use crate::{lock, loops};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot create the data directory {0}: {1}")]
+    DataDir(PathBuf, #[source] std::io::Error),
+    #[error("the data directory {dir} is in use by another boomerang (pid {pid}); stop it first")]
+    DataDirInUse { dir: PathBuf, pid: String },
+    #[error("cannot lock the data directory {0}: {1}")]
+    Lock(PathBuf, #[source] std::io::Error),
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Client(#[from] ClientBuildError),
+}
+
+/// A started service: the engine (to serve the API with) and what to tell the operator.
+pub struct Service {
+    pub engine: Arc<Engine>,
+    pub summary: Vec<String>,
+    /// Held for as long as the service lives: the data directory's lock (embedded backend).
+    _owner: Option<std::fs::File>,
+}
+
+impl Service {
+    /// Serves the API on `listener` until Ctrl-C or SIGTERM. Deliveries in flight then are
+    /// retried after their lease, at the next start.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        axum::serve(listener, boomerang_http::router(self.engine))
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut s) = signal(SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down; unfinished tasks resume at the next start");
+}
+
+/// Checks the configuration, builds the backend and starts its background loops. Must run
+/// inside a Tokio runtime.
+pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
+    config.validate()?;
+    let mut service = match &config.backend {
+        BackendChoice::Embedded {
+            data_dir,
+            api_key,
+            signing_secret,
+        } => start_embedded(
+            &config,
+            data_dir,
+            (api_key.clone(), signing_secret.clone()),
+            config.retention.unwrap_or(DEFAULT_RETENTION),
+        ),
+        BackendChoice::Aws {
+            emulate_triggers,
+            sweep_lag,
+        } => start_aws(&config, *emulate_triggers, *sweep_lag).await,
+    }?;
+    service.summary.push(if config.dev {
+        "dev mode: http:// and private/loopback targets are allowed".into()
+    } else {
+        "callback URLs must be public https:// (use --dev for local receivers)".into()
+    });
+    Ok(service)
+}
+
+fn start_embedded(
+    config: &ServiceConfig,
+    data_dir: &std::path::Path,
+    (api_key, signing_secret): (Option<String>, Option<String>),
+    retention: Duration,
+) -> Result<Service, ServiceError> {
+    std::fs::create_dir_all(data_dir).map_err(|e| ServiceError::DataDir(data_dir.into(), e))?;
+    let owner = lock::lock_data_dir(data_dir)?;
+    let creds = credentials::load_or_create(data_dir, api_key, signing_secret)?;
+    let tenant = TenantId::parse(LOCAL_TENANT).expect("a valid constant");
+    let tenants = StaticTenants::new(&creds.api_key, tenant, creds.secret.clone());
+    // The sweep loads work due within two sweep intervals, so nothing is missed between
+    // sweeps while far-future tasks stay on disk. (Both are bounded by `validate`.)
+    let lookahead = config.sweep_interval * 2;
+    let backend = boomerang_embedded::embedded(EmbeddedConfig {
+        data_dir,
+        tenants: Arc::new(tenants),
+        webhooks: Arc::new(HttpWebhooks::new(DestinationPolicy {
+            dev: config.dev,
+            allowed_cidrs: config.allowed_cidrs.clone(),
+        })?),
+        metrics: Arc::new(PrometheusMetrics::new()),
+        timer_horizon: lookahead + Duration::from_secs(1),
+        clock: Arc::new(SystemClock),
+        settings: config.engine_settings(),
+    })?;
+    let engine = backend.engine;
+    tokio::spawn(loops::run_deliveries(
+        engine.clone(),
+        backend.fires,
+        config.concurrency,
+    ));
+    tokio::spawn(loops::run_sweeper(
+        engine.clone(),
+        config.sweep_interval,
+        chrono_of(lookahead),
+    ));
+    tokio::spawn(loops::run_retention(
+        engine.clone(),
+        retention,
+        config.sweep_interval,
+    ));
+    let mut summary = vec![
+        format!("data dir:       {}", data_dir.display()),
+        format!("API key:        {}", creds.api_key),
+        format!("signing secret: {}", creds.secret.expose()),
+    ];
+    if let Some(file) = &creds.file {
+        summary.push(format!("(kept in {})", file.display()));
+    }
+    Ok(Service {
+        engine,
+        summary,
+        _owner: Some(owner),
+    })
+}
+
+async fn start_aws(
+    config: &ServiceConfig,
+    emulate_triggers: bool,
+    sweep_lag: Duration,
+) -> Result<Service, ServiceError> {
+    let mut settings = AwsSettings::from_env()?;
+    settings
+        .allowed_cidrs
+        .extend(config.allowed_cidrs.iter().copied());
+    if let Some(retention) = config.retention {
+        settings.retention = retention;
+    }
+    let sdk = boomerang_aws::sdk_config().await;
+    let backend = boomerang_aws::backend::aws(
+        &sdk,
+        AwsBackendConfig {
+            settings,
+            dev: config.dev,
+            clock: Arc::new(SystemClock),
+            metrics: Arc::new(PrometheusMetrics::new()),
+            engine: config.engine_settings(),
+        },
+    )?;
+    let mut summary = vec![
+        "backend:        aws".to_string(),
+        format!("table:          {}", backend.settings.table),
+        format!("schedule group: {}", backend.settings.schedule_group),
+        "API keys:       boomerang keys create --tenant NAME".to_string(),
+    ];
+    if emulate_triggers {
+        tokio::spawn(TriggerEmulator::for_backend(&backend).run(Duration::from_secs(1)));
+        tokio::spawn(loops::run_aws_sweeper(
+            backend.engine.clone(),
+            backend.system_failures(),
+            config.sweep_interval,
+            -chrono_of(sweep_lag),
+        ));
+        summary
+            .push("triggers:       emulated (schedules, timer queue and sweeper run here)".into());
+    }
+    Ok(Service {
+        engine: backend.engine,
+        summary,
+        _owner: None,
+    })
+}
+
+/// For durations bounded by [`ServiceConfig::validate`], so always in range.
+fn chrono_of(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero())
+}
