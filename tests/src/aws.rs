@@ -68,6 +68,7 @@ pub fn moto_backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsBackend
             dev: true,
             clock,
             metrics: Arc::new(NoMetrics),
+            metrics_view: None,
             engine: EngineSettings::default(),
         },
     )

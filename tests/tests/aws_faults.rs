@@ -135,12 +135,17 @@ async fn atomic_ports(
     let tenants = DynamoTenants::new(ddb.clone(), &table);
     tenants.mint_key(&acme()).await.unwrap();
     let sdk = moto();
+    let store = Arc::new(DynamoStore::new(
+        ddb,
+        table,
+        Duration::from_secs(7 * 24 * 3600),
+    ));
     Ports {
-        store: Arc::new(DynamoStore::new(
-            ddb,
-            table,
-            Duration::from_secs(7 * 24 * 3600),
-        )),
+        store: store.clone(),
+        sweep: store.clone(),
+        policies: store,
+        retention: None,
+        counts: None,
         timer: Arc::new(AwsTimer::new(
             aws_sdk_sqs::Client::new(&sdk),
             aws_sdk_scheduler::Client::new(&sdk),
@@ -159,6 +164,7 @@ async fn atomic_ports(
         clock,
         random: Arc::new(ThreadRandom),
         metrics: Arc::new(NoMetrics),
+        metrics_view: None,
     }
 }
 

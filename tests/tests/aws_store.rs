@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use boomerang_aws::DynamoStore;
-use boomerang_core::ports::{ListQuery, TaskStore};
+use boomerang_core::ports::{ListQuery, SweepIndex, TaskStore};
 use boomerang_core::testing::{
     sample_task, store_atomicity_contract, store_contract, unique_tenant,
 };

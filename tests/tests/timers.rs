@@ -220,6 +220,7 @@ async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
             dev: true,
             clock: clock.clone(),
             metrics: Arc::new(NoMetrics),
+            metrics_view: None,
             engine: EngineSettings::default(),
         },
     )

@@ -441,6 +441,7 @@ impl Bench {
                 dev: true,
                 clock: clock.clone(),
                 metrics: Arc::new(NoMetrics),
+                metrics_view: None,
                 engine: EngineSettings::default(),
             },
         )?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use boomerang_core::clock::{Clock, ThreadRandom};
 use boomerang_core::engine::{Engine, EngineSettings, Ports};
-use boomerang_core::metrics::Metrics;
+use boomerang_core::metrics::{Metrics, MetricsView};
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
@@ -34,6 +34,8 @@ pub struct AwsBackendConfig {
     pub dev: bool,
     pub clock: Arc<dyn Clock>,
     pub metrics: Arc<dyn Metrics>,
+    /// Where the metrics are kept and shown (the local server); `None` for the Lambdas.
+    pub metrics_view: Option<Arc<dyn MetricsView>>,
     pub engine: EngineSettings,
 }
 
@@ -88,6 +90,12 @@ pub fn aws_with_clients(
     })?;
     let ports = Ports {
         store: store.clone(),
+        sweep: store.clone(),
+        policies: store.clone(),
+        // DynamoDB's TTL removes finished tasks; counting them by state would read every
+        // item.
+        retention: None,
+        counts: None,
         timer: Arc::new(timer),
         dead_letters: Arc::new(SqsDeadLetters::new(
             sqs.clone(),
@@ -98,6 +106,7 @@ pub fn aws_with_clients(
         clock: config.clock.clone(),
         random: Arc::new(ThreadRandom),
         metrics: config.metrics,
+        metrics_view: config.metrics_view,
     };
     Ok(AwsBackend {
         engine: Arc::new(Engine::new(ports, config.engine)),

@@ -1,11 +1,8 @@
 //! Failure alerts in the engine: raised as ordinary tasks, linked both ways, never about
 //! an alert, owed (and raised by the sweep) when they cannot be registered at once.
 
-use std::sync::atomic::AtomicBool;
-
 use boomerang_core::domain::alert::AlertBody;
 use boomerang_core::domain::{AlertTarget, Notify, Task};
-use boomerang_core::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStore};
 use boomerang_core::testing::harness::*;
 
 const ALERTS: &str = "https://alerts.example.com/hook";
@@ -174,16 +171,11 @@ async fn without_a_destination_nothing_is_raised_or_owed() {
 
 #[tokio::test]
 async fn an_alert_that_cannot_be_registered_is_owed_and_the_sweep_raises_it_once() {
-    let store = Arc::new(RefusingCreates::default());
-    let h = harness_alerting(
-        ScriptedWebhooks::answering(vec![status(410)]),
-        Some(store.clone()),
-        None,
-    );
+    let h = harness_alerting(ScriptedWebhooks::answering(vec![status(410)]), None, None);
     let task = h
         .register_alerting(Some(target(ALERTS)), Notify::Final)
         .await;
-    store.refuse.store(true, Ordering::SeqCst);
+    h.store.refuse_creates(true);
     let failed = h.fire(&task).await;
     assert_eq!(failed.status, Status::Failed);
     assert!(failed.alert_pending, "owed, not lost");
@@ -194,7 +186,7 @@ async fn an_alert_that_cannot_be_registered_is_owed_and_the_sweep_raises_it_once
     assert_eq!(still_down.alerts_raised, 1);
     assert!(h.task(&task.id).await.alert_pending);
 
-    store.refuse.store(false, Ordering::SeqCst);
+    h.store.refuse_creates(false);
     h.engine.sweep(chrono::Duration::zero()).await.unwrap();
     let settled = h.task(&task.id).await;
     assert!(!settled.alert_pending);
@@ -209,55 +201,4 @@ async fn an_alert_that_cannot_be_registered_is_owed_and_the_sweep_raises_it_once
     let again = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
     assert_eq!(again.alerts_raised, 0);
     assert_eq!(h.stored().await.len(), 2, "raised once");
-}
-
-/// A memory store whose task creations fail while `refuse` is set (updates still work).
-#[derive(Default)]
-struct RefusingCreates {
-    inner: boomerang_core::testing::MemoryStore,
-    refuse: AtomicBool,
-}
-
-#[async_trait]
-impl TaskStore for RefusingCreates {
-    async fn create(&self, task: &Task) -> Result<CreateOutcome, StoreError> {
-        if self.refuse.load(Ordering::SeqCst) {
-            return Err(StoreError::Unavailable("refused by the test".into()));
-        }
-        self.inner.create(task).await
-    }
-    async fn get(
-        &self,
-        tenant: &TenantId,
-        id: &boomerang_core::domain::TaskId,
-    ) -> Result<Option<Task>, StoreError> {
-        self.inner.get(tenant, id).await
-    }
-    async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
-        self.inner.update(task, expected_version).await
-    }
-    async fn put_attempt(
-        &self,
-        tenant: &TenantId,
-        record: &boomerang_core::domain::AttemptRecord,
-    ) -> Result<(), StoreError> {
-        self.inner.put_attempt(tenant, record).await
-    }
-    async fn attempts(
-        &self,
-        tenant: &TenantId,
-        id: &boomerang_core::domain::TaskId,
-    ) -> Result<Vec<boomerang_core::domain::AttemptRecord>, StoreError> {
-        self.inner.attempts(tenant, id).await
-    }
-    async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, StoreError> {
-        self.inner.list(tenant, query).await
-    }
-    async fn due(
-        &self,
-        cutoff: chrono::DateTime<chrono::Utc>,
-        limit: usize,
-    ) -> Result<DueWork, StoreError> {
-        self.inner.due(cutoff, limit).await
-    }
 }

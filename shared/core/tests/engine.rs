@@ -447,102 +447,19 @@ async fn wait_until(cond: impl Fn() -> bool) {
     }
 }
 
-/// Notes, at every write, how many timers were armed by then.
-struct ArmsAtWrites {
-    inner: MemoryStore,
-    timer: Mutex<Option<Arc<RecordingTimer>>>,
-    seen: Mutex<Vec<(&'static str, usize)>>,
-}
-
-impl ArmsAtWrites {
-    fn note(&self, what: &'static str) {
-        let armed = self
-            .timer
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map_or(0, |t| t.armed().len());
-        self.seen.lock().unwrap().push((what, armed));
-    }
-}
-
-#[async_trait]
-impl boomerang_core::ports::TaskStore for ArmsAtWrites {
-    async fn create(
-        &self,
-        task: &boomerang_core::domain::Task,
-    ) -> Result<boomerang_core::ports::CreateOutcome, boomerang_core::ports::StoreError> {
-        self.note("create");
-        self.inner.create(task).await
-    }
-    async fn get(
-        &self,
-        tenant: &TenantId,
-        id: &boomerang_core::domain::TaskId,
-    ) -> Result<Option<boomerang_core::domain::Task>, boomerang_core::ports::StoreError> {
-        self.inner.get(tenant, id).await
-    }
-    async fn update(
-        &self,
-        task: &boomerang_core::domain::Task,
-        v: u64,
-    ) -> Result<(), boomerang_core::ports::StoreError> {
-        self.note("update");
-        self.inner.update(task, v).await
-    }
-    async fn finish_attempt(
-        &self,
-        record: &boomerang_core::domain::AttemptRecord,
-        next: &boomerang_core::domain::Task,
-        v: u64,
-    ) -> Result<(), boomerang_core::ports::StoreError> {
-        self.note("finish");
-        self.inner.finish_attempt(record, next, v).await
-    }
-    async fn put_attempt(
-        &self,
-        tenant: &TenantId,
-        r: &boomerang_core::domain::AttemptRecord,
-    ) -> Result<(), boomerang_core::ports::StoreError> {
-        self.inner.put_attempt(tenant, r).await
-    }
-    async fn attempts(
-        &self,
-        tenant: &TenantId,
-        id: &boomerang_core::domain::TaskId,
-    ) -> Result<Vec<boomerang_core::domain::AttemptRecord>, boomerang_core::ports::StoreError> {
-        self.inner.attempts(tenant, id).await
-    }
-    async fn list(
-        &self,
-        tenant: &TenantId,
-        q: &boomerang_core::ports::ListQuery,
-    ) -> Result<boomerang_core::ports::Page, boomerang_core::ports::StoreError> {
-        self.inner.list(tenant, q).await
-    }
-    async fn due(
-        &self,
-        cutoff: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<boomerang_core::ports::DueWork, boomerang_core::ports::StoreError> {
-        self.inner.due(cutoff, limit).await
-    }
-}
-
 #[tokio::test]
 async fn a_durable_timer_is_armed_before_each_write_and_the_task_says_so() {
-    let store = Arc::new(ArmsAtWrites {
-        inner: MemoryStore::default(),
-        timer: Mutex::new(None),
-        seen: Mutex::new(Vec::new()),
-    });
     let h = harness_with(
         ScriptedWebhooks::answering(vec![status(500)]),
         RecordingTimer::durable(),
         t0(),
-        Some(store.clone()),
+        None,
     );
-    *store.timer.lock().unwrap() = Some(h.timer.clone());
+    // Notes, at every write, how many timers were armed by then.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (timer, notes) = (h.timer.clone(), seen.clone());
+    h.store
+        .on_write(move |what| notes.lock().unwrap().push((what, timer.armed().len())));
     let task = h
         .register(FireTime::After(secs(60)), RetryPolicy::default())
         .await;
@@ -556,8 +473,8 @@ async fn a_durable_timer_is_armed_before_each_write_and_the_task_says_so() {
     assert_eq!((stored.status, stored.attempt), (Status::Scheduled, 2));
     assert!(stored.timer_armed, "the next attempt's timer was armed");
     assert_eq!(
-        *store.seen.lock().unwrap(),
-        vec![("create", 1), ("update", 1), ("finish", 2)],
+        *seen.lock().unwrap(),
+        vec![("create", 1), ("claim", 1), ("finish", 2)],
         "each timer exists before the write that needs it (the claim needs none)"
     );
 
@@ -684,86 +601,13 @@ async fn a_batch_is_registered_in_order_and_a_refused_task_refuses_it_whole() {
     );
 }
 
-/// A store whose cheap reads lag: the next `peek` answers what it is given.
-struct LaggingReads {
-    inner: MemoryStore,
-    next_peek: Mutex<Option<Option<boomerang_core::domain::Task>>>,
-}
-
-#[async_trait]
-impl boomerang_core::ports::TaskStore for LaggingReads {
-    async fn create(
-        &self,
-        task: &boomerang_core::domain::Task,
-    ) -> Result<boomerang_core::ports::CreateOutcome, boomerang_core::ports::StoreError> {
-        self.inner.create(task).await
-    }
-    async fn get(
-        &self,
-        tenant: &TenantId,
-        id: &boomerang_core::domain::TaskId,
-    ) -> Result<Option<boomerang_core::domain::Task>, boomerang_core::ports::StoreError> {
-        self.inner.get(tenant, id).await
-    }
-    async fn peek(
-        &self,
-        tenant: &TenantId,
-        id: &boomerang_core::domain::TaskId,
-    ) -> Result<Option<boomerang_core::domain::Task>, boomerang_core::ports::StoreError> {
-        let lagging = self.next_peek.lock().unwrap().take();
-        match lagging {
-            Some(answer) => Ok(answer),
-            None => self.inner.get(tenant, id).await,
-        }
-    }
-    async fn update(
-        &self,
-        task: &boomerang_core::domain::Task,
-        v: u64,
-    ) -> Result<(), boomerang_core::ports::StoreError> {
-        self.inner.update(task, v).await
-    }
-    async fn put_attempt(
-        &self,
-        tenant: &TenantId,
-        r: &boomerang_core::domain::AttemptRecord,
-    ) -> Result<(), boomerang_core::ports::StoreError> {
-        self.inner.put_attempt(tenant, r).await
-    }
-    async fn attempts(
-        &self,
-        tenant: &TenantId,
-        id: &boomerang_core::domain::TaskId,
-    ) -> Result<Vec<boomerang_core::domain::AttemptRecord>, boomerang_core::ports::StoreError> {
-        self.inner.attempts(tenant, id).await
-    }
-    async fn list(
-        &self,
-        tenant: &TenantId,
-        q: &boomerang_core::ports::ListQuery,
-    ) -> Result<boomerang_core::ports::Page, boomerang_core::ports::StoreError> {
-        self.inner.list(tenant, q).await
-    }
-    async fn due(
-        &self,
-        cutoff: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<boomerang_core::ports::DueWork, boomerang_core::ports::StoreError> {
-        self.inner.due(cutoff, limit).await
-    }
-}
-
 #[tokio::test]
 async fn a_fire_that_read_a_lagging_copy_reads_again_before_giving_up() {
-    let store = Arc::new(LaggingReads {
-        inner: MemoryStore::default(),
-        next_peek: Mutex::new(None),
-    });
     let h = harness_with(
         ScriptedWebhooks::default(),
         RecordingTimer::durable(),
         t0(),
-        Some(store.clone()),
+        None,
     );
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
 
@@ -771,10 +615,10 @@ async fn a_fire_that_read_a_lagging_copy_reads_again_before_giving_up() {
     // unchanged but for its version): the claim loses, and a consistent read wins it.
     let mut moved = task.clone();
     moved.version += 1;
-    boomerang_core::ports::TaskStore::update(&store.inner, &moved, task.version)
+    boomerang_core::ports::TaskStore::update(&*h.store, &moved, task.version)
         .await
         .unwrap();
-    *store.next_peek.lock().unwrap() = Some(Some(task.clone()));
+    h.store.lag_next_peek(Some(task.clone()));
     assert_eq!(
         h.engine.deliver(task.attempt_ref(1)).await.unwrap(),
         DeliverOutcome::Attempted(Status::Succeeded)
@@ -783,7 +627,7 @@ async fn a_fire_that_read_a_lagging_copy_reads_again_before_giving_up() {
 
     // The cheap read does not find the task yet: a consistent one does.
     let second = h.register(FireTime::Now, RetryPolicy::default()).await;
-    *store.next_peek.lock().unwrap() = Some(None);
+    h.store.lag_next_peek(None);
     assert_eq!(
         h.engine.deliver(second.attempt_ref(1)).await.unwrap(),
         DeliverOutcome::Attempted(Status::Succeeded)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use boomerang_core::clock::{Clock, ThreadRandom};
 use boomerang_core::domain::AttemptRef;
 use boomerang_core::engine::{Engine, EngineSettings, Ports};
-use boomerang_core::metrics::Metrics;
+use boomerang_core::metrics::{Metrics, MetricsView};
 use boomerang_core::ports::{StoreError, Tenants, Webhooks};
 use tokio::sync::mpsc;
 
@@ -29,6 +29,7 @@ pub struct EmbeddedConfig<'a> {
     pub tenants: Arc<dyn Tenants>,
     pub webhooks: Arc<dyn Webhooks>,
     pub metrics: Arc<dyn Metrics>,
+    pub metrics_view: Option<Arc<dyn MetricsView>>,
     /// How far ahead the in-process timer holds work in memory.
     pub timer_horizon: std::time::Duration,
     pub clock: Arc<dyn Clock>,
@@ -39,15 +40,21 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreErro
     let store =
         SqliteStore::open_with_metrics(&config.data_dir.join(DB_FILE), config.metrics.clone())?;
     let (timer, fires) = LocalTimer::new(config.timer_horizon);
+    let store = Arc::new(store);
     let ports = Ports {
-        store: Arc::new(store.clone()),
+        store: store.clone(),
+        sweep: store.clone(),
+        policies: store.clone(),
+        retention: Some(store.clone()),
+        counts: Some(store.clone()),
         timer,
-        dead_letters: Arc::new(store),
+        dead_letters: store,
         tenants: config.tenants,
         webhooks: config.webhooks,
         clock: config.clock,
         random: Arc::new(ThreadRandom),
         metrics: config.metrics,
+        metrics_view: config.metrics_view,
     };
     Ok(EmbeddedBackend {
         engine: Arc::new(Engine::new(ports, config.settings)),

@@ -89,6 +89,12 @@ impl LocalTimer {
 
 #[async_trait]
 impl Timer for LocalTimer {
+    /// Its timers live in this process only: the store keeps every task where the sweep
+    /// looks, and the sweep re-arms them after a restart.
+    fn durable(&self) -> bool {
+        false
+    }
+
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
         if checked_add(Utc::now(), self.horizon).is_some_and(|horizon| at > horizon) {
             return Ok(()); // the sweep loads it when it comes near

@@ -34,8 +34,13 @@ fn webhooks() -> Arc<HttpWebhooks> {
 
 fn engine() -> Arc<Engine> {
     let tenant = TenantId::parse("acme").unwrap();
+    let store = Arc::new(MemoryStore::default());
     let ports = Ports {
-        store: Arc::new(MemoryStore::default()),
+        store: store.clone(),
+        sweep: store.clone(),
+        policies: store.clone(),
+        retention: None,
+        counts: Some(store),
         timer: Arc::new(RecordingTimer::default()),
         dead_letters: Arc::new(MemoryDeadLetters::default()),
         tenants: Arc::new(MemoryTenants::new(KEY, tenant, SigningSecret::generate())),
@@ -45,6 +50,7 @@ fn engine() -> Arc<Engine> {
         )),
         random: Arc::new(FixedRandom(0.5)),
         metrics: Arc::new(NoMetrics),
+        metrics_view: None,
     };
     Arc::new(Engine::new(ports, EngineSettings::default()))
 }

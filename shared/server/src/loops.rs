@@ -51,12 +51,16 @@ pub(crate) async fn run_sweeper(
     .await
 }
 
-/// Removes tasks finished more than `retention` ago, every `period`.
+/// Removes tasks finished more than `retention` ago, every `period` (where the engine's
+/// store does not remove them by itself).
 pub(crate) async fn run_retention(engine: Arc<Engine>, retention: Duration, period: Duration) {
+    if !engine.purges() {
+        return;
+    }
     every(period, || async {
         match engine.purge(retention).await {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!(removed = n, "finished tasks past retention removed"),
+            Ok(None | Some(0)) => {}
+            Ok(Some(n)) => tracing::debug!(removed = n, "finished tasks past retention removed"),
             Err(e) => tracing::error!(error = %e, "removing finished tasks failed"),
         }
     })

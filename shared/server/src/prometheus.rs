@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 
 use boomerang_core::domain::{AttemptOutcome, Status};
 use boomerang_core::metrics::recent::{DeliveryWindow, RecentAttempts};
-use boomerang_core::metrics::{outcome_name, LogMetrics, MetricEvent, Metrics};
+use boomerang_core::metrics::{outcome_name, LogMetrics, MetricEvent, Metrics, MetricsView};
 
 type Labels = Vec<(&'static str, &'static str)>;
 
@@ -172,12 +172,14 @@ impl Metrics for PrometheusMetrics {
             }
         }
     }
+}
 
-    fn recent(&self, now: DateTime<Utc>) -> Option<DeliveryWindow> {
-        Some(self.recent.window(now))
+impl MetricsView for PrometheusMetrics {
+    fn recent(&self, now: DateTime<Utc>) -> DeliveryWindow {
+        self.recent.window(now)
     }
 
-    fn exposition(&self, tasks_by_status: Option<&[(Status, u64)]>) -> Option<String> {
+    fn exposition(&self, tasks_by_status: Option<&[(Status, u64)]>) -> String {
         let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(counts) = tasks_by_status {
             for status in Status::ALL {
@@ -188,7 +190,10 @@ impl Metrics for PrometheusMetrics {
             }
         }
         let mut text = String::new();
-        encode(&mut text, &registry).ok()?;
-        Some(text)
+        if let Err(e) = encode(&mut text, &registry) {
+            // Writing into a String does not fail; were it to, the scrape is short.
+            tracing::error!(error = %e, "encoding the metrics failed");
+        }
+        text
     }
 }

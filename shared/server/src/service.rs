@@ -119,6 +119,7 @@ fn start_embedded(
     // The sweep loads work due within two sweep intervals, so nothing is missed between
     // sweeps while far-future tasks stay on disk. (Both are bounded by `validate`.)
     let lookahead = config.sweep_interval * 2;
+    let metrics = Arc::new(PrometheusMetrics::new());
     let backend = boomerang_embedded::embedded(EmbeddedConfig {
         data_dir,
         tenants: Arc::new(tenants),
@@ -126,7 +127,8 @@ fn start_embedded(
             dev: config.dev,
             allowed_cidrs: config.allowed_cidrs.clone(),
         })?),
-        metrics: Arc::new(PrometheusMetrics::new()),
+        metrics: metrics.clone(),
+        metrics_view: Some(metrics),
         timer_horizon: lookahead + Duration::from_secs(1),
         clock: Arc::new(SystemClock),
         settings: config.engine_settings(),
@@ -175,13 +177,15 @@ async fn start_aws(
         settings.retention = retention;
     }
     let sdk = boomerang_aws::sdk_config().await;
+    let metrics = Arc::new(PrometheusMetrics::new());
     let backend = boomerang_aws::backend::aws(
         &sdk,
         AwsBackendConfig {
             settings,
             dev: config.dev,
             clock: Arc::new(SystemClock),
-            metrics: Arc::new(PrometheusMetrics::new()),
+            metrics: metrics.clone(),
+            metrics_view: Some(metrics),
             engine: config.engine_settings(),
         },
     )?;

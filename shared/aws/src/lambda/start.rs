@@ -41,6 +41,7 @@ pub async fn backend() -> Result<AwsBackend, StartError> {
             dev,
             clock: Arc::new(SystemClock),
             metrics: Arc::new(MetricLines),
+            metrics_view: None,
             engine: EngineSettings {
                 alert,
                 ..EngineSettings::default()

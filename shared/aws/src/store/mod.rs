@@ -44,7 +44,8 @@ use boomerang_core::domain::{
     AttemptRecord, BusinessKey, PolicyName, RetryPolicy, Task, TaskId, TenantId,
 };
 use boomerang_core::ports::{
-    CreateOutcome, DueWork, ListQuery, Page, StoreError, SweepMark, TaskStore,
+    CreateOutcome, DueWork, ListQuery, Page, PolicyStore, StoreError, SweepIndex, SweepMark,
+    TaskStore,
 };
 use item::{
     attempt_sk, record_from, record_value, shard_pk, task_from, task_pk, task_sk,
@@ -465,11 +466,21 @@ impl TaskStore for DynamoStore {
         }
         Ok(Page::from_overfetch(tasks, query.limit))
     }
+}
 
+#[async_trait]
+impl SweepIndex for DynamoStore {
     async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
         sweep::due(self, cutoff, limit).await
     }
 
+    async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError> {
+        sweep::swept(self, mark).await
+    }
+}
+
+#[async_trait]
+impl PolicyStore for DynamoStore {
     async fn put_policy(
         &self,
         tenant: &TenantId,
@@ -538,10 +549,6 @@ impl TaskStore for DynamoStore {
                 Ok((name, policy_from(item)?))
             })
             .collect()
-    }
-
-    async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError> {
-        sweep::swept(self, mark).await
     }
 }
 

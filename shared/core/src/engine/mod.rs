@@ -19,10 +19,10 @@ use crate::domain::{
     AlertTarget, AttemptRecord, AttemptRef, PolicyName, Refusal, Status, Task, TaskId, TaskSpec,
     TenantId,
 };
-use crate::metrics::{DeliveryWindow, MetricEvent, Metrics};
+use crate::metrics::{DeliveryWindow, MetricEvent, Metrics, MetricsView};
 use crate::ports::{
-    CreateOutcome, DeadLetters, ListQuery, Page, StoreError, TaskStore, Tenants, TenantsError,
-    Timer, TimerError, Webhooks,
+    CreateOutcome, DeadLetters, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
+    SweepIndex, TaskStore, Tenants, TenantsError, Timer, TimerError, Webhooks,
 };
 use futures_util::StreamExt;
 
@@ -146,10 +146,18 @@ pub fn this_process() -> String {
     )
 }
 
-/// The adapters an engine runs on.
+/// The adapters an engine runs on. A store usually fills the first five fields, each with
+/// the capabilities it has; the `Option`s are the capabilities some backends lack.
 #[derive(Clone)]
 pub struct Ports {
     pub store: Arc<dyn TaskStore>,
+    pub sweep: Arc<dyn SweepIndex>,
+    pub policies: Arc<dyn PolicyStore>,
+    /// `None`: the store removes finished tasks by itself (DynamoDB's TTL).
+    pub retention: Option<Arc<dyn Retention>>,
+    /// `None`: the store cannot count tasks by state cheaply (DynamoDB would read every
+    /// item).
+    pub counts: Option<Arc<dyn StatusCounts>>,
     pub timer: Arc<dyn Timer>,
     pub dead_letters: Arc<dyn DeadLetters>,
     pub tenants: Arc<dyn Tenants>,
@@ -157,6 +165,8 @@ pub struct Ports {
     pub clock: Arc<dyn Clock>,
     pub random: Arc<dyn Random>,
     pub metrics: Arc<dyn Metrics>,
+    /// `None`: the metrics are not kept here (the Lambdas print them as lines).
+    pub metrics_view: Option<Arc<dyn MetricsView>>,
 }
 
 pub struct Engine {
@@ -327,15 +337,30 @@ impl Engine {
     /// The metrics as `GET /metrics` serves them (with the store's task counts by state
     /// where it can count them), or `None` where metrics go elsewhere.
     pub async fn metrics_exposition(&self) -> Result<Option<String>, EngineError> {
-        let counts = self.ports.store.count_by_status(None).await?;
-        Ok(self.ports.metrics.exposition(counts.as_deref()))
+        let Some(view) = &self.ports.metrics_view else {
+            return Ok(None);
+        };
+        let counts = self.count_by_status(None).await?;
+        Ok(Some(view.exposition(counts.as_deref())))
+    }
+
+    /// Tasks by state, of one tenant or of all, where the store can count them.
+    async fn count_by_status(
+        &self,
+        tenant: Option<&TenantId>,
+    ) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
+        match &self.ports.counts {
+            Some(counts) => Ok(Some(counts.count_by_status(tenant).await?)),
+            None => Ok(None),
+        }
     }
 
     /// A tenant's figures for the console: its tasks by state, where the store can count
     /// them, and the last hour of attempts, where the server keeps them.
     pub async fn stats(&self, tenant: &TenantId) -> Result<Stats, EngineError> {
-        let counts = self.ports.store.count_by_status(Some(tenant)).await?;
-        let deliveries = self.ports.metrics.recent(self.ports.clock.now());
+        let counts = self.count_by_status(Some(tenant)).await?;
+        let now = self.ports.clock.now();
+        let deliveries = (self.ports.metrics_view.as_ref()).map(|view| view.recent(now));
         Ok(Stats { counts, deliveries })
     }
 

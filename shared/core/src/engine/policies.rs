@@ -16,9 +16,9 @@ impl Engine {
             RetrySource::Given => Ok(None),
             RetrySource::Default => {
                 let name = PolicyName::default_policy();
-                Ok(self.ports.store.policy(tenant, &name).await?)
+                Ok(self.ports.policies.policy(tenant, &name).await?)
             }
-            RetrySource::Named(name) => match self.ports.store.policy(tenant, name).await? {
+            RetrySource::Named(name) => match self.ports.policies.policy(tenant, name).await? {
                 Some(policy) => Ok(Some(policy)),
                 None => Err(EngineError::Invalid {
                     field: "retry",
@@ -36,7 +36,7 @@ impl Engine {
         name: &PolicyName,
         policy: &RetryPolicy,
     ) -> Result<(), EngineError> {
-        Ok(self.ports.store.put_policy(tenant, name, policy).await?)
+        Ok(self.ports.policies.put_policy(tenant, name, policy).await?)
     }
 
     pub async fn policy(
@@ -45,7 +45,7 @@ impl Engine {
         name: &PolicyName,
     ) -> Result<RetryPolicy, EngineError> {
         self.ports
-            .store
+            .policies
             .policy(tenant, name)
             .await?
             .ok_or(EngineError::NotFound)
@@ -56,7 +56,7 @@ impl Engine {
         tenant: &TenantId,
         name: &PolicyName,
     ) -> Result<(), EngineError> {
-        match self.ports.store.delete_policy(tenant, name).await? {
+        match self.ports.policies.delete_policy(tenant, name).await? {
             true => Ok(()),
             false => Err(EngineError::NotFound),
         }
@@ -66,6 +66,6 @@ impl Engine {
         &self,
         tenant: &TenantId,
     ) -> Result<Vec<(PolicyName, RetryPolicy)>, EngineError> {
-        Ok(self.ports.store.policies(tenant).await?)
+        Ok(self.ports.policies.policies(tenant).await?)
     }
 }

@@ -31,7 +31,7 @@ impl Engine {
         let cutoff = now.checked_add_signed(lookahead).unwrap_or(now);
         let due = self
             .ports
-            .store
+            .sweep
             .due(cutoff, self.settings.sweep_batch)
             .await?;
         let mut report = SweepReport::default();
@@ -72,7 +72,7 @@ impl Engine {
         // Only once everything it read is in a timer's (or the queue's) hands may the store
         // move past it.
         if let (true, Some(mark)) = (all_done, &due.mark) {
-            self.ports.store.swept(mark).await?;
+            self.ports.sweep.swept(mark).await?;
         }
         let repaired = report.rearmed
             + report.leases_taken_over

@@ -56,20 +56,20 @@ pub struct AttemptFacts {
     pub started_at: DateTime<Utc>,
 }
 
+/// Counts the engine's events.
 pub trait Metrics: Send + Sync {
     fn record(&self, event: MetricEvent);
+}
 
+/// What a server that keeps its metrics can show of them (the local server; the Lambdas
+/// print lines instead, and have no such capability).
+pub trait MetricsView: Send + Sync {
     /// The metrics as a scrape answers them (Prometheus text exposition), with the
-    /// store's task counts by state where it can count them; `None` where nothing is
-    /// served (the Lambdas print lines instead).
-    fn exposition(&self, _tasks_by_status: Option<&[(Status, u64)]>) -> Option<String> {
-        None
-    }
+    /// store's task counts by state where it can count them.
+    fn exposition(&self, tasks_by_status: Option<&[(Status, u64)]>) -> String;
 
-    /// The last hour of attempts up to `now`, where the server keeps it ([`recent`]).
-    fn recent(&self, _now: DateTime<Utc>) -> Option<DeliveryWindow> {
-        None
-    }
+    /// The last hour of attempts up to `now` ([`recent`]).
+    fn recent(&self, now: DateTime<Utc>) -> DeliveryWindow;
 }
 
 /// Drops every event.

@@ -105,6 +105,7 @@ impl RecordedMetrics {
 
 pub struct Harness {
     pub engine: Arc<Engine>,
+    pub store: Arc<MemoryStore>,
     pub metrics: Arc<RecordedMetrics>,
     pub clock: Arc<ManualClock>,
     pub timer: Arc<RecordingTimer>,
@@ -125,7 +126,7 @@ pub fn harness_with(
     webhooks: ScriptedWebhooks,
     timer: RecordingTimer,
     start: DateTime<Utc>,
-    store: Option<Arc<dyn crate::ports::TaskStore>>,
+    store: Option<Arc<MemoryStore>>,
 ) -> Harness {
     harness_full(webhooks, timer, start, store, None)
 }
@@ -133,7 +134,7 @@ pub fn harness_with(
 /// A harness whose server sends alerts to `alert` when a task names no destination.
 pub fn harness_alerting(
     webhooks: ScriptedWebhooks,
-    store: Option<Arc<dyn crate::ports::TaskStore>>,
+    store: Option<Arc<MemoryStore>>,
     alert: Option<crate::domain::AlertTarget>,
 ) -> Harness {
     harness_full(webhooks, RecordingTimer::default(), t0(), store, alert)
@@ -143,7 +144,7 @@ pub fn harness_full(
     webhooks: ScriptedWebhooks,
     timer: RecordingTimer,
     start: DateTime<Utc>,
-    store: Option<Arc<dyn crate::ports::TaskStore>>,
+    store: Option<Arc<MemoryStore>>,
     alert: Option<crate::domain::AlertTarget>,
 ) -> Harness {
     let clock = Arc::new(ManualClock::new(start));
@@ -155,7 +156,11 @@ pub fn harness_full(
     let tenants = MemoryTenants::new("key", tenant.clone(), SigningSecret::generate());
     let metrics = Arc::new(RecordedMetrics::default());
     let ports = Ports {
-        store,
+        store: store.clone(),
+        sweep: store.clone(),
+        policies: store.clone(),
+        retention: None,
+        counts: Some(store.clone()),
         timer: timer.clone(),
         dead_letters: dead_letters.clone(),
         tenants: Arc::new(tenants),
@@ -163,6 +168,7 @@ pub fn harness_full(
         clock: clock.clone(),
         random: Arc::new(FixedRandom(0.5)),
         metrics: metrics.clone(),
+        metrics_view: None,
     };
     let settings = EngineSettings {
         lease_margin: Duration::from_secs(30),
@@ -173,6 +179,7 @@ pub fn harness_full(
     };
     Harness {
         engine: Arc::new(Engine::new(ports, settings)),
+        store,
         metrics,
         clock,
         timer,

@@ -1,19 +1,39 @@
 //! An in-memory task store for unit tests of the engine. Nothing here is durable, and it is
-//! compiled only for tests (`cfg(test)` or the `testing` feature).
+//! compiled only for tests (`cfg(test)` or the `testing` feature). Tests can make it
+//! misbehave the ways real stores do (a refused write, a lagging cheap read) and watch its
+//! writes, through its hooks.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{AttemptRecord, PolicyName, RetryPolicy, Status, Task, TaskId, TenantId};
-use crate::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStore};
+use crate::ports::{
+    CreateOutcome, DueWork, ListQuery, Page, PolicyStore, StatusCounts, StoreError, SweepIndex,
+    SweepMark, TaskStore,
+};
 
 #[derive(Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    hooks: Hooks,
 }
+
+/// What a test can make the store do.
+#[derive(Default)]
+struct Hooks {
+    /// Called at each write with its kind: `create`, `update`, `claim` or `finish`.
+    on_write: Mutex<Option<WriteHook>>,
+    /// Task creations fail while set.
+    refuse_creates: AtomicBool,
+    /// The next `peek` answers this (a cheap read that lags the latest write).
+    next_peek: Mutex<Option<Option<Task>>>,
+}
+
+type WriteHook = Box<dyn Fn(&'static str) + Send + Sync>;
 
 #[derive(Default)]
 struct Inner {
@@ -27,11 +47,49 @@ impl MemoryStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().expect("memory store lock")
     }
+
+    /// Calls `hook` at each write, with its kind (`create`, `update`, `claim` or `finish`), before
+    /// the write happens.
+    pub fn on_write(&self, hook: impl Fn(&'static str) + Send + Sync + 'static) {
+        *self.hooks.on_write.lock().expect("hook lock") = Some(Box::new(hook));
+    }
+
+    /// Task creations fail as an unreachable store's would while `refuse` is set.
+    pub fn refuse_creates(&self, refuse: bool) {
+        self.hooks.refuse_creates.store(refuse, Ordering::SeqCst);
+    }
+
+    /// The next `peek` answers `answer`, as a cheap read that lags the latest write would.
+    pub fn lag_next_peek(&self, answer: Option<Task>) {
+        *self.hooks.next_peek.lock().expect("hook lock") = Some(answer);
+    }
+
+    /// Replaces the task if its stored version is `expected_version`.
+    fn write(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        match inner.tasks.get_mut(&task.id) {
+            Some(stored) if stored.version == expected_version => {
+                *stored = task.clone();
+                Ok(())
+            }
+            _ => Err(StoreError::Conflict),
+        }
+    }
+
+    fn wrote(&self, kind: &'static str) {
+        if let Some(hook) = &*self.hooks.on_write.lock().expect("hook lock") {
+            hook(kind);
+        }
+    }
 }
 
 #[async_trait]
 impl TaskStore for MemoryStore {
     async fn create(&self, task: &Task) -> Result<CreateOutcome, StoreError> {
+        if self.hooks.refuse_creates.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("refused by the test".into()));
+        }
+        self.wrote("create");
         let mut inner = self.lock();
         if let Some(key) = &task.idempotency_key {
             let k = (task.tenant.clone(), key.clone());
@@ -55,15 +113,33 @@ impl TaskStore for MemoryStore {
             .cloned())
     }
 
-    async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
-        let mut inner = self.lock();
-        match inner.tasks.get_mut(&task.id) {
-            Some(stored) if stored.version == expected_version => {
-                *stored = task.clone();
-                Ok(())
-            }
-            _ => Err(StoreError::Conflict),
+    async fn peek(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        let lagging = self.hooks.next_peek.lock().expect("hook lock").take();
+        match lagging {
+            Some(answer) => Ok(answer),
+            None => self.get(tenant, id).await,
         }
+    }
+
+    async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
+        self.wrote("update");
+        self.write(task, expected_version)
+    }
+
+    async fn claim(&self, claimed: &Task, expected_version: u64) -> Result<(), StoreError> {
+        self.wrote("claim");
+        self.write(claimed, expected_version)
+    }
+
+    async fn finish_attempt(
+        &self,
+        record: &AttemptRecord,
+        next: &Task,
+        expected_version: u64,
+    ) -> Result<(), StoreError> {
+        self.wrote("finish");
+        self.put_attempt(&next.tenant, record).await?;
+        self.write(next, expected_version)
     }
 
     async fn put_attempt(
@@ -108,26 +184,30 @@ impl TaskStore for MemoryStore {
             .collect();
         Ok(Page::from_overfetch(tasks, query.limit))
     }
+}
 
-    async fn count_by_status(
-        &self,
-        tenant: Option<&TenantId>,
-    ) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
-        let inner = self.lock();
-        let counts = Status::ALL
-            .iter()
-            .map(|&status| {
-                let n = inner
-                    .tasks
-                    .values()
-                    .filter(|t| t.status == status && tenant.is_none_or(|x| &t.tenant == x))
-                    .count();
-                (status, n as u64)
-            })
+#[async_trait]
+impl SweepIndex for MemoryStore {
+    async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
+        let work = self
+            .lock()
+            .tasks
+            .values()
+            .filter_map(Task::pending_work)
+            .filter(|w| w.due_at <= cutoff)
+            .take(limit)
             .collect();
-        Ok(Some(counts))
+        Ok(DueWork { work, mark: None })
     }
 
+    /// The index is read whole at every sweep: there is no checkpoint to move.
+    async fn swept(&self, _mark: &SweepMark) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl PolicyStore for MemoryStore {
     async fn put_policy(
         &self,
         tenant: &TenantId,
@@ -169,16 +249,26 @@ impl TaskStore for MemoryStore {
             .map(|((_, name), policy)| (name.clone(), policy.clone()))
             .collect())
     }
+}
 
-    async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
-        let work = self
-            .lock()
-            .tasks
-            .values()
-            .filter_map(Task::pending_work)
-            .filter(|w| w.due_at <= cutoff)
-            .take(limit)
+#[async_trait]
+impl StatusCounts for MemoryStore {
+    async fn count_by_status(
+        &self,
+        tenant: Option<&TenantId>,
+    ) -> Result<Vec<(Status, u64)>, StoreError> {
+        let inner = self.lock();
+        let counts = Status::ALL
+            .iter()
+            .map(|&status| {
+                let n = inner
+                    .tasks
+                    .values()
+                    .filter(|t| t.status == status && tenant.is_none_or(|x| &t.tenant == x))
+                    .count();
+                (status, n as u64)
+            })
             .collect();
-        Ok(DueWork { work, mark: None })
+        Ok(counts)
     }
 }

@@ -23,7 +23,12 @@ use crate::domain::{
     AlertTarget, AttemptOutcome, AttemptRecord, AttemptRef, CallbackRequest, Notify, PendingWork,
     RetryPolicy, Status, Task, TaskId, TaskSpec, TenantId, WorkKind,
 };
-use crate::ports::{CreateOutcome, ListQuery, StoreError, TaskStore};
+use crate::ports::{CreateOutcome, ListQuery, PolicyStore, StoreError, SweepIndex, TaskStore};
+
+/// What the store contract exercises: every capability a store of either backend has.
+pub trait ContractStore: TaskStore + SweepIndex + PolicyStore {}
+
+impl<S: TaskStore + SweepIndex + PolicyStore> ContractStore for S {}
 
 /// A fresh tenant id no other test uses.
 pub fn unique_tenant(prefix: &str) -> TenantId {
@@ -59,7 +64,7 @@ pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>)
 }
 
 /// The behaviour every store must have, one caller at a time.
-pub async fn store_contract(store: Arc<dyn TaskStore>) {
+pub async fn store_contract(store: Arc<dyn ContractStore>) {
     create_get_round_trip(&*store).await;
     idempotent_create(&*store).await;
     conditional_update(&*store).await;
@@ -76,7 +81,7 @@ pub async fn store_contract(store: Arc<dyn TaskStore>) {
 /// Races: concurrent registrations with one idempotency key, and concurrent claims of one
 /// version, each with exactly one winner. (moto's conditional writes are not atomic under
 /// concurrency, so the DynamoDB adapter runs this against dynalite.)
-pub async fn store_atomicity_contract(store: Arc<dyn TaskStore>) {
+pub async fn store_atomicity_contract(store: Arc<dyn ContractStore>) {
     concurrent_idempotent_creates_have_one_winner(store.clone()).await;
     concurrent_claims_have_one_winner(store.clone(), ClaimBy::Update).await;
     concurrent_claims_have_one_winner(store, ClaimBy::Claim).await;
@@ -85,7 +90,7 @@ pub async fn store_atomicity_contract(store: Arc<dyn TaskStore>) {
 /// `claim` (which a store may keep in memory) is read back by `get`, refuses a stale
 /// version, makes a write from the version before it lose (a cancel racing the
 /// delivery), and ends with `finish_attempt`.
-async fn a_claim_is_seen_and_wins_against_stale_writes(store: &dyn TaskStore) {
+async fn a_claim_is_seen_and_wins_against_stale_writes(store: &dyn ContractStore) {
     let tenant = unique_tenant("claim-seen");
     let now = millis(Utc::now());
     let task = sample_task(&tenant, None, now);
@@ -131,7 +136,7 @@ fn millis(t: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(t.timestamp_millis()).expect("in range")
 }
 
-async fn create_get_round_trip(store: &dyn TaskStore) {
+async fn create_get_round_trip(store: &dyn ContractStore) {
     let tenant = unique_tenant("roundtrip");
     let task = sample_task(&tenant, None, millis(Utc::now()));
     assert!(matches!(
@@ -152,7 +157,7 @@ async fn create_get_round_trip(store: &dyn TaskStore) {
     assert_eq!(store.details(&other, &task.id).await.unwrap(), None);
 }
 
-async fn idempotent_create(store: &dyn TaskStore) {
+async fn idempotent_create(store: &dyn ContractStore) {
     let tenant = unique_tenant("idem");
     let now = millis(Utc::now());
     let first = sample_task(&tenant, Some("key"), now);
@@ -177,7 +182,7 @@ async fn idempotent_create(store: &dyn TaskStore) {
     ));
 }
 
-async fn concurrent_idempotent_creates_have_one_winner(store: Arc<dyn TaskStore>) {
+async fn concurrent_idempotent_creates_have_one_winner(store: Arc<dyn ContractStore>) {
     let tenant = unique_tenant("race");
     let now = millis(Utc::now());
     let handles: Vec<_> = (0..20)
@@ -211,7 +216,7 @@ async fn concurrent_idempotent_creates_have_one_winner(store: Arc<dyn TaskStore>
     assert_eq!(page.tasks.len(), 1);
 }
 
-async fn conditional_update(store: &dyn TaskStore) {
+async fn conditional_update(store: &dyn ContractStore) {
     let tenant = unique_tenant("update");
     let now = millis(Utc::now());
     let task = sample_task(&tenant, None, now);
@@ -245,7 +250,7 @@ enum ClaimBy {
     Claim,
 }
 
-async fn concurrent_claims_have_one_winner(store: Arc<dyn TaskStore>, by: ClaimBy) {
+async fn concurrent_claims_have_one_winner(store: Arc<dyn ContractStore>, by: ClaimBy) {
     let tenant = unique_tenant("claim");
     let now = millis(Utc::now());
     let task = sample_task(&tenant, None, now);
@@ -270,7 +275,7 @@ async fn concurrent_claims_have_one_winner(store: Arc<dyn TaskStore>, by: ClaimB
     assert_eq!(winners, 1, "exactly one claim succeeds");
 }
 
-async fn attempts_are_kept_in_order(store: &dyn TaskStore) {
+async fn attempts_are_kept_in_order(store: &dyn ContractStore) {
     let tenant = unique_tenant("attempts");
     let now = millis(Utc::now());
     let task = sample_task(&tenant, None, now);
@@ -308,7 +313,7 @@ async fn attempts_are_kept_in_order(store: &dyn TaskStore) {
 /// Twelve attempts, each claimed and finished as `deliver` does: every record is kept,
 /// in order, with the task's last state (a store may keep the first few records inside the
 /// task and later ones apart).
-async fn every_finished_attempt_is_kept(store: &dyn TaskStore) {
+async fn every_finished_attempt_is_kept(store: &dyn ContractStore) {
     let tenant = unique_tenant("finish");
     let mut now = millis(Utc::now());
     let mut task = sample_task(&tenant, None, now);
@@ -342,7 +347,7 @@ async fn every_finished_attempt_is_kept(store: &dyn TaskStore) {
 }
 
 /// Named retry policies: stored, replaced, listed by name, removed, and per tenant.
-async fn policies_are_kept_per_tenant(store: &dyn TaskStore) {
+async fn policies_are_kept_per_tenant(store: &dyn ContractStore) {
     use crate::domain::PolicyName;
     let (tenant, other) = (unique_tenant("policies"), unique_tenant("policies"));
     let name = |n: &str| PolicyName::parse(n).unwrap();
@@ -397,7 +402,7 @@ async fn policies_are_kept_per_tenant(store: &dyn TaskStore) {
 
 /// A business key finds the tenant's tasks with it, newest first, filtered and paged like
 /// any list, and nothing of another key or tenant.
-async fn lists_by_business_key(store: &dyn TaskStore) {
+async fn lists_by_business_key(store: &dyn ContractStore) {
     let tenant = unique_tenant("by-key");
     let now = millis(Utc::now());
     let key = |k: &str| Some(crate::domain::BusinessKey::parse(k).unwrap());
@@ -456,7 +461,7 @@ async fn lists_by_business_key(store: &dyn TaskStore) {
 
 /// Forty tasks (one with attempt records of its own), read in pages of seven: every task
 /// once, newest first, nothing else.
-async fn long_lists_page_in_order(store: &dyn TaskStore) {
+async fn long_lists_page_in_order(store: &dyn ContractStore) {
     let tenant = unique_tenant("long-list");
     let now = millis(Utc::now());
     let mut ids = Vec::new();
@@ -499,7 +504,7 @@ async fn long_lists_page_in_order(store: &dyn TaskStore) {
     assert_eq!(seen, ids);
 }
 
-async fn list_is_scoped_filtered_and_paged(store: &dyn TaskStore) {
+async fn list_is_scoped_filtered_and_paged(store: &dyn ContractStore) {
     let tenant = unique_tenant("list");
     let now = millis(Utc::now());
     let mut ids = Vec::new();
@@ -556,7 +561,7 @@ async fn list_is_scoped_filtered_and_paged(store: &dyn TaskStore) {
 
 /// The store indexes exactly [`Task::pending_work`]: `due(cutoff)` finds every task whose
 /// pending work is due by the cutoff, and nothing else.
-async fn due_finds_only_work_to_do(store: &dyn TaskStore) {
+async fn due_finds_only_work_to_do(store: &dyn ContractStore) {
     let tenant = unique_tenant("due");
     let now = millis(Utc::now());
     let minute = chrono::Duration::minutes(1);

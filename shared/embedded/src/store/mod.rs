@@ -25,7 +25,10 @@ use boomerang_core::domain::{
     TenantId, WorkKind,
 };
 use boomerang_core::metrics::Metrics;
-use boomerang_core::ports::{CreateOutcome, DueWork, ListQuery, Page, StoreError, TaskStore};
+use boomerang_core::ports::{
+    CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
+    SweepIndex, SweepMark, TaskStore,
+};
 use codec::{decode, encode};
 use writer::{lock, unavailable, Claim, Claims, Writer, WriterHandle};
 
@@ -485,7 +488,59 @@ impl TaskStore for SqliteStore {
             .collect();
         Ok(page)
     }
+}
 
+#[async_trait]
+impl SweepIndex for SqliteStore {
+    async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
+        let cutoff_ms = cutoff.timestamp_millis();
+        let stored: Vec<PendingWork> = self
+            .read(move |c| {
+                let mut stmt = c
+                    .prepare_cached(
+                        "SELECT tenant, id, attempt, due_kind, due_ms FROM tasks
+                         WHERE due_ms <= ?1 ORDER BY due_ms LIMIT ?2",
+                    )
+                    .map_err(unavailable)?;
+                let rows = stmt
+                    .query_map(params![cutoff_ms, limit as i64], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                    })
+                    .map_err(unavailable)?;
+                rows.map(|row| {
+                    let (tenant, id, attempt, kind, due_ms) = row.map_err(unavailable)?;
+                    pending_work(tenant, id, attempt, kind, due_ms)
+                })
+                .collect()
+            })
+            .await?;
+        // A claimed task's pending work is its lease's end, which only memory knows.
+        let claims = lock(&self.claims);
+        let mut due: Vec<PendingWork> = stored
+            .into_iter()
+            .filter(|w| !claims.contains_key(&w.attempt.task_id))
+            .collect();
+        due.extend(
+            claims
+                .values()
+                .filter_map(|c| c.task.pending_work())
+                .filter(|w| w.due_at <= cutoff),
+        );
+        due.truncate(limit);
+        Ok(DueWork {
+            work: due,
+            mark: None,
+        })
+    }
+
+    /// The index is read whole at every sweep: there is no checkpoint to move.
+    async fn swept(&self, _mark: &SweepMark) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl PolicyStore for SqliteStore {
     async fn put_policy(
         &self,
         tenant: &TenantId,
@@ -566,7 +621,10 @@ impl TaskStore for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl Retention for SqliteStore {
     async fn purge(
         &self,
         finished_before: DateTime<Utc>,
@@ -592,11 +650,14 @@ impl TaskStore for SqliteStore {
         })
         .await
     }
+}
 
+#[async_trait]
+impl StatusCounts for SqliteStore {
     async fn count_by_status(
         &self,
         tenant: Option<&TenantId>,
-    ) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
+    ) -> Result<Vec<(Status, u64)>, StoreError> {
         let only = tenant.map(|t| t.as_str().to_string());
         let stored: Vec<(String, u64)> = self
             .read(move |c| {
@@ -628,48 +689,7 @@ impl TaskStore for SqliteStore {
             counts.push((status, n));
         }
         counts.push((Status::Delivering, claimed));
-        Ok(Some(counts))
-    }
-
-    async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
-        let cutoff_ms = cutoff.timestamp_millis();
-        let stored: Vec<PendingWork> = self
-            .read(move |c| {
-                let mut stmt = c
-                    .prepare_cached(
-                        "SELECT tenant, id, attempt, due_kind, due_ms FROM tasks
-                         WHERE due_ms <= ?1 ORDER BY due_ms LIMIT ?2",
-                    )
-                    .map_err(unavailable)?;
-                let rows = stmt
-                    .query_map(params![cutoff_ms, limit as i64], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-                    })
-                    .map_err(unavailable)?;
-                rows.map(|row| {
-                    let (tenant, id, attempt, kind, due_ms) = row.map_err(unavailable)?;
-                    pending_work(tenant, id, attempt, kind, due_ms)
-                })
-                .collect()
-            })
-            .await?;
-        // A claimed task's pending work is its lease's end, which only memory knows.
-        let claims = lock(&self.claims);
-        let mut due: Vec<PendingWork> = stored
-            .into_iter()
-            .filter(|w| !claims.contains_key(&w.attempt.task_id))
-            .collect();
-        due.extend(
-            claims
-                .values()
-                .filter_map(|c| c.task.pending_work())
-                .filter(|w| w.due_at <= cutoff),
-        );
-        due.truncate(limit);
-        Ok(DueWork {
-            work: due,
-            mark: None,
-        })
+        Ok(counts)
     }
 }
 

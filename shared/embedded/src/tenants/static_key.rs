@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 
-use boomerang_core::domain::{SigningSecret, TenantId};
+use boomerang_core::domain::{AlertTarget, SigningSecret, TenantId};
 use boomerang_core::ports::{Tenants, TenantsError};
 
 pub struct StaticTenants {
@@ -35,5 +35,11 @@ impl Tenants for StaticTenants {
         tenant: &TenantId,
     ) -> Result<Option<SigningSecret>, TenantsError> {
         Ok((tenant == &self.tenant).then(|| self.secret.clone()))
+    }
+
+    /// The local server has one tenant and no per-tenant settings: its default alert
+    /// destination is the server's (`--alert-url`).
+    async fn alert_target(&self, _tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError> {
+        Ok(None)
     }
 }

@@ -1,0 +1,24 @@
+//! The engine's ports: what it needs from the outside world, as traits, one small trait
+//! per capability. None has a method that silently does nothing: a capability an adapter
+//! lacks is absent from its type, and the engine takes such a capability as an `Option`.
+//!
+//! Each has an embedded adapter (local binary, tests) and an AWS adapter; the engine cannot
+//! tell them apart.
+
+mod dead_letters;
+mod store;
+mod tenants;
+mod timer;
+mod webhooks;
+
+pub use dead_letters::{DeadLetterError, DeadLetters};
+pub use store::{
+    CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
+    SweepIndex, SweepMark, TaskStore,
+};
+pub use tenants::{Tenants, TenantsError};
+pub use timer::{Timer, TimerError};
+pub use webhooks::{WebhookCall, WebhookError, WebhookResult, Webhooks};
+
+/// The underlying error a port failure keeps as its source.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;

@@ -1,0 +1,47 @@
+//! The one HTTP client the engine calls receivers through.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::domain::{AttemptRef, SigningSecret, TaskSpec};
+
+/// One webhook call to make.
+pub struct WebhookCall<'a> {
+    pub attempt: AttemptRef,
+    pub spec: &'a TaskSpec,
+    pub secret: &'a SigningSecret,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// What came back from a webhook call (or why nothing did).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WebhookResult {
+    pub status: Option<u16>,
+    /// At most 1 KiB of the body, lossily decoded.
+    pub excerpt: Option<String>,
+    /// Whether the whole body equals the task's `expect_body` (true when none is set).
+    pub body_matches: bool,
+    pub retry_after: Option<Duration>,
+    pub error: Option<WebhookError>,
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum WebhookError {
+    /// The destination is not allowed (SSRF guard): retrying cannot help.
+    #[error("destination refused: {0}")]
+    Refused(String),
+    /// Connect error, timeout, reset: worth another attempt.
+    #[error("{0}")]
+    Transport(String),
+}
+
+#[async_trait]
+pub trait Webhooks: Send + Sync {
+    /// Checks a URL before it is accepted (scheme, literal addresses); the resolved addresses
+    /// are checked again at call time.
+    fn check_destination(&self, url: &str) -> Result<(), String>;
+
+    async fn send(&self, call: &WebhookCall<'_>) -> WebhookResult;
+}
