@@ -24,6 +24,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import accessLogFormat from './access-log-format.json';
+import tableLayout from './table-layout.json';
 
 /** The longest webhook timeout a task may ask for (the API refuses more). */
 export const MAX_WEBHOOK_TIMEOUT_SECONDS = 60;
@@ -95,15 +96,21 @@ export class BoomerangStack extends Stack {
       props.architecture === 'x86_64' ? lambda.Architecture.X86_64 : lambda.Architecture.ARM_64;
 
     // ── Storage ────────────────────────────────────────────────────────────────────────
+    // The keys, the indexes and the TTL attribute are the store's (`table-layout.json`,
+    // which a test of the store checks against its attribute names).
+    const attribute = (a: { name: string; type: string }) => ({
+      name: a.name,
+      type: a.type === 'N' ? dynamodb.AttributeType.NUMBER : dynamodb.AttributeType.STRING,
+    });
     this.table = new dynamodb.Table(this, 'Tasks', {
       tableName: `${stage}-boomerang-tasks`,
-      partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
-      sortKey: { name: 'sk', type: dynamodb.AttributeType.STRING },
+      partitionKey: attribute(tableLayout.partitionKey),
+      sortKey: attribute(tableLayout.sortKey),
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: protect,
-      timeToLiveAttribute: 'x',
+      timeToLiveAttribute: tableLayout.timeToLive,
       removalPolicy,
     });
     // Tasks are keyed by tenant (`T#<tenant>#<shard>`, task id), so a tenant's tasks are
@@ -112,18 +119,14 @@ export class BoomerangStack extends Stack {
     // are sparse. `due`, sharded: tasks with pending work that no durable timer holds,
     // read by the sweeper from a checkpoint. `by_key`: tasks registered with a business
     // key, listed and canceled by it.
-    this.table.addGlobalSecondaryIndex({
-      indexName: 'due',
-      partitionKey: { name: 'ds', type: dynamodb.AttributeType.STRING },
-      sortKey: { name: 'dm', type: dynamodb.AttributeType.NUMBER },
-      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
-    });
-    this.table.addGlobalSecondaryIndex({
-      indexName: 'by_key',
-      partitionKey: { name: 'bk', type: dynamodb.AttributeType.STRING },
-      sortKey: { name: 'sk', type: dynamodb.AttributeType.STRING },
-      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
-    });
+    for (const index of tableLayout.indexes) {
+      this.table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: attribute(index.partitionKey),
+        sortKey: attribute(index.sortKey),
+        projectionType: dynamodb.ProjectionType.KEYS_ONLY,
+      });
+    }
 
     // ── Queues ─────────────────────────────────────────────────────────────────────────
     const queue = (id: string, name: string, extra: Partial<sqs.QueueProps> = {}) =>

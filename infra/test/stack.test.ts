@@ -13,6 +13,7 @@ import {
   DELIVERY_MEMORY_MB,
   MAX_WEBHOOK_TIMEOUT_SECONDS,
 } from '../lib/boomerang-stack';
+import tableLayout from '../lib/table-layout.json';
 
 // No zips in an empty directory: the placeholder code is used.
 const noZips = path.join(os.tmpdir(), 'boomerang-no-zips');
@@ -37,34 +38,50 @@ const fnByName = (name: string) =>
 const logicalIdOf = (type: string, pred: (r: any) => boolean) =>
   Object.entries(resources(type)).find(([, r]) => pred(r))![0];
 
-test('the table has its keys, keys-only indexes, TTL, point-in-time recovery and protection', () => {
+test('the table has the store keys, keys-only indexes and TTL, point-in-time recovery and protection', () => {
+  // table-layout.json is checked against the store's attribute names by a Rust test
+  // (shared/aws/src/attr.rs); here the template is checked against the file.
   const table = only('AWS::DynamoDB::Table');
   const p = table.Properties;
+  const keySchema = (k: { partitionKey: { name: string }; sortKey: { name: string } }) => [
+    { AttributeName: k.partitionKey.name, KeyType: 'HASH' },
+    { AttributeName: k.sortKey.name, KeyType: 'RANGE' },
+  ];
+  assert.deepEqual(p.KeySchema, keySchema(tableLayout));
   assert.deepEqual(p.KeySchema, [
     { AttributeName: 'pk', KeyType: 'HASH' },
     { AttributeName: 'sk', KeyType: 'RANGE' },
   ]);
   assert.equal(p.BillingMode, 'PAY_PER_REQUEST');
-  assert.deepEqual(p.TimeToLiveSpecification, { AttributeName: 'x', Enabled: true });
+  assert.deepEqual(p.TimeToLiveSpecification, {
+    AttributeName: tableLayout.timeToLive,
+    Enabled: true,
+  });
   assert.equal(p.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled, true);
   assert.equal(p.DeletionProtectionEnabled, true);
   assert.equal(p.SSESpecification.SSEEnabled, true);
-  const due = p.GlobalSecondaryIndexes.find((i: any) => i.IndexName === 'due');
-  assert.deepEqual(due.KeySchema, [
-    { AttributeName: 'ds', KeyType: 'HASH' },
-    { AttributeName: 'dm', KeyType: 'RANGE' },
-  ]);
-  const byKey = p.GlobalSecondaryIndexes.find((i: any) => i.IndexName === 'by_key');
-  assert.deepEqual(byKey.KeySchema, [
-    { AttributeName: 'bk', KeyType: 'HASH' },
-    { AttributeName: 'sk', KeyType: 'RANGE' },
-  ]);
-  // A state change rewrites no index entry: each projects keys only. Tasks are listed from
-  // the table (keyed by tenant), so there is no index for that.
-  for (const index of [due, byKey]) {
+  // Every key attribute is defined with the type the store writes.
+  const types = new Map(
+    p.AttributeDefinitions.map((d: any) => [d.AttributeName, d.AttributeType]),
+  );
+  for (const k of [tableLayout, ...tableLayout.indexes]) {
+    for (const a of [k.partitionKey, k.sortKey]) {
+      assert.equal(types.get(a.name), a.type, `attribute ${a.name}`);
+    }
+  }
+  assert.equal(p.GlobalSecondaryIndexes.length, tableLayout.indexes.length);
+  for (const layout of tableLayout.indexes) {
+    const index = p.GlobalSecondaryIndexes.find((i: any) => i.IndexName === layout.name);
+    assert.ok(index, `index ${layout.name}`);
+    assert.deepEqual(index.KeySchema, keySchema(layout));
+    // A state change rewrites no index entry: each projects keys only. Tasks are listed
+    // from the table (keyed by tenant), so there is no index for that.
     assert.equal(index.Projection.ProjectionType, 'KEYS_ONLY');
   }
-  assert.equal(p.GlobalSecondaryIndexes.length, 2);
+  assert.deepEqual(
+    tableLayout.indexes.map((i) => i.name),
+    ['due', 'by_key'],
+  );
 });
 
 test('deletion protection can be turned off for test stacks', () => {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use boomerang_aws::attr;
 use boomerang_aws::DynamoStore;
 use boomerang_core::ports::{ListQuery, SweepIndex, TaskStore};
 use boomerang_core::testing::{
@@ -108,14 +109,14 @@ async fn attempt_items_expire_with_their_task() {
             let item = client
                 .get_item()
                 .table_name(table)
-                .key("pk", AttributeValue::S(pk))
-                .key("sk", AttributeValue::S(sk))
+                .key(attr::PK, AttributeValue::S(pk))
+                .key(attr::SK, AttributeValue::S(sk))
                 .send()
                 .await
                 .unwrap()
                 .item
                 .expect("the item");
-            item.get("x").map(|x| x.as_n().unwrap().clone())
+            item.get(attr::EXPIRES).map(|x| x.as_n().unwrap().clone())
         }
     };
     // Failed with its dead letter pending and its alert owed: nothing expires yet.
@@ -186,7 +187,7 @@ fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
     record.worker = Some("3f8e2a1c-9b7d-4e6f-a5c4-1d2e3f4a5b6c".into());
     let mut finished = new_item(&next, RETENTION).unwrap();
     finished.insert(
-        "h".into(),
+        attr::HISTORY.into(),
         aws_sdk_dynamodb::types::AttributeValue::L(vec![record_value(&record)]),
     );
     for item in [&registered, &finished] {
@@ -260,15 +261,15 @@ async fn tenant_lookups_are_cached_but_unknown_keys_are_not() {
         .unwrap();
     for item in scan.items() {
         if item
-            .get("sk")
+            .get(attr::SK)
             .and_then(|v| v.as_s().ok())
             .is_some_and(|s| s == "KEY")
         {
             client
                 .delete_item()
                 .table_name(&settings.table)
-                .key("pk", item["pk"].clone())
-                .key("sk", item["sk"].clone())
+                .key(attr::PK, item[attr::PK].clone())
+                .key(attr::SK, item[attr::SK].clone())
                 .send()
                 .await
                 .unwrap();

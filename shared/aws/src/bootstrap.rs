@@ -9,9 +9,9 @@ use aws_sdk_dynamodb::types::{
     ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
 };
 
+use crate::attr::{self, DUE_INDEX, KEY_INDEX};
 use crate::sdk::describe;
 use crate::settings::{self, AwsSettings};
-use crate::store::{DUE_INDEX, KEY_INDEX, TTL_ATTRIBUTE};
 
 #[derive(Debug, thiserror::Error)]
 #[error("bootstrap failed at {step}: {detail}")]
@@ -108,7 +108,7 @@ fn key(name: &str, kind: KeyType) -> KeySchemaElement {
         .expect("complete key element")
 }
 
-fn attr(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
+fn definition(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
     AttributeDefinition::builder()
         .attribute_name(name)
         .attribute_type(kind)
@@ -116,8 +116,8 @@ fn attr(name: &str, kind: ScalarAttributeType) -> AttributeDefinition {
         .expect("complete attribute definition")
 }
 
-/// The table of `store/dynamodb`: `pk`/`sk`, the sparse `due` and `by_key` indexes (keys
-/// only), and TTL on `x`.
+/// The table of [`crate::store`], as [`attr::table_layout`] describes it: the keys, the
+/// sparse `due` and `by_key` indexes (keys only), and TTL on the expiry attribute.
 pub async fn create_table(
     ddb: &aws_sdk_dynamodb::Client,
     table: &str,
@@ -130,15 +130,15 @@ pub async fn create_table(
     };
     let due = GlobalSecondaryIndex::builder()
         .index_name(DUE_INDEX)
-        .key_schema(key("ds", KeyType::Hash))
-        .key_schema(key("dm", KeyType::Range))
+        .key_schema(key(attr::DUE_SHARD, KeyType::Hash))
+        .key_schema(key(attr::DUE_AT, KeyType::Range))
         .projection(keys_only())
         .build()
         .expect("complete index");
     let by_key = GlobalSecondaryIndex::builder()
         .index_name(KEY_INDEX)
-        .key_schema(key("bk", KeyType::Hash))
-        .key_schema(key("sk", KeyType::Range))
+        .key_schema(key(attr::BUSINESS_KEY, KeyType::Hash))
+        .key_schema(key(attr::SK, KeyType::Range))
         .projection(keys_only())
         .build()
         .expect("complete index");
@@ -146,13 +146,13 @@ pub async fn create_table(
         .create_table()
         .table_name(table)
         .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(attr("pk", S))
-        .attribute_definitions(attr("sk", S))
-        .attribute_definitions(attr("ds", S))
-        .attribute_definitions(attr("dm", N))
-        .attribute_definitions(attr("bk", S))
-        .key_schema(key("pk", KeyType::Hash))
-        .key_schema(key("sk", KeyType::Range))
+        .attribute_definitions(definition(attr::PK, S))
+        .attribute_definitions(definition(attr::SK, S))
+        .attribute_definitions(definition(attr::DUE_SHARD, S))
+        .attribute_definitions(definition(attr::DUE_AT, N))
+        .attribute_definitions(definition(attr::BUSINESS_KEY, S))
+        .key_schema(key(attr::PK, KeyType::Hash))
+        .key_schema(key(attr::SK, KeyType::Range))
         .global_secondary_indexes(due)
         .global_secondary_indexes(by_key)
         .send()
@@ -172,7 +172,7 @@ pub async fn create_table(
         .time_to_live_specification(
             TimeToLiveSpecification::builder()
                 .enabled(true)
-                .attribute_name(TTL_ATTRIBUTE)
+                .attribute_name(attr::EXPIRES)
                 .build()
                 .expect("complete TTL spec"),
         )

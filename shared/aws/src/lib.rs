@@ -2,6 +2,7 @@
 //! layer that drives the engine from Lambda events. The engine never sees any of these
 //! types. Modules, bottom up (each uses only those above it in this list):
 //!
+//! - `attr`: the table's attribute names and layout (the stack builds the table from it);
 //! - `settings`: where the resources are, from the environment;
 //! - `sdk`: the SDK configuration and helpers shared by the adapters;
 //! - the adapters, one per port: `store` (DynamoDB), `timer` (Scheduler + SQS),
@@ -12,6 +13,7 @@
 //! - `lambda`: the functions' event handling and start-up; `system_failures` and
 //!   `triggers` (the emulators' stand-in for Scheduler and the SQS event source mapping).
 
+pub mod attr;
 pub mod backend;
 pub mod bootstrap;
 pub mod capacity;

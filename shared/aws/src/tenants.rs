@@ -31,6 +31,7 @@ struct TenantRecord {
     alert: Option<AlertTarget>,
 }
 
+use crate::attr;
 use crate::sdk::cache::Cache;
 pub use crate::sdk::cache::CACHE_TTL;
 
@@ -72,9 +73,9 @@ impl DynamoTenants {
             .client
             .put_item()
             .table_name(&self.table)
-            .item("pk", s(tenant_pk(tenant)))
-            .item("sk", s("TENANT"))
-            .item("signing_secret", s(fresh.expose()))
+            .item(attr::PK, s(tenant_pk(tenant)))
+            .item(attr::SK, s("TENANT"))
+            .item(attr::tenant::SIGNING_SECRET, s(fresh.expose()))
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
@@ -93,10 +94,10 @@ impl DynamoTenants {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item("pk", s(key_pk(&api_key)))
-            .item("sk", s("KEY"))
-            .item("tenant", s(tenant.as_str()))
-            .item("created_at", n(chrono::Utc::now().timestamp()))
+            .item(attr::PK, s(key_pk(&api_key)))
+            .item(attr::SK, s("KEY"))
+            .item(attr::tenant::TENANT, s(tenant.as_str()))
+            .item(attr::tenant::CREATED_AT, n(chrono::Utc::now().timestamp()))
             .send()
             .await
             .map_err(|e| TenantsError(sdk_failure(e)))?;
@@ -120,17 +121,17 @@ impl DynamoTenants {
             .client
             .update_item()
             .table_name(&self.table)
-            .key("pk", s(tenant_pk(tenant)))
-            .key("sk", s("TENANT"))
+            .key(attr::PK, s(tenant_pk(tenant)))
+            .key(attr::SK, s("TENANT"))
             .condition_expression("attribute_exists(pk)");
         let update = match alert {
             Some(target) => {
                 let json = serde_json::to_string(target).map_err(|e| TenantsError(e.into()))?;
                 update
-                    .update_expression("SET alert = :a")
+                    .update_expression(format!("SET {} = :a", attr::tenant::ALERT))
                     .expression_attribute_values(":a", s(json))
             }
-            None => update.update_expression("REMOVE alert"),
+            None => update.update_expression(format!("REMOVE {}", attr::tenant::ALERT)),
         };
         match update.send().await {
             Ok(_) => {
@@ -156,10 +157,10 @@ impl DynamoTenants {
         let Some(item) = self.get(pk.clone(), "TENANT").await? else {
             return Ok(None);
         };
-        let raw = get_s(&item, "signing_secret").map_err(|e| TenantsError(e.into()))?;
+        let raw = get_s(&item, attr::tenant::SIGNING_SECRET).map_err(|e| TenantsError(e.into()))?;
         let secret = SigningSecret::parse(raw)
             .map_err(|e| TenantsError(format!("tenant {tenant}: {e}").into()))?;
-        let alert = match get_s(&item, "alert") {
+        let alert = match get_s(&item, attr::tenant::ALERT) {
             Ok(json) => Some(
                 serde_json::from_str(json)
                     .map_err(|e| TenantsError(format!("tenant {tenant}: alert: {e}").into()))?,
@@ -182,7 +183,7 @@ impl Tenants for DynamoTenants {
         let item = self.get(pk.clone(), "KEY").await?;
         let tenant = item
             .as_ref()
-            .and_then(|i| get_s(i, "tenant").ok())
+            .and_then(|i| get_s(i, attr::tenant::TENANT).ok())
             .and_then(|t| TenantId::parse(t).ok());
         if let Some(t) = &tenant {
             self.keys.put(pk, t.clone());

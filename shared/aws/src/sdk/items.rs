@@ -6,6 +6,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 
 use super::sdk_failure;
+use crate::attr;
 use boomerang_core::ports::{Cause, StoreError};
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
@@ -21,8 +22,8 @@ pub(crate) async fn get_item(
     let out = client
         .get_item()
         .table_name(table)
-        .key("pk", s(pk))
-        .key("sk", s(sk))
+        .key(attr::PK, s(pk))
+        .key(attr::SK, s(sk))
         .consistent_read(consistent)
         .send()
         .await

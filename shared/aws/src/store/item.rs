@@ -21,6 +21,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 
+use crate::attr::{self, record};
 use crate::sdk::items::{corrupt, get_n, get_s, n, s, Item};
 use boomerang_core::domain::time::checked_add;
 use boomerang_core::domain::{
@@ -68,16 +69,16 @@ fn due_shard(id: &TaskId) -> String {
 
 /// The tenant and the task an item's keys name.
 pub fn key_of(item: &Item) -> Result<(TenantId, TaskId), StoreError> {
-    let tenant = get_s(item, "pk")?
+    let tenant = get_s(item, attr::PK)?
         .strip_prefix("T#")
         .and_then(|rest| rest.rsplit_once('#'))
         .and_then(|(tenant, _)| TenantId::parse(tenant).ok())
-        .ok_or_else(|| corrupt("pk"))?;
-    let id = get_s(item, "sk")?
+        .ok_or_else(|| corrupt(attr::PK))?;
+    let id = get_s(item, attr::SK)?
         .split('#')
         .next()
         .and_then(|id| id.parse().ok())
-        .ok_or_else(|| corrupt("sk"))?;
+        .ok_or_else(|| corrupt(attr::SK))?;
     Ok((tenant, id))
 }
 
@@ -103,20 +104,23 @@ fn flag(item: &Item, key: &str) -> bool {
 /// The whole item of a new task: request, state and index keys.
 pub fn new_item(task: &Task, retention: std::time::Duration) -> Result<Item, StoreError> {
     let mut item = Item::new();
-    item.insert("pk".into(), s(task_pk(&task.tenant, &task.id)));
-    item.insert("sk".into(), s(task_sk(&task.id)));
+    item.insert(attr::PK.into(), s(task_pk(&task.tenant, &task.id)));
+    item.insert(attr::SK.into(), s(task_sk(&task.id)));
     if let Some(key) = &task.spec.key {
-        item.insert("bk".into(), s(key_partition(&task.tenant, key)));
+        item.insert(
+            attr::BUSINESS_KEY.into(),
+            s(key_partition(&task.tenant, key)),
+        );
     }
-    item.insert("ca".into(), ms(task.created_at));
+    item.insert(attr::CREATED_AT.into(), ms(task.created_at));
     item.insert(
-        "rq".into(),
+        attr::REQUEST.into(),
         AttributeValue::B(Blob::new(compress(&task.spec)?)),
     );
     // The request digest is only ever compared for a repeat with the same key.
     if let Some(key) = &task.idempotency_key {
-        item.insert("ik".into(), s(key));
-        item.insert("rh".into(), s(&task.request_hash));
+        item.insert(attr::IDEMPOTENCY_KEY.into(), s(key));
+        item.insert(attr::REQUEST_HASH.into(), s(&task.request_hash));
     }
     for (name, value) in state(task, retention).set {
         item.insert(name.into(), value);
@@ -133,50 +137,53 @@ pub struct State {
 /// The task's state as attributes (everything but the request and the attempt records).
 pub fn state(task: &Task, retention: std::time::Duration) -> State {
     let mut set = vec![
-        ("st", s(task.status.as_str())),
-        ("v", n(task.version)),
-        ("a", n(task.attempt)),
-        ("rs", n(task.round_start)),
-        ("rt", ms(task.round_started_at)),
-        ("ua", ms(task.updated_at)),
+        (attr::STATUS, s(task.status.as_str())),
+        (attr::VERSION, n(task.version)),
+        (attr::ATTEMPT, n(task.attempt)),
+        (attr::ROUND_START, n(task.round_start)),
+        (attr::ROUND_STARTED_AT, ms(task.round_started_at)),
+        (attr::UPDATED_AT, ms(task.updated_at)),
     ];
     let mut remove = Vec::new();
     let mut optional = |name: &'static str, value: Option<AttributeValue>| match value {
         Some(v) => set.push((name, v)),
         None => remove.push(name),
     };
-    optional("na", task.next_attempt_at.map(ms));
-    optional("lu", task.lease_until.map(ms));
-    optional("le", task.last_error.clone().map(s));
+    optional(attr::NEXT_ATTEMPT_AT, task.next_attempt_at.map(ms));
+    optional(attr::LEASE_UNTIL, task.lease_until.map(ms));
+    optional(attr::LAST_ERROR, task.last_error.clone().map(s));
     optional(
-        "dl",
+        attr::DEAD_LETTER_PENDING,
         task.dead_letter_pending
             .then_some(AttributeValue::Bool(true)),
     );
-    optional("ta", task.timer_armed.then_some(AttributeValue::Bool(true)));
     optional(
-        "ap",
+        attr::TIMER_ARMED,
+        task.timer_armed.then_some(AttributeValue::Bool(true)),
+    );
+    optional(
+        attr::ALERT_PENDING,
         task.alert_pending.then_some(AttributeValue::Bool(true)),
     );
     optional(
-        "al",
+        attr::ALERTS,
         (!task.alerts.is_empty())
             .then(|| AttributeValue::L(task.alerts.iter().map(|id| s(id.to_string())).collect())),
     );
-    optional("kt", task.check_at.map(ms));
+    optional(attr::CHECK_AT, task.check_at.map(ms));
     // A held task's checks (at most a hundred small records), as JSON.
     optional(
-        "ck",
+        attr::CHECKS,
         (!task.checks.is_empty())
             .then(|| serde_json::to_string(&task.checks).ok().map(s))
             .flatten(),
     );
-    optional("x", expiry(task, retention).map(n));
+    optional(attr::EXPIRES, expiry(task, retention).map(n));
     // Only work no durable timer holds goes where the sweep looks. The entry is left as it
     // is otherwise: the sweep reads past it once (removing it would cost an index write).
     if let Some(work) = task.pending_work().filter(|_| !task.timer_armed) {
-        set.push(("ds", s(due_shard(&task.id))));
-        set.push(("dm", ms(work.due_at)));
+        set.push((attr::DUE_SHARD, s(due_shard(&task.id))));
+        set.push((attr::DUE_AT, ms(work.due_at)));
     }
     State { set, remove }
 }
@@ -194,9 +201,9 @@ pub fn expiry(task: &Task, retention: std::time::Duration) -> Option<i64> {
 /// The task an item holds.
 pub fn task_from(item: &Item) -> Result<Task, StoreError> {
     let (tenant, id) = key_of(item)?;
-    let spec: TaskSpec = match item.get("rq") {
+    let spec: TaskSpec = match item.get(attr::REQUEST) {
         Some(AttributeValue::B(blob)) => decompress(blob.as_ref())?,
-        _ => return Err(corrupt("rq")),
+        _ => return Err(corrupt(attr::REQUEST)),
     };
     let number = |key: &'static str| -> Result<u32, StoreError> {
         u32::try_from(get_n(item, key)?).map_err(|_| corrupt(key))
@@ -205,30 +212,36 @@ pub fn task_from(item: &Item) -> Result<Task, StoreError> {
         id,
         tenant,
         spec,
-        idempotency_key: item.get("ik").and_then(|v| v.as_s().ok()).cloned(),
+        idempotency_key: item
+            .get(attr::IDEMPOTENCY_KEY)
+            .and_then(|v| v.as_s().ok())
+            .cloned(),
         request_hash: item
-            .get("rh")
+            .get(attr::REQUEST_HASH)
             .and_then(|v| v.as_s().ok())
             .cloned()
             .unwrap_or_default(),
-        status: Status::parse(get_s(item, "st")?).ok_or_else(|| corrupt("st"))?,
-        attempt: number("a")?,
-        round_start: number("rs")?,
-        round_started_at: time(item, "rt")?,
-        next_attempt_at: opt_time(item, "na")?,
-        lease_until: opt_time(item, "lu")?,
-        version: u64::try_from(get_n(item, "v")?).map_err(|_| corrupt("v"))?,
-        created_at: time(item, "ca")?,
-        updated_at: time(item, "ua")?,
-        last_error: item.get("le").and_then(|v| v.as_s().ok()).cloned(),
-        dead_letter_pending: flag(item, "dl"),
-        timer_armed: flag(item, "ta"),
-        alert_pending: flag(item, "ap"),
+        status: Status::parse(get_s(item, attr::STATUS)?).ok_or_else(|| corrupt(attr::STATUS))?,
+        attempt: number(attr::ATTEMPT)?,
+        round_start: number(attr::ROUND_START)?,
+        round_started_at: time(item, attr::ROUND_STARTED_AT)?,
+        next_attempt_at: opt_time(item, attr::NEXT_ATTEMPT_AT)?,
+        lease_until: opt_time(item, attr::LEASE_UNTIL)?,
+        version: u64::try_from(get_n(item, attr::VERSION)?).map_err(|_| corrupt(attr::VERSION))?,
+        created_at: time(item, attr::CREATED_AT)?,
+        updated_at: time(item, attr::UPDATED_AT)?,
+        last_error: item
+            .get(attr::LAST_ERROR)
+            .and_then(|v| v.as_s().ok())
+            .cloned(),
+        dead_letter_pending: flag(item, attr::DEAD_LETTER_PENDING),
+        timer_armed: flag(item, attr::TIMER_ARMED),
+        alert_pending: flag(item, attr::ALERT_PENDING),
         alerts: alerts(item)?,
-        check_at: opt_time(item, "kt")?,
-        checks: match item.get("ck") {
-            Some(v) => serde_json::from_str(v.as_s().map_err(|_| corrupt("ck"))?)
-                .map_err(|_| corrupt("ck"))?,
+        check_at: opt_time(item, attr::CHECK_AT)?,
+        checks: match item.get(attr::CHECKS) {
+            Some(v) => serde_json::from_str(v.as_s().map_err(|_| corrupt(attr::CHECKS))?)
+                .map_err(|_| corrupt(attr::CHECKS))?,
             None => Vec::new(),
         },
     })
@@ -236,16 +249,16 @@ pub fn task_from(item: &Item) -> Result<Task, StoreError> {
 
 /// The alerts raised about a task (attribute `al`, a list of ids).
 fn alerts(item: &Item) -> Result<Vec<TaskId>, StoreError> {
-    let Some(value) = item.get("al") else {
+    let Some(value) = item.get(attr::ALERTS) else {
         return Ok(Vec::new());
     };
-    let list = value.as_l().map_err(|_| corrupt("al"))?;
+    let list = value.as_l().map_err(|_| corrupt(attr::ALERTS))?;
     list.iter()
         .map(|v| {
             v.as_s()
                 .ok()
                 .and_then(|id| id.parse().ok())
-                .ok_or_else(|| corrupt("al"))
+                .ok_or_else(|| corrupt(attr::ALERTS))
         })
         .collect()
 }
@@ -259,54 +272,61 @@ pub fn pending_work(item: &Item) -> Result<Option<PendingWork>, StoreError> {
 /// An attempt record as a compact map (one letter per field, absent when empty).
 pub fn record_value(r: &AttemptRecord) -> AttributeValue {
     let mut m = Item::new();
-    m.insert("n".into(), n(r.number));
-    m.insert("s".into(), ms(r.scheduled_at));
-    m.insert("t".into(), ms(r.started_at));
-    m.insert("d".into(), n(r.duration_ms));
+    m.insert(record::NUMBER.into(), n(r.number));
+    m.insert(record::SCHEDULED_AT.into(), ms(r.scheduled_at));
+    m.insert(record::STARTED_AT.into(), ms(r.started_at));
+    m.insert(record::DURATION_MS.into(), n(r.duration_ms));
     if let Some(code) = r.status_code {
-        m.insert("c".into(), n(code));
+        m.insert(record::STATUS_CODE.into(), n(code));
     }
     if let Some(e) = &r.error {
-        m.insert("e".into(), s(e));
+        m.insert(record::ERROR.into(), s(e));
     }
     if let Some(x) = &r.response_excerpt {
-        m.insert("r".into(), s(x));
+        m.insert(record::RESPONSE_EXCERPT.into(), s(x));
     }
     if let Some(w) = &r.worker {
-        m.insert("w".into(), s(w));
+        m.insert(record::WORKER.into(), s(w));
     }
     let outcome = match r.outcome {
         AttemptOutcome::Succeeded => "s",
         AttemptOutcome::Retrying => "r",
         AttemptOutcome::Failed => "f",
     };
-    m.insert("o".into(), s(outcome));
+    m.insert(record::OUTCOME.into(), s(outcome));
     AttributeValue::M(m)
 }
 
 pub fn record_from(task_id: TaskId, value: &AttributeValue) -> Result<AttemptRecord, StoreError> {
-    let m = value.as_m().map_err(|_| corrupt("h"))?;
-    let scheduled_at = time(m, "s")?;
-    let started_at = time(m, "t")?;
+    let m = value.as_m().map_err(|_| corrupt(attr::HISTORY))?;
+    let scheduled_at = time(m, record::SCHEDULED_AT)?;
+    let started_at = time(m, record::STARTED_AT)?;
     Ok(AttemptRecord {
         task_id,
-        number: u32::try_from(get_n(m, "n")?).map_err(|_| corrupt("n"))?,
+        number: u32::try_from(get_n(m, record::NUMBER)?).map_err(|_| corrupt(record::NUMBER))?,
         scheduled_at,
         started_at,
         lateness_ms: (started_at - scheduled_at).num_milliseconds().max(0),
-        duration_ms: u64::try_from(get_n(m, "d")?).map_err(|_| corrupt("d"))?,
+        duration_ms: u64::try_from(get_n(m, record::DURATION_MS)?)
+            .map_err(|_| corrupt(record::DURATION_MS))?,
         status_code: m
-            .get("c")
-            .map(|_| get_n(m, "c").and_then(|c| u16::try_from(c).map_err(|_| corrupt("c"))))
+            .get(record::STATUS_CODE)
+            .map(|_| {
+                get_n(m, record::STATUS_CODE)
+                    .and_then(|c| u16::try_from(c).map_err(|_| corrupt(record::STATUS_CODE)))
+            })
             .transpose()?,
-        error: m.get("e").and_then(|v| v.as_s().ok()).cloned(),
-        response_excerpt: m.get("r").and_then(|v| v.as_s().ok()).cloned(),
-        worker: m.get("w").and_then(|v| v.as_s().ok()).cloned(),
-        outcome: match get_s(m, "o")? {
+        error: m.get(record::ERROR).and_then(|v| v.as_s().ok()).cloned(),
+        response_excerpt: m
+            .get(record::RESPONSE_EXCERPT)
+            .and_then(|v| v.as_s().ok())
+            .cloned(),
+        worker: m.get(record::WORKER).and_then(|v| v.as_s().ok()).cloned(),
+        outcome: match get_s(m, record::OUTCOME)? {
             "s" => AttemptOutcome::Succeeded,
             "r" => AttemptOutcome::Retrying,
             "f" => AttemptOutcome::Failed,
-            _ => return Err(corrupt("o")),
+            _ => return Err(corrupt(record::OUTCOME)),
         },
     })
 }

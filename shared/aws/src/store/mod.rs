@@ -35,6 +35,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 
+use crate::attr;
 use crate::sdk::cache::Cache;
 use crate::sdk::items::{corrupt, get_item, get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
@@ -52,11 +53,8 @@ use item::{
     EMBEDDED_ATTEMPTS, TENANT_SHARDS,
 };
 
+pub use crate::attr::{DUE_INDEX, KEY_INDEX};
 pub use item::DUE_SHARDS;
-pub const DUE_INDEX: &str = "due";
-pub const KEY_INDEX: &str = "by_key";
-/// The time-to-live attribute (epoch seconds) of finished tasks and idempotency keys.
-pub const TTL_ATTRIBUTE: &str = "x";
 /// How long an idempotency key is remembered, at most: never longer than the retention, so
 /// that a key cannot outlive its task (a repeat would otherwise write the task again from
 /// the key's copy).
@@ -99,7 +97,7 @@ impl DynamoStore {
             .put_item()
             .table_name(&self.table)
             .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
+            .condition_expression(format!("attribute_not_exists({})", attr::PK))
             .send()
             .await
             .map(|_| ())
@@ -120,10 +118,10 @@ impl DynamoStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .key("pk", s(task_pk(&task.tenant, &task.id)))
-            .key("sk", s(task_sk(&task.id)))
+            .key(attr::PK, s(task_pk(&task.tenant, &task.id)))
+            .key(attr::SK, s(task_sk(&task.id)))
             .condition_expression("#v = :expected")
-            .expression_attribute_names("#v", "v")
+            .expression_attribute_names("#v", attr::VERSION)
             .expression_attribute_values(":expected", n(expected))
             .return_values(ReturnValue::None);
         for (i, (name, value)) in state.set.into_iter().enumerate() {
@@ -135,7 +133,7 @@ impl DynamoStore {
         if let Some(r) = record.filter(|r| r.number <= EMBEDDED_ATTEMPTS) {
             sets.push("#h = list_append(if_not_exists(#h, :none), :record)".into());
             req = req
-                .expression_attribute_names("#h", "h")
+                .expression_attribute_names("#h", attr::HISTORY)
                 .expression_attribute_values(":none", AttributeValue::L(vec![]))
                 .expression_attribute_values(":record", AttributeValue::L(vec![record_value(r)]));
         }
@@ -194,9 +192,13 @@ impl DynamoStore {
             .consistent_read(true);
         req = match prefix {
             Some(prefix) => req
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .key_condition_expression(format!(
+                    "{} = :pk AND begins_with({}, :prefix)",
+                    attr::PK,
+                    attr::SK
+                ))
                 .expression_attribute_values(":prefix", s(prefix)),
-            None => req.key_condition_expression("pk = :pk"),
+            None => req.key_condition_expression(format!("{} = :pk", attr::PK)),
         };
         req.into_paginator()
             .items()
@@ -221,13 +223,20 @@ impl DynamoStore {
             .client
             .put_item()
             .table_name(&self.table)
-            .item("pk", s(pk.clone()))
-            .item("sk", s("I"))
-            .item("t", s(task.id.to_string()))
-            .item("c", AttributeValue::M(copy_of(task_item)))
-            .item("x", n(expires.timestamp()))
+            .item(attr::PK, s(pk.clone()))
+            .item(attr::SK, s("I"))
+            .item(attr::idempotency::TASK, s(task.id.to_string()))
+            .item(
+                attr::idempotency::COPY,
+                AttributeValue::M(copy_of(task_item)),
+            )
+            .item(attr::EXPIRES, n(expires.timestamp()))
             // An expired key that TTL has not removed yet may be claimed again.
-            .condition_expression("attribute_not_exists(pk) OR x < :now")
+            .condition_expression(format!(
+                "attribute_not_exists({}) OR {} < :now",
+                attr::PK,
+                attr::EXPIRES
+            ))
             .expression_attribute_values(":now", n(now.timestamp()))
             .send()
             .await;
@@ -250,17 +259,19 @@ impl DynamoStore {
     /// and the task, the task is written now from the key's copy (it was never
     /// acknowledged, so this is safe), without a timer: the sweep arms it.
     async fn registered_by(&self, tenant: &TenantId, key_item: &Item) -> Result<Task, StoreError> {
-        let id: TaskId = get_s(key_item, "t")?.parse().map_err(|_| corrupt("t"))?;
+        let id: TaskId = get_s(key_item, attr::idempotency::TASK)?
+            .parse()
+            .map_err(|_| corrupt(attr::idempotency::TASK))?;
         match self.get(tenant, &id).await? {
             Some(task) => Ok(task),
             None => {
                 let mut copy: Item = key_item
-                    .get("c")
+                    .get(attr::idempotency::COPY)
                     .and_then(|c| c.as_m().ok())
                     .cloned()
-                    .ok_or_else(|| corrupt("c"))?;
-                copy.insert("pk".into(), s(task_pk(tenant, &id)));
-                copy.insert("sk".into(), s(task_sk(&id)));
+                    .ok_or_else(|| corrupt(attr::idempotency::COPY))?;
+                copy.insert(attr::PK.into(), s(task_pk(tenant, &id)));
+                copy.insert(attr::SK.into(), s(task_sk(&id)));
                 let mut task = task_from(&copy)?;
                 task.timer_armed = false;
                 match self.put_new(item::new_item(&task, self.retention)?).await {
@@ -277,7 +288,7 @@ impl DynamoStore {
     async fn batch_items(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
         let key = |item: &Item| -> Option<(String, String)> {
             let part = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
-            Some((part("pk")?, part("sk")?))
+            Some((part(attr::PK)?, part(attr::SK)?))
         };
         let mut found: HashMap<(String, String), Item> = HashMap::new();
         let order: Vec<(String, String)> = keys.iter().filter_map(key).collect();
@@ -304,7 +315,7 @@ impl DynamoStore {
                     .remove(&self.table)
                     .unwrap_or_default();
                 for item in items.into_iter().filter(|i| !expired(i, now)) {
-                    let k = key(&item).ok_or_else(|| corrupt("pk"))?;
+                    let k = key(&item).ok_or_else(|| corrupt(attr::PK))?;
                     found.insert(k, item);
                 }
                 pending = out
@@ -351,7 +362,7 @@ impl TaskStore for DynamoStore {
         let sk = task_sk(id);
         let Some(task_item) = items
             .iter()
-            .find(|i| get_s(i, "sk").is_ok_and(|k| k == sk))
+            .find(|i| get_s(i, attr::SK).is_ok_and(|k| k == sk))
             .filter(|i| !expired(i, Utc::now()))
         else {
             return Ok(None);
@@ -359,13 +370,13 @@ impl TaskStore for DynamoStore {
         let task = task_from(task_item)?;
         let mut records = Vec::new();
         for item in &items {
-            match item.get("h") {
+            match item.get(attr::HISTORY) {
                 Some(AttributeValue::L(list)) => {
                     for r in list {
                         records.push(record_from(*id, r)?);
                     }
                 }
-                _ if get_s(item, "sk")?.contains("#A#") => {
+                _ if get_s(item, attr::SK)?.contains("#A#") => {
                     records.push(record_from(*id, &AttributeValue::M(item.clone()))?)
                 }
                 _ => {}
@@ -406,14 +417,17 @@ impl TaskStore for DynamoStore {
             AttributeValue::M(m) => m,
             _ => unreachable!("a record is a map"),
         };
-        item.insert("pk".into(), s(task_pk(tenant, &record.task_id)));
-        item.insert("sk".into(), s(attempt_sk(&record.task_id, record.number)));
+        item.insert(attr::PK.into(), s(task_pk(tenant, &record.task_id)));
+        item.insert(
+            attr::SK.into(),
+            s(attempt_sk(&record.task_id, record.number)),
+        );
         if record.number > MAX_ATTEMPTS {
             // Only a round without an attempt limit gets here, and it lasts at most
             // MAX_UNLIMITED_DURATION: the record outlives its task by no more than that.
             let keep = MAX_UNLIMITED_DURATION.saturating_add(self.retention);
             let until = checked_add(record.started_at, keep).unwrap_or(DateTime::<Utc>::MAX_UTC);
-            item.insert(TTL_ATTRIBUTE.into(), n(until.timestamp()));
+            item.insert(attr::EXPIRES.into(), n(until.timestamp()));
         }
         self.client
             .put_item()
@@ -491,9 +505,9 @@ impl PolicyStore for DynamoStore {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item("pk", s(policy_pk(tenant)))
-            .item("sk", s(name.as_str()))
-            .item("p", s(doc))
+            .item(attr::PK, s(policy_pk(tenant)))
+            .item(attr::SK, s(name.as_str()))
+            .item(attr::POLICY, s(doc))
             .send()
             .await
             .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
@@ -527,8 +541,8 @@ impl PolicyStore for DynamoStore {
             .client
             .delete_item()
             .table_name(&self.table)
-            .key("pk", s(policy_pk(tenant)))
-            .key("sk", s(name.as_str()))
+            .key(attr::PK, s(policy_pk(tenant)))
+            .key(attr::SK, s(name.as_str()))
             .return_values(ReturnValue::AllOld)
             .send()
             .await
@@ -545,7 +559,8 @@ impl PolicyStore for DynamoStore {
             .await?
             .iter()
             .map(|item| {
-                let name = PolicyName::parse(get_s(item, "sk")?).map_err(|_| corrupt("sk"))?;
+                let name =
+                    PolicyName::parse(get_s(item, attr::SK)?).map_err(|_| corrupt(attr::SK))?;
                 Ok((name, policy_from(item)?))
             })
             .collect()
@@ -593,10 +608,10 @@ impl DynamoStore {
                 .client
                 .update_item()
                 .table_name(&self.table)
-                .key("pk", s(&pk))
-                .key("sk", s(attempt_sk(&task.id, number)))
-                .condition_expression("attribute_exists(pk)")
-                .expression_attribute_names("#x", TTL_ATTRIBUTE);
+                .key(attr::PK, s(&pk))
+                .key(attr::SK, s(attempt_sk(&task.id, number)))
+                .condition_expression(format!("attribute_exists({})", attr::PK))
+                .expression_attribute_names("#x", attr::EXPIRES);
             let req = match expiry {
                 Some(x) => req
                     .update_expression("SET #x = :x")
@@ -644,9 +659,13 @@ impl DynamoStore {
                 .limit(want as i32);
             req = match query.cursor {
                 Some(c) => req
-                    .key_condition_expression("bk = :k AND sk < :c")
+                    .key_condition_expression(format!(
+                        "{} = :k AND {} < :c",
+                        attr::BUSINESS_KEY,
+                        attr::SK
+                    ))
                     .expression_attribute_values(":c", s(task_sk(&c))),
-                None => req.key_condition_expression("bk = :k"),
+                None => req.key_condition_expression(format!("{} = :k", attr::BUSINESS_KEY)),
             };
             let out = req
                 .send()
@@ -656,7 +675,7 @@ impl DynamoStore {
                 .items()
                 .iter()
                 .map(|i| {
-                    [("pk", i.get("pk")), ("sk", i.get("sk"))]
+                    [(attr::PK, i.get(attr::PK)), (attr::SK, i.get(attr::SK))]
                         .into_iter()
                         .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.clone())))
                         .collect()
@@ -690,14 +709,14 @@ impl DynamoStore {
                 .table_name(&self.table)
                 .scan_index_forward(false)
                 .expression_attribute_values(":pk", s(&shard.pk))
-                .expression_attribute_names("#st", "st")
+                .expression_attribute_names("#st", attr::STATUS)
                 .set_exclusive_start_key(shard.start.take())
                 .limit(chunk);
             req = match query.cursor {
                 Some(c) => req
-                    .key_condition_expression("pk = :pk AND sk < :c")
+                    .key_condition_expression(format!("{} = :pk AND {} < :c", attr::PK, attr::SK))
                     .expression_attribute_values(":c", s(task_sk(&c))),
-                None => req.key_condition_expression("pk = :pk"),
+                None => req.key_condition_expression(format!("{} = :pk", attr::PK)),
             };
             // Attempt items share the partition; only task items have a status.
             req = match query.status {
@@ -724,7 +743,7 @@ impl DynamoStore {
 /// The parts of a task item the idempotency key keeps a copy of (not its keys).
 fn copy_of(item: &Item) -> Item {
     item.iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "pk" | "sk" | "ds" | "dm"))
+        .filter(|(k, _)| ![attr::PK, attr::SK, attr::DUE_SHARD, attr::DUE_AT].contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
@@ -738,7 +757,7 @@ fn policy_key(tenant: &TenantId, name: &PolicyName) -> String {
 }
 
 fn policy_from(item: &Item) -> Result<RetryPolicy, StoreError> {
-    serde_json::from_str(get_s(item, "p")?).map_err(|e| StoreError::Corrupt(e.into()))
+    serde_json::from_str(get_s(item, attr::POLICY)?).map_err(|e| StoreError::Corrupt(e.into()))
 }
 
 fn idem_pk(tenant: &TenantId, key: &str) -> String {
@@ -746,5 +765,5 @@ fn idem_pk(tenant: &TenantId, key: &str) -> String {
 }
 
 fn expired(item: &Item, now: DateTime<Utc>) -> bool {
-    get_n(item, "x").is_ok_and(|t| t <= now.timestamp())
+    get_n(item, attr::EXPIRES).is_ok_and(|t| t <= now.timestamp())
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::item::{pending_work, DUE_SHARDS};
 use super::{DynamoStore, DUE_INDEX};
+use crate::attr;
 use crate::sdk::items::{corrupt, get_item, get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
 use boomerang_core::ports::{DueWork, StoreError, SweepMark};
@@ -38,12 +39,12 @@ async fn load(store: &DynamoStore) -> Result<Checkpoint, StoreError> {
         return Ok(Checkpoint::default());
     };
     let text = item
-        .get("p")
+        .get(attr::checkpoint::POSITIONS)
         .and_then(|v| v.as_s().ok())
-        .ok_or_else(|| corrupt("p"))?;
+        .ok_or_else(|| corrupt(attr::checkpoint::POSITIONS))?;
     let mut checkpoint: Checkpoint =
         serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.into()))?;
-    checkpoint.version = get_n(&item, "cv")?;
+    checkpoint.version = get_n(&item, attr::checkpoint::VERSION)?;
     Ok(checkpoint)
 }
 
@@ -58,10 +59,10 @@ pub(super) async fn due(
         let shard = shard.to_string();
         let mut start = checkpoint.after.get(&shard).map(|(dm, pk, sk)| {
             Item::from([
-                ("ds".to_string(), s(&shard)),
-                ("dm".to_string(), n(dm)),
-                ("pk".to_string(), s(pk)),
-                ("sk".to_string(), s(sk)),
+                (attr::DUE_SHARD.to_string(), s(&shard)),
+                (attr::DUE_AT.to_string(), n(dm)),
+                (attr::PK.to_string(), s(pk)),
+                (attr::SK.to_string(), s(sk)),
             ])
         });
         let mut read = 0;
@@ -71,7 +72,11 @@ pub(super) async fn due(
                 .query()
                 .table_name(&store.table)
                 .index_name(DUE_INDEX)
-                .key_condition_expression("ds = :s AND dm <= :c")
+                .key_condition_expression(format!(
+                    "{} = :s AND {} <= :c",
+                    attr::DUE_SHARD,
+                    attr::DUE_AT
+                ))
                 .expression_attribute_values(":s", s(&shard))
                 .expression_attribute_values(":c", n(cutoff.timestamp_millis()))
                 .set_exclusive_start_key(start)
@@ -80,14 +85,14 @@ pub(super) async fn due(
                 .await
                 .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
             for entry in out.items() {
-                let (pk, sk) = (get_s(entry, "pk")?, get_s(entry, "sk")?);
+                let (pk, sk) = (get_s(entry, attr::PK)?, get_s(entry, attr::SK)?);
                 checkpoint.after.insert(
                     shard.clone(),
-                    (get_n(entry, "dm")?, pk.to_string(), sk.to_string()),
+                    (get_n(entry, attr::DUE_AT)?, pk.to_string(), sk.to_string()),
                 );
                 keys.push(Item::from([
-                    ("pk".to_string(), s(pk)),
-                    ("sk".to_string(), s(sk)),
+                    (attr::PK.to_string(), s(pk)),
+                    (attr::SK.to_string(), s(sk)),
                 ]));
                 read += 1;
             }
@@ -119,14 +124,17 @@ pub(super) async fn swept(store: &DynamoStore, mark: &SweepMark) -> Result<(), S
         .client
         .put_item()
         .table_name(&store.table)
-        .item("pk", s(CHECKPOINT_KEY))
-        .item("sk", s(CHECKPOINT_KEY))
-        .item("p", AttributeValue::S(mark.0.clone()))
-        .item("cv", n(checkpoint.version + 1));
+        .item(attr::PK, s(CHECKPOINT_KEY))
+        .item(attr::SK, s(CHECKPOINT_KEY))
+        .item(
+            attr::checkpoint::POSITIONS,
+            AttributeValue::S(mark.0.clone()),
+        )
+        .item(attr::checkpoint::VERSION, n(checkpoint.version + 1));
     req = if checkpoint.version == 0 {
-        req.condition_expression("attribute_not_exists(pk)")
+        req.condition_expression(format!("attribute_not_exists({})", attr::PK))
     } else {
-        req.condition_expression("cv = :cv")
+        req.condition_expression(format!("{} = :cv", attr::checkpoint::VERSION))
             .expression_attribute_values(":cv", n(checkpoint.version))
     };
     match req.send().await.map_err(super::conflict_or_unavailable) {
