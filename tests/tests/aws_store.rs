@@ -83,7 +83,7 @@ async fn attempt_items_expire_with_their_task() {
     let store = DynamoStore::new(client.clone(), settings.table.clone(), RETENTION);
     let mut now = chrono::Utc::now();
     let mut task = sample_task(&unique_tenant("expiry"), None, now);
-    task.spec.retry.max_attempts = Some(12);
+    task.spec.retry = task.spec.retry.clone().with_max_attempts(12).unwrap();
     store.create(&task).await.unwrap();
     for n in 1..=12u32 {
         let claimed = task.claim(n, now, Duration::from_secs(40)).unwrap();

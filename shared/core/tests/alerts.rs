@@ -16,10 +16,7 @@ fn target(url: &str) -> AlertTarget {
 }
 
 fn once() -> RetryPolicy {
-    RetryPolicy {
-        max_attempts: Some(2),
-        ..RetryPolicy::default()
-    }
+    RetryPolicy::default().with_max_attempts(2).unwrap()
 }
 
 /// What these tests add to the engine harness.

@@ -182,10 +182,7 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
 #[tokio::test]
 async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
     let h = harness(ScriptedWebhooks::answering(vec![status(500); 3]));
-    let policy = RetryPolicy {
-        max_attempts: Some(3),
-        ..RetryPolicy::default()
-    };
+    let policy = RetryPolicy::default().with_max_attempts(3).unwrap();
     let task = h.register(FireTime::Now, policy).await;
     assert_eq!(
         h.engine
@@ -231,10 +228,9 @@ async fn gone_and_permanent_statuses_fail_at_once() {
         .await
         .unwrap();
     assert_eq!(h.status_of(&gone).await, Status::Failed);
-    let policy = RetryPolicy {
-        permanent_statuses: vec![404],
-        ..RetryPolicy::default()
-    };
+    let policy = RetryPolicy::default()
+        .with_permanent_statuses(&[404])
+        .unwrap();
     let missing = h.register(FireTime::Now, policy).await;
     h.engine
         .deliver(AttemptRef::new(h.tenant.clone(), missing.id, 1))
@@ -344,10 +340,7 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
 #[tokio::test]
 async fn a_failed_task_can_be_retried_for_a_new_round() {
     let h = harness(ScriptedWebhooks::answering(vec![status(500)]));
-    let policy = RetryPolicy {
-        max_attempts: Some(1),
-        ..RetryPolicy::default()
-    };
+    let policy = RetryPolicy::default().with_max_attempts(1).unwrap();
     let task = h.register(FireTime::Now, policy).await;
     h.engine
         .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
@@ -692,10 +685,7 @@ async fn canceling_by_key_cancels_the_scheduled_tasks_and_reports_the_rest() {
 async fn a_named_policy_is_copied_into_the_task_at_registration() {
     let h = harness(ScriptedWebhooks::default());
     let payments = PolicyName::parse("payments").unwrap();
-    let policy = |n| RetryPolicy {
-        max_attempts: Some(n),
-        ..RetryPolicy::default()
-    };
+    let policy = |n| RetryPolicy::default().with_max_attempts(n).unwrap();
     let named = |name: &PolicyName| {
         let mut task = new_task(FireTime::Now, RetryPolicy::default());
         task.retry_from = RetrySource::Named(name.clone());
@@ -712,7 +702,7 @@ async fn a_named_policy_is_copied_into_the_task_at_registration() {
         .unwrap();
     let first = h.engine.register(&h.tenant, named(&payments)).await;
     let first = first.unwrap().task;
-    assert_eq!(first.spec.retry.max_attempts, Some(3));
+    assert_eq!(first.spec.retry.max_attempts(), Some(3));
 
     // A change affects new tasks only.
     h.engine
@@ -720,9 +710,9 @@ async fn a_named_policy_is_copied_into_the_task_at_registration() {
         .await
         .unwrap();
     let second = h.engine.register(&h.tenant, named(&payments)).await;
-    assert_eq!(second.unwrap().task.spec.retry.max_attempts, Some(6));
+    assert_eq!(second.unwrap().task.spec.retry.max_attempts(), Some(6));
     let first = h.engine.get(&h.tenant, &first.id).await.unwrap().task;
-    assert_eq!(first.spec.retry.max_attempts, Some(3));
+    assert_eq!(first.spec.retry.max_attempts(), Some(3));
 
     // The tenant's `default` replaces the built-in default; a policy given stays.
     let mut plain = new_task(FireTime::Now, RetryPolicy::default());
@@ -734,12 +724,12 @@ async fn a_named_policy_is_copied_into_the_task_at_registration() {
         .await
         .unwrap();
     let defaulted = h.engine.register(&h.tenant, plain).await.unwrap().task;
-    assert_eq!(defaulted.spec.retry.max_attempts, Some(2));
+    assert_eq!(defaulted.spec.retry.max_attempts(), Some(2));
     let given = h
         .engine
         .register(&h.tenant, new_task(FireTime::Now, policy(7)))
         .await;
-    assert_eq!(given.unwrap().task.spec.retry.max_attempts, Some(7));
+    assert_eq!(given.unwrap().task.spec.retry.max_attempts(), Some(7));
     let other = TenantId::parse("other").unwrap();
     assert!(h.engine.register(&other, named(&payments)).await.is_err());
 }

@@ -17,12 +17,13 @@ fn decision(d: &str) -> WebhookResult {
 }
 
 fn hold(check_url: Option<&str>, on_unknown: OnUnknown, max_checks: u32) -> HoldSpec {
-    HoldSpec {
-        timeout: secs(30),
-        check_url: check_url.map(str::to_string),
+    HoldSpec::new(
+        secs(30),
+        check_url.map(str::to_string),
         on_unknown,
-        max_checks,
-    }
+        Some(i64::from(max_checks)),
+    )
+    .unwrap()
 }
 
 /// What these tests add to the engine harness.

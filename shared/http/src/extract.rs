@@ -10,7 +10,7 @@ use utoipa::IntoParams;
 
 use super::problem::Problem;
 use super::task_request;
-use super::MAX_REQUEST_BYTES;
+use boomerang_core::domain::limits::MAX_REQUEST_BYTES;
 use boomerang_core::domain::{BusinessKey, TaskId};
 
 /// Reads the request body, refusing an oversized one from its declared length before

@@ -29,11 +29,6 @@ use boomerang_core::engine::Engine;
 use openapi::NotFound;
 use problem::Problem;
 
-/// Requests larger than this are refused before they are parsed.
-pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
-pub const DEFAULT_PAGE: u32 = 20;
-pub const MAX_PAGE: u32 = 100;
-
 type Routes = OpenApiRouter<Arc<Engine>>;
 
 pub fn router(engine: Arc<Engine>) -> Router {

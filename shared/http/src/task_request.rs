@@ -13,37 +13,13 @@ use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, Schema
 use utoipa::ToSchema;
 
 use super::problem::Problem;
-use boomerang_core::domain::hold::{DEFAULT_MAX_CHECKS, MAX_CHECKS, MAX_HOLD, MIN_HOLD};
-use boomerang_core::domain::retry_policy::{
-    MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS, MAX_STEP, MAX_UNLIMITED_DURATION, MIN_STEP,
-};
+use boomerang_core::domain::invalid::within;
+use boomerang_core::domain::limits::*;
 use boomerang_core::domain::{
-    AlertTarget, Backoff, BusinessKey, CallbackRequest, HoldSpec, Notify, OnUnknown, PolicyName,
-    RetryPolicy, TaskSpec,
+    AlertTarget, Backoff, BackoffKind, BusinessKey, CallbackRequest, HoldSpec, Invalid,
+    MaxAttempts, Notify, OnUnknown, PolicyName, RetryPolicy, TaskSpec,
 };
-use boomerang_core::engine::{FireTime, NewTask, RetrySource, MAX_SCHEDULE_AHEAD};
-
-pub const MAX_BODY_BYTES: usize = 256 * 1024;
-pub const MAX_HEADERS: usize = 50;
-pub const MAX_IDEMPOTENCY_KEY: usize = 255;
-/// Idempotency keys Boomerang keeps for the tasks it registers itself (alerts).
-pub const RESERVED_KEY_PREFIX: &str = "boomerang-";
-pub const MAX_METADATA_ENTRIES: usize = 50;
-pub const MAX_METADATA_KEY: usize = 64;
-pub const MAX_METADATA_VALUE: usize = 1024;
-pub const MAX_EXPECT_BODY: usize = 4096;
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
-/// The longest a round of retries may be limited to.
-pub const MAX_DURATION: Duration = MAX_SCHEDULE_AHEAD;
-/// The response statuses `retry.permanent_statuses` may name.
-pub const PERMANENT_STATUSES: std::ops::RangeInclusive<i64> = 300..=599;
-pub const METHODS: [&str; 5] = ["POST", "PUT", "PATCH", "DELETE", "GET"];
-/// Attempts a backoff policy allows when the client does not say.
-pub const DEFAULT_BACKOFF_ATTEMPTS: u32 = 8;
-/// `max_interval` of linear and exponential backoff when the client does not say.
-pub const DEFAULT_MAX_INTERVAL: Duration = Duration::from_secs(3600);
+use boomerang_core::engine::{FireTime, NewTask, RetrySource};
 
 /// `headers` as the OpenAPI document shows it: at most [`MAX_HEADERS`] string values.
 fn headers_schema() -> Object {
@@ -446,14 +422,8 @@ impl AlertRequest {
 impl HoldRequest {
     fn validate(self) -> Result<HoldSpec, Problem> {
         let timeout = match self.timeout {
-            Some(t) => bounded("hold.timeout", &t, MIN_HOLD, MAX_HOLD)?,
+            Some(t) => duration("hold.timeout", &t)?,
             None => return Err(Problem::invalid("hold.timeout", "is required")),
-        };
-        let check_url = match self.check_url {
-            Some(u) if u.trim().is_empty() => {
-                return Err(Problem::invalid("hold.check_url", "must not be empty"))
-            }
-            other => other,
         };
         let on_unknown = match self.on_unknown.as_deref() {
             None => OnUnknown::Cancel,
@@ -461,27 +431,19 @@ impl HoldRequest {
                 Problem::invalid("hold.on_unknown", "must be `cancel` or `release`")
             })?,
         };
-        let max_checks = match self.max_checks {
-            None => DEFAULT_MAX_CHECKS,
-            Some(n) if (1..=i64::from(MAX_CHECKS)).contains(&n) => n as u32,
-            Some(_) => {
-                return Err(Problem::invalid(
-                    "hold.max_checks",
-                    format!("must be between 1 and {MAX_CHECKS}"),
-                ))
-            }
-        };
-        Ok(HoldSpec {
-            timeout,
-            check_url,
-            on_unknown,
-            max_checks,
-        })
+        HoldSpec::new(timeout, self.check_url, on_unknown, self.max_checks)
+            .map_err(|e| invalid(e.under("hold")))
     }
 }
 
 impl RetryRequest {
+    /// The policy the request describes: its durations read here, its rules checked by
+    /// [`RetryPolicy::new`].
     fn validate(self) -> Result<RetryPolicy, Problem> {
+        let durations = |field: &str, raw: Option<String>| {
+            raw.map(|d| duration(&format!("retry.{field}"), &d))
+                .transpose()
+        };
         let backoff = match (self.schedule, self.backoff.as_deref()) {
             (Some(_), Some(_)) => {
                 return Err(Problem::invalid(
@@ -489,8 +451,28 @@ impl RetryRequest {
                     "give either `schedule` or `backoff`, not both",
                 ))
             }
-            (Some(steps), None) => schedule(&steps)?,
-            (None, Some(kind)) => backoff(kind, self.interval, self.max_interval)?,
+            (Some(steps), None) => {
+                let steps = steps
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| duration(&format!("retry.schedule[{i}]"), s))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Backoff::schedule(steps)
+            }
+            (None, Some(kind)) => {
+                let kind = BackoffKind::parse(kind).map_err(|e| invalid(e.under("retry")))?;
+                let Some(interval) = durations("interval", self.interval)? else {
+                    return Err(Problem::invalid(
+                        "retry.interval",
+                        "is required with `backoff`",
+                    ));
+                };
+                Backoff::curve(
+                    kind,
+                    interval,
+                    durations("max_interval", self.max_interval)?,
+                )
+            }
             (None, None) => {
                 if self.interval.is_some() || self.max_interval.is_some() {
                     return Err(Problem::invalid(
@@ -498,147 +480,35 @@ impl RetryRequest {
                         "is required with `interval` and `max_interval`",
                     ));
                 }
-                RetryPolicy::default().backoff
+                Ok(RetryPolicy::default().backoff().clone())
             }
-        };
-        let max_attempts = match self.max_attempts {
-            Some(Some(n)) if (1..=MAX_ATTEMPTS as i64).contains(&n) => Some(n as u32),
-            Some(Some(_)) => {
-                return Err(Problem::invalid(
-                    "retry.max_attempts",
-                    format!("must be between 1 and {MAX_ATTEMPTS}, or null"),
-                ))
-            }
-            Some(None) => None,
-            None => Some(match &backoff {
-                Backoff::Schedule { steps } => (steps.len() as u32 + 1).min(MAX_ATTEMPTS),
-                _ => DEFAULT_BACKOFF_ATTEMPTS,
-            }),
-        };
-        // Without an attempt limit, the round's length is the limit, and a short one.
-        let longest = match max_attempts {
-            Some(_) => MAX_DURATION,
-            None => MAX_UNLIMITED_DURATION,
-        };
-        let max_duration = self
-            .max_duration
-            .map(|d| bounded("retry.max_duration", &d, MIN_STEP, longest))
-            .transpose()?;
-        if max_attempts.is_none() && max_duration.is_none() {
-            return Err(Problem::invalid(
-                "retry.max_duration",
-                "is required when `max_attempts` is null",
-            ));
         }
-        let jitter = match self.jitter {
-            Some(j) if (0.0..=MAX_JITTER).contains(&j) => j,
-            Some(_) => {
-                return Err(Problem::invalid(
-                    "retry.jitter",
-                    format!("must be a fraction between 0 and {MAX_JITTER}"),
-                ))
-            }
-            None => 0.0,
+        .map_err(|e| invalid(e.under("retry")))?;
+        let max_attempts = match self.max_attempts {
+            None => MaxAttempts::Default,
+            Some(None) => MaxAttempts::Unlimited,
+            Some(Some(n)) => MaxAttempts::Limit(n),
         };
-        let permanent_statuses = self
-            .permanent_statuses
-            .unwrap_or_default()
-            .into_iter()
-            .enumerate()
-            .map(|(i, s)| match s {
-                s if PERMANENT_STATUSES.contains(&s) => Ok(s as u16),
-                _ => Err(Problem::invalid(
-                    format!("retry.permanent_statuses[{i}]"),
-                    "must be an HTTP status between 300 and 599",
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(RetryPolicy {
+        RetryPolicy::new(
             backoff,
             max_attempts,
-            max_duration,
-            jitter,
-            permanent_statuses,
-        })
+            durations("max_duration", self.max_duration)?,
+            self.jitter.unwrap_or(0.0),
+            &self.permanent_statuses.unwrap_or_default(),
+        )
+        .map_err(|e| invalid(e.under("retry")))
     }
 }
 
-fn schedule(steps: &[String]) -> Result<Backoff, Problem> {
-    if steps.is_empty() || steps.len() > MAX_SCHEDULE_STEPS {
-        return Err(Problem::invalid(
-            "retry.schedule",
-            format!("must list between 1 and {MAX_SCHEDULE_STEPS} waits"),
-        ));
-    }
-    let steps = steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| bounded(&format!("retry.schedule[{i}]"), s, MIN_STEP, MAX_STEP))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Backoff::Schedule { steps })
+/// The domain's refusal as the API answers it: 422, naming the field.
+fn invalid(e: Invalid) -> Problem {
+    Problem::invalid(e.field, e.detail)
 }
 
-fn backoff(
-    kind: &str,
-    interval: Option<String>,
-    max_interval: Option<String>,
-) -> Result<Backoff, Problem> {
-    let interval = match interval {
-        Some(i) => bounded("retry.interval", &i, MIN_STEP, MAX_STEP)?,
-        None => {
-            return Err(Problem::invalid(
-                "retry.interval",
-                "is required with `backoff`",
-            ))
-        }
-    };
-    let max_interval = max_interval
-        .map(|m| bounded("retry.max_interval", &m, MIN_STEP, MAX_STEP))
-        .transpose()?;
-    if max_interval.is_some_and(|m| m < interval) {
-        return Err(Problem::invalid(
-            "retry.max_interval",
-            "must not be shorter than `interval`",
-        ));
-    }
-    let max_interval = max_interval.unwrap_or(DEFAULT_MAX_INTERVAL.max(interval));
-    match kind {
-        "fixed" => Ok(Backoff::Fixed { interval }),
-        "linear" => Ok(Backoff::Linear {
-            interval,
-            max_interval,
-        }),
-        "exponential" => Ok(Backoff::Exponential {
-            interval,
-            max_interval,
-        }),
-        _ => Err(Problem::invalid(
-            "retry.backoff",
-            "must be `fixed`, `linear` or `exponential`",
-        )),
-    }
-}
-
-/// A humantime duration within `[min, max]`. Every duration a request carries goes
-/// through here, so none can overflow the sums the engine makes with it.
+/// A humantime duration within `[min, max]`. Every duration a request carries is read
+/// here or checked by the domain, so none can overflow the sums the engine makes with it.
 fn bounded(field: &str, raw: &str, min: Duration, max: Duration) -> Result<Duration, Problem> {
-    let d = duration(field, raw)?;
-    if d < min || d > max {
-        return Err(Problem::invalid(
-            field,
-            format!("must be between {} and {}", human(min), human(max)),
-        ));
-    }
-    Ok(d)
-}
-
-/// Whole days as days (humantime would say "11months 30days 3h 50m 24s" for 365 days).
-fn human(d: Duration) -> String {
-    const DAY: u64 = 24 * 3600;
-    match d.as_secs() {
-        s if s >= DAY && s % DAY == 0 && d.subsec_nanos() == 0 => format!("{} days", s / DAY),
-        _ => humantime::format_duration(d).to_string(),
-    }
+    within(field, duration(field, raw)?, min, max).map_err(invalid)
 }
 
 fn duration(field: &str, raw: &str) -> Result<Duration, Problem> {
@@ -1018,8 +888,8 @@ mod tests {
             .headers
             .contains(&("content-type".into(), "application/json".into())));
         assert_eq!(new.when, FireTime::After(Duration::from_secs(90)));
-        assert_eq!(new.spec.retry.max_attempts, Some(5));
-        assert_eq!(new.spec.retry.permanent_statuses, vec![404]);
+        assert_eq!(new.spec.retry.max_attempts(), Some(5));
+        assert_eq!(new.spec.retry.permanent_statuses(), [404]);
         assert_eq!(new.idempotency_key.as_deref(), Some("key-1"));
     }
 
@@ -1032,17 +902,17 @@ mod tests {
                 .map(|n| n.spec.retry)
         };
         let unlimited = policy(r#"{"max_attempts":null,"max_duration":"30d"}"#).unwrap();
-        assert_eq!(unlimited.max_attempts, None);
+        assert_eq!(unlimited.max_attempts(), None);
         assert_eq!(
-            unlimited.max_duration,
+            unlimited.max_duration(),
             Some(Duration::from_secs(30 * 24 * 3600))
         );
         assert_eq!(
-            policy(r#"{"max_attempts":1000}"#).unwrap().max_attempts,
+            policy(r#"{"max_attempts":1000}"#).unwrap().max_attempts(),
             Some(1000)
         );
         // Absent is the default count, not "unlimited"; and the two differ as requests.
-        assert_eq!(policy("{}").unwrap().max_attempts, Some(8));
+        assert_eq!(policy("{}").unwrap().max_attempts(), Some(8));
         let absent = parse(br#"{"url":"https://x.io","retry":{}}"#).unwrap();
         let null = parse(br#"{"url":"https://x.io","retry":{"max_attempts":null}}"#).unwrap();
         assert_ne!(absent.digest(), null.digest());
@@ -1059,7 +929,7 @@ mod tests {
             problem.detail
         );
         let policy = parse_policy(br#"{"schedule":["1s","5s"]}"#).unwrap();
-        assert_eq!(policy.max_attempts, Some(3));
+        assert_eq!(policy.max_attempts(), Some(3));
     }
 
     #[test]

@@ -17,9 +17,9 @@ use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge}
 use super::problem::Problem;
 use super::task_request::{self, BatchRequest, TaskRequest};
 use super::views::{BatchItemView, BatchView, KeyCancelView, PageView, TaskView};
-use super::{DEFAULT_PAGE, MAX_PAGE};
+use boomerang_core::domain::limits::{DEFAULT_PAGE, MAX_BATCH, MAX_PAGE};
 use boomerang_core::domain::{Status, TaskId, TenantId};
-use boomerang_core::engine::{Engine, MAX_BATCH};
+use boomerang_core::engine::Engine;
 use boomerang_core::ports::ListQuery;
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {

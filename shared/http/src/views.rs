@@ -263,10 +263,10 @@ impl TaskView {
             alerts: task.alerts.iter().map(|id| id.to_string()).collect(),
             alert_pending: task.alert_pending,
             hold: task.spec.hold.as_ref().map(|h| HoldView {
-                timeout: human(h.timeout),
-                check_url: h.check_url.clone(),
-                on_unknown: h.on_unknown,
-                max_checks: h.max_checks,
+                timeout: human(h.timeout()),
+                check_url: h.check_url().map(str::to_string),
+                on_unknown: h.on_unknown(),
+                max_checks: h.max_checks(),
             }),
             check_at: task.check_at,
             checks: task.checks.iter().map(CheckView::new).collect(),
@@ -277,7 +277,7 @@ impl TaskView {
 
 impl RetryView {
     pub fn new(p: &RetryPolicy) -> Self {
-        let (schedule, backoff, interval, max_interval) = match &p.backoff {
+        let (schedule, backoff, interval, max_interval) = match p.backoff() {
             Backoff::Schedule { steps } => (
                 Some(steps.iter().copied().map(human).collect()),
                 None,
@@ -309,10 +309,10 @@ impl RetryView {
             backoff,
             interval,
             max_interval,
-            max_attempts: p.max_attempts,
-            max_duration: p.max_duration.map(human),
-            jitter: p.jitter,
-            permanent_statuses: p.permanent_statuses.clone(),
+            max_attempts: p.max_attempts(),
+            max_duration: p.max_duration().map(human),
+            jitter: p.jitter(),
+            permanent_statuses: p.permanent_statuses().to_vec(),
         }
     }
 }

@@ -5,13 +5,8 @@
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use axum::Router;
-use boomerang_core::domain::hold::MAX_CHECKS;
-use boomerang_core::domain::ids::{MAX_BUSINESS_KEY, MAX_POLICY_NAME};
-use boomerang_core::domain::retry_policy::{MAX_ATTEMPTS, MAX_JITTER, MAX_SCHEDULE_STEPS};
-use boomerang_core::engine::{MAX_BATCH, MAX_KEY_TASKS};
+use boomerang_core::domain::limits::{self as tr, *};
 use boomerang_core::testing::harness::*;
-use boomerang_http::task_request as tr;
-use boomerang_webhook::destination::MAX_URL_LEN;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -256,7 +251,7 @@ fn the_documented_limits_are_the_enforced_ones() {
     for (field, documented, enforced) in checks {
         assert_eq!(documented.as_f64(), Some(enforced), "{field}");
     }
-    assert_eq!(param("limit")["maximum"], boomerang_http::MAX_PAGE);
+    assert_eq!(param("limit")["maximum"], MAX_PAGE);
     assert_eq!(param("key")["maxLength"], MAX_BUSINESS_KEY);
     assert_eq!(name_param["maxLength"], MAX_POLICY_NAME);
     // Actions by key say how many tasks one request looks at.

@@ -6,11 +6,10 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use boomerang_core::domain::limits::MAX_URL_LEN;
 use boomerang_core::domain::AlertTarget;
 use ipnet::IpNet;
 use url::Url;
-
-pub const MAX_URL_LEN: usize = 2048;
 
 #[derive(Clone, Debug, Default)]
 pub struct DestinationPolicy {

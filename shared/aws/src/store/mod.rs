@@ -39,7 +39,7 @@ use crate::attr;
 use crate::sdk::cache::Cache;
 use crate::sdk::items::{corrupt, get_item, get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
-use boomerang_core::domain::retry_policy::{MAX_ATTEMPTS, MAX_UNLIMITED_DURATION};
+use boomerang_core::domain::limits::{MAX_ATTEMPTS, MAX_UNLIMITED_DURATION};
 use boomerang_core::domain::time::checked_add;
 use boomerang_core::domain::{
     AttemptRecord, BusinessKey, PolicyName, RetryPolicy, Task, TaskId, TenantId,

@@ -17,16 +17,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::duration_ms;
+use super::invalid::{within, Invalid};
 use super::lifecycle::Refusal;
+use super::limits::{DEFAULT_MAX_CHECKS, MAX_CHECKS, MAX_HOLD, MIN_HOLD};
 use super::task::{Status, Task, TaskSpec};
 use super::time::checked_add;
 
-/// The shortest and longest hold.
-pub const MIN_HOLD: Duration = Duration::from_secs(1);
-pub const MAX_HOLD: Duration = Duration::from_secs(24 * 3600);
-/// Checks made before `on_unknown` applies, unless the task says otherwise.
-pub const DEFAULT_MAX_CHECKS: u32 = 20;
-pub const MAX_CHECKS: u32 = 100;
 /// The attempt number a held task's check timers carry. Distinct from the first
 /// delivery attempt's, so the two never share a timer (on AWS a long wait's schedule is
 /// named after its attempt), and a check timer that fires after the release is stale.
@@ -37,17 +33,68 @@ pub const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
 const CHECK_BACKOFF: [u64; 4] = [1, 5, 30, 60];
 const CHECK_EVERY: u64 = 300;
 
-/// What a held task waits for, fixed at registration.
+/// What a held task waits for, fixed at registration: valid by construction
+/// ([`HoldSpec::new`]); stored holds are read back as they were written.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HoldSpec {
     /// How long the caller has to release or cancel before it is asked.
     #[serde(with = "duration_ms")]
-    pub timeout: Duration,
+    timeout: Duration,
     /// Where to ask; without one, `on_unknown` applies at the timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check_url: Option<String>,
-    pub on_unknown: OnUnknown,
-    pub max_checks: u32,
+    check_url: Option<String>,
+    on_unknown: OnUnknown,
+    max_checks: u32,
+}
+
+impl HoldSpec {
+    /// A hold, if every rule holds; the refusal names the field (`timeout`, `check_url`,
+    /// `max_checks`). `max_checks` defaults to [`DEFAULT_MAX_CHECKS`].
+    pub fn new(
+        timeout: Duration,
+        check_url: Option<String>,
+        on_unknown: OnUnknown,
+        max_checks: Option<i64>,
+    ) -> Result<Self, Invalid> {
+        let timeout = within("timeout", timeout, MIN_HOLD, MAX_HOLD)?;
+        if check_url.as_deref().is_some_and(|u| u.trim().is_empty()) {
+            return Err(Invalid::new("check_url", "must not be empty"));
+        }
+        let max_checks = match max_checks {
+            None => DEFAULT_MAX_CHECKS,
+            Some(n) if (1..=i64::from(MAX_CHECKS)).contains(&n) => n as u32,
+            Some(_) => {
+                return Err(Invalid::new(
+                    "max_checks",
+                    format!("must be between 1 and {MAX_CHECKS}"),
+                ))
+            }
+        };
+        Ok(Self {
+            timeout,
+            check_url,
+            on_unknown,
+            max_checks,
+        })
+    }
+
+    /// How long the caller has to release or cancel before it is asked.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Where to ask; without one, `on_unknown` applies at the timeout.
+    pub fn check_url(&self) -> Option<&str> {
+        self.check_url.as_deref()
+    }
+
+    pub fn on_unknown(&self) -> OnUnknown {
+        self.on_unknown
+    }
+
+    pub fn max_checks(&self) -> u32 {
+        self.max_checks
+    }
 }
 
 /// What happens to a held task whose fate nobody decided.
@@ -261,6 +308,47 @@ pub fn judge_check(status: Option<u16>, body: Option<&str>, error: Option<&str>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hold_is_checked_where_it_is_made() {
+        let hold = |timeout, url: Option<&str>, checks| {
+            HoldSpec::new(timeout, url.map(str::to_string), OnUnknown::Cancel, checks)
+        };
+        assert_eq!(
+            hold(Duration::from_secs(0), None, None).unwrap_err().field,
+            "timeout"
+        );
+        assert_eq!(
+            hold(Duration::from_secs(90_000), None, None)
+                .unwrap_err()
+                .field,
+            "timeout"
+        );
+        assert_eq!(
+            hold(Duration::from_secs(60), Some(" "), None)
+                .unwrap_err()
+                .field,
+            "check_url"
+        );
+        assert_eq!(
+            hold(Duration::from_secs(60), None, Some(0))
+                .unwrap_err()
+                .field,
+            "max_checks"
+        );
+        assert_eq!(
+            hold(Duration::from_secs(60), None, Some(101))
+                .unwrap_err()
+                .field,
+            "max_checks"
+        );
+        assert_eq!(
+            hold(Duration::from_secs(60), None, None)
+                .unwrap()
+                .max_checks(),
+            20
+        );
+    }
 
     #[test]
     fn check_answers_are_judged_as_documented() {

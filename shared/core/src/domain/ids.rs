@@ -7,6 +7,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use ulid::Ulid;
 
+use super::limits::{MAX_BUSINESS_KEY, MAX_POLICY_NAME, MAX_TENANT_ID};
+
 /// A task's id: a ULID, so ids sort by creation time (lists are newest first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -87,9 +89,6 @@ impl AttemptRef {
     }
 }
 
-/// The longest tenant id, in bytes.
-pub const MAX_TENANT_ID: usize = 64;
-
 /// The owner of a task. Every read and write is scoped to one tenant. Tenant ids become
 /// part of storage keys (`I#<tenant>#<key>`), so they are checked where they are made.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -144,9 +143,6 @@ impl From<TenantId> for String {
     }
 }
 
-/// The longest business key, in bytes.
-pub const MAX_BUSINESS_KEY: usize = 255;
-
 /// The caller's own id for a task (`order-42`): per tenant and not unique (an order may
 /// have several reminders). Tasks are listed and canceled by it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -188,9 +184,6 @@ impl From<BusinessKey> for String {
         key.0
     }
 }
-
-/// The longest policy name, in bytes.
-pub const MAX_POLICY_NAME: usize = 64;
 
 /// The name of a tenant's retry policy (`payments`). The policy named [`PolicyName::DEFAULT`]
 /// replaces the built-in default for that tenant.

@@ -332,6 +332,7 @@ impl Task {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::MaxAttempts;
     use crate::domain::{CallbackRequest, RetryPolicy, TaskSpec, TenantId, CHECK_ATTEMPT};
     use chrono::TimeZone;
 
@@ -370,12 +371,15 @@ mod tests {
     /// Held for 30 s from t0, `on_unknown: release` after three checks.
     fn held_task(check_url: Option<&str>) -> Task {
         let mut t = task(RetryPolicy::default());
-        t.spec.hold = Some(crate::domain::HoldSpec {
-            timeout: Duration::from_secs(30),
-            check_url: check_url.map(str::to_string),
-            on_unknown: crate::domain::OnUnknown::Release,
-            max_checks: 3,
-        });
+        t.spec.hold = Some(
+            crate::domain::HoldSpec::new(
+                Duration::from_secs(30),
+                check_url.map(str::to_string),
+                crate::domain::OnUnknown::Release,
+                Some(3),
+            )
+            .unwrap(),
+        );
         t.hold_from(t0()).unwrap()
     }
 
@@ -488,11 +492,14 @@ mod tests {
 
     #[test]
     fn attempts_move_the_task_on_by_the_policy_and_the_draw() {
-        let policy = RetryPolicy {
-            max_attempts: Some(2),
-            jitter: 0.5,
-            ..RetryPolicy::default()
-        };
+        let policy = RetryPolicy::new(
+            RetryPolicy::default().backoff().clone(),
+            MaxAttempts::Limit(2),
+            None,
+            0.5,
+            &[],
+        )
+        .unwrap();
         let claimed = task(policy).claim(1, t0() + secs(60), LEASE).unwrap();
         let low = claimed
             .after_attempt(&retry_once(), t0() + secs(60), 0.0)

@@ -5,7 +5,9 @@ pub mod alert;
 pub mod duration_ms;
 pub mod hold;
 pub mod ids;
+pub mod invalid;
 pub mod lifecycle;
+pub mod limits;
 pub mod retry_policy;
 pub mod task;
 pub mod tenant;
@@ -14,8 +16,9 @@ pub mod time;
 pub use alert::{AlertTarget, Notice, Notify};
 pub use hold::{CheckAnswer, CheckRecord, HoldSpec, OnUnknown, CHECK_ATTEMPT};
 pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
+pub use invalid::Invalid;
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
-pub use retry_policy::{Backoff, RetryPolicy};
+pub use retry_policy::{Backoff, BackoffKind, MaxAttempts, RetryPolicy};
 pub use task::{
     AttemptOutcome, AttemptRecord, CallbackRequest, DeadLetter, Status, Task, TaskSpec,
 };

@@ -57,7 +57,12 @@ impl Engine {
             // read again before the fire is dropped.
             Err(_) => return Ok(None),
         }
-        let (answer, record) = match task.spec.hold.as_ref().and_then(|h| h.check_url.clone()) {
+        let (answer, record) = match task
+            .spec
+            .hold
+            .as_ref()
+            .and_then(|h| h.check_url().map(str::to_string))
+        {
             Some(url) => {
                 let (answer, record) = self.ask(&task, url).await;
                 (answer, Some(record))

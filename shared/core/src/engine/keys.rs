@@ -4,11 +4,10 @@
 use std::future::Future;
 
 use super::{Engine, EngineError};
+use crate::domain::limits::MAX_KEY_TASKS;
 use crate::domain::{BusinessKey, Status, TaskId, TenantId};
 use crate::ports::ListQuery;
 
-/// Most tasks one action by key looks at; the answer says whether more remain.
-pub const MAX_KEY_TASKS: usize = 1000;
 /// Tasks read per page while acting.
 const PAGE: u32 = 100;
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::clock::{Clock, Random};
+use crate::domain::limits::MAX_SCHEDULE_AHEAD;
 use crate::domain::time::checked_add;
 use crate::domain::{
     AlertTarget, AttemptRecord, AttemptRef, PolicyName, Refusal, Status, Task, TaskId, TaskSpec,
@@ -28,16 +29,11 @@ use futures_util::StreamExt;
 
 pub use deliver::DeliverOutcome;
 pub use holds::Release;
-pub use keys::{KeyOutcome, MAX_KEY_TASKS};
+pub use keys::KeyOutcome;
 pub use sweep::SweepReport;
 
-/// Most tasks one batch registration holds.
-pub const MAX_BATCH: usize = 100;
 /// Writes of one batch registration in flight at once.
 const BATCH_WRITES: usize = 16;
-
-/// The furthest ahead a task may be scheduled.
-pub const MAX_SCHEDULE_AHEAD: Duration = Duration::from_secs(365 * 24 * 3600);
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -207,7 +203,7 @@ impl Engine {
         Ok(registration)
     }
 
-    /// Registers up to [`MAX_BATCH`] tasks as [`Self::register`] does each, with one result
+    /// Registers up to [`crate::domain::limits::MAX_BATCH`] tasks as [`Self::register`] does each, with one result
     /// per task, in order. A durable timer arms them together (one queue request per ten),
     /// and the writes run side by side. If any task is refused before anything is stored
     /// (its destination, its time), the whole batch is: the error says which task.
@@ -253,12 +249,15 @@ impl Engine {
     async fn prepare(&self, tenant: &TenantId, mut new: NewTask) -> Result<Task, EngineError> {
         let spec = &new.spec;
         let destinations = [
-            ("url", Some(&spec.request.url)),
+            ("url", Some(spec.request.url.as_str())),
             (
                 "hold.check_url",
-                spec.hold.as_ref().and_then(|h| h.check_url.as_ref()),
+                spec.hold.as_ref().and_then(|h| h.check_url()),
             ),
-            ("on_failure.url", spec.on_failure.as_ref().map(|a| &a.url)),
+            (
+                "on_failure.url",
+                spec.on_failure.as_ref().map(|a| a.url.as_str()),
+            ),
         ];
         for (field, url) in destinations {
             if let Some(url) = url {

@@ -317,7 +317,7 @@ async fn every_finished_attempt_is_kept(store: &dyn ContractStore) {
     let tenant = unique_tenant("finish");
     let mut now = millis(Utc::now());
     let mut task = sample_task(&tenant, None, now);
-    task.spec.retry.max_attempts = Some(13);
+    task.spec.retry = task.spec.retry.clone().with_max_attempts(13).unwrap();
     store.create(&task).await.unwrap();
     for n in 1..=12u32 {
         let claimed = task.claim(n, now, Duration::from_secs(40)).unwrap();
@@ -351,10 +351,7 @@ async fn policies_are_kept_per_tenant(store: &dyn ContractStore) {
     use crate::domain::PolicyName;
     let (tenant, other) = (unique_tenant("policies"), unique_tenant("policies"));
     let name = |n: &str| PolicyName::parse(n).unwrap();
-    let with_attempts = |n: u32| RetryPolicy {
-        max_attempts: Some(n),
-        ..RetryPolicy::default()
-    };
+    let with_attempts = |n: u32| RetryPolicy::default().with_max_attempts(n).unwrap();
     assert_eq!(
         store.policy(&tenant, &name("payments")).await.unwrap(),
         None
@@ -590,12 +587,15 @@ async fn due_finds_only_work_to_do(store: &dyn ContractStore) {
     owing.alerts = vec![TaskId::new(), TaskId::new()];
     // Held, its hold timed out and one check made: the next check is due.
     let mut held = sample_task(&tenant, None, now + minute);
-    held.spec.hold = Some(crate::domain::HoldSpec {
-        timeout: Duration::from_secs(30),
-        check_url: Some("https://example.com/tx".into()),
-        on_unknown: crate::domain::OnUnknown::Release,
-        max_checks: 5,
-    });
+    held.spec.hold = Some(
+        crate::domain::HoldSpec::new(
+            Duration::from_secs(30),
+            Some("https://example.com/tx".into()),
+            crate::domain::OnUnknown::Release,
+            Some(5),
+        )
+        .unwrap(),
+    );
     let mut held = held.hold_from(now - minute).unwrap();
     held.checks.push(crate::domain::CheckRecord {
         number: 1,
