@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use axum::http::{HeaderName, HeaderValue};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -16,24 +15,28 @@ use super::problem::Problem;
 use boomerang_core::domain::invalid::within;
 use boomerang_core::domain::limits::*;
 use boomerang_core::domain::{
-    AlertTarget, Backoff, BackoffKind, BusinessKey, CallbackRequest, HoldSpec, Invalid,
-    MaxAttempts, Notify, OnUnknown, PolicyName, RetryPolicy, TaskSpec,
+    AlertTarget, Backoff, BackoffKind, BusinessKey, HoldSpec, Invalid, MaxAttempts, Notify,
+    OnUnknown, PolicyName, RetryPolicy, SpecDraft, TaskSpec,
 };
 use boomerang_core::engine::{FireTime, NewTask, RetrySource};
 
 /// `headers` as the OpenAPI document shows it: at most [`MAX_HEADERS`] string values.
 fn headers_schema() -> Object {
     string_map(MAX_HEADERS, None)
-        .description(Some(
-            "Headers to send, at most 50; values are never shown again",
-        ))
+        .description(Some(format!(
+            "Headers to send, at most {MAX_HEADERS}; values are never shown again"
+        )))
         .build()
 }
 
 /// `metadata` as the OpenAPI document shows it.
 fn metadata_schema() -> Object {
     string_map(MAX_METADATA_ENTRIES, Some(MAX_METADATA_KEY))
-        .description(Some("Labels kept with the task and sent with its alerts"))
+        .description(Some(format!(
+            "Labels kept with the task and sent with its alerts (at most \
+             {MAX_METADATA_ENTRIES}; keys 1–{MAX_METADATA_KEY} bytes, values up to {} KiB)",
+            MAX_METADATA_VALUE / 1024
+        )))
         .build()
 }
 
@@ -46,9 +49,11 @@ fn permanent_statuses_schema() -> Array {
     ArrayBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
         .items(status)
-        .description(Some(
-            "Response statuses (300-599) that fail the task at once, without retrying",
-        ))
+        .description(Some(format!(
+            "Response statuses ({}–{}) that fail the task at once, without retrying",
+            PERMANENT_STATUSES.start(),
+            PERMANENT_STATUSES.end()
+        )))
         .examples([serde_json::json!([400, 401, 403, 404, 410])])
         .build()
 }
@@ -325,31 +330,14 @@ fn strip_position(message: &str) -> String {
 }
 
 impl TaskRequest {
-    /// Validates the request; `header_key` is the `Idempotency-Key` header, if sent.
+    /// Validates the request; `header_key` is the `Idempotency-Key` header, if sent. The
+    /// request's shape and its durations are read here; the rules of a task are the
+    /// domain's ([`TaskSpec::new`]).
     pub fn validate(self, header_key: Option<&str>) -> Result<NewTask, Problem> {
         let idempotency_key = idempotency_key(header_key, self.idempotency_key.as_deref())?;
         let request_hash = self.digest();
-        let url = match self.url {
-            Some(u) if !u.trim().is_empty() => u,
-            _ => return Err(Problem::invalid("url", "is required")),
-        };
-        let method = method(self.method)?;
-        let (body, default_type) = body(self.body)?;
-        let headers = headers("headers", self.headers.unwrap_or_default(), default_type)?;
-        let when = fire_time(self.delay, self.fire_at)?;
-        let timeout = match self.timeout {
-            None => DEFAULT_TIMEOUT,
-            Some(t) => bounded("timeout", &t, MIN_TIMEOUT, MAX_TIMEOUT)?,
-        };
-        let expect_body = match self.expect_body {
-            Some(b) if b.len() > MAX_EXPECT_BODY => {
-                return Err(Problem::invalid(
-                    "expect_body",
-                    format!("must be at most {MAX_EXPECT_BODY} bytes"),
-                ))
-            }
-            other => other,
-        };
+        let (body, content_type) = body(self.body)?;
+        let timeout = self.timeout.map(|t| duration("timeout", &t)).transpose()?;
         let (retry, retry_from) = match self.retry {
             None => (RetryPolicy::default(), RetrySource::Default),
             Some(RetryField::Inline(r)) => (r.validate()?, RetrySource::Given),
@@ -359,7 +347,6 @@ impl TaskRequest {
                 (RetryPolicy::default(), RetrySource::Named(name))
             }
         };
-        let metadata = metadata(self.metadata.unwrap_or_default())?;
         let key = self.key.map(business_key).transpose()?;
         let on_failure = self.on_failure.map(AlertRequest::validate).transpose()?;
         let hold = self.hold.map(HoldRequest::validate).transpose()?;
@@ -368,26 +355,26 @@ impl TaskRequest {
             Some(n) => Notify::parse(n)
                 .ok_or_else(|| Problem::invalid("notify", "must be `final` or `every`"))?,
         };
+        let spec = TaskSpec::new(SpecDraft {
+            url: self.url.unwrap_or_default(),
+            method: self.method,
+            headers: self.headers.unwrap_or_default().into_iter().collect(),
+            body,
+            content_type,
+            timeout,
+            expect_body: self.expect_body,
+            retry,
+            metadata: self.metadata.unwrap_or_default(),
+            key,
+            on_failure,
+            notify,
+            hold,
+        })
+        .map_err(invalid)?;
         Ok(NewTask {
             retry_from,
-            spec: TaskSpec {
-                request: CallbackRequest {
-                    url,
-                    method,
-                    headers,
-                    body,
-                },
-                timeout,
-                expect_body,
-                retry,
-                metadata,
-                key,
-                on_failure,
-                notify,
-                alert_of: None,
-                hold,
-            },
-            when,
+            spec,
+            when: fire_time(self.delay, self.fire_at)?,
             idempotency_key,
             request_hash,
         })
@@ -410,12 +397,9 @@ impl TaskRequest {
 
 impl AlertRequest {
     fn validate(self) -> Result<AlertTarget, Problem> {
-        let url = match self.url {
-            Some(u) if !u.trim().is_empty() => u,
-            _ => return Err(Problem::invalid("on_failure.url", "is required")),
-        };
-        let headers = headers("on_failure.headers", self.headers.unwrap_or_default(), None)?;
-        Ok(AlertTarget { url, headers })
+        let headers = self.headers.unwrap_or_default().into_iter().collect();
+        AlertTarget::new(self.url.unwrap_or_default(), headers)
+            .map_err(|e| invalid(e.under("on_failure")))
     }
 }
 
@@ -544,18 +528,6 @@ fn fire_time(delay: Option<String>, fire_at: Option<String>) -> Result<FireTime,
     }
 }
 
-fn method(raw: Option<String>) -> Result<String, Problem> {
-    let m = raw.unwrap_or_else(|| "POST".into()).to_ascii_uppercase();
-    if METHODS.contains(&m.as_str()) {
-        Ok(m)
-    } else {
-        Err(Problem::invalid(
-            "method",
-            format!("must be one of {}", METHODS.join(", ")),
-        ))
-    }
-}
-
 /// The body to send, and the content type it implies when the client gives none.
 fn body(raw: Option<serde_json::Value>) -> Result<(String, Option<&'static str>), Problem> {
     let (body, kind) = match raw {
@@ -572,81 +544,9 @@ fn body(raw: Option<serde_json::Value>) -> Result<(String, Option<&'static str>)
     Ok((body, kind))
 }
 
-fn is_forbidden_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    matches!(
-        n.as_str(),
-        "host" | "content-length" | "transfer-encoding" | "connection" | "upgrade" | "te"
-    ) || n.starts_with("webhook-")
-        || n.starts_with("boomerang-")
-}
-
-/// The headers of a request (`field` names them in problems), with `default_type` as its
-/// content type unless one is given.
-fn headers(
-    field: &str,
-    given: BTreeMap<String, String>,
-    default_type: Option<&str>,
-) -> Result<Vec<(String, String)>, Problem> {
-    if given.len() > MAX_HEADERS {
-        return Err(Problem::invalid(
-            field,
-            format!("at most {MAX_HEADERS} headers are allowed"),
-        ));
-    }
-    let mut out = Vec::with_capacity(given.len() + 1);
-    for (name, value) in given {
-        let field = format!("{field}.{name}");
-        if is_forbidden_header(&name) {
-            return Err(Problem::invalid(
-                field,
-                "is set by Boomerang and cannot be given",
-            ));
-        }
-        if HeaderName::from_bytes(name.as_bytes()).is_err() {
-            return Err(Problem::invalid(field, "is not a valid header name"));
-        }
-        if HeaderValue::from_str(&value).is_err() {
-            return Err(Problem::invalid(field, "is not a valid header value"));
-        }
-        out.push((name, value));
-    }
-    let has_type = out
-        .iter()
-        .any(|(n, _)| n.eq_ignore_ascii_case("content-type"));
-    if let (false, Some(t)) = (has_type, default_type) {
-        out.push(("content-type".into(), t.into()));
-    }
-    Ok(out)
-}
-
 /// A task's business key (also the `key` of a list or a cancel).
 pub fn business_key(given: String) -> Result<BusinessKey, Problem> {
     BusinessKey::parse(given).map_err(|e| Problem::invalid("key", e.to_string()))
-}
-
-fn metadata(given: BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Problem> {
-    if given.len() > MAX_METADATA_ENTRIES {
-        return Err(Problem::invalid(
-            "metadata",
-            format!("at most {MAX_METADATA_ENTRIES} entries are allowed"),
-        ));
-    }
-    for (k, v) in &given {
-        if k.is_empty() || k.len() > MAX_METADATA_KEY {
-            return Err(Problem::invalid(
-                format!("metadata.{k}"),
-                format!("keys must be 1 to {MAX_METADATA_KEY} bytes"),
-            ));
-        }
-        if v.len() > MAX_METADATA_VALUE {
-            return Err(Problem::invalid(
-                format!("metadata.{k}"),
-                format!("values must be at most {MAX_METADATA_VALUE} bytes"),
-            ));
-        }
-    }
-    Ok(given)
 }
 
 fn idempotency_key(header: Option<&str>, field: Option<&str>) -> Result<Option<String>, Problem> {

@@ -9,6 +9,7 @@ pub mod invalid;
 pub mod lifecycle;
 pub mod limits;
 pub mod retry_policy;
+pub mod spec_rules;
 pub mod task;
 pub mod tenant;
 pub mod time;
@@ -19,6 +20,7 @@ pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
 pub use invalid::Invalid;
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use retry_policy::{Backoff, BackoffKind, MaxAttempts, RetryPolicy};
+pub use spec_rules::SpecDraft;
 pub use task::{
     AttemptOutcome, AttemptRecord, CallbackRequest, DeadLetter, Status, Task, TaskSpec,
 };
