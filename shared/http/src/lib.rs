@@ -19,7 +19,7 @@ use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -89,17 +89,19 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
     )
 }
 
-#[derive(Serialize, ToSchema)]
-struct Health {
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Health {
     #[schema(example = "ok")]
-    status: &'static str,
+    pub status: String,
 }
 
 /// Whether the server is up (no key needed).
 #[utoipa::path(get, path = "/healthz", tag = "service", operation_id = "healthz",
     responses((status = 200, description = "The server is up", body = Health)))]
 async fn healthz() -> Json<Health> {
-    Json(Health { status: "ok" })
+    Json(Health {
+        status: "ok".into(),
+    })
 }
 
 /// Logged when a request reached the last line of defence; the end-to-end harness fails

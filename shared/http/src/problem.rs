@@ -2,31 +2,35 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use boomerang_core::engine::EngineError;
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Problem {
     /// What kind of problem (`urn:boomerang:problem:invalid-field`); stable, for code.
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub title: &'static str,
+    #[schema(value_type = String)]
+    pub kind: Cow<'static, str>,
+    #[schema(value_type = String)]
+    pub title: Cow<'static, str>,
     /// The response's HTTP status.
     pub status: u16,
     /// What happened, for people.
     pub detail: String,
     /// The request field at fault, as a path (`retry.schedule[2]`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
 }
 
 impl Problem {
     fn new(status: StatusCode, kind: &'static str, title: &'static str, detail: String) -> Self {
         Self {
-            kind,
-            title,
+            kind: Cow::Borrowed(kind),
+            title: Cow::Borrowed(title),
             status: status.as_u16(),
             detail,
             field: None,

@@ -20,7 +20,7 @@ pub fn routes() -> OpenApiRouter<Arc<Engine>> {
     OpenApiRouter::new().routes(routes!(stats))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct StatsView {
     /// Tasks by state, every state named; `null` where the store cannot count them
     /// cheaply (DynamoDB, on AWS).

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::problem::Problem;
@@ -18,7 +18,7 @@ use boomerang_core::ports::Page;
 /// How much of a task's body its own view shows.
 pub const BODY_PREVIEW_CHARS: usize = 200;
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TaskView {
     pub id: String,
     #[schema(value_type = crate::openapi::enums::Status)]
@@ -28,16 +28,16 @@ pub struct TaskView {
     pub header_names: Vec<String>,
     pub body_bytes: usize,
     /// The body's first 200 characters, in a task's own view (`GET /v1/tasks/{id}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_preview: Option<String>,
     pub timeout: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_body: Option<String>,
     pub retry: RetryView,
     pub metadata: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
     /// The current (or last) attempt number.
     pub attempt: u32,
@@ -46,36 +46,36 @@ pub struct TaskView {
     pub updated_at: DateTime<Utc>,
     pub last_error: Option<String>,
     /// Where this task's failures are reported, if it names a destination itself.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<AlertView>,
     #[schema(value_type = crate::openapi::enums::Notify)]
     pub notify: Notify,
     /// On an alert: the task it reports on.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alert_of: Option<String>,
     /// The alerts raised about this task, oldest first.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<String>,
     /// The task failed and its alert is not yet registered (it will be).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub alert_pending: bool,
     /// A held task's hold, as registered.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldView>,
     /// While held: when the hold times out, or the next check is due.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_at: Option<DateTime<Utc>>,
     /// The checks made while held, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptView>>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HoldView {
     pub timeout: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_url: Option<String>,
     #[schema(value_type = crate::openapi::enums::OnUnknown)]
     pub on_unknown: OnUnknown,
@@ -83,31 +83,31 @@ pub struct HoldView {
 }
 
 /// An alert destination; like a task's, header values are not shown.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AlertView {
     pub url: String,
     pub header_names: Vec<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct RetryView {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub backoff: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_interval: Option<String>,
     /// `null`: as many as fit in `max_duration`.
     pub max_attempts: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_duration: Option<String>,
     pub jitter: f64,
     pub permanent_statuses: Vec<u16>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AttemptView {
     pub number: u32,
     pub scheduled_at: DateTime<Utc>,
@@ -124,43 +124,43 @@ pub struct AttemptView {
 }
 
 /// One check of a held task.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CheckView {
     pub number: u32,
     pub at: DateTime<Utc>,
     pub duration_ms: u64,
     pub status_code: Option<u16>,
     /// `release` or `cancel`, if the answer decided.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PageView {
     pub tasks: Vec<TaskView>,
     pub next_cursor: Option<String>,
 }
 
 /// What `POST /v1/tasks/batch` did: one result per task, in the order sent.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct BatchView {
     pub tasks: Vec<BatchItemView>,
 }
 
 /// One task of a batch: registered (201), repeated (200), or refused with a problem.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct BatchItemView {
     pub status: u16,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<Problem>,
 }
 
 /// What `DELETE /v1/tasks?key=…` did.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct KeyCancelView {
     pub key: String,
     /// The tasks it canceled.
@@ -172,7 +172,7 @@ pub struct KeyCancelView {
 }
 
 /// What `POST /v1/tasks/release?key=…` did.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct KeyReleaseView {
     pub key: String,
     pub released: Vec<String>,
@@ -182,7 +182,7 @@ pub struct KeyReleaseView {
 }
 
 /// A task with the key that an action by key left as it was.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct KeyedStatusView {
     pub id: String,
     #[schema(value_type = crate::openapi::enums::Status)]
@@ -284,13 +284,18 @@ impl RetryView {
                 None,
                 None,
             ),
-            Backoff::Fixed { interval } => (None, Some("fixed"), Some(human(*interval)), None),
+            Backoff::Fixed { interval } => (
+                None,
+                Some("fixed".to_string()),
+                Some(human(*interval)),
+                None,
+            ),
             Backoff::Linear {
                 interval,
                 max_interval,
             } => (
                 None,
-                Some("linear"),
+                Some("linear".to_string()),
                 Some(human(*interval)),
                 Some(human(*max_interval)),
             ),
@@ -299,7 +304,7 @@ impl RetryView {
                 max_interval,
             } => (
                 None,
-                Some("exponential"),
+                Some("exponential".to_string()),
                 Some(human(*interval)),
                 Some(human(*max_interval)),
             ),

@@ -12,12 +12,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
+use boomerang_client::{Client, ClientError, ListParams};
 use boomerang_core::domain::TaskId;
 use clap::{Args, Subcommand};
-use reqwest::Method;
-use serde_json::Value;
-
-use client::{Api, ApiError};
 
 #[derive(Args)]
 pub struct TasksArgs {
@@ -105,7 +102,7 @@ struct ByIdOrKey {
 
 /// Runs one command; what it answers decides the exit code.
 pub async fn run(args: TasksArgs) -> Result<ExitCode> {
-    let api = match Api::connect(
+    let api = match client::connect(
         &args.connection.url,
         args.connection.api_key,
         &args.connection.data_dir,
@@ -118,91 +115,112 @@ pub async fn run(args: TasksArgs) -> Result<ExitCode> {
     };
     match execute(&api, args.command, args.json).await {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(ApiError::Refused { status, detail }) => {
-            eprintln!("error: {status}: {detail}");
-            Ok(ExitCode::from(1))
-        }
-        Err(ApiError::Unreachable(why)) => {
-            eprintln!("error: cannot reach {}: {why}", args.connection.url);
-            Ok(ExitCode::from(3))
-        }
-        Err(ApiError::Usage(why)) => {
+        Err(Failure::Usage(why)) => {
             eprintln!("error: {why}");
             Ok(ExitCode::from(2))
         }
-        Err(ApiError::Other(e)) => Err(e),
+        Err(Failure::Api(ClientError::Refused { status, problem })) => {
+            eprintln!("error: {status}: {}", problem.detail);
+            Ok(ExitCode::from(1))
+        }
+        Err(Failure::Api(ClientError::Unexpected { status, body })) => {
+            eprintln!("error: {status}: {body}");
+            Ok(ExitCode::from(1))
+        }
+        Err(Failure::Api(ClientError::Unreachable(why))) => {
+            eprintln!("error: cannot reach {}: {why}", args.connection.url);
+            Ok(ExitCode::from(3))
+        }
+        Err(Failure::Api(e)) => Err(e.into()),
     }
 }
 
-async fn execute(api: &Api, command: TasksCommand, json: bool) -> Result<(), ApiError> {
+/// Why a command did not do its work.
+enum Failure {
+    /// A flag's value cannot make a request (say, a header without a colon).
+    Usage(String),
+    Api(ClientError),
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        Self::Api(e)
+    }
+}
+
+async fn execute(api: &Client, command: TasksCommand, json: bool) -> Result<(), Failure> {
     let out = show::Output { json };
     match command {
         TasksCommand::Create(create) => {
-            let (body, idempotency_key) = create
+            let (task, idempotency_key) = create
                 .into_request()
-                .map_err(|e| ApiError::Usage(format!("{e:#}")))?;
-            let task = api.create(&body, idempotency_key.as_deref()).await?;
-            out.task(&task);
+                .map_err(|e| Failure::Usage(format!("{e:#}")))?;
+            let created = api.create(&task, idempotency_key.as_deref()).await?;
+            out.task(&created.body);
         }
-        TasksCommand::Get { id } => out.task(&api.get(&format!("/v1/tasks/{id}"), &[]).await?),
+        TasksCommand::Get { id } => out.task(&api.get(&id.to_string()).await?),
         TasksCommand::List(list) => list_tasks(api, &out, list).await?,
-        TasksCommand::Cancel(target) => {
-            let by_key = ("/v1/tasks", "canceled");
-            one_or_by_key(api, &out, target, Method::DELETE, "", by_key).await?
-        }
-        TasksCommand::Retry { id } => {
-            out.task(&api.post(&format!("/v1/tasks/{id}/retry"), &[]).await?)
-        }
-        TasksCommand::Release(target) => {
-            let by_key = ("/v1/tasks/release", "released");
-            one_or_by_key(api, &out, target, Method::POST, "/release", by_key).await?
-        }
+        TasksCommand::Cancel(target) => match by_id_or_key(target) {
+            Target::Key(key) => {
+                let answer = api.cancel_by_key(&key).await?;
+                out.by_key(show::ByKey {
+                    answer: &answer,
+                    verb: "canceled",
+                    done: &answer.canceled,
+                    left: &answer.not_canceled,
+                    more: answer.more,
+                });
+            }
+            Target::Id(id) => out.task(&api.cancel(&id.to_string()).await?),
+        },
+        TasksCommand::Retry { id } => out.task(&api.retry(&id.to_string()).await?),
+        TasksCommand::Release(target) => match by_id_or_key(target) {
+            Target::Key(key) => {
+                let answer = api.release_by_key(&key).await?;
+                out.by_key(show::ByKey {
+                    answer: &answer,
+                    verb: "released",
+                    done: &answer.released,
+                    left: &answer.not_released,
+                    more: answer.more,
+                });
+            }
+            Target::Id(id) => out.task(&api.release(&id.to_string()).await?),
+        },
         TasksCommand::Watch { id, every } => watch(api, &out, &id, every).await?,
     }
     Ok(())
 }
 
-/// A cancel or release: of one task (`method` on `/v1/tasks/{id}{suffix}`), or with
-/// `--key` of every task with the key (`method` on the path of `by_key`, whose answer
-/// names what was done `verb`).
-async fn one_or_by_key(
-    api: &Api,
-    out: &show::Output,
-    target: ByIdOrKey,
-    method: Method,
-    suffix: &str,
-    (by_key_path, verb): (&str, &str),
-) -> Result<(), ApiError> {
-    match (target.id, target.key) {
-        (_, Some(key)) => {
-            let outcome = api.call(method, by_key_path, &[("key", &key)]).await?;
-            out.by_key(&outcome, verb);
-        }
-        (Some(id), None) => {
-            let path = format!("/v1/tasks/{id}{suffix}");
-            out.task(&api.call(method, &path, &[]).await?);
-        }
-        (None, None) => unreachable!("clap requires an id or --key"),
-    }
-    Ok(())
+/// A cancel's or release's target: one task, or with `--key` every task with the key.
+enum Target {
+    Id(TaskId),
+    Key(String),
 }
 
-async fn list_tasks(api: &Api, out: &show::Output, list: ListArgs) -> Result<(), ApiError> {
-    let limit = list.limit.to_string();
-    let mut params = vec![("limit", limit.as_str())];
-    params.extend(list.status.as_deref().map(|s| ("status", s)));
-    params.extend(list.key.as_deref().map(|k| ("key", k)));
-    let mut tasks: Vec<Value> = Vec::new();
-    let mut cursor: Option<String> = None;
+fn by_id_or_key(target: ByIdOrKey) -> Target {
+    match (target.id, target.key) {
+        (_, Some(key)) => Target::Key(key),
+        (Some(id), None) => Target::Id(id),
+        (None, None) => unreachable!("clap requires an id or --key"),
+    }
+}
+
+async fn list_tasks(api: &Client, out: &show::Output, list: ListArgs) -> Result<(), Failure> {
+    let mut params = ListParams {
+        status: list.status,
+        key: list.key,
+        limit: Some(list.limit),
+        cursor: None,
+    };
+    let mut tasks = Vec::new();
     loop {
-        let mut page_params = params.clone();
-        page_params.extend(cursor.as_deref().map(|c| ("cursor", c)));
-        let page = api.get("/v1/tasks", &page_params).await?;
-        tasks.extend(page["tasks"].as_array().cloned().unwrap_or_default());
-        match page["next_cursor"].as_str() {
-            Some(next) if list.all => cursor = Some(next.to_string()),
+        let page = api.list(&params).await?;
+        tasks.extend(page.tasks);
+        match page.next_cursor {
+            Some(next) if list.all => params.cursor = Some(next),
             next => {
-                out.list(&tasks, next);
+                out.list(&tasks, next.as_deref());
                 return Ok(());
             }
         }
@@ -212,27 +230,26 @@ async fn list_tasks(api: &Api, out: &show::Output, list: ListArgs) -> Result<(),
 /// Polls the task and prints what is new: each attempt as it is recorded, and each change
 /// of state, until the task ends.
 async fn watch(
-    api: &Api,
+    api: &Client,
     out: &show::Output,
     id: &TaskId,
     every: Duration,
-) -> Result<(), ApiError> {
-    let path = format!("/v1/tasks/{id}");
+) -> Result<(), Failure> {
+    let id = id.to_string();
     let mut shown_attempts = 0;
-    let mut last_status = String::new();
+    let mut last_status = None;
     loop {
-        let task = api.get(&path, &[]).await?;
-        let status = task["status"].as_str().unwrap_or_default().to_string();
-        let attempts = task["attempts"].as_array().cloned().unwrap_or_default();
+        let task = api.get(&id).await?;
+        let attempts = task.attempts.as_deref().unwrap_or_default();
         for attempt in attempts.iter().skip(shown_attempts) {
             out.attempt_progress(attempt);
         }
         shown_attempts = attempts.len();
-        if status != last_status {
+        if last_status != Some(task.status) {
             out.status_change(&task);
-            last_status = status.clone();
+            last_status = Some(task.status);
         }
-        if matches!(status.as_str(), "succeeded" | "failed" | "canceled") {
+        if task.status.is_terminal() {
             out.watched_end(&task);
             return Ok(());
         }

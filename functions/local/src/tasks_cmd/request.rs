@@ -1,11 +1,14 @@
-//! `boomerang tasks create`: flags into a `POST /v1/tasks` body. The server checks every
-//! value; this only shapes them (a bad one comes back as the API's problem, exit code 1).
+//! `boomerang tasks create`: flags into the API's own registration request. The server
+//! checks every value; this only shapes them (a bad one comes back as the API's problem,
+//! exit code 1).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use boomerang_http::task_request::{HoldRequest, RetryField, RetryRequest, TaskRequest};
 use clap::Args;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 #[derive(Args)]
 pub struct CreateArgs {
@@ -57,37 +60,28 @@ pub struct CreateArgs {
 }
 
 impl CreateArgs {
-    /// The request body, and the idempotency key to send as a header.
-    pub fn into_request(self) -> Result<(Value, Option<String>)> {
-        let mut task = Map::new();
-        task.insert("url".into(), json!(self.url));
-        let mut put = |name: &str, value: Option<Value>| {
-            if let Some(v) = value {
-                task.insert(name.into(), v);
-            }
+    /// The request, and the idempotency key to send as a header.
+    pub fn into_request(self) -> Result<(TaskRequest, Option<String>)> {
+        let hold = self.hold.map(|timeout| HoldRequest {
+            timeout: Some(timeout),
+            check_url: self.check_url,
+            on_unknown: self.on_unknown,
+            max_checks: None,
+        });
+        let task = TaskRequest {
+            url: Some(self.url),
+            delay: self.delay,
+            fire_at: self.at,
+            method: self.method,
+            body: self.body.map(|b| body(&b)).transpose()?,
+            headers: pairs(&self.headers, ':', "--header")?,
+            metadata: pairs(&self.metadata, '=', "--metadata")?,
+            key: self.key,
+            retry: retry(self.retry, self.max_attempts, self.policy),
+            hold,
+            ..TaskRequest::default()
         };
-        put("delay", self.delay.map(Value::from));
-        put("fire_at", self.at.map(Value::from));
-        put("method", self.method.map(Value::from));
-        put("body", self.body.map(|b| body(&b)).transpose()?);
-        put("headers", pairs(&self.headers, ':', "--header")?);
-        put("metadata", pairs(&self.metadata, '=', "--metadata")?);
-        put("key", self.key.map(Value::from));
-        put("retry", retry(self.retry, self.max_attempts, self.policy));
-        put(
-            "hold",
-            self.hold.map(|timeout| {
-                let mut hold = json!({ "timeout": timeout });
-                if let Some(url) = self.check_url {
-                    hold["check_url"] = json!(url);
-                }
-                if let Some(fate) = self.on_unknown {
-                    hold["on_unknown"] = json!(fate);
-                }
-                hold
-            }),
-        );
-        Ok((Value::Object(task), self.idempotency_key))
+        Ok((task, self.idempotency_key))
     }
 }
 
@@ -104,19 +98,19 @@ fn body(given: &str) -> Result<Value> {
     Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
-/// `NAME<sep>VALUE` flags into a JSON object (None when there are none).
-fn pairs(given: &[String], sep: char, flag: &str) -> Result<Option<Value>> {
+/// `NAME<sep>VALUE` flags into a map (None when there are none).
+fn pairs(given: &[String], sep: char, flag: &str) -> Result<Option<BTreeMap<String, String>>> {
     if given.is_empty() {
         return Ok(None);
     }
-    let mut map = Map::new();
+    let mut map = BTreeMap::new();
     for pair in given {
         let Some((name, value)) = pair.split_once(sep) else {
             bail!("{flag} {pair:?}: expected NAME{sep}VALUE");
         };
-        map.insert(name.trim().to_string(), json!(value.trim()));
+        map.insert(name.trim().to_string(), value.trim().to_string());
     }
-    Ok(Some(Value::Object(map)))
+    Ok(Some(map))
 }
 
 /// `--retry 30s,1m` and `--max-attempts`, or `--policy NAME`.
@@ -124,27 +118,25 @@ fn retry(
     schedule: Vec<String>,
     max_attempts: Option<u32>,
     policy: Option<String>,
-) -> Option<Value> {
+) -> Option<RetryField> {
     if let Some(name) = policy {
-        return Some(json!(name));
+        return Some(RetryField::Named(name));
     }
     if schedule.is_empty() && max_attempts.is_none() {
         return None;
     }
-    let mut retry = Map::new();
-    if !schedule.is_empty() {
-        retry.insert("schedule".into(), json!(schedule));
-    }
-    if let Some(n) = max_attempts {
-        retry.insert("max_attempts".into(), json!(n));
-    }
-    Some(Value::Object(retry))
+    Some(RetryField::Inline(RetryRequest {
+        schedule: (!schedule.is_empty()).then_some(schedule),
+        max_attempts: max_attempts.map(|n| Some(i64::from(n))),
+        ..RetryRequest::default()
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+    use serde_json::json;
 
     #[derive(Parser)]
     struct Cli {
@@ -152,10 +144,20 @@ mod tests {
         create: CreateArgs,
     }
 
+    /// The request as it goes on the wire, without the fields left out.
     fn request(args: &[&str]) -> (Value, Option<String>) {
         let cli = Cli::try_parse_from(std::iter::once("create").chain(args.iter().copied()))
             .expect("valid flags");
-        cli.create.into_request().unwrap()
+        let (task, key) = cli.create.into_request().unwrap();
+        let mut body = serde_json::to_value(task).unwrap();
+        body.as_object_mut().unwrap().retain(|_, v| !v.is_null());
+        if let Some(hold) = body.get_mut("hold").and_then(Value::as_object_mut) {
+            hold.retain(|_, v| !v.is_null());
+        }
+        if let Some(retry) = body.get_mut("retry").and_then(Value::as_object_mut) {
+            retry.retain(|_, v| !v.is_null());
+        }
+        (body, key)
     }
 
     #[test]

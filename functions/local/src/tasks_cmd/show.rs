@@ -1,43 +1,55 @@
 //! What the CLI prints: the API's JSON with `--json`, else readable blocks and tables.
 
-use serde_json::Value;
+use boomerang_core::domain::Status;
+use boomerang_http::views::{AttemptView, KeyedStatusView, TaskView};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
 
 pub struct Output {
     pub json: bool,
 }
 
+/// What an action by key did, as the CLI shows it: its answer, the ids done (`canceled`,
+/// `released`), those left with their state, and whether more tasks have the key.
+pub struct ByKey<'a, T: Serialize> {
+    pub answer: &'a T,
+    pub verb: &'static str,
+    pub done: &'a [String],
+    pub left: &'a [KeyedStatusView],
+    pub more: bool,
+}
+
 impl Output {
     /// A task: its state, request, and every attempt with its lateness.
-    pub fn task(&self, task: &Value) {
+    pub fn task(&self, task: &TaskView) {
         if self.json {
             return print_json(task);
         }
-        println!("{}  {}", text(&task["id"]), text(&task["status"]));
-        println!("  {} {}", text(&task["method"]), text(&task["url"]));
+        println!("{}  {}", task.id, task.status.as_str());
+        println!("  {} {}", task.method, task.url);
         let field = |name: &str, value: String| {
             if !value.is_empty() {
                 println!("  {name:<11}{value}");
             }
         };
-        field("key", text(&task["key"]));
-        field("created", short_time(&text(&task["created_at"])));
-        if matches!(text(&task["status"]).as_str(), "scheduled" | "held") {
-            field("next", short_time(&text(&task["next_attempt_at"])));
+        field("key", task.key.clone().unwrap_or_default());
+        field("created", short_time(Some(task.created_at)));
+        if matches!(task.status, Status::Scheduled | Status::Held) {
+            field("next", short_time(task.next_attempt_at));
         }
-        if !task["hold"].is_null() {
-            let hold = &task["hold"];
+        if let Some(hold) = &task.hold {
             field(
                 "hold",
                 format!(
                     "{}, then ask {}, else {} (after {} checks)",
-                    text(&hold["timeout"]),
-                    or(&hold["check_url"], "nobody"),
-                    text(&hold["on_unknown"]),
-                    text(&hold["max_checks"]),
+                    hold.timeout,
+                    hold.check_url.as_deref().unwrap_or("nobody"),
+                    name_of(&hold.on_unknown),
+                    hold.max_checks,
                 ),
             );
-            field("check at", short_time(&text(&task["check_at"])));
-            let checks = task["checks"].as_array().map_or(0, Vec::len);
+            field("check at", short_time(task.check_at));
+            let checks = task.checks.len();
             field(
                 "checks",
                 if checks > 0 {
@@ -47,18 +59,18 @@ impl Output {
                 },
             );
         }
-        field("last error", text(&task["last_error"]));
-        let attempts = task["attempts"].as_array().cloned().unwrap_or_default();
+        field("last error", task.last_error.clone().unwrap_or_default());
+        let attempts = task.attempts.as_deref().unwrap_or_default();
         if !attempts.is_empty() {
             println!("  attempts");
-            for attempt in &attempts {
+            for attempt in attempts {
                 println!("    {}", attempt_line(attempt));
             }
         }
     }
 
     /// A page (or all pages) of tasks as a table; says how to get the next page.
-    pub fn list(&self, tasks: &[Value], next_cursor: Option<&str>) {
+    pub fn list(&self, tasks: &[TaskView], next_cursor: Option<&str>) {
         if self.json {
             return print_json(&serde_json::json!({ "tasks": tasks, "next_cursor": next_cursor }));
         }
@@ -67,17 +79,17 @@ impl Output {
             "ID", "STATUS", "NEXT / UPDATED", "KEY"
         );
         for task in tasks {
-            let when = match text(&task["status"]).as_str() {
-                "scheduled" | "held" => text(&task["next_attempt_at"]),
-                _ => text(&task["updated_at"]),
+            let when = match task.status {
+                Status::Scheduled | Status::Held => task.next_attempt_at,
+                _ => Some(task.updated_at),
             };
             println!(
                 "{:<26}  {:<10}  {:<24}  {:<16}  {}",
-                text(&task["id"]),
-                text(&task["status"]),
-                short_time(&when),
-                text(&task["key"]),
-                text(&task["url"]),
+                task.id,
+                task.status.as_str(),
+                short_time(when),
+                task.key.as_deref().unwrap_or_default(),
+                task.url,
             );
         }
         if let Some(cursor) = next_cursor {
@@ -85,108 +97,100 @@ impl Output {
         }
     }
 
-    /// What a cancel or release by key did (`verb`: canceled, released).
-    pub fn by_key(&self, outcome: &Value, verb: &str) {
+    /// What a cancel or release by key did.
+    pub fn by_key<T: Serialize>(&self, outcome: ByKey<'_, T>) {
         if self.json {
-            return print_json(outcome);
+            return print_json(outcome.answer);
         }
-        let done = outcome[verb].as_array().cloned().unwrap_or_default();
-        println!("{verb} {}", done.len());
-        for id in &done {
-            println!("  {}", text(id));
+        let verb = outcome.verb;
+        println!("{verb} {}", outcome.done.len());
+        for id in outcome.done {
+            println!("  {id}");
         }
-        let left = outcome[format!("not_{verb}")]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        if !left.is_empty() {
-            println!("not {verb} {}", left.len());
-            for task in &left {
-                println!("  {}  {}", text(&task["id"]), text(&task["status"]));
+        if !outcome.left.is_empty() {
+            println!("not {verb} {}", outcome.left.len());
+            for task in outcome.left {
+                println!("  {}  {}", task.id, task.status.as_str());
             }
         }
-        if outcome["more"] == Value::Bool(true) {
+        if outcome.more {
             println!("more tasks have the key: run it again");
         }
     }
 
     /// One attempt, as `watch` sees it recorded.
-    pub fn attempt_progress(&self, attempt: &Value) {
+    pub fn attempt_progress(&self, attempt: &AttemptView) {
         if self.json {
-            println!("{attempt}");
+            println!("{}", one_line(attempt));
         } else {
             println!("attempt {}", attempt_line(attempt));
         }
     }
 
     /// The task's state changed (as `watch` saw it).
-    pub fn status_change(&self, task: &Value) {
+    pub fn status_change(&self, task: &TaskView) {
         if self.json {
             return;
         }
-        let status = text(&task["status"]);
-        match status.as_str() {
-            "scheduled" | "held" => println!(
+        let status = task.status.as_str();
+        match task.status {
+            Status::Scheduled | Status::Held => println!(
                 "{status}: next attempt at {}",
-                text(&task["next_attempt_at"])
+                task.next_attempt_at
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+                    .unwrap_or_default()
             ),
             _ => println!("{status}"),
         }
     }
 
     /// `watch` saw the task end.
-    pub fn watched_end(&self, task: &Value) {
+    pub fn watched_end(&self, task: &TaskView) {
         if self.json {
-            println!("{task}");
+            println!("{}", one_line(task));
         }
     }
 }
 
 /// `#2   due 2026-11-23 10:00:03.120  +4ms late  took 35ms  retrying   HTTP 500`
-fn attempt_line(a: &Value) -> String {
-    let result = match (a["status_code"].as_u64(), a["error"].as_str()) {
+fn attempt_line(a: &AttemptView) -> String {
+    let result = match (a.status_code, a.error.as_deref()) {
         (Some(code), _) => format!("HTTP {code}"),
         (None, Some(error)) => error.to_string(),
         (None, None) => String::new(),
     };
     format!(
         "#{:<3} due {}  {:>7} late  took {:>6}  {:<9}  {}",
-        text(&a["number"]),
-        short_time(&text(&a["scheduled_at"])),
-        format!("+{}ms", text(&a["lateness_ms"])),
-        format!("{}ms", text(&a["duration_ms"])),
-        text(&a["outcome"]),
+        a.number,
+        short_time(Some(a.scheduled_at)),
+        format!("+{}ms", a.lateness_ms),
+        format!("{}ms", a.duration_ms),
+        name_of(&a.outcome),
         result,
     )
 }
 
-/// `2026-11-23T19:12:59.654452887Z` → `2026-11-23 19:12:59.654`.
-fn short_time(t: &str) -> String {
-    match chrono::DateTime::parse_from_rfc3339(t) {
-        Ok(t) => t.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
-        Err(_) => t.to_string(),
-    }
+/// `2026-11-23 19:12:59.654`, or nothing.
+fn short_time(t: Option<DateTime<Utc>>) -> String {
+    t.map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+        .unwrap_or_default()
 }
 
-/// A JSON value as plain text ("" for null).
-fn text(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// A value of one of the API's enums as the API writes it (`retrying`, `cancel`).
+fn name_of<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
-fn or(v: &Value, default: &str) -> String {
-    match text(v) {
-        t if t.is_empty() => default.to_string(),
-        t => t,
-    }
+fn one_line<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
-fn print_json(v: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
-    );
+fn print_json<T: Serialize>(v: &T) {
+    match serde_json::to_string_pretty(v) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("error: cannot print the answer as JSON: {e}"),
+    }
 }

@@ -1,0 +1,321 @@
+//! A typed client of the HTTP API, built from the API's own request and view types: a
+//! renamed field fails to compile here, not at run time in a caller. The command line and
+//! the end-to-end tests use it.
+
+use std::time::Duration;
+
+use boomerang_http::policies::{PoliciesView, PolicyView};
+use boomerang_http::problem::Problem;
+use boomerang_http::stats::StatsView;
+use boomerang_http::task_request::{BatchRequest, RetryRequest, TaskRequest};
+use boomerang_http::views::{BatchView, KeyCancelView, KeyReleaseView, PageView, TaskView};
+use boomerang_http::Health;
+use reqwest::{Method, Url};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// Why a call did not get its answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The API answered with a problem.
+    #[error("{status}: {}", .problem.detail)]
+    Refused { status: u16, problem: Problem },
+    /// No answer: refused connection, unknown host, timeout.
+    #[error("unreachable: {0}")]
+    Unreachable(String),
+    /// An answer that is not what the API documents.
+    #[error("unexpected answer ({status}): {body}")]
+    Unexpected { status: u16, body: String },
+    #[error("bad URL: {0}")]
+    Url(String),
+    #[error(transparent)]
+    Http(reqwest::Error),
+}
+
+impl ClientError {
+    /// The problem the API answered with, if it answered with one.
+    pub fn problem(&self) -> Option<&Problem> {
+        match self {
+            Self::Refused { problem, .. } => Some(problem),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status of the answer, if there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Refused { status, .. } | Self::Unexpected { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// An answer and its HTTP status (a registration answers 201 when it created the task,
+/// 200 when an idempotency key returned an earlier one).
+#[derive(Debug)]
+pub struct Answer<T> {
+    pub status: u16,
+    pub body: T,
+}
+
+/// Which tasks a list asks for (`GET /v1/tasks`).
+#[derive(Debug, Default, Clone)]
+pub struct ListParams {
+    pub status: Option<String>,
+    pub key: Option<String>,
+    pub limit: Option<u32>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    base: Url,
+    api_key: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    /// The API at `base` (`http://127.0.0.1:8080`), called with `api_key`.
+    pub fn new(base: &str, api_key: impl Into<String>) -> Result<Self, ClientError> {
+        let base = Url::parse(base).map_err(|e| ClientError::Url(format!("{base}: {e}")))?;
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(ClientError::Http)?;
+        Ok(Self {
+            base,
+            api_key: api_key.into(),
+            http,
+        })
+    }
+
+    /// The same API with another key.
+    pub fn with_key(&self, api_key: impl Into<String>) -> Self {
+        Self {
+            api_key: api_key.into(),
+            ..self.clone()
+        }
+    }
+
+    /// `POST /v1/tasks`, with an `Idempotency-Key` header if given.
+    pub async fn create(
+        &self,
+        task: &TaskRequest,
+        idempotency_key: Option<&str>,
+    ) -> Result<Answer<TaskView>, ClientError> {
+        let mut request = self.request(Method::POST, "/v1/tasks", &[])?.json(task);
+        if let Some(key) = idempotency_key {
+            request = request.header("Idempotency-Key", key);
+        }
+        self.answer(request).await
+    }
+
+    /// `POST /v1/tasks/batch`.
+    pub async fn create_batch(&self, batch: &BatchRequest) -> Result<BatchView, ClientError> {
+        self.send(Method::POST, "/v1/tasks/batch", &[], Some(batch))
+            .await
+    }
+
+    /// `GET /v1/tasks/{id}`: the task and its attempts.
+    pub async fn get(&self, id: &str) -> Result<TaskView, ClientError> {
+        self.send(Method::GET, &format!("/v1/tasks/{id}"), &[], None::<&()>)
+            .await
+    }
+
+    /// `GET /v1/tasks`: one page, newest first.
+    pub async fn list(&self, params: &ListParams) -> Result<PageView, ClientError> {
+        let limit = params.limit.map(|l| l.to_string());
+        let query: Vec<(&str, &str)> = [
+            ("status", params.status.as_deref()),
+            ("key", params.key.as_deref()),
+            ("limit", limit.as_deref()),
+            ("cursor", params.cursor.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect();
+        self.send(Method::GET, "/v1/tasks", &query, None::<&()>)
+            .await
+    }
+
+    /// `DELETE /v1/tasks/{id}`.
+    pub async fn cancel(&self, id: &str) -> Result<TaskView, ClientError> {
+        self.send(Method::DELETE, &format!("/v1/tasks/{id}"), &[], None::<&()>)
+            .await
+    }
+
+    /// `DELETE /v1/tasks?key=…`.
+    pub async fn cancel_by_key(&self, key: &str) -> Result<KeyCancelView, ClientError> {
+        self.send(Method::DELETE, "/v1/tasks", &[("key", key)], None::<&()>)
+            .await
+    }
+
+    /// `POST /v1/tasks/{id}/retry`.
+    pub async fn retry(&self, id: &str) -> Result<TaskView, ClientError> {
+        self.send(
+            Method::POST,
+            &format!("/v1/tasks/{id}/retry"),
+            &[],
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `POST /v1/tasks/{id}/release`.
+    pub async fn release(&self, id: &str) -> Result<TaskView, ClientError> {
+        self.send(
+            Method::POST,
+            &format!("/v1/tasks/{id}/release"),
+            &[],
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `POST /v1/tasks/release?key=…`.
+    pub async fn release_by_key(&self, key: &str) -> Result<KeyReleaseView, ClientError> {
+        self.send(
+            Method::POST,
+            "/v1/tasks/release",
+            &[("key", key)],
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `PUT /v1/policies/{name}`.
+    pub async fn put_policy(
+        &self,
+        name: &str,
+        policy: &RetryRequest,
+    ) -> Result<PolicyView, ClientError> {
+        self.send(
+            Method::PUT,
+            &format!("/v1/policies/{name}"),
+            &[],
+            Some(policy),
+        )
+        .await
+    }
+
+    /// `GET /v1/policies/{name}`.
+    pub async fn policy(&self, name: &str) -> Result<PolicyView, ClientError> {
+        self.send(
+            Method::GET,
+            &format!("/v1/policies/{name}"),
+            &[],
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `GET /v1/policies`.
+    pub async fn policies(&self) -> Result<PoliciesView, ClientError> {
+        self.send(Method::GET, "/v1/policies", &[], None::<&()>)
+            .await
+    }
+
+    /// `DELETE /v1/policies/{name}` (204, no body).
+    pub async fn delete_policy(&self, name: &str) -> Result<(), ClientError> {
+        let request = self.request(Method::DELETE, &format!("/v1/policies/{name}"), &[])?;
+        let response = request.send().await.map_err(unreachable_or_http)?;
+        let status = response.status().as_u16();
+        if response.status().is_success() {
+            return Ok(());
+        }
+        let body = response.text().await.map_err(unreachable_or_http)?;
+        Err(refused(status, body))
+    }
+
+    /// `GET /v1/stats`.
+    pub async fn stats(&self) -> Result<StatsView, ClientError> {
+        self.send(Method::GET, "/v1/stats", &[], None::<&()>).await
+    }
+
+    /// `GET /healthz` (no key needed).
+    pub async fn health(&self) -> Result<Health, ClientError> {
+        self.send(Method::GET, "/healthz", &[], None::<&()>).await
+    }
+
+    /// `GET /metrics`: the text exposition.
+    pub async fn metrics(&self) -> Result<String, ClientError> {
+        let request = self.request(Method::GET, "/metrics", &[])?;
+        let response = request.send().await.map_err(unreachable_or_http)?;
+        let status = response.status().as_u16();
+        let body = response.text().await.map_err(unreachable_or_http)?;
+        if (200..300).contains(&status) {
+            Ok(body)
+        } else {
+            Err(refused(status, body))
+        }
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<reqwest::RequestBuilder, ClientError> {
+        let mut url = self
+            .base
+            .join(path)
+            .map_err(|e| ClientError::Url(format!("{path}: {e}")))?;
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        Ok(self.http.request(method, url).bearer_auth(&self.api_key))
+    }
+
+    async fn send<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<&B>,
+    ) -> Result<T, ClientError> {
+        let mut request = self.request(method, path, query)?;
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        Ok(self.answer(request).await?.body)
+    }
+
+    async fn answer<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Answer<T>, ClientError> {
+        let response = request.send().await.map_err(unreachable_or_http)?;
+        let status = response.status().as_u16();
+        let body = response.text().await.map_err(unreachable_or_http)?;
+        if !(200..300).contains(&status) {
+            return Err(refused(status, body));
+        }
+        match serde_json::from_str(&body) {
+            Ok(body) => Ok(Answer { status, body }),
+            Err(_) => Err(ClientError::Unexpected { status, body }),
+        }
+    }
+}
+
+/// An answer that is not a success: the problem it carries, or the body as it came.
+fn refused(status: u16, body: String) -> ClientError {
+    match serde_json::from_str::<Problem>(&body) {
+        Ok(problem) => ClientError::Refused { status, problem },
+        Err(_) => ClientError::Unexpected { status, body },
+    }
+}
+
+fn unreachable_or_http(e: reqwest::Error) -> ClientError {
+    if e.is_connect() || e.is_timeout() || e.is_request() {
+        // The error and its causes: "error sending request…: … Connection refused".
+        let mut why = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            why = format!("{why}: {cause}");
+            source = cause.source();
+        }
+        ClientError::Unreachable(why)
+    } else {
+        ClientError::Http(e)
+    }
+}
