@@ -13,7 +13,13 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use boomerang_core::domain::SigningSecret;
+use boomerang_client::{Answer, Client};
+use boomerang_core::domain::{SigningSecret, Status};
+use boomerang_http::problem::Problem;
+use boomerang_http::task_request::{
+    AlertRequest, HoldRequest, RetryField, RetryRequest, TaskRequest,
+};
+use boomerang_http::views::TaskView;
 use serde_json::Value;
 
 pub const API_KEY: &str = "bmr_e2e_test_key";
@@ -227,15 +233,31 @@ impl Server {
             .bearer_auth(&self.api_key)
     }
 
-    /// POST /v1/tasks; returns the status and the JSON body.
-    pub async fn register(&self, task: Value) -> (u16, Value) {
+    /// The typed client of this server's API, with its key.
+    pub fn api(&self) -> Client {
+        Client::new(&self.base, &self.api_key).expect("the server's URL")
+    }
+
+    /// `POST /v1/tasks`, which must create the task (201).
+    pub async fn register(&self, task: &TaskRequest) -> TaskView {
+        match self.api().create(task, None).await {
+            Ok(Answer { status: 201, body }) => body,
+            Ok(Answer { status, body }) => panic!("registration answered {status}: {body:?}"),
+            Err(e) => panic!("registration refused: {e}"),
+        }
+    }
+
+    /// Sends `body` as it is (JSON the typed request cannot express: hostile input);
+    /// returns the status and the problem, if the answer is one.
+    pub async fn post_raw(&self, path: &str, body: &Value) -> (u16, Option<Problem>) {
         let res = self
-            .request(reqwest::Method::POST, "/v1/tasks")
-            .json(&task)
+            .request(reqwest::Method::POST, path)
+            .json(body)
             .send()
             .await
             .unwrap();
-        (res.status().as_u16(), res.json().await.unwrap())
+        let status = res.status().as_u16();
+        (status, res.json().await.ok())
     }
 
     /// POSTs a request that declares a `Content-Length` of `declared` bytes but sends only
@@ -270,38 +292,21 @@ impl Server {
             .unwrap_or_else(|| panic!("no status line in {head:?}"))
     }
 
-    /// A request without a body (a release, a cancel); returns the status and the JSON body.
-    pub async fn call(&self, method: reqwest::Method, path: &str) -> (u16, Value) {
-        let res = self.request(method, path).send().await.unwrap();
-        (res.status().as_u16(), res.json().await.unwrap())
-    }
-
-    pub async fn get_json(&self, path: &str) -> (u16, Value) {
-        let res = self
-            .request(reqwest::Method::GET, path)
-            .send()
+    /// `GET /v1/tasks/{id}`.
+    pub async fn task(&self, id: &str) -> TaskView {
+        self.api()
+            .get(id)
             .await
-            .unwrap();
-        (res.status().as_u16(), res.json().await.unwrap())
-    }
-
-    pub async fn task(&self, id: &str) -> Value {
-        let (status, body) = self.get_json(&format!("/v1/tasks/{id}")).await;
-        assert_eq!(status, 200, "{body}");
-        body
+            .unwrap_or_else(|e| panic!("task {id}: {e}"))
     }
 
     /// Waits until the task reaches `status`; returns the task.
-    pub async fn wait_status(&self, id: &str, status: &str, within: Duration) -> Value {
-        wait_for(&format!("task {id} to be {status}"), within, || async {
+    pub async fn wait_status(&self, id: &str, status: Status, within: Duration) -> TaskView {
+        let api = self.api();
+        wait_for(&format!("task {id} to be {status:?}"), within, || async {
             // A request may fail while the server restarts; keep polling.
-            let res = self
-                .request(reqwest::Method::GET, &format!("/v1/tasks/{id}"))
-                .send()
-                .await
-                .ok()?;
-            let task: Value = res.json().await.ok()?;
-            (task["status"] == status).then_some(task)
+            let task = api.get(id).await.ok()?;
+            (task.status == status).then_some(task)
         })
         .await
     }
@@ -581,17 +586,137 @@ macro_rules! on_both_backends {
     };
 }
 
-/// A task view's id.
-pub fn id_of(task: &Value) -> String {
-    task["id"].as_str().expect("task id").to_string()
+/// The status code of each attempt a task view lists, in order.
+pub fn status_codes(task: &TaskView) -> Vec<Option<u16>> {
+    task.attempts
+        .iter()
+        .flatten()
+        .map(|a| a.status_code)
+        .collect()
 }
 
-/// The status code of each attempt a task view lists, in order.
-pub fn status_codes(task: &Value) -> Vec<Value> {
-    task["attempts"]
-        .as_array()
-        .map(|a| a.iter().map(|a| a["status_code"].clone()).collect())
-        .unwrap_or_default()
+/// A callback to `url`, with nothing else set: the typed registration request, to fill in
+/// with [`Callback`]'s setters.
+pub fn callback(url: impl Into<String>) -> TaskRequest {
+    TaskRequest {
+        url: Some(url.into()),
+        ..TaskRequest::default()
+    }
+}
+
+/// Setters for the registration request, so that a test reads like the request it sends.
+pub trait Callback: Sized {
+    fn delay(self, delay: &str) -> Self;
+    fn fire_at(self, at: &str) -> Self;
+    fn body(self, body: Value) -> Self;
+    fn header(self, name: &str, value: &str) -> Self;
+    fn metadata(self, name: &str, value: &str) -> Self;
+    fn key(self, key: &str) -> Self;
+    fn timeout(self, timeout: &str) -> Self;
+    fn expect_body(self, body: &str) -> Self;
+    fn retry(self, retry: RetryRequest) -> Self;
+    fn policy(self, name: &str) -> Self;
+    fn hold(self, hold: HoldRequest) -> Self;
+    fn on_failure(self, url: &str) -> Self;
+    fn notify(self, notify: &str) -> Self;
+}
+
+impl Callback for TaskRequest {
+    fn delay(self, delay: &str) -> Self {
+        Self {
+            delay: Some(delay.into()),
+            ..self
+        }
+    }
+    fn fire_at(self, at: &str) -> Self {
+        Self {
+            fire_at: Some(at.into()),
+            ..self
+        }
+    }
+    fn body(self, body: Value) -> Self {
+        Self {
+            body: Some(body),
+            ..self
+        }
+    }
+    fn header(mut self, name: &str, value: &str) -> Self {
+        let headers = self.headers.get_or_insert_with(Default::default);
+        headers.insert(name.into(), value.into());
+        self
+    }
+    fn metadata(mut self, name: &str, value: &str) -> Self {
+        let metadata = self.metadata.get_or_insert_with(Default::default);
+        metadata.insert(name.into(), value.into());
+        self
+    }
+    fn key(self, key: &str) -> Self {
+        Self {
+            key: Some(key.into()),
+            ..self
+        }
+    }
+    fn timeout(self, timeout: &str) -> Self {
+        Self {
+            timeout: Some(timeout.into()),
+            ..self
+        }
+    }
+    fn expect_body(self, body: &str) -> Self {
+        Self {
+            expect_body: Some(body.into()),
+            ..self
+        }
+    }
+    fn retry(self, retry: RetryRequest) -> Self {
+        Self {
+            retry: Some(RetryField::Inline(retry)),
+            ..self
+        }
+    }
+    fn policy(self, name: &str) -> Self {
+        Self {
+            retry: Some(RetryField::Named(name.into())),
+            ..self
+        }
+    }
+    fn hold(self, hold: HoldRequest) -> Self {
+        Self {
+            hold: Some(hold),
+            ..self
+        }
+    }
+    fn on_failure(self, url: &str) -> Self {
+        Self {
+            on_failure: Some(AlertRequest {
+                url: Some(url.into()),
+                headers: None,
+            }),
+            ..self
+        }
+    }
+    fn notify(self, notify: &str) -> Self {
+        Self {
+            notify: Some(notify.into()),
+            ..self
+        }
+    }
+}
+
+/// A retry policy that waits `steps` between attempts.
+pub fn schedule(steps: &[&str]) -> RetryRequest {
+    RetryRequest {
+        schedule: Some(steps.iter().map(|s| s.to_string()).collect()),
+        ..RetryRequest::default()
+    }
+}
+
+/// [`schedule`], with at most `n` attempts.
+pub fn schedule_max(steps: &[&str], n: i64) -> RetryRequest {
+    RetryRequest {
+        max_attempts: Some(Some(n)),
+        ..schedule(steps)
+    }
 }
 
 /// A received request's header, or "".

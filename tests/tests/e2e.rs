@@ -5,10 +5,15 @@
 
 use std::time::Duration;
 
+use boomerang_client::{ClientError, ListParams};
+use boomerang_core::domain::{AttemptOutcome, Status};
 use boomerang_e2e::{
-    header, id_of, on_both_backends, status_codes, wait_for, Backend, Receiver, Reply, Server,
-    ServerOptions,
+    callback, header, on_both_backends, schedule, schedule_max, status_codes, wait_for, Backend,
+    Callback, Receiver, Reply, Server, ServerOptions,
 };
+use boomerang_http::problem::Problem;
+use boomerang_http::task_request::{BatchRequest, RetryRequest, TaskRequest};
+use boomerang_http::views::BatchItemView;
 use boomerang_webhook::signing;
 use serde_json::{json, Value};
 
@@ -35,18 +40,19 @@ on_both_backends!(
 async fn first_try_success_is_signed_per_standard_webhooks(backend: Backend) {
     let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::always(200).await;
-    let (status, task) = server
-        .register(json!({
-            "url": rx.url("/hook"), "delay": "1s",
-            "body": {"order": 42}, "headers": {"X-Secret-Token": "s3cret"},
-            "metadata": {"customer": "c-1"}
-        }))
+    let task = server
+        .register(
+            &callback(rx.url("/hook"))
+                .delay("1s")
+                .body(json!({"order": 42}))
+                .header("X-Secret-Token", "s3cret")
+                .metadata("customer", "c-1"),
+        )
         .await;
-    assert_eq!(status, 201, "{task}");
-    let id = id_of(&task);
-    assert_eq!(task["status"], "scheduled");
-    assert_eq!(task["metadata"]["customer"], "c-1");
-    let done = server.wait_status(&id, "succeeded", WAIT).await;
+    let id = task.id.clone();
+    assert_eq!(task.status, Status::Scheduled);
+    assert_eq!(task.metadata["customer"], "c-1");
+    let done = server.wait_status(&id, Status::Succeeded, WAIT).await;
 
     let got = rx.received();
     assert_eq!(got.len(), 1);
@@ -66,31 +72,28 @@ async fn first_try_success_is_signed_per_standard_webhooks(backend: Backend) {
     );
     assert_eq!(verified, Ok(()));
 
-    let attempts = done["attempts"].as_array().unwrap();
+    let attempts = done.attempts.as_deref().unwrap();
     assert_eq!(attempts.len(), 1);
-    assert_eq!(attempts[0]["status_code"], 200);
-    assert_eq!(attempts[0]["response"], "ok");
-    assert!(attempts[0]["lateness_ms"].as_i64().unwrap() >= 0);
-    let worker = attempts[0]["worker"].as_str().unwrap();
+    assert_eq!(attempts[0].status_code, Some(200));
+    assert_eq!(attempts[0].response.as_deref(), Some("ok"));
+    assert!(attempts[0].lateness_ms >= 0);
+    let worker = attempts[0].worker.as_deref().unwrap();
     assert!(
         worker.ends_with(&format!(":{}", server.pid())),
         "host and process id: {worker}"
     );
     // Header values may be secrets: only names are shown.
-    assert!(!done.to_string().contains("s3cret"));
-    assert_eq!(
-        done["header_names"],
-        json!(["X-Secret-Token", "content-type"])
-    );
+    assert!(!serde_json::to_string(&done).unwrap().contains("s3cret"));
+    assert_eq!(done.header_names, ["X-Secret-Token", "content-type"]);
 }
 
 async fn fails_twice_then_succeeds_with_the_scheduled_spacing(backend: Backend) {
     let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::start(|_, n| Reply::status(if n < 2 { 500 } else { 200 })).await;
-    let (_, task) = server
-        .register(json!({"url": rx.url("/flaky"), "retry": {"schedule": ["1s", "2s"]}}))
+    let task = server
+        .register(&callback(rx.url("/flaky")).retry(schedule(&["1s", "2s"])))
         .await;
-    let done = server.wait_status(&id_of(&task), "succeeded", WAIT).await;
+    let done = server.wait_status(&task.id, Status::Succeeded, WAIT).await;
     let got = rx.received();
     assert_eq!(got.len(), 3);
     let gap1 = got[1].at - got[0].at;
@@ -104,31 +107,33 @@ async fn fails_twice_then_succeeds_with_the_scheduled_spacing(backend: Backend) 
         gap2 >= Duration::from_millis(1950) && gap2 < Duration::from_secs(5),
         "{gap2:?}"
     );
-    let codes = status_codes(&done);
-    assert_eq!(codes, vec![json!(500), json!(500), json!(200)]);
-    assert_eq!(done["attempts"][0]["outcome"], "retrying");
-    assert_eq!(done["attempts"][0]["error"], "HTTP 500");
+    assert_eq!(status_codes(&done), vec![Some(500), Some(500), Some(200)]);
+    let first = &done.attempts.as_deref().unwrap()[0];
+    assert_eq!(first.outcome, AttemptOutcome::Retrying);
+    assert_eq!(first.error.as_deref(), Some("HTTP 500"));
 }
 
 async fn always_failing_ends_failed_with_a_dead_letter_and_can_be_redriven(backend: Backend) {
     let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::start(|_, n| Reply::status(if n < 3 { 500 } else { 200 })).await;
-    let (_, task) = server
-        .register(json!({"url": rx.url("/down"), "retry": {"schedule": ["1s"], "max_attempts": 3}}))
+    let task = server
+        .register(&callback(rx.url("/down")).retry(schedule_max(&["1s"], 3)))
         .await;
-    let id = id_of(&task);
-    let failed = server.wait_status(&id, "failed", WAIT).await;
+    let id = task.id;
+    let failed = server.wait_status(&id, Status::Failed, WAIT).await;
     assert_eq!(rx.count("/down"), 3);
-    assert_eq!(failed["attempts"].as_array().unwrap().len(), 3);
-    assert_eq!(failed["last_error"], "HTTP 500");
+    assert_eq!(failed.attempts.as_deref().unwrap().len(), 3);
+    assert_eq!(failed.last_error.as_deref(), Some("HTTP 500"));
 
-    let (_, page) = server.get_json("/v1/tasks?status=failed").await;
-    let ids: Vec<_> = page["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(id_of)
-        .collect();
+    let page = server
+        .api()
+        .list(&ListParams {
+            status: Some("failed".into()),
+            ..ListParams::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<_> = page.tasks.iter().map(|t| t.id.clone()).collect();
     assert_eq!(ids, vec![id.clone()]);
     let log = server.log();
     assert!(
@@ -137,25 +142,24 @@ async fn always_failing_ends_failed_with_a_dead_letter_and_can_be_redriven(backe
         "a WARN line names the task:\n{log}"
     );
 
-    let res = server
-        .request(reqwest::Method::POST, &format!("/v1/tasks/{id}/retry"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let done = server.wait_status(&id, "succeeded", WAIT).await;
-    assert_eq!(done["attempt"], 4);
+    let retried = server.api().retry(&id).await.unwrap();
+    assert_eq!(retried.status, Status::Scheduled);
+    let done = server.wait_status(&id, Status::Succeeded, WAIT).await;
+    assert_eq!(done.attempt, 4);
     assert_eq!(rx.count("/down"), 4);
 }
 
 async fn gone_fails_at_once(backend: Backend) {
     let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::always(410).await;
-    let (_, task) = server.register(json!({"url": rx.url("/gone")})).await;
-    let failed = server.wait_status(&id_of(&task), "failed", WAIT).await;
+    let task = server.register(&callback(rx.url("/gone"))).await;
+    let failed = server.wait_status(&task.id, Status::Failed, WAIT).await;
     assert_eq!(rx.count("/gone"), 1);
-    assert_eq!(failed["attempts"][0]["outcome"], "failed");
-    assert_eq!(failed["next_attempt_at"], Value::Null);
+    assert_eq!(
+        failed.attempts.as_deref().unwrap()[0].outcome,
+        AttemptOutcome::Failed
+    );
+    assert_eq!(failed.next_attempt_at, None);
 }
 
 async fn retry_after_is_honored(backend: Backend) {
@@ -172,10 +176,10 @@ async fn retry_after_is_honored(backend: Backend) {
     })
     .await;
     // The schedule alone would wait 8s; the server asks for 2s.
-    let (_, task) = server
-        .register(json!({"url": rx.url("/busy"), "retry": {"schedule": ["8s"]}}))
+    let task = server
+        .register(&callback(rx.url("/busy")).retry(schedule(&["8s"])))
         .await;
-    server.wait_status(&id_of(&task), "succeeded", WAIT).await;
+    server.wait_status(&task.id, Status::Succeeded, WAIT).await;
     let got = rx.received();
     let gap = got[1].at - got[0].at;
     assert!(
@@ -187,87 +191,67 @@ async fn retry_after_is_honored(backend: Backend) {
 async fn a_task_canceled_before_it_fires_is_never_called(backend: Backend) {
     let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::always(200).await;
-    let (_, task) = server
-        .register(json!({"url": rx.url("/canceled"), "delay": "2s"}))
+    let task = server
+        .register(&callback(rx.url("/canceled")).delay("2s"))
         .await;
-    let id = id_of(&task);
+    let id = task.id;
     // A later task to the same receiver: once it has arrived, the canceled one would have too.
-    let (_, sentinel) = server
-        .register(json!({"url": rx.url("/sentinel"), "delay": "3s"}))
+    let sentinel = server
+        .register(&callback(rx.url("/sentinel")).delay("3s"))
         .await;
-    let res = server
-        .request(reqwest::Method::DELETE, &format!("/v1/tasks/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
+    let canceled = server.api().cancel(&id).await.unwrap();
+    assert_eq!(canceled.status, Status::Canceled);
     server
-        .wait_status(&id_of(&sentinel), "succeeded", WAIT)
+        .wait_status(&sentinel.id, Status::Succeeded, WAIT)
         .await;
     assert_eq!(rx.count("/canceled"), 0);
-    assert_eq!(server.task(&id).await["status"], "canceled");
+    assert_eq!(server.task(&id).await.status, Status::Canceled);
 
-    let again = server
-        .request(reqwest::Method::DELETE, &format!("/v1/tasks/{id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status(), 409);
+    let again = server.api().cancel(&id).await.unwrap_err();
+    assert_eq!(again.status(), Some(409));
     let unknown = server
-        .request(
-            reqwest::Method::DELETE,
-            "/v1/tasks/01ARZ3NDEKTSV4RRFFQ69G5FAV",
-        )
-        .send()
+        .api()
+        .cancel("01ARZ3NDEKTSV4RRFFQ69G5FAV")
         .await
-        .unwrap();
-    assert_eq!(unknown.status(), 404);
+        .unwrap_err();
+    assert_eq!(unknown.status(), Some(404));
 }
 
 async fn twenty_concurrent_duplicate_registrations_make_one_task_and_one_call(backend: Backend) {
-    let server = std::sync::Arc::new(Server::start(ServerOptions::on(backend)));
+    let server = Server::start(ServerOptions::on(backend));
     let rx = Receiver::always(200).await;
-    let body = json!({"url": rx.url("/once"), "delay": "1s", "body": "hello"});
+    let body = std::sync::Arc::new(callback(rx.url("/once")).delay("1s").body(json!("hello")));
     let handles: Vec<_> = (0..20)
         .map(|_| {
-            let (server, body) = (server.clone(), body.clone());
-            tokio::spawn(async move {
-                let res = server
-                    .request(reqwest::Method::POST, "/v1/tasks")
-                    .header("Idempotency-Key", "order-42")
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap();
-                let status = res.status().as_u16();
-                (status, res.json::<Value>().await.unwrap())
-            })
+            let (api, body) = (server.api(), body.clone());
+            tokio::spawn(async move { api.create(&body, Some("order-42")).await })
         })
         .collect();
     let mut created = 0;
     let mut ids = std::collections::HashSet::new();
     for h in handles {
-        let (status, task) = h.await.unwrap();
-        assert!(status == 201 || status == 200, "{status}: {task}");
-        created += (status == 201) as u32;
-        ids.insert(id_of(&task));
+        let answer = h.await.unwrap().unwrap();
+        assert!(answer.status == 201 || answer.status == 200, "{answer:?}");
+        created += (answer.status == 201) as u32;
+        ids.insert(answer.body.id);
     }
     assert_eq!(created, 1);
     assert_eq!(ids.len(), 1);
     let id = ids.into_iter().next().unwrap();
-    server.wait_status(&id, "succeeded", WAIT).await;
+    server.wait_status(&id, Status::Succeeded, WAIT).await;
     assert_eq!(rx.count("/once"), 1);
-    let (_, page) = server.get_json("/v1/tasks").await;
-    assert_eq!(page["tasks"].as_array().unwrap().len(), 1);
+    let page = server.api().list(&ListParams::default()).await.unwrap();
+    assert_eq!(page.tasks.len(), 1);
 
     let changed = server
-        .request(reqwest::Method::POST, "/v1/tasks")
-        .header("Idempotency-Key", "order-42")
-        .json(&json!({"url": rx.url("/once"), "body": "different"}))
-        .send()
+        .api()
+        .create(
+            &callback(rx.url("/once")).body(json!("different")),
+            Some("order-42"),
+        )
         .await
-        .unwrap();
-    assert_eq!(changed.status(), 422);
+        .unwrap_err();
+    assert_eq!(changed.status(), Some(422));
 }
 
 async fn kill_9_with_pending_and_in_flight_tasks_loses_nothing(backend: Backend) {
@@ -284,28 +268,27 @@ async fn kill_9_with_pending_and_in_flight_tasks_loses_nothing(backend: Backend)
         }
     })
     .await;
-    let (_, slow) = server
-        .register(json!({"url": rx.url("/slow"), "timeout": "2s"}))
+    let slow = server
+        .register(&callback(rx.url("/slow")).timeout("2s"))
         .await;
     let mut pending = Vec::new();
     for i in 0..5 {
-        let (status, t) = server
-            .register(json!({"url": rx.url("/pending"), "delay": format!("{}s", 3 + i)}))
+        let t = server
+            .register(&callback(rx.url("/pending")).delay(&format!("{}s", 3 + i)))
             .await;
-        assert_eq!(status, 201);
-        pending.push(id_of(&t));
+        pending.push(t.id);
     }
     wait_for("the slow delivery to be in flight", WAIT, || async {
         (rx.count("/slow") == 1).then_some(())
     })
     .await;
-    assert_eq!(server.task(&id_of(&slow)).await["status"], "delivering");
+    assert_eq!(server.task(&slow.id).await.status, Status::Delivering);
 
     server.kill9_and_restart();
 
-    server.wait_status(&id_of(&slow), "succeeded", WAIT).await;
+    server.wait_status(&slow.id, Status::Succeeded, WAIT).await;
     for id in &pending {
-        server.wait_status(id, "succeeded", WAIT).await;
+        server.wait_status(id, Status::Succeeded, WAIT).await;
     }
     assert_eq!(rx.count("/pending"), 5);
     assert_eq!(
@@ -470,13 +453,10 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing(backend: B
         assert_eq!(res.status().as_u16(), status, "{body}");
         let ct = res.headers()["content-type"].to_str().unwrap().to_string();
         assert_eq!(ct, "application/problem+json");
-        let problem: Value = res.json().await.unwrap();
-        assert_eq!(problem["field"], field, "{problem}");
-        assert_eq!(problem["status"], status);
-        assert!(
-            problem["detail"].as_str().unwrap().contains(field),
-            "{problem}"
-        );
+        let problem: Problem = res.json().await.unwrap();
+        assert_eq!(problem.field.as_deref(), Some(field), "{problem:?}");
+        assert_eq!(problem.status, status);
+        assert!(problem.detail.contains(field), "{problem:?}");
     }
 
     let raw = |body: &'static str| {
@@ -497,46 +477,57 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing(backend: B
     );
 
     // A key reused with a different body.
-    let first = server
-        .request(reqwest::Method::POST, "/v1/tasks")
-        .header("Idempotency-Key", "k-1")
-        .json(&json!({"url": url, "delay": "1h"}))
-        .send()
+    let api = server.api();
+    let first = api
+        .create(&callback(url).delay("1h"), Some("k-1"))
         .await
         .unwrap();
-    assert_eq!(first.status(), 201);
-    let reused = server
-        .request(reqwest::Method::POST, "/v1/tasks")
-        .header("Idempotency-Key", "k-1")
-        .json(&json!({"url": url, "delay": "2h"}))
-        .send()
+    assert_eq!(first.status, 201);
+    let reused = api
+        .create(&callback(url).delay("2h"), Some("k-1"))
         .await
-        .unwrap();
-    assert_eq!(reused.status(), 422);
-    let problem: Value = reused.json().await.unwrap();
-    assert_eq!(problem["field"], "idempotency_key");
+        .unwrap_err();
+    assert_eq!(reused.status(), Some(422));
+    assert_eq!(field_of(&reused), Some("idempotency_key"));
 
-    let unauthorized = reqwest::get(format!("{}/v1/tasks", server.base))
-        .await
-        .unwrap();
-    assert_eq!(unauthorized.status(), 401);
-    let (status, bad_query) = server.get_json("/v1/tasks?status=lost").await;
-    assert_eq!((status, bad_query["field"].clone()), (422, json!("status")));
-    let long_key = format!("/v1/tasks?key={}", "k".repeat(256));
-    let (status, bad_key) = server.get_json(&long_key).await;
-    assert_eq!((status, bad_key["field"].clone()), (422, json!("key")));
-    let (status, bad_key) = server.get_json("/v1/tasks?key=a%0Ab").await;
-    assert_eq!((status, bad_key["field"].clone()), (422, json!("key")));
-    let (status, _) = server.get_json("/v1/tasks/not-a-task-id").await;
-    assert_eq!(status, 404);
+    let unauthorized = api.with_key("").list(&ListParams::default()).await;
+    assert_eq!(unauthorized.unwrap_err().status(), Some(401));
+    let listed = |status: Option<&str>, key: Option<String>| {
+        let api = &api;
+        let params = ListParams {
+            status: status.map(str::to_string),
+            key,
+            ..ListParams::default()
+        };
+        async move { api.list(&params).await }
+    };
+    let bad_query = listed(Some("lost"), None).await.unwrap_err();
+    assert_eq!(
+        (bad_query.status(), field_of(&bad_query)),
+        (Some(422), Some("status"))
+    );
+    let bad_key = listed(None, Some("k".repeat(256))).await.unwrap_err();
+    assert_eq!(
+        (bad_key.status(), field_of(&bad_key)),
+        (Some(422), Some("key"))
+    );
+    let bad_key = listed(None, Some("a\nb".into())).await.unwrap_err();
+    assert_eq!(
+        (bad_key.status(), field_of(&bad_key)),
+        (Some(422), Some("key"))
+    );
+    let unknown = api.get("not-a-task-id").await.unwrap_err();
+    assert_eq!(unknown.status(), Some(404));
 
     // Only the one valid registration was stored, and the server is healthy.
-    let (_, page) = server.get_json("/v1/tasks").await;
-    assert_eq!(page["tasks"].as_array().unwrap().len(), 1);
-    let health = reqwest::get(format!("{}/healthz", server.base))
-        .await
-        .unwrap();
-    assert_eq!(health.status(), 200);
+    let page = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(page.tasks.len(), 1);
+    assert_eq!(api.health().await.unwrap().status, "ok");
+}
+
+/// The field a refusal names.
+fn field_of(e: &ClientError) -> Option<&str> {
+    e.problem().and_then(|p| p.field.as_deref())
 }
 
 async fn private_and_loopback_destinations_are_refused_without_dev(backend: Backend) {
@@ -544,6 +535,7 @@ async fn private_and_loopback_destinations_are_refused_without_dev(backend: Back
         dev: false,
         ..ServerOptions::on(backend)
     });
+    let api = server.api();
     for url in [
         "https://127.0.0.1/x",
         "https://10.1.2.3/x",
@@ -553,102 +545,90 @@ async fn private_and_loopback_destinations_are_refused_without_dev(backend: Back
         "https://100.64.0.1/x",
         "http://example.com/x",
     ] {
-        let (status, problem) = server.register(json!({"url": url})).await;
+        let refused = api.create(&callback(url), None).await.unwrap_err();
         assert_eq!(
-            (status, problem["field"].clone()),
-            (422, json!("url")),
+            (refused.status(), field_of(&refused)),
+            (Some(422), Some("url")),
             "{url}"
         );
         // An alert destination is held to the same rules.
-        let (status, problem) = server
-            .register(json!({"url": "https://example.com/x", "on_failure": {"url": url}}))
-            .await;
+        let refused = api
+            .create(&callback("https://example.com/x").on_failure(url), None)
+            .await
+            .unwrap_err();
         assert_eq!(
-            (status, problem["field"].clone()),
-            (422, json!("on_failure.url")),
+            (refused.status(), field_of(&refused)),
+            (Some(422), Some("on_failure.url")),
             "{url}"
         );
     }
     // A name that resolves to loopback passes registration but is refused after DNS.
     let rx = Receiver::always(200).await;
     let url = format!("https://localhost:{}/rebind", rx.addr.port());
-    let (status, task) = server.register(json!({"url": url})).await;
-    assert_eq!(status, 201, "{task}");
-    let failed = server.wait_status(&id_of(&task), "failed", WAIT).await;
-    let error = failed["last_error"].as_str().unwrap_or_default();
-    assert!(error.contains("destination refused"), "{failed}");
+    let task = server.register(&callback(url)).await;
+    let failed = server.wait_status(&task.id, Status::Failed, WAIT).await;
+    let error = failed.last_error.as_deref().unwrap_or_default();
+    assert!(error.contains("destination refused"), "{failed:?}");
     assert_eq!(rx.received().len(), 0);
 }
 
 async fn a_batch_registers_each_task_and_a_bad_one_refuses_the_batch(backend: Backend) {
     let server = Server::start(ServerOptions::on(backend));
+    let api = server.api();
     let rx = Receiver::always(200).await;
-    let post = |body: Value| {
-        let server = &server;
-        async move {
-            let res = server
-                .request(reqwest::Method::POST, "/v1/tasks/batch")
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            (res.status().as_u16(), res.json::<Value>().await.unwrap())
-        }
-    };
-    let (_, page) = server.get_json("/v1/tasks").await;
-    let before = page["tasks"].as_array().unwrap().len();
+    let count = || async { api.list(&ListParams::default()).await.unwrap().tasks.len() };
+    let before = count().await;
 
     // One bad task refuses the whole batch, naming it; nothing is stored.
-    let (status, problem) = post(json!({"tasks": [
-        {"url": rx.url("/b/0")},
-        {"url": rx.url("/b/1"), "delay": "300000y"},
-    ]}))
-    .await;
-    assert_eq!(status, 422, "{problem}");
-    assert_eq!(problem["field"], "tasks[1].delay");
-    assert!(
-        problem["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("tasks[1].delay: "),
-        "{problem}"
-    );
-    let too_many: Vec<Value> = (0..101)
-        .map(|i| json!({"url": rx.url(&format!("/m/{i}"))}))
+    let batch = |tasks: Vec<TaskRequest>| BatchRequest { tasks };
+    let refused = api
+        .create_batch(&batch(vec![
+            callback(rx.url("/b/0")),
+            callback(rx.url("/b/1")).delay("300000y"),
+        ]))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.status(), Some(422), "{refused}");
+    assert_eq!(field_of(&refused), Some("tasks[1].delay"));
+    let detail = &refused.problem().unwrap().detail;
+    assert!(detail.starts_with("tasks[1].delay: "), "{detail}");
+    let too_many = (0..101)
+        .map(|i| callback(rx.url(&format!("/m/{i}"))))
         .collect();
-    let (status, problem) = post(json!({ "tasks": too_many })).await;
-    assert_eq!((status, problem["field"].clone()), (422, json!("tasks")));
-    let (status, problem) = post(json!({"tasks": [{"url": rx.url("/x"), "bogus": 1}]})).await;
+    let refused = api.create_batch(&batch(too_many)).await.unwrap_err();
     assert_eq!(
-        (status, problem["field"].clone()),
-        (422, json!("tasks[0].bogus"))
+        (refused.status(), field_of(&refused)),
+        (Some(422), Some("tasks"))
     );
-    let (_, page) = server.get_json("/v1/tasks").await;
+    // A field the request type cannot hold is sent as it is.
+    let (status, problem) = server
+        .post_raw(
+            "/v1/tasks/batch",
+            &json!({"tasks": [{"url": rx.url("/x"), "bogus": 1}]}),
+        )
+        .await;
     assert_eq!(
-        page["tasks"].as_array().unwrap().len(),
-        before,
-        "nothing was stored"
+        (status, problem.and_then(|p| p.field)),
+        (422, Some("tasks[0].bogus".to_string()))
     );
+    assert_eq!(count().await, before, "nothing was stored");
 
     // A good batch: one result per task, in order; an idempotent repeat answers 200.
-    let (status, first) = post(json!({"tasks": [
-        {"url": rx.url("/b/0"), "delay": "1s", "idempotency_key": "order-7"},
-    ]}))
-    .await;
-    assert_eq!(status, 200, "{first}");
-    let tasks: Vec<Value> = (0..3)
-        .map(|i| json!({"url": rx.url(&format!("/b/{i}")), "delay": "1s", "idempotency_key": format!("order-{}", 7 + i)}))
-        .collect();
-    let (status, answer) = post(json!({ "tasks": tasks })).await;
-    assert_eq!(status, 200, "{answer}");
-    let results = answer["tasks"].as_array().unwrap();
-    let statuses: Vec<_> = results.iter().map(|r| r["status"].clone()).collect();
-    assert_eq!(statuses, vec![json!(200), json!(201), json!(201)]);
-    assert_eq!(results[0]["task"]["id"], first["tasks"][0]["task"]["id"]);
-    for r in results {
-        server
-            .wait_status(&id_of(&r["task"]), "succeeded", WAIT)
-            .await;
+    let keyed = |i: usize| TaskRequest {
+        idempotency_key: Some(format!("order-{}", 7 + i)),
+        ..callback(rx.url(&format!("/b/{i}"))).delay("1s")
+    };
+    let first = api.create_batch(&batch(vec![keyed(0)])).await.unwrap();
+    let answer = api
+        .create_batch(&batch((0..3).map(keyed).collect()))
+        .await
+        .unwrap();
+    let statuses: Vec<_> = answer.tasks.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![200, 201, 201]);
+    let id_of = |item: &BatchItemView| item.task.as_ref().unwrap().id.clone();
+    assert_eq!(id_of(&answer.tasks[0]), id_of(&first.tasks[0]));
+    for r in &answer.tasks {
+        server.wait_status(&id_of(r), Status::Succeeded, WAIT).await;
     }
     for i in 0..3 {
         assert_eq!(rx.count(&format!("/b/{i}")), 1);
@@ -657,6 +637,7 @@ async fn a_batch_registers_each_task_and_a_bad_one_refuses_the_batch(backend: Ba
 
 async fn canceling_by_key_spares_the_delivery_under_way(backend: Backend) {
     let server = Server::start(ServerOptions::on(backend));
+    let api = server.api();
     // The first reminder's call takes two seconds: the cancel arrives while it is under way.
     let rx = Receiver::start(|path, _| Reply {
         delay: Duration::from_millis(if path == "/slow" { 2000 } else { 0 }),
@@ -664,67 +645,61 @@ async fn canceling_by_key_spares_the_delivery_under_way(backend: Backend) {
     })
     .await;
     let keyed = |path: &str, key: &str, delay: Option<&str>| {
-        let mut task = json!({"url": rx.url(path), "key": key});
-        if let Some(d) = delay {
-            task["delay"] = json!(d);
+        let task = callback(rx.url(path)).key(key);
+        match delay {
+            Some(d) => task.delay(d),
+            None => task,
         }
-        task
     };
-    let (_, under_way) = server.register(keyed("/slow", "order-7", None)).await;
-    let (_, later) = server
-        .register(keyed("/later", "order-7", Some("30s")))
+    let under_way = server.register(&keyed("/slow", "order-7", None)).await;
+    let later = server
+        .register(&keyed("/later", "order-7", Some("30s")))
         .await;
-    let (_, last) = server
-        .register(keyed("/last", "order-7", Some("40s")))
+    let last = server
+        .register(&keyed("/last", "order-7", Some("40s")))
         .await;
-    let (_, other) = server
-        .register(keyed("/other", "order-8", Some("2s")))
+    let other = server
+        .register(&keyed("/other", "order-8", Some("2s")))
         .await;
-    assert_eq!(later["key"], "order-7");
+    assert_eq!(later.key.as_deref(), Some("order-7"));
     server
-        .wait_status(&id_of(&under_way), "delivering", WAIT)
+        .wait_status(&under_way.id, Status::Delivering, WAIT)
         .await;
 
-    let res = server
-        .request(reqwest::Method::DELETE, "/v1/tasks?key=order-7")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let outcome: Value = res.json().await.unwrap();
-    let mut canceled: Vec<String> = outcome["canceled"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|id| id.as_str().unwrap().to_string())
-        .collect();
+    let outcome = api.cancel_by_key("order-7").await.unwrap();
+    let mut canceled = outcome.canceled.clone();
     canceled.sort();
-    let mut expected = vec![id_of(&later), id_of(&last)];
+    let mut expected = vec![later.id.clone(), last.id.clone()];
     expected.sort();
     assert_eq!(canceled, expected);
-    assert_eq!(
-        outcome["not_canceled"],
-        json!([{"id": id_of(&under_way), "status": "delivering"}])
-    );
-    assert_eq!(outcome["more"], false);
-
-    server
-        .wait_status(&id_of(&under_way), "succeeded", WAIT)
-        .await;
-    server.wait_status(&id_of(&other), "succeeded", WAIT).await;
-    assert_eq!(rx.count("/slow"), 1);
-    assert_eq!(rx.count("/later") + rx.count("/last"), 0);
-    let (status, listed) = server.get_json("/v1/tasks?key=order-7").await;
-    assert_eq!(status, 200);
-    let statuses: Vec<&str> = listed["tasks"]
-        .as_array()
-        .unwrap()
+    let not_canceled: Vec<_> = outcome
+        .not_canceled
         .iter()
-        .map(|t| t["status"].as_str().unwrap())
+        .map(|t| (t.id.clone(), t.status))
         .collect();
     assert_eq!(
+        not_canceled,
+        vec![(under_way.id.clone(), Status::Delivering)]
+    );
+    assert!(!outcome.more);
+
+    server
+        .wait_status(&under_way.id, Status::Succeeded, WAIT)
+        .await;
+    server.wait_status(&other.id, Status::Succeeded, WAIT).await;
+    assert_eq!(rx.count("/slow"), 1);
+    assert_eq!(rx.count("/later") + rx.count("/last"), 0);
+    let listed = api
+        .list(&ListParams {
+            key: Some("order-7".into()),
+            ..ListParams::default()
+        })
+        .await
+        .unwrap();
+    let statuses: Vec<Status> = listed.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(
         statuses,
-        vec!["canceled", "canceled", "succeeded"],
+        vec![Status::Canceled, Status::Canceled, Status::Succeeded],
         "newest first"
     );
 
@@ -735,8 +710,8 @@ async fn canceling_by_key_spares_the_delivery_under_way(backend: Backend) {
             .await
             .unwrap();
         assert_eq!(res.status(), 422, "{query}");
-        let problem: Value = res.json().await.unwrap();
-        assert_eq!(problem["field"], field);
+        let problem: Problem = res.json().await.unwrap();
+        assert_eq!(problem.field.as_deref(), Some(field));
     }
 }
 
@@ -745,27 +720,23 @@ async fn retention_removes_a_finished_task_but_not_a_pending_one(backend: Backen
         retention: Some("2s"),
         ..ServerOptions::on(backend)
     });
+    let api = server.api();
     let rx = Receiver::always(200).await;
-    let (_, done) = server.register(json!({"url": rx.url("/now")})).await;
-    let (_, pending) = server
-        .register(json!({"url": rx.url("/later"), "delay": "1h"}))
+    let done = server.register(&callback(rx.url("/now"))).await;
+    let pending = server
+        .register(&callback(rx.url("/later")).delay("1h"))
         .await;
-    let done = id_of(&done);
-    server.wait_status(&done, "succeeded", WAIT).await;
+    let done = done.id;
+    server.wait_status(&done, Status::Succeeded, WAIT).await;
     wait_for("the finished task to be removed", WAIT, || async {
-        let (status, _) = server.get_json(&format!("/v1/tasks/{done}")).await;
-        (status == 404).then_some(())
+        let gone = api.get(&done).await.err()?;
+        (gone.status() == Some(404)).then_some(())
     })
     .await;
-    assert_eq!(server.task(&id_of(&pending)).await["status"], "scheduled");
-    let (_, page) = server.get_json("/v1/tasks").await;
-    let listed: Vec<String> = page["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(id_of)
-        .collect();
-    assert_eq!(listed, vec![id_of(&pending)]);
+    assert_eq!(server.task(&pending.id).await.status, Status::Scheduled);
+    let page = api.list(&ListParams::default()).await.unwrap();
+    let listed: Vec<String> = page.tasks.iter().map(|t| t.id.clone()).collect();
+    assert_eq!(listed, vec![pending.id]);
 }
 
 async fn a_200_that_does_not_say_success_is_retried(backend: Backend) {
@@ -776,94 +747,103 @@ async fn a_200_that_does_not_say_success_is_retried(backend: Backend) {
         ..Reply::status(200)
     })
     .await;
-    let (_, task) = server
-        .register(json!({
-            "url": rx.url("/says"), "expect_body": "success",
-            "retry": {"schedule": ["1s"], "max_attempts": 5}
-        }))
+    let task = server
+        .register(
+            &callback(rx.url("/says"))
+                .expect_body("success")
+                .retry(schedule_max(&["1s"], 5)),
+        )
         .await;
-    let done = server.wait_status(&id_of(&task), "succeeded", WAIT).await;
+    let done = server.wait_status(&task.id, Status::Succeeded, WAIT).await;
     assert_eq!(rx.count("/says"), 3);
-    let attempts = done["attempts"].as_array().unwrap();
-    let outcomes: Vec<&str> = attempts
-        .iter()
-        .map(|a| a["outcome"].as_str().unwrap())
-        .collect();
-    assert_eq!(outcomes, vec!["retrying", "retrying", "succeeded"]);
-    assert_eq!(attempts[0]["response"], "fail");
-    assert!(attempts[0]["error"]
-        .as_str()
+    let attempts = done.attempts.as_deref().unwrap();
+    let outcomes: Vec<AttemptOutcome> = attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            AttemptOutcome::Retrying,
+            AttemptOutcome::Retrying,
+            AttemptOutcome::Succeeded
+        ]
+    );
+    assert_eq!(attempts[0].response.as_deref(), Some("fail"));
+    assert!(attempts[0]
+        .error
+        .as_deref()
         .unwrap()
         .contains("did not match expect_body"));
 }
 
 async fn a_named_policy_applies_to_new_tasks_and_can_change(backend: Backend) {
     let server = Server::start(ServerOptions::on(backend));
+    let api = server.api();
     let rx = Receiver::always(500).await;
-    let put = |name: &str, body: Value| {
-        let req = server.request(reqwest::Method::PUT, &format!("/v1/policies/{name}"));
-        async move {
-            let res = req.json(&body).send().await.unwrap();
-            (
-                res.status().as_u16(),
-                res.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
-    let (status, view) = put("fast", json!({"schedule": ["1s"], "max_attempts": 2})).await;
-    assert_eq!(
-        (status, view["retry"]["max_attempts"].clone()),
-        (200, json!(2))
-    );
-    let (_, first) = server
-        .register(json!({"url": rx.url("/first"), "retry": "fast"}))
+    let view = api
+        .put_policy("fast", &schedule_max(&["1s"], 2))
+        .await
+        .unwrap();
+    assert_eq!(view.retry.max_attempts, Some(2));
+    let first = server
+        .register(&callback(rx.url("/first")).policy("fast"))
         .await;
     assert_eq!(
-        first["retry"]["max_attempts"], 2,
+        first.retry.max_attempts,
+        Some(2),
         "copied in at registration"
     );
-    server.wait_status(&id_of(&first), "failed", WAIT).await;
+    server.wait_status(&first.id, Status::Failed, WAIT).await;
     assert_eq!(rx.count("/first"), 2);
 
     // Changed: new tasks take the new policy, the first keeps its copy.
-    let (status, _) = put("fast", json!({"schedule": ["1s"], "max_attempts": 3})).await;
-    assert_eq!(status, 200);
-    let (_, second) = server
-        .register(json!({"url": rx.url("/second"), "retry": "fast"}))
+    api.put_policy("fast", &schedule_max(&["1s"], 3))
+        .await
+        .unwrap();
+    let second = server
+        .register(&callback(rx.url("/second")).policy("fast"))
         .await;
-    server.wait_status(&id_of(&second), "failed", WAIT).await;
+    server.wait_status(&second.id, Status::Failed, WAIT).await;
     assert_eq!(rx.count("/second"), 3);
-    assert_eq!(
-        server.task(&id_of(&first)).await["retry"]["max_attempts"],
-        2
-    );
-    let (_, listed) = server.get_json("/v1/policies").await;
-    assert_eq!(listed["policies"][0]["name"], "fast");
-    assert_eq!(listed["policies"][0]["retry"]["max_attempts"], 3);
+    assert_eq!(server.task(&first.id).await.retry.max_attempts, Some(2));
+    let listed = api.policies().await.unwrap();
+    assert_eq!(listed.policies[0].name, "fast");
+    assert_eq!(listed.policies[0].retry.max_attempts, Some(3));
 
     // The tenant's `default` replaces the built-in default.
-    put("default", json!({"schedule": ["1s"], "max_attempts": 1})).await;
-    let (_, plain) = server.register(json!({"url": rx.url("/plain")})).await;
-    assert_eq!(plain["retry"]["max_attempts"], 1);
+    api.put_policy("default", &schedule_max(&["1s"], 1))
+        .await
+        .unwrap();
+    let plain = server.register(&callback(rx.url("/plain"))).await;
+    assert_eq!(plain.retry.max_attempts, Some(1));
 
     // Refusals name the field; a deleted policy is gone.
-    let (status, problem) = put("fast", json!({"max_attempts": 0})).await;
-    assert_eq!(
-        (status, problem["field"].clone()),
-        (422, json!("max_attempts"))
-    );
-    let (status, problem) = put("no%20spaces", json!({})).await;
-    assert_eq!((status, problem["field"].clone()), (422, json!("name")));
-    let (status, problem) = server
-        .register(json!({"url": rx.url("/x"), "retry": "nope"}))
-        .await;
-    assert_eq!((status, problem["field"].clone()), (422, json!("retry")));
-    let delete = || {
-        server
-            .request(reqwest::Method::DELETE, "/v1/policies/fast")
-            .send()
+    let zero = RetryRequest {
+        max_attempts: Some(Some(0)),
+        ..RetryRequest::default()
     };
-    assert_eq!(delete().await.unwrap().status(), 204);
-    assert_eq!(delete().await.unwrap().status(), 404);
-    assert_eq!(server.get_json("/v1/policies/fast").await.0, 404);
+    let refused = api.put_policy("fast", &zero).await.unwrap_err();
+    assert_eq!(
+        (refused.status(), field_of(&refused)),
+        (Some(422), Some("max_attempts"))
+    );
+    let refused = api
+        .put_policy("no%20spaces", &RetryRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.status(), field_of(&refused)),
+        (Some(422), Some("name"))
+    );
+    let refused = api
+        .create(&callback(rx.url("/x")).policy("nope"), None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.status(), field_of(&refused)),
+        (Some(422), Some("retry"))
+    );
+    api.delete_policy("fast").await.unwrap();
+    let again = api.delete_policy("fast").await.unwrap_err();
+    assert_eq!(again.status(), Some(404));
+    let gone = api.policy("fast").await.unwrap_err();
+    assert_eq!(gone.status(), Some(404));
 }
