@@ -11,12 +11,14 @@
 //! held ──check unanswered──▶ held (next check after 1 s, 5 s, 30 s, 1 min, then 5 min)
 //! ```
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::duration_ms;
+use super::ids::TaskId;
 use super::invalid::{within, Invalid};
 use super::lifecycle::Refusal;
 use super::limits::{DEFAULT_MAX_CHECKS, MAX_CHECKS, MAX_HOLD, MIN_HOLD};
@@ -95,6 +97,17 @@ impl HoldSpec {
     pub fn max_checks(&self) -> u32 {
         self.max_checks
     }
+}
+
+/// What a check call sends the caller's check URL.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckBody {
+    pub task_id: TaskId,
+    /// `null` when the task has no business key.
+    pub key: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+    /// The check's number (1-based).
+    pub check: u32,
 }
 
 /// What happens to a held task whose fate nobody decided.
@@ -241,13 +254,14 @@ impl Task {
     /// The check call to `url`: a `POST` of the task's id, key and metadata, and the
     /// check's number.
     pub fn check_spec(&self, url: String) -> TaskSpec {
-        let body = serde_json::json!({
-            "task_id": self.id,
-            "key": self.spec.key.as_ref().map(|k| k.to_string()),
-            "metadata": self.spec.metadata,
-            "check": self.next_check(),
-        });
-        TaskSpec::json_post(url, Vec::new(), body.to_string(), CHECK_TIMEOUT)
+        let body = CheckBody {
+            task_id: self.id,
+            key: self.spec.key.as_ref().map(|k| k.to_string()),
+            metadata: self.spec.metadata.clone(),
+            check: self.next_check(),
+        };
+        let body = serde_json::to_string(&body).unwrap_or_default();
+        TaskSpec::json_post(url, Vec::new(), body, CHECK_TIMEOUT)
     }
 }
 

@@ -15,7 +15,7 @@ pub mod tenant;
 pub mod time;
 
 pub use alert::{AlertTarget, Notice, Notify};
-pub use hold::{CheckAnswer, CheckRecord, HoldSpec, OnUnknown, CHECK_ATTEMPT};
+pub use hold::{CheckAnswer, CheckBody, CheckRecord, HoldSpec, OnUnknown, CHECK_ATTEMPT};
 pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
 pub use invalid::Invalid;
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
