@@ -3,12 +3,15 @@
 
 use std::time::Duration;
 
+use boomerang_core::domain::alert::AlertBody;
+use boomerang_core::domain::{AttemptOutcome, Notify, Status};
 use boomerang_e2e::{
-    header, id_of, on_both_backends, status_codes, wait_for, Backend, Received, Receiver, Reply,
-    Server, ServerOptions,
+    callback, header, on_both_backends, schedule_max, status_codes, wait_for, Backend, Callback,
+    Received, Receiver, Reply, Server, ServerOptions,
 };
+use boomerang_http::task_request::{AlertRequest, RetryRequest};
+use boomerang_http::views::TaskView;
 use boomerang_webhook::signing;
-use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(40);
 
@@ -19,13 +22,12 @@ on_both_backends!(
 
 /// Alerts retry fast: the tenant's `default` policy is theirs too.
 async fn fast_default_policy(server: &Server) {
-    let res = server
-        .request(reqwest::Method::PUT, "/v1/policies/default")
-        .json(&json!({"schedule": ["1s"], "max_attempts": 3}))
-        .send()
+    let view = server
+        .api()
+        .put_policy("default", &schedule_max(&["1s"], 3))
         .await
         .unwrap();
-    assert_eq!(res.status(), 200);
+    assert_eq!(view.name, "default");
 }
 
 fn verified(server: &Server, r: &Received) -> bool {
@@ -40,16 +42,15 @@ fn verified(server: &Server, r: &Received) -> bool {
     .is_ok()
 }
 
-fn json_of(r: &Received) -> Value {
+fn alert_of(r: &Received) -> AlertBody {
     serde_json::from_slice(&r.body).expect("an alert is JSON")
 }
 
 /// Waits until the task lists `n` alerts; returns the task.
-async fn with_alerts(server: &Server, id: &str, n: usize) -> Value {
+async fn with_alerts(server: &Server, id: &str, n: usize) -> TaskView {
     wait_for("the alerts to be linked", WAIT, || async {
         let task = server.task(id).await;
-        let linked = task["alerts"].as_array().map_or(0, Vec::len);
-        (linked == n).then_some(task)
+        (task.alerts.len() == n).then_some(task)
     })
     .await
 }
@@ -63,27 +64,36 @@ async fn a_failed_task_raises_an_alert_that_fails_twice_then_arrives_signed(back
         _ => Reply::status(500),
     })
     .await;
-    let (status, task) = server
-        .register(json!({
-            "url": rx.url("/task"), "key": "order-7", "metadata": {"customer": "c-9"},
-            "retry": {"max_attempts": 1},
-            "on_failure": {"url": rx.url("/alert"), "headers": {"X-Alert-Token": "t0k"}}
-        }))
-        .await;
-    assert_eq!(status, 201, "{task}");
-    assert_eq!(task["on_failure"]["url"], rx.url("/alert"));
-    assert_eq!(task["on_failure"]["header_names"], json!(["X-Alert-Token"]));
-    assert_eq!(task["notify"], "final");
-    let id = id_of(&task);
-    server.wait_status(&id, "failed", WAIT).await;
+    let once = RetryRequest {
+        max_attempts: Some(Some(1)),
+        ..RetryRequest::default()
+    };
+    let mut request = callback(rx.url("/task"))
+        .key("order-7")
+        .metadata("customer", "c-9")
+        .retry(once);
+    request.on_failure = Some(AlertRequest {
+        url: Some(rx.url("/alert")),
+        headers: Some([("X-Alert-Token".to_string(), "t0k".to_string())].into()),
+    });
+    let task = server.register(&request).await;
+    let on_failure = task.on_failure.as_ref().unwrap();
+    assert_eq!(on_failure.url, rx.url("/alert"));
+    assert_eq!(on_failure.header_names, ["X-Alert-Token"]);
+    assert_eq!(task.notify, Notify::Final);
+    let id = task.id.clone();
+    server.wait_status(&id, Status::Failed, WAIT).await;
     let failed = with_alerts(&server, &id, 1).await;
-    let alert_id = failed["alerts"][0].as_str().unwrap().to_string();
+    let alert_id = failed.alerts[0].clone();
 
-    let alert = server.wait_status(&alert_id, "succeeded", WAIT).await;
-    assert_eq!(alert["alert_of"], id, "linked both ways");
-    assert!(alert.get("alerts").is_none());
-    let codes = status_codes(&alert);
-    assert_eq!(codes, vec![json!(500), json!(500), json!(200)]);
+    let alert = server.wait_status(&alert_id, Status::Succeeded, WAIT).await;
+    assert_eq!(
+        alert.alert_of.as_deref(),
+        Some(id.as_str()),
+        "linked both ways"
+    );
+    assert!(alert.alerts.is_empty());
+    assert_eq!(status_codes(&alert), vec![Some(500), Some(500), Some(200)]);
 
     let calls: Vec<Received> = rx
         .received()
@@ -96,21 +106,21 @@ async fn a_failed_task_raises_an_alert_that_fails_twice_then_arrives_signed(back
     assert_eq!(header(last, "webhook-id"), alert_id);
     assert_eq!(header(last, "x-alert-token"), "t0k");
     assert_eq!(header(last, "content-type"), "application/json");
-    let body = json_of(last);
-    assert_eq!(body["type"], "task.failed");
-    assert_eq!(body["task_id"], id);
-    assert_eq!(body["key"], "order-7");
-    assert_eq!(body["metadata"]["customer"], "c-9");
-    assert_eq!(body["url"], rx.url("/task"));
-    assert_eq!(body["attempt"], 1);
-    assert_eq!(body["last_error"], "HTTP 500");
-    assert_eq!(body["attempts"][0]["status_code"], 500);
-    assert_eq!(body["attempts"][0]["outcome"], "failed");
+    let body = alert_of(last);
+    assert_eq!(body.kind, "task.failed");
+    assert_eq!(body.task_id.to_string(), id);
+    assert_eq!(body.key.as_deref(), Some("order-7"));
+    assert_eq!(body.metadata["customer"], "c-9");
+    assert_eq!(body.url, rx.url("/task"));
+    assert_eq!(body.attempt, 1);
+    assert_eq!(body.last_error.as_deref(), Some("HTTP 500"));
+    assert_eq!(body.attempts[0].status_code, Some(500));
+    assert_eq!(body.attempts[0].outcome, AttemptOutcome::Failed);
 
     // The alert's troubles never touched its task, and nothing alerted about the alert.
     let task_now = server.task(&id).await;
-    assert_eq!(task_now["status"], "failed");
-    assert_eq!(task_now["alerts"], json!([alert_id]));
+    assert_eq!(task_now.status, Status::Failed);
+    assert_eq!(task_now.alerts, vec![alert_id]);
     assert_eq!(rx.count("/task"), 1);
 }
 
@@ -130,38 +140,37 @@ async fn a_task_that_names_no_destination_alerts_the_default_for_every_failed_at
             "/tenant"
         }
     };
-    let (status, task) = server
-        .register(json!({
-            "url": failing.url("/task"), "notify": "every",
-            "retry": {"schedule": ["1s"], "max_attempts": 2}
-        }))
+    let task = server
+        .register(
+            &callback(failing.url("/task"))
+                .notify("every")
+                .retry(schedule_max(&["1s"], 2)),
+        )
         .await;
-    assert_eq!(status, 201, "{task}");
-    assert_eq!(task["notify"], "every");
-    let id = id_of(&task);
-    server.wait_status(&id, "failed", WAIT).await;
+    assert_eq!(task.notify, Notify::Every);
+    let id = task.id;
+    server.wait_status(&id, Status::Failed, WAIT).await;
     with_alerts(&server, &id, 2).await;
     let calls = wait_for("both alerts to arrive", WAIT, || async {
         let got = rx.received();
         (got.len() == 2).then_some(got)
     })
     .await;
-    let mut kinds: Vec<(String, Value)> = calls
+    let mut kinds: Vec<AlertBody> = calls
         .iter()
         .map(|r| {
             assert_eq!(r.path, expected);
             assert!(verified(&server, r));
-            let body = json_of(r);
-            (body["type"].as_str().unwrap().to_string(), body)
+            alert_of(r)
         })
         .collect();
-    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    kinds.sort_by(|a, b| a.kind.cmp(&b.kind));
     let (failed, retrying) = (&kinds[0], &kinds[1]);
-    assert_eq!(failed.0, "task.failed");
-    assert_eq!(failed.1["attempt"], 2);
-    assert_eq!(retrying.0, "task.retrying");
-    assert_eq!(retrying.1["attempt"], 1);
-    assert!(retrying.1["next_attempt_at"].is_string());
+    assert_eq!(failed.kind, "task.failed");
+    assert_eq!(failed.attempt, 2);
+    assert_eq!(retrying.kind, "task.retrying");
+    assert_eq!(retrying.attempt, 1);
+    assert!(retrying.next_attempt_at.is_some());
     if backend != Backend::Embedded {
         assert_eq!(header(&calls[0], "x-oncall"), "t1", "the tenant's header");
     }
