@@ -3,8 +3,12 @@
 
 use std::time::Duration;
 
-use boomerang_e2e::{run_cli, Backend, CliRun, Receiver, Reply, Server, ServerOptions};
-use serde_json::Value;
+use boomerang_core::domain::Status;
+use boomerang_e2e::{
+    callback, run_cli, Backend, Callback, CliRun, Receiver, Reply, Server, ServerOptions,
+};
+use boomerang_http::views::{KeyCancelView, PageView, TaskView};
+use serde::de::DeserializeOwned;
 
 const WAIT: Duration = Duration::from_secs(40);
 
@@ -34,10 +38,12 @@ impl Cli<'_> {
         run.stdout
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    /// Runs a command with `--json`; reads what it printed as the API's `T`.
+    fn json<T: DeserializeOwned>(&self, args: &[&str]) -> T {
         let mut all = args.to_vec();
         all.push("--json");
-        serde_json::from_str(&self.ok(&all)).expect("--json prints JSON")
+        let out = self.ok(&all);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("--json printed {out}: {e}"))
     }
 }
 
@@ -54,7 +60,7 @@ async fn a_newcomer_registers_watches_inspects_and_cancels_with_commands_only() 
     let server = server();
     let cli = Cli { server: &server };
     let hook = rx.url("/hook");
-    let task = cli.json(&[
+    let task: TaskView = cli.json(&[
         "create",
         &hook,
         "--retry",
@@ -70,13 +76,10 @@ async fn a_newcomer_registers_watches_inspects_and_cancels_with_commands_only() 
         "--header",
         "X-Trace: t-1",
     ]);
-    let id = task["id"].as_str().unwrap().to_string();
-    assert_eq!(task["status"], "scheduled");
-    assert_eq!(task["metadata"]["customer"], "c-9");
-    assert!(task["header_names"]
-        .as_array()
-        .unwrap()
-        .contains(&Value::from("X-Trace")));
+    let id = task.id.clone();
+    assert_eq!(task.status, Status::Scheduled);
+    assert_eq!(task.metadata["customer"], "c-9");
+    assert!(task.header_names.contains(&"X-Trace".to_string()));
 
     // watch follows it through two failures to the end.
     let watched = tokio::task::spawn_blocking({
@@ -125,8 +128,8 @@ async fn a_newcomer_registers_watches_inspects_and_cancels_with_commands_only() 
     assert!(listed.lines().nth(1).unwrap().starts_with(&id), "{listed}");
 
     // cancel, and a second cancel refused with the API's detail.
-    let later = cli.json(&["create", &hook, "--delay", "1h"]);
-    let later_id = later["id"].as_str().unwrap();
+    let later: TaskView = cli.json(&["create", &hook, "--delay", "1h"]);
+    let later_id = later.id.as_str();
     assert!(cli
         .ok(&["cancel", later_id])
         .starts_with(&format!("{later_id}  canceled")));
@@ -153,13 +156,11 @@ async fn held_tasks_paging_and_failed_tasks_from_the_command_line() {
     let server = server();
     let cli = Cli { server: &server };
 
-    let held = cli.json(&["create", &rx.url("/held"), "--hold", "30s", "--key", "h-1"]);
-    assert_eq!(held["status"], "held");
+    let held: TaskView = cli.json(&["create", &rx.url("/held"), "--hold", "30s", "--key", "h-1"]);
+    assert_eq!(held.status, Status::Held);
     let released = cli.ok(&["release", "--key", "h-1"]);
     assert!(released.starts_with("released 1"), "{released}");
-    server
-        .wait_status(held["id"].as_str().unwrap(), "succeeded", WAIT)
-        .await;
+    server.wait_status(&held.id, Status::Succeeded, WAIT).await;
 
     // A failed task retried by command; the idempotency key registers once.
     let args = [
@@ -170,15 +171,17 @@ async fn held_tasks_paging_and_failed_tasks_from_the_command_line() {
         "--idempotency-key",
         "f-1",
     ];
-    let failing = cli.json(&args);
-    let id = failing["id"].as_str().unwrap();
-    assert_eq!(cli.json(&args)["id"], id, "a repeat answers the same task");
-    server.wait_status(id, "failed", WAIT).await;
-    assert_eq!(cli.json(&["retry", id])["status"], "scheduled");
-    server.wait_status(id, "succeeded", WAIT).await;
+    let failing: TaskView = cli.json(&args);
+    let id = failing.id.as_str();
+    let repeat: TaskView = cli.json(&args);
+    assert_eq!(repeat.id, id, "a repeat answers the same task");
+    server.wait_status(id, Status::Failed, WAIT).await;
+    let retried: TaskView = cli.json(&["retry", id]);
+    assert_eq!(retried.status, Status::Scheduled);
+    server.wait_status(id, Status::Succeeded, WAIT).await;
 
     for _ in 0..3 {
-        cli.json(&[
+        cli.json::<TaskView>(&[
             "create",
             &rx.url("/paged"),
             "--key",
@@ -187,19 +190,15 @@ async fn held_tasks_paging_and_failed_tasks_from_the_command_line() {
             "1h",
         ]);
     }
-    let one = cli.json(&["list", "--key", "page", "--limit", "1"]);
-    assert_eq!(one["tasks"].as_array().unwrap().len(), 1);
-    assert!(one["next_cursor"].is_string());
-    let all = cli.json(&["list", "--key", "page", "--limit", "1", "--all"]);
-    assert_eq!(
-        all["tasks"].as_array().unwrap().len(),
-        3,
-        "--all follows the cursors"
-    );
-    let canceled = cli.json(&["cancel", "--key", "page"]);
-    assert_eq!(canceled["canceled"].as_array().unwrap().len(), 3);
-    let scheduled = cli.json(&["list", "--status", "scheduled"]);
-    assert_eq!(scheduled["tasks"], serde_json::json!([]));
+    let one: PageView = cli.json(&["list", "--key", "page", "--limit", "1"]);
+    assert_eq!(one.tasks.len(), 1);
+    assert!(one.next_cursor.is_some());
+    let all: PageView = cli.json(&["list", "--key", "page", "--limit", "1", "--all"]);
+    assert_eq!(all.tasks.len(), 3, "--all follows the cursors");
+    let canceled: KeyCancelView = cli.json(&["cancel", "--key", "page"]);
+    assert_eq!(canceled.canceled.len(), 3);
+    let scheduled: PageView = cli.json(&["list", "--status", "scheduled"]);
+    assert!(scheduled.tasks.is_empty());
 }
 
 #[tokio::test]
@@ -217,15 +216,12 @@ async fn exit_codes_tell_usage_refusal_and_unreachable_apart() {
         "the problem's detail: {refused:?}"
     );
     // An id is a task id, never a path: this one would otherwise reach the cancel by key.
-    let (_, keyed) = server
-        .register(serde_json::json!({"url": "https://example.com/h", "delay": "1h", "key": "k"}))
+    let keyed = server
+        .register(&callback("https://example.com/h").delay("1h").key("k"))
         .await;
     let sneaky = cli.run(&["cancel", "x/../../tasks?key=k"]);
     assert_eq!(sneaky.code, 2, "{sneaky:?}");
-    assert_eq!(
-        server.task(keyed["id"].as_str().unwrap()).await["status"],
-        "scheduled"
-    );
+    assert_eq!(server.task(&keyed.id).await.status, Status::Scheduled);
     let unknown = cli.run(&["get", "01JD0000000000000000000000"]);
     assert_eq!(unknown.code, 1);
     assert!(unknown.stderr.contains("404"), "{unknown:?}");
