@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use boomerang_e2e::{wait_for, Receiver, Reply, Server, ServerOptions};
-use serde_json::{json, Value};
+use boomerang_client::{ClientError, ListParams};
+use boomerang_core::domain::Status;
+use boomerang_e2e::{callback, wait_for, Callback, Receiver, Reply, Server, ServerOptions};
+use boomerang_http::task_request::TaskRequest;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -31,8 +33,8 @@ async fn a_second_serve_on_the_same_data_dir_is_refused_until_the_first_is_gone(
     );
     // Even a kill -9 releases the directory: the next server starts.
     server.kill9_and_restart();
-    let (status, _) = server.get_json("/v1/tasks").await;
-    assert_eq!(status, 200);
+    let page = server.api().list(&ListParams::default()).await.unwrap();
+    assert!(page.tasks.is_empty());
 }
 
 #[tokio::test]
@@ -51,21 +53,19 @@ async fn an_attempt_in_flight_at_a_crash_runs_again_as_soon_as_the_server_restar
         ..Reply::status(200)
     })
     .await;
-    let (status, task) = server
-        .register(json!({"url": rx.url("/slow"), "timeout": "60s"}))
+    let task = server
+        .register(&callback(rx.url("/slow")).timeout("60s"))
         .await;
-    assert_eq!(status, 201, "{task}");
     wait_for("the call to be in flight", WAIT, || async {
         (rx.count("/slow") == 1).then_some(())
     })
     .await;
     server.kill9_and_restart();
-    let id = task["id"].as_str().unwrap();
     let done = server
-        .wait_status(id, "succeeded", Duration::from_secs(15))
+        .wait_status(&task.id, Status::Succeeded, Duration::from_secs(15))
         .await;
     assert_eq!(rx.count("/slow"), 2, "the same attempt, run again");
-    assert_eq!(done["attempts"][0]["number"], 1);
+    assert_eq!(done.attempts.as_deref().unwrap()[0].number, 1);
 }
 
 #[tokio::test]
@@ -73,35 +73,27 @@ async fn kill_9_during_a_burst_of_registrations_loses_no_acknowledged_task() {
     let mut server = Server::start(ServerOptions::default());
     let rx = Receiver::always(200).await;
     const TASKS: usize = 1000;
-    let body = |i: usize| json!({"url": rx.url(&format!("/t/{i}")), "delay": "2s"});
-    let bodies: Arc<Vec<Value>> = Arc::new((0..TASKS).map(body).collect());
+    let body = |i: usize| callback(rx.url(&format!("/t/{i}"))).delay("2s");
+    let bodies: Arc<Vec<TaskRequest>> = Arc::new((0..TASKS).map(body).collect());
     let acked: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
     let next = Arc::new(AtomicUsize::new(0));
-    let http = reqwest::Client::new();
     let clients: Vec<_> = (0..16)
         .map(|_| {
-            let (bodies, acked, next, http) =
-                (bodies.clone(), acked.clone(), next.clone(), http.clone());
-            let (url, key) = (format!("{}/v1/tasks", server.base), server.api_key.clone());
+            let (bodies, acked, next, api) =
+                (bodies.clone(), acked.clone(), next.clone(), server.api());
             tokio::spawn(async move {
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     if i >= TASKS {
                         return;
                     }
-                    let sent = http
-                        .post(&url)
-                        .bearer_auth(&key)
-                        .header("Idempotency-Key", format!("k-{i}"))
-                        .json(&bodies[i])
-                        .send()
-                        .await;
-                    let Ok(res) = sent else { return };
-                    if res.status() == 201 {
-                        if let Ok(task) = res.json::<Value>().await {
-                            let id = task["id"].as_str().unwrap_or_default().to_string();
-                            acked.lock().unwrap().push((i, id));
+                    match api.create(&bodies[i], Some(&format!("k-{i}"))).await {
+                        Ok(answer) if answer.status == 201 => {
+                            acked.lock().unwrap().push((i, answer.body.id));
                         }
+                        // The server went away: this client stops, as a crashed caller.
+                        Err(ClientError::Unreachable(_) | ClientError::Http(_)) => return,
+                        _ => {}
                     }
                 }
             })
@@ -124,37 +116,32 @@ async fn kill_9_during_a_burst_of_registrations_loses_no_acknowledged_task() {
         let left = WAIT
             .saturating_sub(started.elapsed())
             .max(Duration::from_secs(1));
-        server.wait_status(id, "succeeded", left).await;
+        server.wait_status(id, Status::Succeeded, left).await;
     }
     // A client that never got its answer resends with its key: one task, never two.
     let acked_index: HashSet<usize> = acked.iter().map(|(i, _)| *i).collect();
+    let api = server.api();
     for i in (0..TASKS).filter(|i| !acked_index.contains(i)) {
-        let res = server
-            .request(reqwest::Method::POST, "/v1/tasks")
-            .header("Idempotency-Key", format!("k-{i}"))
-            .json(&bodies[i])
-            .send()
+        let resent = api
+            .create(&bodies[i], Some(&format!("k-{i}")))
             .await
-            .unwrap();
+            .unwrap_or_else(|e| panic!("resend {i}: {e}"));
         assert!(
-            matches!(res.status().as_u16(), 200 | 201),
+            matches!(resent.status, 200 | 201),
             "resend {i}: {}",
-            res.status()
+            resent.status
         );
     }
     let mut ids = HashSet::new();
-    let mut cursor: Option<String> = None;
+    let mut params = ListParams {
+        limit: Some(100),
+        ..ListParams::default()
+    };
     loop {
-        let path = match &cursor {
-            Some(c) => format!("/v1/tasks?limit=100&cursor={c}"),
-            None => "/v1/tasks?limit=100".to_string(),
-        };
-        let (_, page) = server.get_json(&path).await;
-        for t in page["tasks"].as_array().unwrap() {
-            ids.insert(t["id"].as_str().unwrap().to_string());
-        }
-        match page["next_cursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
+        let page = api.list(&params).await.unwrap();
+        ids.extend(page.tasks.into_iter().map(|t| t.id));
+        match page.next_cursor {
+            Some(c) => params.cursor = Some(c),
             None => break,
         }
     }
