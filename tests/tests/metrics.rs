@@ -3,9 +3,12 @@
 
 use std::time::Duration;
 
-use boomerang_e2e::{id_of, Backend, Receiver, Reply, Server, ServerOptions};
+use boomerang_core::domain::Status;
+use boomerang_e2e::{
+    callback, schedule_max, Backend, Callback, Receiver, Reply, Server, ServerOptions,
+};
+use boomerang_http::stats::MinuteView;
 use reqwest::Method;
-use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
 
@@ -46,25 +49,20 @@ async fn the_counters_move_as_the_tasks_do() {
     let before = scrape(&server).await;
     assert_eq!(sample(&before, "boomerang_tasks_registered_total"), 0.0);
 
-    let fast = json!({"schedule": ["1s"], "max_attempts": 2});
     let mut ids = Vec::new();
-    for (path, retry) in [("/ok", &fast), ("/flaky", &fast), ("/down", &fast)] {
-        let (status, task) = server
-            .register(json!({"url": rx.url(path), "retry": retry}))
-            .await;
-        assert_eq!(status, 201, "{task}");
-        ids.push(id_of(&task));
+    for path in ["/ok", "/flaky", "/down"] {
+        let fast = schedule_max(&["1s"], 2);
+        let task = server.register(&callback(rx.url(path)).retry(fast)).await;
+        ids.push(task.id);
     }
-    let (_, later) = server
-        .register(json!({"url": rx.url("/later"), "delay": "1h"}))
+    let later = server
+        .register(&callback(rx.url("/later")).delay("1h"))
         .await;
-    let (status, _) = server
-        .call(Method::DELETE, &format!("/v1/tasks/{}", id_of(&later)))
-        .await;
-    assert_eq!(status, 200);
-    server.wait_status(&ids[0], "succeeded", WAIT).await;
-    server.wait_status(&ids[1], "succeeded", WAIT).await;
-    server.wait_status(&ids[2], "failed", WAIT).await;
+    let canceled = server.api().cancel(&later.id).await.unwrap();
+    assert_eq!(canceled.status, Status::Canceled);
+    server.wait_status(&ids[0], Status::Succeeded, WAIT).await;
+    server.wait_status(&ids[1], Status::Succeeded, WAIT).await;
+    server.wait_status(&ids[2], Status::Failed, WAIT).await;
 
     let text = scrape(&server).await;
     let expected = [
@@ -97,21 +95,32 @@ async fn the_counters_move_as_the_tasks_do() {
     assert!(sample(&text, "boomerang_store_commit_seconds_count") == commits);
 
     // The console's figures: the same tasks by state, and the same attempts in this hour.
-    let (status, stats) = server.call(Method::GET, "/v1/stats").await;
-    assert_eq!(status, 200, "{stats}");
-    assert_eq!(
-        stats["counts"],
-        json!({"held": 0, "scheduled": 0, "delivering": 0, "succeeded": 2, "failed": 1,
-               "canceled": 1})
-    );
-    let minutes = stats["deliveries"]["minutes"].as_array().unwrap();
+    let stats = server.api().stats().await.unwrap();
+    let counts: Vec<(String, u64)> = stats.counts.unwrap().into_iter().collect();
+    let expected: Vec<(String, u64)> = [
+        ("canceled", 1),
+        ("delivering", 0),
+        ("failed", 1),
+        ("held", 0),
+        ("scheduled", 0),
+        ("succeeded", 2),
+    ]
+    .map(|(s, n)| (s.to_string(), n))
+    .into();
+    assert_eq!(counts, expected);
+    let deliveries = stats.deliveries.unwrap();
+    let minutes = &deliveries.minutes;
     assert_eq!(minutes.len(), 60);
-    let total = |field: &str| -> u64 { minutes.iter().map(|m| m[field].as_u64().unwrap()).sum() };
+    let total = |field: fn(&MinuteView) -> u64| -> u64 { minutes.iter().map(field).sum() };
     assert_eq!(
-        (total("attempts"), total("succeeded"), total("failed")),
+        (
+            total(|m| m.attempts),
+            total(|m| m.succeeded),
+            total(|m| m.failed)
+        ),
         (5, 2, 3)
     );
-    assert!(stats["deliveries"]["lateness_p99_ms"].as_i64().unwrap() >= 1);
+    assert!(deliveries.lateness_p99_ms.unwrap() >= 1);
 
     // Behind the API key, like the API.
     let anonymous = reqwest::get(format!("{}/metrics", server.base))
