@@ -314,10 +314,10 @@ async fn a_timer_that_failed_over_and_over_is_handed_back_by_the_sweeper() {
     .await
     .unwrap();
     assert_eq!(
-        report["rearmed"], 0,
+        report.rearmed, 0,
         "an armed task is not in the sweep's index"
     );
-    assert_eq!(report["timers_redriven"], 1);
+    assert_eq!(report.timers_redriven, 1);
     let emulator = TriggerEmulator::for_backend(&backend);
     wait_for(
         "the handed-back timer to fire",

@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use boomerang_client::ListParams;
 use boomerang_e2e::{Server, ServerOptions};
-use serde_json::Value;
+use boomerang_http::problem::Problem;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Sends `head` + `body` as one HTTP/1.1 request on a fresh connection and returns the
@@ -134,9 +135,9 @@ async fn hostile_requests_get_an_answer_and_store_nothing() {
         )
         .await;
         assert_eq!(status, want, "{} → {answer}", &body[..body.len().min(120)]);
-        let problem: Value = serde_json::from_str(&answer).expect("a problem body");
-        assert_eq!(problem["status"], want);
-        assert_eq!(problem["field"].as_str(), field, "{answer}");
+        let problem: Problem = serde_json::from_str(&answer).expect("a problem body");
+        assert_eq!(problem.status, want);
+        assert_eq!(problem.field.as_deref(), field, "{answer}");
     }
 
     // Bytes that are not UTF-8, and odd framing: still an answer.
@@ -181,14 +182,20 @@ async fn hostile_requests_get_an_answer_and_store_nothing() {
             format!("{target} HTTP/1.1\r\nAuthorization: Bearer {key}\r\nContent-Length: 2\r\n");
         let (status, answer) = raw(&server, &head, b"{}").await;
         assert_eq!(status, want, "{target} → {answer}");
-        let problem: Value = serde_json::from_str(&answer)
+        let problem: Problem = serde_json::from_str(&answer)
             .unwrap_or_else(|_| panic!("{target}: not a problem body: {answer}"));
-        assert_eq!(problem["field"].as_str(), field, "{target} → {answer}");
+        assert_eq!(problem.field.as_deref(), field, "{target} → {answer}");
     }
 
-    let (status, page) = server.get_json("/v1/tasks?limit=100").await;
-    assert_eq!(status, 200);
-    assert_eq!(page["tasks"], serde_json::json!([]), "nothing was stored");
+    let page = server
+        .api()
+        .list(&ListParams {
+            limit: Some(100),
+            ..ListParams::default()
+        })
+        .await
+        .unwrap();
+    assert!(page.tasks.is_empty(), "nothing was stored");
 }
 
 /// Settings out of range stop `serve` at start-up with an error naming the flag, instead of

@@ -7,7 +7,8 @@ pub mod start;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::future::join_all;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::settings::SWEEP_LAG;
 use crate::system_failures::SystemFailures;
@@ -50,8 +51,18 @@ pub async fn handle_delivery(
 pub async fn handle_sweep(
     engine: &Engine,
     failures: Option<&SystemFailures>,
-) -> Result<Value, EngineError> {
-    sweep(engine, failures, -SWEEP_LAG).await
+) -> Result<Value, HandlerError> {
+    let report = sweep(engine, failures, -SWEEP_LAG).await?;
+    Ok(serde_json::to_value(report)?)
+}
+
+/// What one run of the sweeper did: the function's answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweeperReport {
+    pub rearmed: usize,
+    pub leases_taken_over: usize,
+    pub dead_letters_resent: usize,
+    pub timers_redriven: usize,
 }
 
 /// [`handle_sweep`] with the cutoff `lookahead` from now (the trigger emulation sets its
@@ -60,7 +71,7 @@ pub async fn sweep(
     engine: &Engine,
     failures: Option<&SystemFailures>,
     lookahead: chrono::Duration,
-) -> Result<Value, EngineError> {
+) -> Result<SweeperReport, EngineError> {
     let report = engine.sweep(lookahead).await?;
     let redriven = match failures {
         Some(f) => f.redrive(engine).await.unwrap_or_else(|e| {
@@ -79,12 +90,12 @@ pub async fn sweep(
         timers_redriven = redriven,
         "sweep finished"
     );
-    Ok(json!({
-        "rearmed": report.rearmed,
-        "leases_taken_over": report.leases_taken_over,
-        "dead_letters_resent": report.dead_letters_resent,
-        "timers_redriven": redriven,
-    }))
+    Ok(SweeperReport {
+        rearmed: report.rearmed,
+        leases_taken_over: report.leases_taken_over,
+        dead_letters_resent: report.dead_letters_resent,
+        timers_redriven: redriven,
+    })
 }
 
 /// What a delivery invocation carries.
