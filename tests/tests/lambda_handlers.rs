@@ -8,10 +8,15 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use boomerang_aws::lambda::{handle_queue, handle_scheduled, DeliveryEvent};
 use boomerang_aws::AwsSettings;
 use boomerang_core::clock::SystemClock;
-use boomerang_core::domain::TenantId;
+use boomerang_core::domain::{Status, TenantId};
 use boomerang_core::ports::TaskStore;
 use boomerang_e2e::aws::{fresh_moto_resources, moto_backend};
-use boomerang_e2e::{wait_for, Receiver};
+use boomerang_e2e::{callback, wait_for, Callback, Receiver};
+use boomerang_http::problem::Problem;
+use boomerang_http::stats::StatsView;
+use boomerang_http::task_request::RetryRequest;
+use boomerang_http::views::{PageView, TaskView};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
@@ -58,18 +63,24 @@ fn http_api_event(
     .to_string()
 }
 
-/// Sends one API Gateway event through the router, as `lambda_http` does.
-async fn call(router: &axum::Router, event: String) -> (u16, Value) {
+/// Sends one API Gateway event through the router, as `lambda_http` does; returns the
+/// status and the body.
+async fn send(router: &axum::Router, event: String) -> (u16, Vec<u8>) {
     let request = lambda_http::request::from_str(&event).expect("a valid API Gateway event");
     let response = router.clone().oneshot(request).await.unwrap();
     let status = response.status().as_u16();
     let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
         .await
         .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    (status, bytes.to_vec())
+}
+
+/// [`send`], reading the answer as the API's `T` (a view, or a problem).
+async fn call<T: DeserializeOwned>(router: &axum::Router, event: String) -> (u16, T) {
+    let (status, bytes) = send(router, event).await;
+    let answer = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("{status}: {}: {e}", String::from_utf8_lossy(&bytes)));
+    (status, answer)
 }
 
 /// An SQS event with the fields the event source mapping sends.
@@ -99,14 +110,14 @@ fn sqs_event(bodies: &[(&str, String)]) -> Value {
 }
 
 async fn register_via_api(router: &axum::Router, key: &str, url: &str) -> String {
-    let body = json!({"url": url, "delay": "1h"});
-    let (status, task) = call(
+    let body = json!(callback(url).delay("1h"));
+    let (status, task): (_, TaskView) = call(
         router,
         http_api_event("POST", "/v1/tasks", "", key, Some(&body)),
     )
     .await;
-    assert_eq!(status, 201, "{task}");
-    task["id"].as_str().unwrap().to_string()
+    assert_eq!(status, 201, "{task:?}");
+    task.id
 }
 
 struct Setup {
@@ -144,13 +155,13 @@ async fn api_gateway_events_reach_the_router_and_tenants_are_isolated() {
     let b = s.key("tenant-b").await;
     let id = register_via_api(&s.router, &a.api_key, "https://example.com/hook").await;
 
-    let (status, task) = call(
+    let (status, task): (_, TaskView) = call(
         &s.router,
         http_api_event("GET", &format!("/v1/tasks/{id}"), "", &a.api_key, None),
     )
     .await;
-    assert_eq!((status, task["status"].clone()), (200, json!("scheduled")));
-    let (status, page) = call(
+    assert_eq!((status, task.status), (200, Status::Scheduled));
+    let (status, page): (_, PageView) = call(
         &s.router,
         http_api_event(
             "GET",
@@ -162,40 +173,40 @@ async fn api_gateway_events_reach_the_router_and_tenants_are_isolated() {
     )
     .await;
     assert_eq!(status, 200);
-    assert_eq!(page["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(page.tasks.len(), 1);
 
     // Tenant B sees nothing of A's, and cannot cancel it.
-    let (status, _) = call(
+    let (status, _): (_, Problem) = call(
         &s.router,
         http_api_event("GET", &format!("/v1/tasks/{id}"), "", &b.api_key, None),
     )
     .await;
     assert_eq!(status, 404);
-    let (_, page) = call(
+    let (_, page): (_, PageView) = call(
         &s.router,
         http_api_event("GET", "/v1/tasks", "", &b.api_key, None),
     )
     .await;
-    assert_eq!(page["tasks"], json!([]));
-    let (status, _) = call(
+    assert!(page.tasks.is_empty());
+    let (status, _): (_, Problem) = call(
         &s.router,
         http_api_event("DELETE", &format!("/v1/tasks/{id}"), "", &b.api_key, None),
     )
     .await;
     assert_eq!(status, 404);
-    let (status, _) = call(
+    let (status, _): (_, Problem) = call(
         &s.router,
         http_api_event("GET", "/v1/tasks", "", "bmr_not_a_key", None),
     )
     .await;
     assert_eq!(status, 401);
 
-    let (status, task) = call(
+    let (status, task): (_, TaskView) = call(
         &s.router,
         http_api_event("DELETE", &format!("/v1/tasks/{id}"), "", &a.api_key, None),
     )
     .await;
-    assert_eq!((status, task["status"].clone()), (200, json!("canceled")));
+    assert_eq!((status, task.status), (200, Status::Canceled));
     assert_ne!(a.secret, b.secret, "each tenant signs with its own secret");
 }
 
@@ -203,15 +214,19 @@ async fn api_gateway_events_reach_the_router_and_tenants_are_isolated() {
 async fn bad_requests_through_api_gateway_get_problem_bodies() {
     let s = setup("apigw-bad").await;
     let a = s.key("tenant-a").await;
-    let body = json!({"url": "https://example.com", "retry": {"jitter": 2}});
-    let (status, problem) = call(
+    let jittery = RetryRequest {
+        jitter: Some(2.0),
+        ..RetryRequest::default()
+    };
+    let body = json!(callback("https://example.com").retry(jittery));
+    let (status, problem): (_, Problem) = call(
         &s.router,
         http_api_event("POST", "/v1/tasks", "", &a.api_key, Some(&body)),
     )
     .await;
     assert_eq!(
-        (status, problem["field"].clone()),
-        (422, json!("retry.jitter"))
+        (status, problem.field.as_deref()),
+        (422, Some("retry.jitter"))
     );
 }
 
@@ -248,13 +263,16 @@ async fn the_console_and_the_document_are_served_through_api_gateway() {
         }
     }
     // DynamoDB does not count by state, and a Lambda keeps no hour of attempts.
-    let (status, stats) = call(
+    let (status, stats): (_, StatsView) = call(
         &s.router,
         http_api_event("GET", "/v1/stats", "", &a.api_key, None),
     )
     .await;
-    assert_eq!(status, 200, "{stats}");
-    assert_eq!(stats, json!({"counts": null, "deliveries": null}));
+    assert_eq!(status, 200, "{stats:?}");
+    assert!(
+        stats.counts.is_none() && stats.deliveries.is_none(),
+        "{stats:?}"
+    );
 }
 
 #[tokio::test]
@@ -304,14 +322,15 @@ async fn sqs_batches_report_only_transient_failures() {
         (rx.count("/batch") == 1).then_some(())
     })
     .await;
-    let (_, task) = call(
+    let (_, task): (_, TaskView) = call(
         &s.router,
         http_api_event("GET", &format!("/v1/tasks/{id}"), "", &a.api_key, None),
     )
     .await;
-    assert_eq!(task["status"], "succeeded");
+    assert_eq!(task.status, Status::Succeeded);
     assert_eq!(
-        task["attempts"][0]["worker"], "req-5f1c",
+        task.attempts.as_deref().unwrap()[0].worker.as_deref(),
+        Some("req-5f1c"),
         "the invocation's request id"
     );
 
