@@ -351,10 +351,10 @@ fn emulator_env() -> Vec<(String, String)> {
 
 /// The key and secret `serve` generated in its data directory.
 fn generated_credentials(data_dir: &Path) -> (SigningSecret, String) {
-    let file = std::fs::read(data_dir.join("credentials.json")).expect("credentials.json");
-    let stored: Value = serde_json::from_slice(&file).unwrap();
-    let secret = SigningSecret::parse(stored["signing_secret"].as_str().unwrap()).unwrap();
-    (secret, stored["api_key"].as_str().unwrap().to_string())
+    use boomerang_embedded::tenants::credentials::{stored_api_key, stored_secret};
+    let secret = stored_secret(data_dir).unwrap().expect("a stored secret");
+    let key = stored_api_key(data_dir).unwrap().expect("a stored key");
+    (secret, key)
 }
 
 /// What a run of the `boomerang` binary printed, and its exit code.

@@ -78,7 +78,10 @@ async fn a_newcomer_registers_watches_inspects_and_cancels_with_commands_only() 
     ]);
     let id = task.id.clone();
     assert_eq!(task.status, Status::Scheduled);
-    assert_eq!(task.metadata["customer"], "c-9");
+    assert_eq!(
+        task.metadata.get("customer").map(String::as_str),
+        Some("c-9")
+    );
     assert!(task.header_names.contains(&"X-Trace".to_string()));
 
     // watch follows it through two failures to the end.

@@ -51,7 +51,10 @@ async fn first_try_success_is_signed_per_standard_webhooks(backend: Backend) {
         .await;
     let id = task.id.clone();
     assert_eq!(task.status, Status::Scheduled);
-    assert_eq!(task.metadata["customer"], "c-1");
+    assert_eq!(
+        task.metadata.get("customer").map(String::as_str),
+        Some("c-1")
+    );
     let done = server.wait_status(&id, Status::Succeeded, WAIT).await;
 
     let got = rx.received();

@@ -350,8 +350,9 @@ async fn sqs_batches_report_only_transient_failures() {
     assert_eq!(failed, vec!["m-ours".to_string(), "m-unknown".to_string()]);
     let wire = serde_json::to_value(&response).unwrap();
     assert_eq!(
-        wire["batchItemFailures"][0]["itemIdentifier"],
-        json!(failed[0])
+        wire.pointer("/batchItemFailures/0/itemIdentifier"),
+        Some(&json!(failed[0])),
+        "the field names AWS reads"
     );
 }
 

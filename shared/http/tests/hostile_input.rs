@@ -15,7 +15,9 @@ use boomerang_core::testing::MemoryDeadLetters;
 use boomerang_core::testing::MemoryStore;
 use boomerang_core::testing::MemoryTenants;
 use boomerang_core::testing::RecordingTimer;
+use boomerang_http::problem::Problem;
 use boomerang_http::task_request;
+use boomerang_http::views::BatchView;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 use chrono::{TimeZone, Utc};
 use proptest::prelude::*;
@@ -250,9 +252,8 @@ proptest! {
                 .unwrap(),
         )).unwrap();
         let status = response.status();
-        let answer: Value = runtime
+        let answer = runtime
             .block_on(axum::body::to_bytes(response.into_body(), 1 << 20))
-            .map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null))
             .unwrap();
         let tenant = TenantId::parse("acme").unwrap();
         let stored = runtime.block_on(engine.list(
@@ -260,13 +261,15 @@ proptest! {
             &boomerang_core::ports::ListQuery { limit: 10, ..Default::default() },
         )).unwrap();
         if status == StatusCode::OK {
-            let statuses: Vec<_> = answer["tasks"].as_array().unwrap().iter().map(|t| t["status"].clone()).collect();
-            prop_assert_eq!(statuses, vec![Value::from(201), Value::from(201)], "for {}", request);
+            let answer: BatchView = serde_json::from_slice(&answer).unwrap();
+            let statuses: Vec<u16> = answer.tasks.iter().map(|t| t.status).collect();
+            prop_assert_eq!(statuses, vec![201, 201], "for {}", request);
             prop_assert_eq!(stored.tasks.len(), 2);
         } else {
             prop_assert!(status.is_client_error(), "{} for {}", status, request);
-            let field = answer["field"].as_str().unwrap_or_default();
-            prop_assert!(field.starts_with("tasks[1]") || status == StatusCode::BAD_REQUEST, "{} names {} for {}", status, answer, request);
+            let problem: Problem = serde_json::from_slice(&answer).unwrap();
+            let field = problem.field.as_deref().unwrap_or_default();
+            prop_assert!(field.starts_with("tasks[1]") || status == StatusCode::BAD_REQUEST, "{} names {:?} for {}", status, problem, request);
             prop_assert!(stored.tasks.is_empty(), "a refused batch stores nothing");
         }
     }
