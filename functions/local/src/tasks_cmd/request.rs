@@ -200,9 +200,21 @@ mod tests {
 
     #[test]
     fn text_bodies_policies_and_bad_pairs() {
-        let (body, _) = request(&["https://e.com", "--body", "hello", "--policy", "payments"]);
-        assert_eq!(body["body"], "hello");
-        assert_eq!(body["retry"], "payments");
+        let args = [
+            "create",
+            "https://e.com",
+            "--body",
+            "hello",
+            "--policy",
+            "payments",
+        ];
+        let (task, _) = Cli::try_parse_from(args)
+            .unwrap()
+            .create
+            .into_request()
+            .unwrap();
+        assert_eq!(task.body, Some(json!("hello")));
+        assert!(matches!(task.retry, Some(RetryField::Named(name)) if name == "payments"));
         let cli = Cli::try_parse_from(["create", "https://e.com", "--header", "no-colon"]).unwrap();
         assert!(cli.create.into_request().is_err());
         assert!(
