@@ -24,7 +24,8 @@ fi
 flag="--arm64"
 [ "$arch" = x86_64 ] && flag="--x86-64"
 
-cargo lambda build --release "$flag" --output-format zip \
+# The `lambda` profile is the release profile optimized for size (see Cargo.toml).
+cargo lambda build --profile lambda "$flag" --output-format zip \
   -p boomerang-api -p boomerang-delivery -p boomerang-sweeper
 out="${CARGO_TARGET_DIR:-target}/lambda"
 for f in api delivery sweeper; do
