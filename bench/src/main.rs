@@ -15,7 +15,7 @@ use chrono::{DateTime, DurationRound, Utc};
 use serde_json::{json, Value};
 
 use measure::{percentiles, Usage};
-use procs::{Receiver, Server};
+use procs::{ReceiverProcess, Server};
 
 #[derive(clap::Parser)]
 #[command(
@@ -143,7 +143,7 @@ async fn register_all(
 }
 
 async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
-    let receiver = Receiver::start(fail_first, 0)?;
+    let receiver = ReceiverProcess::start(fail_first, 0)?;
     let server = Server::start(&[])?;
     let usage_before = Usage::of(server.pid())?;
     // Due on a whole second far enough ahead for the registrations to finish first.
@@ -208,7 +208,11 @@ async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
 }
 
 /// The recorded lateness of each task's final attempt, from the task's attempt log.
-async fn final_lateness(server: &Server, receiver: &Receiver, attempt: u32) -> Result<Vec<i64>> {
+async fn final_lateness(
+    server: &Server,
+    receiver: &ReceiverProcess,
+    attempt: u32,
+) -> Result<Vec<i64>> {
     let http = reqwest::Client::new();
     let mut out = Vec::new();
     for id in receiver.task_ids().await? {
@@ -274,7 +278,7 @@ async fn pending(args: PendingArgs) -> Result<()> {
 }
 
 async fn crash() -> Result<()> {
-    let receiver = Receiver::start(0, 120_000)?;
+    let receiver = ReceiverProcess::start(0, 120_000)?;
     let mut server = Server::start(&[])?;
     let task = json!({"url": format!("{}/slow", receiver.url), "timeout": "60s"});
     let http = reqwest::Client::new();

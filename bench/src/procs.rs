@@ -142,7 +142,7 @@ fn answers_ok(url: &str) -> bool {
         && out.starts_with("HTTP/1.1 200")
 }
 
-pub struct Receiver {
+pub struct ReceiverProcess {
     child: Child,
     pub url: String,
 }
@@ -155,8 +155,8 @@ pub struct Arrival {
     pub at_ms: i64,
 }
 
-impl Receiver {
-    pub fn start(fail_first: u32, hang_first_ms: u64) -> Result<Receiver> {
+impl ReceiverProcess {
+    pub fn start(fail_first: u32, hang_first_ms: u64) -> Result<ReceiverProcess> {
         let args: Vec<String> = vec![
             "receiver".into(),
             "--fail-first".into(),
@@ -165,7 +165,7 @@ impl Receiver {
             hang_first_ms.to_string(),
         ];
         let (child, url) = spawn(&std::env::current_exe()?, &args, "receiver on ")?;
-        Ok(Receiver { child, url })
+        Ok(ReceiverProcess { child, url })
     }
 
     pub async fn arrivals(&self) -> Result<Vec<Arrival>> {
@@ -202,7 +202,7 @@ impl Receiver {
     }
 }
 
-impl Drop for Receiver {
+impl Drop for ReceiverProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

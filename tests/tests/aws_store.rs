@@ -135,7 +135,7 @@ async fn attempt_items_expire_with_their_task() {
     for n in [11, 12] {
         assert_eq!(expiry_of(attempt_sk(&task.id, n)).await, task_expiry);
     }
-    let redriven = sent.retry(now).unwrap();
+    let redriven = sent.redrive(now).unwrap();
     store.update(&redriven, sent.version).await.unwrap();
     for sk in [
         task_sk(&task.id),

@@ -157,12 +157,12 @@ impl Cost {
 
 /// The receiver every scenario calls: `/ok` answers 200, `/fail-once` answers 500 to the
 /// first attempt of each task.
-struct Receiver {
+struct InProcessReceiver {
     url: String,
     succeeded: Arc<AtomicUsize>,
 }
 
-async fn start_receiver() -> Result<Receiver> {
+async fn start_receiver() -> Result<InProcessReceiver> {
     let succeeded = Arc::new(AtomicUsize::new(0));
     let counter = succeeded.clone();
     let app = axum::Router::new().fallback(move |req: Request<Body>| {
@@ -182,7 +182,7 @@ async fn start_receiver() -> Result<Receiver> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Ok(Receiver { url, succeeded })
+    Ok(InProcessReceiver { url, succeeded })
 }
 
 /// A JSON body of about 1 KiB: an order event, as a webhook would carry.
@@ -224,7 +224,7 @@ struct Bench {
     api_key: String,
     meter: Meter,
     clock: Arc<ShiftedClock>,
-    receiver: Receiver,
+    receiver: InProcessReceiver,
 }
 
 /// One run of every scenario.
@@ -411,7 +411,7 @@ impl Bench {
     async fn in_process(
         sdk: &boomerang_aws::SdkConfig,
         settings: &boomerang_aws::AwsSettings,
-        receiver: Receiver,
+        receiver: InProcessReceiver,
     ) -> Result<Bench> {
         let meter = Meter::default();
         let plain = aws_sdk_dynamodb::Client::new(sdk);
@@ -474,7 +474,7 @@ impl Bench {
         settings: &boomerang_aws::AwsSettings,
         endpoint: &str,
         dir: &std::path::Path,
-        receiver: Receiver,
+        receiver: InProcessReceiver,
     ) -> Result<Bench> {
         let mut env: Vec<(String, String)> = env_vars(settings)
             .into_iter()

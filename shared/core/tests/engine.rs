@@ -347,7 +347,7 @@ async fn a_failed_task_can_be_retried_for_a_new_round() {
         .await
         .unwrap();
     assert_eq!(h.status_of(&task).await, Status::Failed);
-    h.engine.retry(&h.tenant, &task.id).await.unwrap();
+    h.engine.redrive(&h.tenant, &task.id).await.unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     assert_eq!(
         (t.status, t.attempt, t.round_start),
@@ -359,7 +359,7 @@ async fn a_failed_task_can_be_retried_for_a_new_round() {
         .unwrap();
     assert_eq!(h.status_of(&task).await, Status::Succeeded);
     assert!(matches!(
-        h.engine.retry(&h.tenant, &task.id).await,
+        h.engine.redrive(&h.tenant, &task.id).await,
         Err(EngineError::Conflict(_))
     ));
 }

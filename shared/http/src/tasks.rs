@@ -298,6 +298,6 @@ async fn retry_task(
     Extension(tenant): Extension<TenantId>,
     TaskPath { id }: TaskPath,
 ) -> Result<Json<TaskView>, Problem> {
-    let task = engine.retry(&tenant, &id).await?;
+    let task = engine.redrive(&tenant, &id).await?;
     Ok(Json(TaskView::new(&task, None)))
 }

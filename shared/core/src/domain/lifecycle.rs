@@ -248,9 +248,9 @@ impl Task {
         }
     }
 
-    /// Gives a `failed` task a new round of its retry policy, starting at `now`. Attempt
-    /// numbers continue where they were.
-    pub fn retry(&self, now: DateTime<Utc>) -> Result<Task, Refusal> {
+    /// Redrives a `failed` task: a new round of its retry policy, starting at `now` (the
+    /// API's `POST /v1/tasks/{id}/retry`). Attempt numbers continue where they were.
+    pub fn redrive(&self, now: DateTime<Utc>) -> Result<Task, Refusal> {
         if self.status != Status::Failed {
             return Err(Refusal::NotFailed(self.status));
         }
@@ -595,11 +595,14 @@ mod tests {
             .after_attempt(&Verdict::Success, t0() + secs(61), 0.5)
             .unwrap();
         assert_eq!(done.cancel(t0()), Err(Refusal::Finished(Status::Succeeded)));
-        assert_eq!(done.retry(t0()), Err(Refusal::NotFailed(Status::Succeeded)));
+        assert_eq!(
+            done.redrive(t0()),
+            Err(Refusal::NotFailed(Status::Succeeded))
+        );
         let failed = claimed
             .after_attempt(&Verdict::Fail("gone".into()), t0() + secs(61), 0.5)
             .unwrap();
-        let again = failed.retry(t0() + secs(300)).unwrap();
+        let again = failed.redrive(t0() + secs(300)).unwrap();
         assert_eq!(
             (
                 again.status,

@@ -363,9 +363,10 @@ impl Engine {
         Ok(Stats { counts, deliveries })
     }
 
-    /// Gives a `failed` task a new round of its retry policy, starting now.
-    pub async fn retry(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
-        let task = self.transition(tenant, id, Task::retry).await?;
+    /// Redrives a `failed` task: a new round of its retry policy, starting now (the API's
+    /// `POST /v1/tasks/{id}/retry`).
+    pub async fn redrive(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
+        let task = self.transition(tenant, id, Task::redrive).await?;
         tracing::info!(task = %task.id, attempt = task.attempt, "failed task retried");
         self.arm_written(&task).await;
         Ok(task)
