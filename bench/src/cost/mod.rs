@@ -1,4 +1,4 @@
-//! `boomerang bench cost`: what a callback costs on AWS. It runs the AWS code path (the same
+//! `boomerang-bench cost`: what a callback costs on AWS. It runs the AWS code path (the same
 //! Router, engine and adapters the Lambdas run) against the emulator at `AWS_ENDPOINT_URL`,
 //! counts every AWS request through an SDK interceptor ([`meter`]), prices DynamoDB by the
 //! items written and read, and prints dollars per million callbacks by component.

@@ -49,7 +49,7 @@ pub const ENV_RETENTION_DAYS: &str = "BOOMERANG_RETENTION_DAYS";
 pub const SWEEP_LAG: chrono::Duration = chrono::Duration::seconds(90);
 
 /// Finished tasks are kept at least this long, so that idempotency keys (remembered for
-/// [`crate::store::dynamodb::IDEMPOTENCY_WINDOW`]) never outlive their task.
+/// [`crate::store::IDEMPOTENCY_WINDOW`]) never outlive their task.
 pub const MIN_RETENTION_DAYS: u64 = 2;
 /// Ten years: beyond it a retention is surely a typo (and the sums stay in range).
 pub const MAX_RETENTION_DAYS: u64 = 3650;

@@ -3,7 +3,7 @@
 //! filters in the stack turn the lines into the `Boomerang` metrics, so a line carries no
 //! metric directive: CloudWatch Logs bills by the byte, and an Embedded Metric Format
 //! document would be twice as long. The local server counts them in a Prometheus registry
-//! ([`prometheus`]) and logs one line per attempt.
+//! (`boomerang_server::prometheus`, through [`MetricsView`]) and logs one line per attempt.
 
 pub mod recent;
 

@@ -700,7 +700,7 @@ async fn await_fire(probe: &mut dyn TimerProbe, attempt: &AttemptRef) -> std::ti
     }
 }
 
-/// The contract of every [`Timer`]: a fire for each armed attempt, never early (to the
+/// The contract of every [`crate::ports::Timer`]: a fire for each armed attempt, never early (to the
 /// second), overdue attempts at once, and arming the same attempt twice is harmless.
 pub async fn timer_contract(timer: Arc<dyn crate::ports::Timer>, probe: &mut dyn TimerProbe) {
     let tenant = unique_tenant("timer");
