@@ -733,3 +733,46 @@ async fn a_named_policy_is_copied_into_the_task_at_registration() {
     let other = TenantId::parse("other").unwrap();
     assert!(h.engine.register(&other, named(&payments)).await.is_err());
 }
+
+#[tokio::test]
+async fn a_call_that_never_left_this_machine_is_no_attempt_and_is_made_again() {
+    let out_of_files = WebhookResult {
+        error: Some(WebhookError::Local(
+            "Too many open files (os error 24)".into(),
+        )),
+        ..WebhookResult::default()
+    };
+    let once = RetryPolicy::default().with_max_attempts(1).unwrap();
+    let h = harness(ScriptedWebhooks::answering(vec![out_of_files, status(200)]));
+    let task = h.register(FireTime::Now, once).await;
+    h.timer.clear();
+    assert_eq!(
+        h.engine.deliver(task.attempt_ref(1)).await.unwrap(),
+        DeliverOutcome::GivenBack
+    );
+    let back = h.engine.get(&h.tenant, &task.id).await.unwrap();
+    assert_eq!(
+        (back.task.status, back.task.attempt),
+        (Status::Scheduled, 1)
+    );
+    assert!(
+        back.attempts.is_empty(),
+        "nothing recorded: no attempt was made"
+    );
+    assert_eq!(
+        h.timer.armed(),
+        vec![(task.id, 1, t0() + chrono::Duration::seconds(1))],
+        "armed again, shortly"
+    );
+
+    // A task allowed one attempt still has it.
+    h.clock.advance(secs(1));
+    assert_eq!(
+        h.engine.deliver(task.attempt_ref(1)).await.unwrap(),
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+    let done = h.engine.get(&h.tenant, &task.id).await.unwrap();
+    assert_eq!(done.attempts.len(), 1);
+    assert_eq!(done.attempts[0].number, 1);
+    assert_eq!(h.webhooks.calls(), 2);
+}

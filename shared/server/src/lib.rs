@@ -5,6 +5,7 @@
 pub mod config;
 mod lock;
 mod loops;
+mod open_files;
 pub mod prometheus;
 pub mod service;
 

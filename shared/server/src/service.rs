@@ -20,7 +20,7 @@ use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
 use crate::config::{BackendChoice, ConfigError, ServiceConfig, DEFAULT_RETENTION, LOCAL_TENANT};
 use crate::prometheus::PrometheusMetrics;
-use crate::{lock, loops};
+use crate::{lock, loops, open_files};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -81,6 +81,8 @@ async fn shutdown_signal() {
 /// inside a Tokio runtime.
 pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
     config.validate()?;
+    // Before anything opens a file or a socket.
+    let open_files = open_files::raise_to_hard_limit();
     let mut service = match &config.backend {
         BackendChoice::Embedded {
             data_dir,
@@ -97,6 +99,7 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
             sweep_lag,
         } => start_aws(&config, *emulate_triggers, *sweep_lag).await,
     }?;
+    service.summary.push(open_files);
     service.summary.push(if config.dev {
         "dev mode: http:// and private/loopback targets are allowed".into()
     } else {

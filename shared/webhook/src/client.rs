@@ -167,12 +167,27 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> WebhookError {
         if let Some(refused) = err.downcast_ref::<RefusedAddress>() {
             return WebhookError::Refused(refused.0.clone());
         }
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if is_local_exhaustion(io) {
+                return WebhookError::Local(error_chain(e));
+            }
+        }
         source = err.source();
     }
     if e.is_timeout() {
         return WebhookError::Transport(format!("timed out after {}s", timeout.as_secs()));
     }
     WebhookError::Transport(error_chain(e))
+}
+
+/// Whether an I/O error says this machine ran out of something before a request could
+/// leave it (open files, local ports, buffers, memory), rather than anything about the
+/// receiver.
+fn is_local_exhaustion(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS | libc::ENOMEM)
+    )
 }
 
 /// "outer: cause: root cause", since reqwest's own message hides the interesting part.
@@ -228,5 +243,27 @@ impl Resolve for GuardedResolver {
             }
             Ok(Box::new(allowed.into_iter()) as Addrs)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn running_out_of_files_or_ports_is_local_and_a_refused_connection_is_not() {
+        for local in [
+            libc::EMFILE,
+            libc::ENFILE,
+            libc::EADDRNOTAVAIL,
+            libc::ENOBUFS,
+        ] {
+            let e = std::io::Error::from_raw_os_error(local);
+            assert!(is_local_exhaustion(&e), "{e}");
+        }
+        for remote in [libc::ECONNREFUSED, libc::ECONNRESET, libc::EHOSTUNREACH] {
+            let e = std::io::Error::from_raw_os_error(remote);
+            assert!(!is_local_exhaustion(&e), "{e}");
+        }
     }
 }

@@ -179,6 +179,21 @@ impl Task {
         Ok(next)
     }
 
+    /// Gives back a claimed attempt that never reached the receiver (this machine ran out of
+    /// a resource first): the task is scheduled again for the same attempt, due at
+    /// `again`; nothing is recorded and the round is not advanced.
+    pub fn unclaim(&self, again: DateTime<Utc>, now: DateTime<Utc>) -> Result<Task, Refusal> {
+        if self.status != Status::Delivering {
+            return Err(Refusal::NotDelivering(self.status));
+        }
+        let mut next = self.next_version(now);
+        next.status = Status::Scheduled;
+        next.next_attempt_at = Some(again);
+        next.lease_until = None;
+        next.timer_armed = false;
+        Ok(next)
+    }
+
     /// The task after the attempt it is delivering: succeeded, scheduled for the next
     /// attempt, or failed with a dead letter pending and an alert owed. `draw` is uniform in `[0, 1)` and
     /// picks the jitter.
@@ -487,6 +502,28 @@ mod tests {
         assert_eq!(
             canceled.claim(1, t0() + secs(60), LEASE),
             Err(Refusal::StaleAttempt(1))
+        );
+    }
+
+    #[test]
+    fn an_attempt_that_never_left_is_given_back_uncounted() {
+        let claimed = task(RetryPolicy::default())
+            .claim(1, t0() + secs(60), LEASE)
+            .unwrap();
+        let back = claimed.unclaim(t0() + secs(61), t0() + secs(60)).unwrap();
+        assert_eq!((back.status, back.attempt), (Status::Scheduled, 1));
+        assert_eq!(
+            back.round_start, claimed.round_start,
+            "the round is not advanced"
+        );
+        assert_eq!(back.next_attempt_at, Some(t0() + secs(61)));
+        assert_eq!(back.lease_until, None);
+        assert_eq!(back.version, claimed.version + 1);
+        let again = back.claim(1, t0() + secs(61), LEASE).unwrap();
+        assert_eq!(again.attempt, 1, "the same attempt is made again");
+        assert_eq!(
+            back.unclaim(t0() + secs(62), t0() + secs(61)),
+            Err(Refusal::NotDelivering(Status::Scheduled))
         );
     }
 

@@ -14,6 +14,8 @@ use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
 const WRITE_WINDOW: chrono::Duration = chrono::Duration::seconds(120);
 /// The first look again comes this soon.
 const RECHECK: chrono::Duration = chrono::Duration::seconds(1);
+/// How soon an attempt given back for want of local resources is made again.
+const LOCAL_RETRY: chrono::Duration = chrono::Duration::seconds(1);
 
 /// When to look again at a fire that may have overtaken its write, `age` after that write
 /// began: soon at first (a write is milliseconds), then at doubling intervals, so that an
@@ -37,6 +39,9 @@ pub enum DeliverOutcome {
     /// A held task's check was made (or its hold timed out); the task is now in this
     /// state.
     Checked(Status),
+    /// The call never left this machine (it ran out of open files, say): the attempt was
+    /// given back, uncounted, and armed again.
+    GivenBack,
 }
 
 impl Engine {
@@ -121,6 +126,9 @@ impl Engine {
         self.record(MetricEvent::DeliveryStarted);
         let result = self.call(&claimed).await;
         self.record(MetricEvent::DeliveryFinished);
+        if let Some(WebhookError::Local(why)) = &result.error {
+            return self.give_back(&claimed, why).await.map(Some);
+        }
         let finished = self.ports.clock.now();
         let verdict = judge(&result, &claimed);
         let mut next = claimed
@@ -168,6 +176,28 @@ impl Engine {
         }
         self.arm_after_write(&next).await;
         Ok(Some(DeliverOutcome::Attempted(next.status)))
+    }
+
+    /// Gives back a claimed attempt whose call never left this machine: no attempt is
+    /// recorded and none counted; the task is due again shortly, for the same attempt.
+    async fn give_back(&self, claimed: &Task, why: &str) -> Result<DeliverOutcome, EngineError> {
+        let now = self.ports.clock.now();
+        let mut next = claimed
+            .unclaim(now + LOCAL_RETRY, now)
+            .map_err(EngineError::Conflict)?;
+        tracing::warn!(
+            task = %claimed.id, attempt = claimed.attempt, error = why,
+            "attempt given back: this machine ran out of resources before the call left"
+        );
+        self.arm_before_write(&mut next).await;
+        match self.ports.store.update(&next, claimed.version).await {
+            Ok(()) => {}
+            // Our lease ran out and another worker took the attempt over.
+            Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
+            Err(e) => return Err(e.into()),
+        }
+        self.arm_after_write(&next).await;
+        Ok(DeliverOutcome::GivenBack)
     }
 
     /// A fire for a task the store does not have. With a durable timer, armed before the
@@ -278,7 +308,7 @@ fn judge(result: &WebhookResult, task: &Task) -> Verdict {
         (Some(WebhookError::Refused(why)), _) => {
             Verdict::Fail(format!("destination refused: {why}"))
         }
-        (Some(WebhookError::Transport(why)), _) => Verdict::Retry {
+        (Some(WebhookError::Transport(why) | WebhookError::Local(why)), _) => Verdict::Retry {
             error: why.clone(),
             retry_after: None,
         },

@@ -35,6 +35,11 @@ pub enum WebhookError {
     /// Connect error, timeout, reset: worth another attempt.
     #[error("{0}")]
     Transport(String),
+    /// This machine ran out of something (open files, local ports, memory) before the
+    /// request left it: the receiver saw nothing, so it is no attempt of the task's. The
+    /// engine gives the attempt back and makes it again shortly.
+    #[error("local resources exhausted: {0}")]
+    Local(String),
 }
 
 #[async_trait]
