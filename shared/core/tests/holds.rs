@@ -286,3 +286,41 @@ async fn with_a_durable_timer_a_release_arms_after_its_write_too() {
         "a young task's check is looked at again"
     );
 }
+
+#[tokio::test]
+async fn a_check_that_never_left_this_machine_is_no_check_and_is_asked_again() {
+    let out_of_files = WebhookResult {
+        error: Some(WebhookError::Local(
+            "Too many open files (os error 24)".into(),
+        )),
+        ..WebhookResult::default()
+    };
+    let h = harness(ScriptedWebhooks::answering(vec![
+        out_of_files,
+        decision("release"),
+    ]));
+    let task = h
+        .register_held(hold(Some(CHECK), OnUnknown::Cancel, 1))
+        .await;
+    h.timer.clear();
+    assert_eq!(h.fire_check(&task).await, DeliverOutcome::GivenBack);
+    let held = h.now_of(&task).await;
+    assert_eq!(held.status, Status::Held);
+    assert!(held.checks.is_empty(), "no check was made");
+    assert_eq!(
+        h.timer.armed(),
+        vec![(
+            task.id,
+            CHECK_ATTEMPT,
+            h.clock_now() + chrono::Duration::seconds(1)
+        )],
+        "asked again shortly"
+    );
+    // With `max_checks: 1`, the one check it has is still made, and decides.
+    h.clock.advance(secs(1));
+    assert_eq!(
+        h.fire_attempt(&task, CHECK_ATTEMPT).await,
+        DeliverOutcome::Checked(Status::Scheduled)
+    );
+    assert_eq!(h.now_of(&task).await.checks.len(), 1);
+}

@@ -15,7 +15,7 @@ const WRITE_WINDOW: chrono::Duration = chrono::Duration::seconds(120);
 /// The first look again comes this soon.
 const RECHECK: chrono::Duration = chrono::Duration::seconds(1);
 /// How soon an attempt given back for want of local resources is made again.
-const LOCAL_RETRY: chrono::Duration = chrono::Duration::seconds(1);
+pub(super) const LOCAL_RETRY: chrono::Duration = chrono::Duration::seconds(1);
 
 /// When to look again at a fire that may have overtaken its write, `age` after that write
 /// began: soon at first (a write is milliseconds), then at doubling intervals, so that an

@@ -1,14 +1,14 @@
 //! Held tasks: release (by business key in [`super::keys`]), and the check-back when the caller
 //! goes silent (see [`crate::domain::hold`]).
 
-use super::deliver::DeliverOutcome;
+use super::deliver::{DeliverOutcome, LOCAL_RETRY};
 use super::{Engine, EngineError};
 use crate::domain::hold::{judge_check, CHECK_ATTEMPT};
 use crate::domain::{
     AttemptRef, CheckAnswer, CheckRecord, Refusal, Status, Task, TaskId, TenantId,
 };
 use crate::metrics::MetricEvent;
-use crate::ports::StoreError;
+use crate::ports::{StoreError, WebhookError};
 
 /// What a release did.
 #[derive(Debug)]
@@ -63,10 +63,19 @@ impl Engine {
             .as_ref()
             .and_then(|h| h.check_url().map(str::to_string))
         {
-            Some(url) => {
-                let (answer, record) = self.ask(&task, url).await;
-                (answer, Some(record))
-            }
+            Some(url) => match self.ask(&task, url).await {
+                Ok((answer, record)) => (answer, Some(record)),
+                // The call never left this machine: no check was made, none is counted.
+                Err(why) => {
+                    tracing::warn!(
+                        task = %task.id, error = why,
+                        "check given back: this machine ran out of resources before the call left"
+                    );
+                    let again = self.ports.clock.now() + LOCAL_RETRY;
+                    self.arm(at, again).await;
+                    return Ok(Some(DeliverOutcome::GivenBack));
+                }
+            },
             None => (CheckAnswer::Unknown("no check_url".into()), None),
         };
         let now = self.ports.clock.now();
@@ -92,12 +101,16 @@ impl Engine {
         Ok(Some(DeliverOutcome::Checked(next.status)))
     }
 
-    /// Calls the check URL (signed like every call) and judges the answer.
-    async fn ask(&self, task: &Task, url: String) -> (CheckAnswer, CheckRecord) {
+    /// Calls the check URL (signed like every call) and judges the answer; `Err` when the
+    /// call never left this machine (it ran out of a resource first).
+    async fn ask(&self, task: &Task, url: String) -> Result<(CheckAnswer, CheckRecord), String> {
         let started = self.ports.clock.now();
         let result = self
             .send_signed(task.attempt_ref(CHECK_ATTEMPT), &task.check_spec(url))
             .await;
+        if let Some(WebhookError::Local(why)) = &result.error {
+            return Err(why.clone());
+        }
         let error = result.error.as_ref().map(|e| e.to_string());
         let answer = judge_check(result.status, result.excerpt.as_deref(), error.as_deref());
         let record = CheckRecord::new(
@@ -107,6 +120,6 @@ impl Engine {
             result.status,
             &answer,
         );
-        (answer, record)
+        Ok((answer, record))
     }
 }
