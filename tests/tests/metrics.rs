@@ -81,6 +81,7 @@ async fn the_counters_move_as_the_tasks_do() {
         ("boomerang_tasks{status=\"canceled\"}", 1.0),
         ("boomerang_tasks{status=\"scheduled\"}", 0.0),
         ("boomerang_deliveries_in_flight", 0.0),
+        ("boomerang_calls_given_back_total", 0.0),
     ];
     for (name, value) in expected {
         assert_eq!(sample(&text, name), value, "{name} in\n{text}");

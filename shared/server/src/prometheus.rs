@@ -35,6 +35,7 @@ pub struct PrometheusMetrics {
     commit_writes: Histogram,
     commit_seconds: Histogram,
     sweep_repaired: Counter,
+    given_back: Counter,
     /// The last hour, for the console's live panel.
     recent: RecentAttempts,
 }
@@ -65,6 +66,7 @@ impl PrometheusMetrics {
             // 50 µs to ~1.6 s.
             commit_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
             sweep_repaired: Counter::default(),
+            given_back: Counter::default(),
             recent: RecentAttempts::default(),
         };
         m.register_all();
@@ -130,6 +132,12 @@ impl PrometheusMetrics {
             "Lost or stalled work the sweep re-armed",
             self.sweep_repaired.clone(),
         );
+        r.register(
+            "calls_given_back",
+            "Calls that never left this server (out of open files, ports or memory): no \
+             attempt was counted, and each was made again",
+            self.given_back.clone(),
+        );
     }
 }
 
@@ -166,6 +174,9 @@ impl Metrics for PrometheusMetrics {
             MetricEvent::StoreCommit { writes, micros } => {
                 self.commit_writes.observe(writes as f64);
                 self.commit_seconds.observe(micros as f64 / 1e6);
+            }
+            MetricEvent::GivenBack => {
+                self.given_back.inc();
             }
             MetricEvent::SweepRepaired { count } => {
                 self.sweep_repaired.inc_by(count as u64);

@@ -197,6 +197,7 @@ impl Engine {
             Err(e) => return Err(e.into()),
         }
         self.arm_after_write(&next).await;
+        self.record(MetricEvent::GivenBack);
         Ok(DeliverOutcome::GivenBack)
     }
 

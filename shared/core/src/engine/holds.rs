@@ -73,6 +73,7 @@ impl Engine {
                     );
                     let again = self.ports.clock.now() + LOCAL_RETRY;
                     self.arm(at, again).await;
+                    self.record(MetricEvent::GivenBack);
                     return Ok(Some(DeliverOutcome::GivenBack));
                 }
             },

@@ -37,6 +37,9 @@ pub enum MetricEvent {
     /// An attempt's HTTP call began; [`MetricEvent::DeliveryFinished`] follows it.
     DeliveryStarted,
     DeliveryFinished,
+    /// A call never left this machine (it ran out of open files, ports or memory): no
+    /// attempt (or check) was made, and it is made again shortly.
+    GivenBack,
     /// The embedded store committed `writes` writes in one transaction, in `micros`.
     StoreCommit {
         writes: usize,
@@ -131,6 +134,7 @@ pub fn metric_line(event: MetricEvent) -> Option<serde_json::Value> {
         MetricEvent::Canceled { .. }
         | MetricEvent::DeliveryStarted
         | MetricEvent::DeliveryFinished
+        | MetricEvent::GivenBack
         | MetricEvent::StoreCommit { .. } => return None,
     })
 }
