@@ -127,7 +127,6 @@ async fn alerts_never_raise_alerts_and_a_failing_alert_leaves_its_task_alone() {
     // The server has a default destination, so only the rule stops an alert's alert.
     let h = harness_alerting(
         ScriptedWebhooks::answering(vec![status(500), status(500), status(410)]),
-        None,
         Some(target(SERVER_ALERTS)),
     );
     let task = h.register_alerting(None, Notify::Every).await;
@@ -168,7 +167,7 @@ async fn without_a_destination_nothing_is_raised_or_owed() {
 
 #[tokio::test]
 async fn an_alert_that_cannot_be_registered_is_owed_and_the_sweep_raises_it_once() {
-    let h = harness_alerting(ScriptedWebhooks::answering(vec![status(410)]), None, None);
+    let h = harness_alerting(ScriptedWebhooks::answering(vec![status(410)]), None);
     let task = h
         .register_alerting(Some(target(ALERTS)), Notify::Final)
         .await;

@@ -446,7 +446,6 @@ async fn a_durable_timer_is_armed_before_each_write_and_the_task_says_so() {
         ScriptedWebhooks::answering(vec![status(500)]),
         RecordingTimer::durable(),
         t0(),
-        None,
     );
     // Notes, at every write, how many timers were armed by then.
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -484,12 +483,7 @@ async fn a_durable_timer_is_armed_before_each_write_and_the_task_says_so() {
 #[tokio::test]
 async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
     let now = Utc::now();
-    let h = harness_with(
-        ScriptedWebhooks::default(),
-        RecordingTimer::durable(),
-        now,
-        None,
-    );
+    let h = harness_with(ScriptedWebhooks::default(), RecordingTimer::durable(), now);
     let unseen = boomerang_core::domain::TaskId::new();
     let at = AttemptRef::new(h.tenant.clone(), unseen, 1);
     assert_eq!(
@@ -545,12 +539,7 @@ async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
 
 #[tokio::test]
 async fn a_batch_is_registered_in_order_and_a_refused_task_refuses_it_whole() {
-    let h = harness_with(
-        ScriptedWebhooks::default(),
-        RecordingTimer::durable(),
-        t0(),
-        None,
-    );
+    let h = harness_with(ScriptedWebhooks::default(), RecordingTimer::durable(), t0());
     let mut bad = new_task(FireTime::Now, RetryPolicy::default());
     bad.spec.request.url = "http://example.com/insecure".into();
     let refused = h
@@ -596,12 +585,7 @@ async fn a_batch_is_registered_in_order_and_a_refused_task_refuses_it_whole() {
 
 #[tokio::test]
 async fn a_fire_that_read_a_lagging_copy_reads_again_before_giving_up() {
-    let h = harness_with(
-        ScriptedWebhooks::default(),
-        RecordingTimer::durable(),
-        t0(),
-        None,
-    );
+    let h = harness_with(ScriptedWebhooks::default(), RecordingTimer::durable(), t0());
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
 
     // The cheap read shows a version the store has moved past (here: written again,

@@ -248,12 +248,7 @@ async fn a_release_racing_a_check_call_wins_and_the_check_is_dropped() {
 async fn with_a_durable_timer_a_release_arms_after_its_write_too() {
     // Now: a fire's task id is as old as the ids the engine makes.
     let now = Utc::now();
-    let h = harness_with(
-        ScriptedWebhooks::default(),
-        RecordingTimer::durable(),
-        now,
-        None,
-    );
+    let h = harness_with(ScriptedWebhooks::default(), RecordingTimer::durable(), now);
     let task = h
         .register_held(hold(Some(CHECK), OnUnknown::Cancel, 20))
         .await;

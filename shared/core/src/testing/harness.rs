@@ -119,36 +119,34 @@ pub fn t0() -> DateTime<Utc> {
 }
 
 pub fn harness(webhooks: ScriptedWebhooks) -> Harness {
-    harness_with(webhooks, RecordingTimer::default(), t0(), None)
+    harness_with(webhooks, RecordingTimer::default(), t0())
 }
 
 pub fn harness_with(
     webhooks: ScriptedWebhooks,
     timer: RecordingTimer,
     start: DateTime<Utc>,
-    store: Option<Arc<MemoryStore>>,
 ) -> Harness {
-    harness_full(webhooks, timer, start, store, None)
+    harness_full(webhooks, timer, start, None)
 }
 
 /// A harness whose server sends alerts to `alert` when a task names no destination.
 pub fn harness_alerting(
     webhooks: ScriptedWebhooks,
-    store: Option<Arc<MemoryStore>>,
     alert: Option<crate::domain::AlertTarget>,
 ) -> Harness {
-    harness_full(webhooks, RecordingTimer::default(), t0(), store, alert)
+    harness_full(webhooks, RecordingTimer::default(), t0(), alert)
 }
 
 pub fn harness_full(
     webhooks: ScriptedWebhooks,
     timer: RecordingTimer,
     start: DateTime<Utc>,
-    store: Option<Arc<MemoryStore>>,
     alert: Option<crate::domain::AlertTarget>,
 ) -> Harness {
     let clock = Arc::new(ManualClock::new(start));
-    let store = store.unwrap_or_else(|| Arc::new(MemoryStore::default()));
+    // Tests make the store misbehave through its hooks (`Harness::store`).
+    let store = Arc::new(MemoryStore::default());
     let timer = Arc::new(timer);
     let dead_letters = Arc::new(MemoryDeadLetters::default());
     let webhooks = Arc::new(webhooks);
