@@ -218,13 +218,7 @@ impl Client {
     /// `DELETE /v1/policies/{name}` (204, no body).
     pub async fn delete_policy(&self, name: &str) -> Result<(), ClientError> {
         let request = self.request(Method::DELETE, &format!("/v1/policies/{name}"), &[])?;
-        let response = request.send().await.map_err(unreachable_or_http)?;
-        let status = response.status().as_u16();
-        if response.status().is_success() {
-            return Ok(());
-        }
-        let body = response.text().await.map_err(unreachable_or_http)?;
-        Err(refused(status, body))
+        self.body(request).await.map(|_| ())
     }
 
     /// `GET /v1/stats`.
@@ -240,14 +234,7 @@ impl Client {
     /// `GET /metrics`: the text exposition.
     pub async fn metrics(&self) -> Result<String, ClientError> {
         let request = self.request(Method::GET, "/metrics", &[])?;
-        let response = request.send().await.map_err(unreachable_or_http)?;
-        let status = response.status().as_u16();
-        let body = response.text().await.map_err(unreachable_or_http)?;
-        if (200..300).contains(&status) {
-            Ok(body)
-        } else {
-            Err(refused(status, body))
-        }
+        Ok(self.body(request).await?.1)
     }
 
     fn request(
@@ -284,15 +271,22 @@ impl Client {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<Answer<T>, ClientError> {
-        let response = request.send().await.map_err(unreachable_or_http)?;
-        let status = response.status().as_u16();
-        let body = response.text().await.map_err(unreachable_or_http)?;
-        if !(200..300).contains(&status) {
-            return Err(refused(status, body));
-        }
+        let (status, body) = self.body(request).await?;
         match serde_json::from_str(&body) {
             Ok(body) => Ok(Answer { status, body }),
             Err(_) => Err(ClientError::Unexpected { status, body }),
+        }
+    }
+
+    /// Sends `request`; a success's status and body, or the problem it was refused with.
+    async fn body(&self, request: reqwest::RequestBuilder) -> Result<(u16, String), ClientError> {
+        let response = request.send().await.map_err(unreachable_or_http)?;
+        let status = response.status().as_u16();
+        let body = response.text().await.map_err(unreachable_or_http)?;
+        if (200..300).contains(&status) {
+            Ok((status, body))
+        } else {
+            Err(refused(status, body))
         }
     }
 }
