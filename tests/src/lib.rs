@@ -128,6 +128,8 @@ pub struct Server {
     pub api_key: String,
     launch: Launch,
     http: reqwest::Client,
+    /// The typed client at `base` (made again when a restart moves the server).
+    api: Client,
 }
 
 impl Server {
@@ -178,6 +180,7 @@ impl Server {
         } else {
             (secret, api_key)
         };
+        let api = Client::new(&base, &api_key).expect("the server's URL");
         Self {
             child,
             base,
@@ -186,6 +189,7 @@ impl Server {
             api_key,
             launch,
             http: reqwest::Client::new(),
+            api,
         }
     }
 
@@ -195,6 +199,7 @@ impl Server {
         self.child.wait().unwrap();
         let (child, base) = spawn(&self.data_dir, &self.launch);
         self.child = child;
+        self.api = self.api.at(&base).expect("the server's URL");
         self.base = base;
     }
 
@@ -235,7 +240,7 @@ impl Server {
 
     /// The typed client of this server's API, with its key.
     pub fn api(&self) -> Client {
-        Client::new(&self.base, &self.api_key).expect("the server's URL")
+        self.api.clone()
     }
 
     /// `POST /v1/tasks`, which must create the task (201).

@@ -89,6 +89,15 @@ impl Client {
         })
     }
 
+    /// The same client for the API at another `base`.
+    pub fn at(&self, base: &str) -> Result<Self, ClientError> {
+        let base = Url::parse(base).map_err(|e| ClientError::Url(format!("{base}: {e}")))?;
+        Ok(Self {
+            base,
+            ..self.clone()
+        })
+    }
+
     /// The same API with another key.
     pub fn with_key(&self, api_key: impl Into<String>) -> Self {
         Self {
