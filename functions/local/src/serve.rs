@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use boomerang_core::engine::DEFAULT_PER_DESTINATION;
 use boomerang_server::{BackendChoice, ServiceConfig};
 use humantime::parse_duration as duration;
 use ipnet::IpNet;
@@ -57,9 +58,13 @@ pub struct ServeArgs {
     /// destination.
     #[arg(long, env = "BOOMERANG_ALERT_URL")]
     alert_url: Option<String>,
-    /// Most deliveries in flight at once (embedded backend; 1–10000).
+    /// Most deliveries in flight at once, in all (1–10000).
     #[arg(long, env = "BOOMERANG_CONCURRENCY", default_value_t = 64)]
     concurrency: usize,
+    /// Most calls in flight to one destination (scheme, host and port) at once (1–1000).
+    /// Deliveries beyond it wait for a slot, uncounted, holding none of the others.
+    #[arg(long, env = "BOOMERANG_DESTINATION_LIMIT", default_value_t = DEFAULT_PER_DESTINATION)]
+    destination_limit: usize,
     /// AWS backend against an emulator: fire due schedules and poll the timer queue here,
     /// and run the sweeper, as Scheduler, the SQS trigger and the sweeper Lambda would.
     #[arg(long)]
@@ -85,6 +90,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         lease_margin: args.lease_margin,
         sweep_interval: args.sweep_interval,
         concurrency: args.concurrency,
+        destination_limit: args.destination_limit,
         retention: args.retention,
         alert_url: args.alert_url,
     })

@@ -429,17 +429,6 @@ async fn delivery_held_mid_call() -> (
     (h, gate, task, delivery)
 }
 
-async fn wait_until(cond: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !cond() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "condition not met in time"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_durable_timer_is_armed_before_each_write_and_the_task_says_so() {
     let h = harness_with(

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use boomerang_core::engine::EngineSettings;
+use boomerang_core::engine::{DeliveryLimits, EngineSettings};
 use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
 use ipnet::IpNet;
 
@@ -16,6 +16,7 @@ pub const LEASE_MARGIN_RANGE: (Duration, Duration) =
 pub const SWEEP_LAG_RANGE: (Duration, Duration) =
     (Duration::from_secs(1), Duration::from_secs(24 * 3600));
 pub const CONCURRENCY_RANGE: (usize, usize) = (1, 10_000);
+pub const DESTINATION_LIMIT_RANGE: (usize, usize) = (1, 1000);
 pub const RETENTION_RANGE: (Duration, Duration) = (
     Duration::from_secs(1),
     Duration::from_secs(3650 * 24 * 3600),
@@ -34,8 +35,10 @@ pub struct ServiceConfig {
     pub lease_margin: Duration,
     /// How often the store is swept for work that is near, overdue or interrupted.
     pub sweep_interval: Duration,
-    /// Most deliveries in flight at once (embedded backend).
+    /// Most deliveries in flight at once, in all.
     pub concurrency: usize,
+    /// Most calls in flight to one destination at once.
+    pub destination_limit: usize,
     /// How long finished tasks are kept. Default: [`DEFAULT_RETENTION`] on the embedded
     /// backend, `BOOMERANG_RETENTION_DAYS` on AWS (where DynamoDB's TTL removes them).
     pub retention: Option<Duration>,
@@ -87,13 +90,12 @@ impl ServiceConfig {
             SWEEP_INTERVAL_RANGE,
         )?;
         within("--lease-margin", self.lease_margin, LEASE_MARGIN_RANGE)?;
-        if !(CONCURRENCY_RANGE.0..=CONCURRENCY_RANGE.1).contains(&self.concurrency) {
-            return Err(out_of_range(
-                "--concurrency",
-                CONCURRENCY_RANGE,
-                self.concurrency,
-            ));
-        }
+        count_within("--concurrency", self.concurrency, CONCURRENCY_RANGE)?;
+        count_within(
+            "--destination-limit",
+            self.destination_limit,
+            DESTINATION_LIMIT_RANGE,
+        )?;
         if let BackendChoice::Aws { sweep_lag, .. } = self.backend {
             within("--sweep-lag", sweep_lag, SWEEP_LAG_RANGE)?;
         }
@@ -112,6 +114,10 @@ impl ServiceConfig {
             // Checked by `validate`, which every start runs first.
             alert: (self.alert_url.as_deref())
                 .and_then(|url| alert_destination(ALERT_URL_FLAG, url).ok()),
+            limits: DeliveryLimits {
+                concurrency: self.concurrency,
+                per_destination: self.destination_limit,
+            },
             ..EngineSettings::default()
         }
     }
@@ -134,13 +140,20 @@ fn within(
     })
 }
 
-fn out_of_range(setting: &'static str, (min, max): (usize, usize), got: usize) -> ConfigError {
-    ConfigError::OutOfRange {
+fn count_within(
+    setting: &'static str,
+    got: usize,
+    (min, max): (usize, usize),
+) -> Result<(), ConfigError> {
+    if (min..=max).contains(&got) {
+        return Ok(());
+    }
+    Err(ConfigError::OutOfRange {
         setting,
         min: min.to_string(),
         max: max.to_string(),
         got: got.to_string(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -158,6 +171,7 @@ mod tests {
             lease_margin: Duration::from_secs(30),
             sweep_interval: Duration::from_secs(5),
             concurrency: 64,
+            destination_limit: 16,
             retention: None,
             alert_url: None,
         }
@@ -190,6 +204,12 @@ mod tests {
         let mut c = config();
         c.concurrency = 0;
         assert!(refused(c).starts_with("--concurrency must be between 1 and"));
+        let mut c = config();
+        c.destination_limit = 1001;
+        assert_eq!(
+            refused(c),
+            "--destination-limit must be between 1 and 1000 (got 1001)"
+        );
         let mut c = config();
         c.lease_margin = Duration::from_secs(u64::MAX);
         assert!(refused(c).starts_with("--lease-margin"));

@@ -7,19 +7,15 @@ use std::time::Duration;
 use boomerang_aws::system_failures::SystemFailures;
 use boomerang_core::domain::AttemptRef;
 use boomerang_core::engine::Engine;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
-/// Hands each timer fire to `Engine::deliver`, at most `concurrency` at a time.
+/// Hands each timer fire to `Engine::deliver`. The engine's gate bounds how many run at
+/// once, in all and per destination; a fire waiting there holds only its ids.
 pub(crate) async fn run_deliveries(
     engine: Arc<Engine>,
     mut fires: mpsc::UnboundedReceiver<AttemptRef>,
-    concurrency: usize,
 ) {
-    let permits = Arc::new(Semaphore::new(concurrency));
     while let Some(attempt) = fires.recv().await {
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            return; // never closed
-        };
         let engine = engine.clone();
         tokio::spawn(async move {
             let (task, number) = (attempt.task_id, attempt.attempt);
@@ -27,7 +23,6 @@ pub(crate) async fn run_deliveries(
                 // The task is still in the store; the sweep retries it.
                 tracing::error!(task = %task, attempt = number, error = %e, "delivery failed");
             }
-            drop(permit);
         });
     }
 }

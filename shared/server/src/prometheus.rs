@@ -15,9 +15,13 @@ use chrono::{DateTime, Utc};
 
 use boomerang_core::domain::{AttemptOutcome, Status};
 use boomerang_core::metrics::recent::{DeliveryWindow, RecentAttempts};
-use boomerang_core::metrics::{outcome_name, LogMetrics, MetricEvent, Metrics, MetricsView};
+use boomerang_core::metrics::{
+    outcome_name, DestinationFigures, LogMetrics, MetricEvent, Metrics, MetricsView,
+};
 
 type Labels = Vec<(&'static str, &'static str)>;
+/// A destination's label: its scheme, host and port.
+type DestinationLabel = Vec<(&'static str, String)>;
 
 pub struct PrometheusMetrics {
     /// Locked only to encode (and for the task-count gauges set just before).
@@ -36,6 +40,10 @@ pub struct PrometheusMetrics {
     commit_seconds: Histogram,
     sweep_repaired: Counter,
     given_back: Counter,
+    deferred: Counter,
+    destination_in_flight: Family<DestinationLabel, Gauge>,
+    destination_waiting: Family<DestinationLabel, Gauge>,
+    destination_paused: Family<DestinationLabel, Gauge>,
     /// The last hour, for the console's live panel.
     recent: RecentAttempts,
 }
@@ -67,6 +75,10 @@ impl PrometheusMetrics {
             commit_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
             sweep_repaired: Counter::default(),
             given_back: Counter::default(),
+            deferred: Counter::default(),
+            destination_in_flight: Family::default(),
+            destination_waiting: Family::default(),
+            destination_paused: Family::default(),
             recent: RecentAttempts::default(),
         };
         m.register_all();
@@ -138,6 +150,54 @@ impl PrometheusMetrics {
              attempt was counted, and each was made again",
             self.given_back.clone(),
         );
+        r.register(
+            "calls_deferred",
+            "Attempts put off, uncounted, because their destination asked for a pause (429 or \
+             503 with Retry-After)",
+            self.deferred.clone(),
+        );
+        r.register(
+            "destination_in_flight",
+            "Calls in flight to a destination (scheme, host and port)",
+            self.destination_in_flight.clone(),
+        );
+        r.register(
+            "destination_waiting",
+            "Deliveries waiting for a slot of their destination",
+            self.destination_waiting.clone(),
+        );
+        r.register(
+            "destination_paused_seconds",
+            "How much longer a destination is paused (it answered Retry-After)",
+            self.destination_paused.clone(),
+        );
+    }
+}
+
+impl PrometheusMetrics {
+    /// Shows the destinations now busy or paused, and no longer the ones that were.
+    fn set_destinations(&self, destinations: &[DestinationFigures], now: DateTime<Utc>) {
+        let families = [
+            &self.destination_in_flight,
+            &self.destination_waiting,
+            &self.destination_paused,
+        ];
+        for family in families {
+            family.clear();
+        }
+        for d in destinations {
+            let label = vec![("destination", d.destination.to_string())];
+            let paused = d.paused_until.map_or(0, |until| {
+                until.signed_duration_since(now).num_seconds().max(1)
+            });
+            for (family, value) in
+                families
+                    .into_iter()
+                    .zip([d.in_flight, d.waiting, paused as usize])
+            {
+                family.get_or_create(&label).set(value as i64);
+            }
+        }
     }
 }
 
@@ -178,6 +238,9 @@ impl Metrics for PrometheusMetrics {
             MetricEvent::GivenBack => {
                 self.given_back.inc();
             }
+            MetricEvent::Deferred => {
+                self.deferred.inc();
+            }
             MetricEvent::SweepRepaired { count } => {
                 self.sweep_repaired.inc_by(count as u64);
             }
@@ -190,8 +253,13 @@ impl MetricsView for PrometheusMetrics {
         self.recent.window(now)
     }
 
-    fn exposition(&self, tasks_by_status: Option<&[(Status, u64)]>) -> String {
+    fn exposition(
+        &self,
+        tasks_by_status: Option<&[(Status, u64)]>,
+        destinations: &[DestinationFigures],
+    ) -> String {
         let registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        self.set_destinations(destinations, Utc::now());
         if let Some(counts) = tasks_by_status {
             for status in Status::ALL {
                 let n = counts.iter().find(|(s, _)| *s == status).map_or(0, |c| c.1);

@@ -100,6 +100,10 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
         } => start_aws(&config, *emulate_triggers, *sweep_lag).await,
     }?;
     service.summary.push(open_files);
+    service.summary.push(format!(
+        "deliveries:     at most {} at once, {} per destination",
+        config.concurrency, config.destination_limit
+    ));
     service.summary.push(if config.dev {
         "dev mode: http:// and private/loopback targets are allowed".into()
     } else {
@@ -137,11 +141,7 @@ fn start_embedded(
         settings: config.engine_settings(),
     })?;
     let engine = backend.engine;
-    tokio::spawn(loops::run_deliveries(
-        engine.clone(),
-        backend.fires,
-        config.concurrency,
-    ));
+    tokio::spawn(loops::run_deliveries(engine.clone(), backend.fires));
     tokio::spawn(loops::run_sweeper(
         engine.clone(),
         config.sweep_interval,

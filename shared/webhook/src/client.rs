@@ -11,6 +11,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
 use super::destination::DestinationPolicy;
 use super::signing;
+use boomerang_core::engine::DEFAULT_PER_DESTINATION;
 use boomerang_core::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
 
 /// How much of a response body is kept in the attempt log.
@@ -37,6 +38,10 @@ impl HttpWebhooks {
             // Attempts are counted and logged by the engine; no hidden re-sends here.
             .retry(reqwest::retry::never())
             .connect_timeout(Duration::from_secs(10))
+            // The engine bounds the calls in flight to one destination; idle connections
+            // are reused up to that bound, and closed after a while unused.
+            .pool_max_idle_per_host(DEFAULT_PER_DESTINATION)
+            .pool_idle_timeout(Duration::from_secs(30))
             .dns_resolver(Arc::new(GuardedResolver(policy.clone())))
             .build()
             .map_err(|e| ClientBuildError(e.to_string()))?;

@@ -58,6 +58,10 @@ pub const MAX_JITTER: f64 = 0.5;
 /// The statuses a policy may list as permanent failures.
 pub const PERMANENT_STATUSES: RangeInclusive<i64> = 300..=599;
 
+// Receivers.
+/// The longest a destination is paused when it answers 429 or 503 with `Retry-After`.
+pub const MAX_DESTINATION_PAUSE: Duration = Duration::from_secs(300);
+
 // A hold.
 /// The shortest and longest hold.
 pub const MIN_HOLD: Duration = Duration::from_secs(1);

@@ -2,6 +2,7 @@
 //! servers, databases or AWS.
 
 pub mod alert;
+pub mod destination;
 pub mod duration_ms;
 pub mod hold;
 pub mod ids;
@@ -15,6 +16,7 @@ pub mod tenant;
 pub mod time;
 
 pub use alert::{AlertTarget, Notice, Notify};
+pub use destination::Destination;
 pub use hold::{CheckAnswer, CheckBody, CheckRecord, HoldSpec, OnUnknown, CHECK_ATTEMPT};
 pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
 pub use invalid::Invalid;

@@ -3,7 +3,12 @@
 use std::time::Duration;
 
 use super::{Engine, EngineError};
-use crate::domain::{AttemptRef, Refusal, Status, Task, TaskSpec, Verdict, CHECK_ATTEMPT};
+use chrono::{DateTime, Utc};
+
+use crate::domain::limits::MAX_DESTINATION_PAUSE;
+use crate::domain::{
+    AttemptRef, Destination, Refusal, Status, Task, TaskSpec, Verdict, CHECK_ATTEMPT,
+};
 use crate::infra_retry::with_retries;
 use crate::metrics::{AttemptFacts, MetricEvent};
 use crate::ports::{StoreError, WebhookCall, WebhookError, WebhookResult};
@@ -42,6 +47,9 @@ pub enum DeliverOutcome {
     /// The call never left this machine (it ran out of open files, say): the attempt was
     /// given back, uncounted, and armed again.
     GivenBack,
+    /// The task's destination asked for a pause (429 or 503 with `Retry-After`): the
+    /// attempt was armed again for its end, unclaimed and uncounted.
+    Deferred,
 }
 
 impl Engine {
@@ -62,14 +70,39 @@ impl Engine {
         // That is safe: a lagging read can only show an earlier state, never a later one;
         // what it shows is claimed conditionally; and a missing task or a lost claim is read
         // again, consistently, before anything is dropped.
+        let mut turn = self.gate.work().await;
+        let mut found = self.ports.store.peek(&at.tenant, &at.task_id).await?;
+        if let Some(task) = found.as_ref().filter(|t| t.status != Status::Held) {
+            let destination = Destination::of(&task.spec.request.url);
+            let lane = self.gate.lane(&destination, self.ports.clock.now());
+            if let Some(until) = lane.paused(self.ports.clock.now()) {
+                return Ok(self.defer(at, until).await);
+            }
+            if !self.gate.try_enter(&mut turn, &lane) {
+                // Waiting holds no work slot; what was read may be old by the end of it.
+                drop(turn);
+                turn = self.gate.enter_after_wait(&lane).await;
+                if let Some(until) = lane.paused(self.ports.clock.now()) {
+                    return Ok(self.defer(at, until).await);
+                }
+                found = self.ports.store.peek(&at.tenant, &at.task_id).await?;
+            }
+        }
+        let outcome = self.deliver_found(at, found, worker).await;
+        drop(turn);
+        outcome
+    }
+
+    /// Delivers attempt `at` of the task as first read (`found`), reading it again
+    /// consistently where that read may have lagged.
+    async fn deliver_found(
+        &self,
+        at: AttemptRef,
+        mut found: Option<Task>,
+        worker: &str,
+    ) -> Result<DeliverOutcome, EngineError> {
         let mut consistent = false;
         loop {
-            let store = &self.ports.store;
-            let found = if consistent {
-                store.get(&at.tenant, &at.task_id).await?
-            } else {
-                store.peek(&at.tenant, &at.task_id).await?
-            };
             match found {
                 Some(task) => match self.attempt(at.clone(), task, worker).await? {
                     Some(outcome) => return Ok(outcome),
@@ -79,7 +112,16 @@ impl Engine {
                 None if consistent => return Ok(self.unknown(at).await),
                 None => consistent = true,
             }
+            found = self.ports.store.get(&at.tenant, &at.task_id).await?;
         }
+    }
+
+    /// Puts off an attempt whose destination asked for a pause: armed again for the end of
+    /// the pause, unclaimed and uncounted.
+    async fn defer(&self, at: AttemptRef, until: DateTime<Utc>) -> DeliverOutcome {
+        self.arm(at, until).await;
+        self.record(MetricEvent::Deferred);
+        DeliverOutcome::Deferred
     }
 
     /// Delivers attempt `at` of `task` as read; `None` if the claim lost to a concurrent
@@ -130,6 +172,7 @@ impl Engine {
             return self.give_back(&claimed, why).await.map(Some);
         }
         let finished = self.ports.clock.now();
+        self.pause_if_asked(&claimed, &result, finished);
         let verdict = judge(&result, &claimed);
         let mut next = claimed
             .after_attempt(&verdict, finished, self.ports.random.draw())
@@ -176,6 +219,19 @@ impl Engine {
         }
         self.arm_after_write(&next).await;
         Ok(Some(DeliverOutcome::Attempted(next.status)))
+    }
+
+    /// A 429 or 503 with `Retry-After` speaks for the receiver, not for one task: the whole
+    /// destination is paused for that long (at most [`MAX_DESTINATION_PAUSE`]).
+    fn pause_if_asked(&self, task: &Task, result: &WebhookResult, now: DateTime<Utc>) {
+        let (Some(429 | 503), Some(wait)) = (result.status, result.retry_after) else {
+            return;
+        };
+        let wait = chrono::Duration::from_std(wait.min(MAX_DESTINATION_PAUSE))
+            .unwrap_or(chrono::Duration::zero());
+        let destination = Destination::of(&task.spec.request.url);
+        tracing::info!(%destination, pause_ms = wait.num_milliseconds(), "destination asked for a pause");
+        self.gate.lane(&destination, now).pause(now + wait);
     }
 
     /// Gives back a claimed attempt whose call never left this machine: no attempt is

@@ -2,6 +2,7 @@
 
 mod alerts;
 mod deliver;
+mod gate;
 mod holds;
 mod keys;
 mod policies;
@@ -20,7 +21,7 @@ use crate::domain::{
     AlertTarget, AttemptRecord, AttemptRef, PolicyName, Refusal, Status, Task, TaskId, TaskSpec,
     TenantId,
 };
-use crate::metrics::{DeliveryWindow, MetricEvent, Metrics, MetricsView};
+use crate::metrics::{DeliveryWindow, DestinationFigures, MetricEvent, Metrics, MetricsView};
 use crate::ports::{
     CreateOutcome, DeadLetters, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
     SweepIndex, TaskStore, Tenants, TenantsError, Timer, TimerError, Webhooks,
@@ -28,6 +29,7 @@ use crate::ports::{
 use futures_util::StreamExt;
 
 pub use deliver::DeliverOutcome;
+pub use gate::{DeliveryLimits, DEFAULT_PER_DESTINATION};
 pub use holds::Release;
 pub use keys::KeyOutcome;
 pub use sweep::SweepReport;
@@ -119,6 +121,8 @@ pub struct EngineSettings {
     pub worker: String,
     /// Where failure alerts go when neither the task nor its tenant names a destination.
     pub alert: Option<AlertTarget>,
+    /// How many deliveries run at once, in all and per destination.
+    pub limits: DeliveryLimits,
 }
 
 impl Default for EngineSettings {
@@ -129,6 +133,7 @@ impl Default for EngineSettings {
             sweep_batch: 1000,
             worker: this_process(),
             alert: None,
+            limits: DeliveryLimits::default(),
         }
     }
 }
@@ -168,11 +173,21 @@ pub struct Ports {
 pub struct Engine {
     ports: Ports,
     settings: EngineSettings,
+    gate: gate::Gate,
 }
 
 impl Engine {
     pub fn new(ports: Ports, settings: EngineSettings) -> Self {
-        Self { ports, settings }
+        Self {
+            gate: gate::Gate::new(settings.limits),
+            ports,
+            settings,
+        }
+    }
+
+    /// The destinations with calls in flight or waiting, or paused, as of now.
+    pub fn destinations(&self) -> Vec<DestinationFigures> {
+        self.gate.figures(self.ports.clock.now())
     }
 
     /// Counts an event through the engine's metrics port (for work around the engine, such
@@ -340,7 +355,9 @@ impl Engine {
             return Ok(None);
         };
         let counts = self.count_by_status(None).await?;
-        Ok(Some(view.exposition(counts.as_deref())))
+        Ok(Some(
+            view.exposition(counts.as_deref(), &self.destinations()),
+        ))
     }
 
     /// Tasks by state, of one tenant or of all, where the store can count them.

@@ -12,7 +12,7 @@ use std::io::Write;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use crate::domain::{AttemptOutcome, Status, TaskId};
+use crate::domain::{AttemptOutcome, Destination, Status, TaskId};
 pub use recent::{DeliveryWindow, MinuteFigures};
 
 /// The namespace the metric filters publish to, and the dashboard and alarms read.
@@ -40,6 +40,9 @@ pub enum MetricEvent {
     /// A call never left this machine (it ran out of open files, ports or memory): no
     /// attempt (or check) was made, and it is made again shortly.
     GivenBack,
+    /// An attempt was put off, unclaimed and uncounted, because its destination asked for
+    /// a pause (429 or 503 with `Retry-After`).
+    Deferred,
     /// The embedded store committed `writes` writes in one transaction, in `micros`.
     StoreCommit {
         writes: usize,
@@ -59,6 +62,18 @@ pub struct AttemptFacts {
     pub started_at: DateTime<Utc>,
 }
 
+/// What the gate shows of one destination (the engine's gate).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DestinationFigures {
+    pub destination: Destination,
+    /// Calls in flight to it.
+    pub in_flight: usize,
+    /// Deliveries waiting for one of its slots.
+    pub waiting: usize,
+    /// Until when it is paused (it asked for it with `Retry-After`).
+    pub paused_until: Option<DateTime<Utc>>,
+}
+
 /// Counts the engine's events.
 pub trait Metrics: Send + Sync {
     fn record(&self, event: MetricEvent);
@@ -68,8 +83,13 @@ pub trait Metrics: Send + Sync {
 /// print lines instead, and have no such capability).
 pub trait MetricsView: Send + Sync {
     /// The metrics as a scrape answers them (Prometheus text exposition), with the
-    /// store's task counts by state where it can count them.
-    fn exposition(&self, tasks_by_status: Option<&[(Status, u64)]>) -> String;
+    /// store's task counts by state where it can count them, and the destinations that
+    /// have calls in flight or waiting, or are paused.
+    fn exposition(
+        &self,
+        tasks_by_status: Option<&[(Status, u64)]>,
+        destinations: &[DestinationFigures],
+    ) -> String;
 
     /// The last hour of attempts up to `now` ([`recent`]).
     fn recent(&self, now: DateTime<Utc>) -> DeliveryWindow;
@@ -135,6 +155,7 @@ pub fn metric_line(event: MetricEvent) -> Option<serde_json::Value> {
         | MetricEvent::DeliveryStarted
         | MetricEvent::DeliveryFinished
         | MetricEvent::GivenBack
+        | MetricEvent::Deferred
         | MetricEvent::StoreCommit { .. } => return None,
     })
 }

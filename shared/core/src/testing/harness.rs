@@ -14,7 +14,8 @@ pub use crate::domain::{
     SigningSecret, Status, TaskSpec, TenantId,
 };
 pub use crate::engine::{
-    DeliverOutcome, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports, RetrySource,
+    DeliverOutcome, DeliveryLimits, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports,
+    RetrySource,
 };
 pub use crate::metrics::MetricEvent;
 pub use crate::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
@@ -33,8 +34,13 @@ pub struct ScriptedWebhooks {
     pub script: Mutex<VecDeque<WebhookResult>>,
     pub calls: AtomicU32,
     pub gate: Option<Arc<Semaphore>>,
+    /// Only calls to URLs starting with this wait for `gate` (all do when `None`).
+    pub gated_url: Option<String>,
     /// The URL of every call, in order.
     pub urls: Mutex<Vec<String>>,
+    /// Calls under way, and the most there ever were at once.
+    pub in_flight: AtomicU32,
+    pub most_in_flight: AtomicU32,
 }
 
 impl ScriptedWebhooks {
@@ -71,9 +77,13 @@ impl Webhooks for ScriptedWebhooks {
             .lock()
             .unwrap()
             .push(call.spec.request.url.clone());
-        if let Some(gate) = &self.gate {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        let gated = (self.gated_url.as_ref()).is_none_or(|u| call.spec.request.url.starts_with(u));
+        if let (Some(gate), true) = (&self.gate, gated) {
             gate.acquire().await.expect("gate open").forget();
         }
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
         self.script
             .lock()
             .unwrap()
@@ -144,6 +154,21 @@ pub fn harness_full(
     start: DateTime<Utc>,
     alert: Option<crate::domain::AlertTarget>,
 ) -> Harness {
+    build(webhooks, timer, start, alert, DeliveryLimits::default())
+}
+
+/// A harness whose engine runs deliveries within `limits`.
+pub fn harness_limited(webhooks: ScriptedWebhooks, limits: DeliveryLimits) -> Harness {
+    build(webhooks, RecordingTimer::default(), t0(), None, limits)
+}
+
+fn build(
+    webhooks: ScriptedWebhooks,
+    timer: RecordingTimer,
+    start: DateTime<Utc>,
+    alert: Option<crate::domain::AlertTarget>,
+    limits: DeliveryLimits,
+) -> Harness {
     let clock = Arc::new(ManualClock::new(start));
     // Tests make the store misbehave through its hooks (`Harness::store`).
     let store = Arc::new(MemoryStore::default());
@@ -174,6 +199,7 @@ pub fn harness_full(
         sweep_batch: 100,
         worker: "test-worker".into(),
         alert,
+        limits,
     };
     Harness {
         engine: Arc::new(Engine::new(ports, settings)),
@@ -210,6 +236,18 @@ pub fn new_task(when: FireTime, retry: RetryPolicy) -> NewTask {
         when,
         idempotency_key: None,
         request_hash: "h".into(),
+    }
+}
+
+/// Waits (for at most 5 s) until `cond` holds.
+pub async fn wait_until(cond: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !cond() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met in time"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

@@ -1,0 +1,164 @@
+//! The engine's gate: how many calls go to one destination at once, what waiting costs a
+//! task (nothing), and a destination's request for a pause.
+
+use boomerang_core::domain::Task;
+use boomerang_core::testing::harness::*;
+
+const SLOW: &str = "https://slow.test/hook";
+const FAST: &str = "https://fast.test/hook";
+
+async fn register_to(h: &Harness, url: &str) -> Task {
+    let mut new = new_task(FireTime::Now, RetryPolicy::default());
+    new.spec.request.url = url.into();
+    h.engine.register(&h.tenant, new).await.unwrap().task
+}
+
+fn spawn_delivery(
+    h: &Harness,
+    task: &Task,
+) -> tokio::task::JoinHandle<Result<DeliverOutcome, EngineError>> {
+    let (engine, attempt) = (h.engine.clone(), task.attempt_ref(1));
+    tokio::spawn(async move { engine.deliver(attempt).await })
+}
+
+#[tokio::test]
+async fn a_hanging_destination_holds_only_its_own_slots() {
+    let gate = Arc::new(Semaphore::new(0));
+    let limits = DeliveryLimits {
+        concurrency: 4,
+        per_destination: 2,
+    };
+    let h = harness_limited(
+        ScriptedWebhooks {
+            gate: Some(gate.clone()),
+            gated_url: Some(SLOW.into()),
+            ..ScriptedWebhooks::default()
+        },
+        limits,
+    );
+    let mut slow = vec![];
+    for _ in 0..6 {
+        let task = register_to(&h, SLOW).await;
+        slow.push((task.clone(), spawn_delivery(&h, &task)));
+    }
+    wait_until(|| {
+        let figures = h.engine.destinations();
+        figures.len() == 1 && figures[0].in_flight == 2 && figures[0].waiting == 4
+    })
+    .await;
+    assert_eq!(h.webhooks.calls(), 2, "two calls hang; four wait uncalled");
+
+    // Six deliveries to the hanging receiver take two of the four work slots: another
+    // destination's deliveries still run, three at once.
+    let mut fast = vec![];
+    for _ in 0..3 {
+        fast.push(register_to(&h, FAST).await);
+    }
+    let runs: Vec<_> = fast.iter().map(|t| spawn_delivery(&h, t)).collect();
+    for run in runs {
+        let outcome = run.await.unwrap().unwrap();
+        assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    }
+
+    gate.add_permits(6);
+    for (task, run) in slow {
+        let outcome = run.await.unwrap().unwrap();
+        assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+        // Waiting for a slot is no attempt: each succeeded at its first.
+        let details = h.engine.get(&h.tenant, &task.id).await.unwrap();
+        assert_eq!(details.attempts.len(), 1);
+        assert_eq!(details.task.attempt, 1);
+    }
+    let most = h.webhooks.most_in_flight.load(Ordering::SeqCst);
+    assert!(most <= limits.concurrency as u32, "{most} calls at once");
+    assert!(h.engine.destinations().is_empty(), "nothing in flight now");
+}
+
+#[tokio::test]
+async fn a_delivery_that_waited_reads_its_task_again_and_sees_a_cancel() {
+    let gate = Arc::new(Semaphore::new(0));
+    let limits = DeliveryLimits {
+        concurrency: 4,
+        per_destination: 1,
+    };
+    let h = harness_limited(
+        ScriptedWebhooks {
+            gate: Some(gate.clone()),
+            ..ScriptedWebhooks::default()
+        },
+        limits,
+    );
+    let first = register_to(&h, SLOW).await;
+    let first_run = spawn_delivery(&h, &first);
+    wait_until(|| h.webhooks.calls() == 1).await;
+    let second = register_to(&h, SLOW).await;
+    let second_run = spawn_delivery(&h, &second);
+    wait_until(|| h.engine.destinations()[0].waiting == 1).await;
+    h.engine.cancel(&h.tenant, &second.id).await.unwrap();
+
+    gate.add_permits(1);
+    assert_eq!(
+        first_run.await.unwrap().unwrap(),
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+    assert_eq!(second_run.await.unwrap().unwrap(), DeliverOutcome::Stale);
+    assert_eq!(h.webhooks.calls(), 1, "the canceled task was not called");
+}
+
+#[tokio::test]
+async fn retry_after_on_429_pauses_the_destination_not_only_the_task() {
+    let busy = WebhookResult {
+        retry_after: Some(secs(30)),
+        ..status(429)
+    };
+    let h = harness(ScriptedWebhooks::answering(vec![busy]));
+    let first = register_to(&h, SLOW).await;
+    let second = register_to(&h, SLOW).await;
+    let elsewhere = register_to(&h, FAST).await;
+    assert_eq!(
+        h.fire_attempt(&first, 1).await,
+        DeliverOutcome::Attempted(Status::Scheduled)
+    );
+    h.timer.clear();
+
+    // The other task to that receiver is put off to the pause's end, uncalled, unclaimed.
+    assert_eq!(h.fire_attempt(&second, 1).await, DeliverOutcome::Deferred);
+    let pause_end = t0() + chrono::Duration::seconds(30);
+    assert_eq!(h.timer.armed(), vec![(second.id, 1, pause_end)]);
+    let details = h.engine.get(&h.tenant, &second.id).await.unwrap();
+    assert_eq!(
+        (details.task.status, details.task.attempt),
+        (Status::Scheduled, 1)
+    );
+    assert!(details.attempts.is_empty());
+    assert_eq!(h.engine.destinations()[0].paused_until, Some(pause_end));
+    let events = h.metrics.0.lock().unwrap().clone();
+    assert!(events.contains(&MetricEvent::Deferred));
+
+    // Another destination is not paused.
+    assert_eq!(
+        h.fire_attempt(&elsewhere, 1).await,
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+    assert_eq!(h.webhooks.calls(), 2);
+
+    h.clock.advance(secs(30));
+    assert_eq!(
+        h.fire_attempt(&second, 1).await,
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+}
+
+#[tokio::test]
+async fn a_pause_is_bounded_however_long_the_receiver_asks_for() {
+    let busy = WebhookResult {
+        retry_after: Some(secs(86_400)),
+        ..status(503)
+    };
+    let h = harness(ScriptedWebhooks::answering(vec![busy]));
+    let first = register_to(&h, SLOW).await;
+    h.fire_attempt(&first, 1).await;
+    let paused = h.engine.destinations()[0].paused_until.unwrap();
+    let max = boomerang_core::domain::limits::MAX_DESTINATION_PAUSE;
+    assert_eq!(paused, t0() + chrono::Duration::from_std(max).unwrap());
+}
