@@ -3,6 +3,7 @@
 //! dir and a receiver in a separate process (this binary again), drives them over loopback
 //! HTTP, and asserts nothing. Run it as `cargo run --release -p boomerang-bench -- burst`.
 
+mod capacity;
 mod cost;
 mod measure;
 mod procs;
@@ -44,16 +45,16 @@ pub enum BenchCommand {
     /// What a callback costs on AWS: runs the AWS code path on the emulator at
     /// AWS_ENDPOINT_URL, counts every AWS request, prints $ per million callbacks.
     Cost(cost::CostArgs),
+    /// Many tasks due at once to a receiver of limited capacity (10 requests at a time,
+    /// 50 ms each), the server under an open-file limit: failures, connections open to the
+    /// receiver, and drain time against what the receiver's capacity allows.
+    SlowReceiver(capacity::SlowReceiverArgs),
+    /// Deliveries to a receiver that never answers, then callbacks to a healthy one: the
+    /// healthy callbacks' lateness.
+    Hanging(capacity::HangingArgs),
     /// The benchmark's receiver (started by the other modes).
     #[command(hide = true)]
-    Receiver {
-        /// Answer 500 to the first N attempts of each task.
-        #[arg(long, default_value_t = 0)]
-        fail_first: u32,
-        /// Hold the first request of each path this long before answering.
-        #[arg(long, default_value_t = 0)]
-        hang_first_ms: u64,
-    },
+    Receiver(receiver::ReceiverArgs),
 }
 
 #[derive(clap::Args)]
@@ -88,10 +89,9 @@ async fn main() -> Result<()> {
         BenchCommand::Pending(args) => pending(args).await,
         BenchCommand::Crash => crash().await,
         BenchCommand::Cost(args) => cost::run(args).await,
-        BenchCommand::Receiver {
-            fail_first,
-            hang_first_ms,
-        } => receiver::run(fail_first, hang_first_ms).await,
+        BenchCommand::SlowReceiver(args) => capacity::slow_receiver(args).await,
+        BenchCommand::Hanging(args) => capacity::hanging(args).await,
+        BenchCommand::Receiver(args) => receiver::run(args).await,
     }
 }
 
@@ -142,14 +142,23 @@ async fn register_all(
     Ok(finished)
 }
 
+/// A whole second far enough ahead for `tasks` registrations to finish before it.
+fn due_after_registering(tasks: usize) -> Result<DateTime<Utc>> {
+    let lead = Duration::from_secs(3) + Duration::from_millis(tasks as u64 / 2);
+    Ok(
+        (Utc::now() + lead).duration_trunc(chrono::Duration::seconds(1))?
+            + chrono::Duration::seconds(1),
+    )
+}
+
 async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
-    let receiver = ReceiverProcess::start(fail_first, 0)?;
+    let receiver = ReceiverProcess::start(&receiver::ReceiverArgs {
+        fail_first,
+        ..Default::default()
+    })?;
     let server = Server::start(&[])?;
     let usage_before = Usage::of(server.pid())?;
-    // Due on a whole second far enough ahead for the registrations to finish first.
-    let lead = Duration::from_secs(3) + Duration::from_millis(args.tasks as u64 / 2);
-    let due = (Utc::now() + lead).duration_trunc(chrono::Duration::seconds(1))?
-        + chrono::Duration::seconds(1);
+    let due = due_after_registering(args.tasks)?;
     let retry = json!({"schedule": ["1s"], "max_attempts": fail_first + 1});
     let url = receiver.url.clone();
     let started = Instant::now();
@@ -278,7 +287,10 @@ async fn pending(args: PendingArgs) -> Result<()> {
 }
 
 async fn crash() -> Result<()> {
-    let receiver = ReceiverProcess::start(0, 120_000)?;
+    let receiver = ReceiverProcess::start(&receiver::ReceiverArgs {
+        hang_first_ms: 120_000,
+        ..Default::default()
+    })?;
     let mut server = Server::start(&[])?;
     let task = json!({"url": format!("{}/slow", receiver.url), "timeout": "60s"});
     let http = reqwest::Client::new();

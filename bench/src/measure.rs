@@ -63,3 +63,57 @@ pub fn percentiles(values: &[i64]) -> String {
         v.len()
     )
 }
+
+/// Connections open from this machine to `port` on loopback: the client ends, being set up
+/// (`SYN-SENT`) or established, from `/proc/net/tcp` and `tcp6`.
+pub fn connections_to(port: u16) -> usize {
+    // States: 01 ESTABLISHED, 02 SYN_SENT.
+    let remote = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    matches!(fields.get(3), Some(&"01" | &"02"))
+                        && fields.get(2).is_some_and(|r| r.ends_with(&remote))
+                })
+                .map(|_| ())
+                .collect::<Vec<_>>()
+        })
+        .count()
+}
+
+/// Samples [`connections_to`] every 20 ms until dropped; `most` is the highest count seen.
+pub struct ConnectionWatch {
+    most: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ConnectionWatch {
+    pub fn start(port: u16) -> Self {
+        let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = most.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let n = connections_to(port);
+                seen.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        });
+        Self { most, task }
+    }
+
+    pub fn most(&self) -> usize {
+        self.most.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for ConnectionWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

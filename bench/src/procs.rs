@@ -10,6 +10,8 @@ use anyhow::{bail, Context, Result};
 use boomerang_core::domain::SigningSecret;
 use serde::Deserialize;
 
+use super::receiver::ReceiverArgs;
+
 /// The `boomerang` binary of the same build as this one (`target/<profile>/boomerang`).
 fn boomerang_binary() -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
@@ -50,6 +52,8 @@ fn spawn(program: &Path, args: &[String], prefix: &str) -> Result<(Child, String
 
 pub struct Server {
     child: Child,
+    /// The program and its arguments (`prlimit … -- boomerang serve …` under a limit).
+    program: PathBuf,
     args: Vec<String>,
     pub base: String,
     pub api_key: String,
@@ -58,6 +62,11 @@ pub struct Server {
 
 impl Server {
     pub fn start(extra: &[&str]) -> Result<Server> {
+        Self::start_with_open_files(extra, None)
+    }
+
+    /// Starts it with both open-file limits (soft and hard) at `open_files`, if given.
+    pub fn start_with_open_files(extra: &[&str], open_files: Option<u64>) -> Result<Server> {
         let data_dir = std::env::temp_dir().join(format!("boomerang-bench-{}", ulid::Ulid::new()));
         let api_key = boomerang_core::domain::generate_api_key();
         let mut args: Vec<String> = ["serve", "--addr", "127.0.0.1:0", "--dev", "--api-key"]
@@ -69,9 +78,17 @@ impl Server {
         args.push("--data-dir".into());
         args.push(data_dir.display().to_string());
         args.extend(extra.iter().map(|s| s.to_string()));
-        let (child, base) = spawn(&boomerang_binary()?, &args, "Boomerang listening on ")?;
+        let mut program = boomerang_binary()?;
+        if let Some(n) = open_files {
+            // prlimit execs the server: the pid stays the server's.
+            let server = program.display().to_string();
+            args.splice(0..0, [format!("--nofile={n}:{n}"), "--".into(), server]);
+            program = PathBuf::from("prlimit");
+        }
+        let (child, base) = spawn(&program, &args, "Boomerang listening on ")?;
         Ok(Server {
             child,
+            program,
             args,
             base,
             api_key,
@@ -89,7 +106,7 @@ impl Server {
         self.child.kill()?;
         self.child.wait()?;
         let started = Instant::now();
-        let (child, base) = spawn(&boomerang_binary()?, &self.args, "Boomerang listening on ")?;
+        let (child, base) = spawn(&self.program, &self.args, "Boomerang listening on ")?;
         self.child = child;
         self.base = base;
         Ok(started)
@@ -101,7 +118,7 @@ impl Server {
         Command::new("kill").arg(self.pid().to_string()).status()?;
         self.child.wait()?;
         let started = Instant::now();
-        let (child, base) = spawn(&boomerang_binary()?, &self.args, "Boomerang listening on ")?;
+        let (child, base) = spawn(&self.program, &self.args, "Boomerang listening on ")?;
         self.child = child;
         self.base = base;
         let health = format!("{}/healthz", self.base);
@@ -156,16 +173,27 @@ pub struct Arrival {
 }
 
 impl ReceiverProcess {
-    pub fn start(fail_first: u32, hang_first_ms: u64) -> Result<ReceiverProcess> {
-        let args: Vec<String> = vec![
-            "receiver".into(),
-            "--fail-first".into(),
-            fail_first.to_string(),
-            "--hang-first-ms".into(),
-            hang_first_ms.to_string(),
-        ];
+    pub fn start(behaviour: &ReceiverArgs) -> Result<ReceiverProcess> {
+        let args = behaviour.to_args();
         let (child, url) = spawn(&std::env::current_exe()?, &args, "receiver on ")?;
         Ok(ReceiverProcess { child, url })
+    }
+
+    /// The receiver's port.
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The most requests it ever served at once.
+    pub async fn peak(&self) -> Result<usize> {
+        Ok(reqwest::get(format!("{}/__peak", self.url))
+            .await?
+            .json()
+            .await?)
     }
 
     pub async fn arrivals(&self) -> Result<Vec<Arrival>> {
@@ -175,19 +203,24 @@ impl ReceiverProcess {
             .await?)
     }
 
+    /// How many requests arrived so far.
+    pub async fn count(&self) -> Result<usize> {
+        Ok(reqwest::get(format!("{}/__count", self.url))
+            .await?
+            .json()
+            .await?)
+    }
+
     /// Waits until `count` requests arrived; returns them.
     pub async fn wait_for(&self, count: usize, within: Duration) -> Result<Vec<Arrival>> {
         let deadline = Instant::now() + within;
         loop {
-            let got = self.arrivals().await?;
-            if got.len() >= count {
-                return Ok(got);
+            let got = self.count().await?;
+            if got >= count {
+                return self.arrivals().await;
             }
             if Instant::now() > deadline {
-                bail!(
-                    "only {} of {count} callbacks arrived in {within:?}",
-                    got.len()
-                );
+                bail!("only {got} of {count} callbacks arrived in {within:?}");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

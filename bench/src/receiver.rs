@@ -1,5 +1,7 @@
 //! The benchmark's receiver: records when each attempt arrived, answers 500 to the first
-//! `fail_first` attempts of each task and 200 after, and reports what it saw.
+//! `fail_first` attempts of each task and 200 after, and reports what it saw. It can also
+//! play a receiver of limited capacity (`slots` requests served at once, `serve_ms` each;
+//! the others wait their turn) or one that never answers.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -11,25 +13,89 @@ use axum::{Json, Router};
 use boomerang_webhook::client::HEADER_ATTEMPT;
 use boomerang_webhook::signing::HEADER_ID;
 use serde_json::{json, Value};
+use tokio::sync::Semaphore;
 
 use super::procs::Arrival;
+
+/// How the receiver behaves.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ReceiverArgs {
+    /// Answer 500 to the first N attempts of each task.
+    #[arg(long, default_value_t = 0)]
+    pub fail_first: u32,
+    /// Hold the first request of each path this long before answering.
+    #[arg(long, default_value_t = 0)]
+    pub hang_first_ms: u64,
+    /// Requests served at once (0: no limit); the others wait for a slot.
+    #[arg(long, default_value_t = 0)]
+    pub slots: usize,
+    /// How long serving one request takes.
+    #[arg(long, default_value_t = 0)]
+    pub serve_ms: u64,
+    /// Never answer at all.
+    #[arg(long)]
+    pub never_answer: bool,
+}
+
+impl ReceiverArgs {
+    /// As command-line arguments of the `receiver` mode.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "receiver".to_string(),
+            format!("--fail-first={}", self.fail_first),
+            format!("--hang-first-ms={}", self.hang_first_ms),
+            format!("--slots={}", self.slots),
+            format!("--serve-ms={}", self.serve_ms),
+        ];
+        if self.never_answer {
+            args.push("--never-answer".into());
+        }
+        args
+    }
+}
 
 #[derive(Default)]
 struct Seen {
     arrivals: Vec<(String, u32, i64)>,
     tasks: BTreeSet<String>,
+    /// Requests being served now, and the most there ever were.
+    in_flight: usize,
+    most_in_flight: usize,
 }
 
-pub async fn run(fail_first: u32, hang_first_ms: u64) -> Result<()> {
+pub async fn run(args: ReceiverArgs) -> Result<()> {
+    let ReceiverArgs {
+        fail_first,
+        hang_first_ms,
+        ..
+    } = args;
+    let slots = Arc::new(Semaphore::new(match args.slots {
+        0 => Semaphore::MAX_PERMITS,
+        n => n,
+    }));
     let seen: Arc<Mutex<Seen>> = Arc::default();
-    let (a, t, r) = (seen.clone(), seen.clone(), seen);
+    let (a, t, p, c) = (seen.clone(), seen.clone(), seen.clone(), seen.clone());
+    let r = seen;
     let app = Router::new()
         .route(
             "/__arrivals",
             get(move || async move { Json(arrivals(&a)) }),
         )
         .route("/__tasks", get(move || async move { Json(tasks(&t)) }))
+        .route(
+            "/__count",
+            get({
+                let seen = c;
+                move || async move { Json(seen.lock().expect("receiver lock").arrivals.len()) }
+            }),
+        )
+        .route(
+            "/__peak",
+            get(move || async move { Json(p.lock().expect("receiver lock").most_in_flight) }),
+        )
         .fallback(move |uri: Uri, headers: HeaderMap| async move {
+            let _slot = slots.acquire().await.expect("never closed");
+            let _serving = Serving::start(&r);
             let header = |n: &str| {
                 headers
                     .get(n)
@@ -47,6 +113,12 @@ pub async fn run(fail_first: u32, hang_first_ms: u64) -> Result<()> {
                 seen.tasks.insert(header(HEADER_ID));
                 first
             };
+            if args.never_answer {
+                std::future::pending::<()>().await;
+            }
+            if args.serve_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(args.serve_ms)).await;
+            }
             if first && hang_first_ms > 0 {
                 tokio::time::sleep(std::time::Duration::from_millis(hang_first_ms)).await;
             }
@@ -60,6 +132,24 @@ pub async fn run(fail_first: u32, hang_first_ms: u64) -> Result<()> {
     println!("receiver on http://{}", listener.local_addr()?);
     axum::serve(listener, app).await?;
     Ok(())
+}
+
+/// One request being served, counted while it lives.
+struct Serving<'a>(&'a Mutex<Seen>);
+
+impl<'a> Serving<'a> {
+    fn start(seen: &'a Mutex<Seen>) -> Self {
+        let mut s = seen.lock().expect("receiver lock");
+        s.in_flight += 1;
+        s.most_in_flight = s.most_in_flight.max(s.in_flight);
+        Serving(seen)
+    }
+}
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        self.0.lock().expect("receiver lock").in_flight -= 1;
+    }
 }
 
 fn arrivals(seen: &Mutex<Seen>) -> Value {

@@ -89,6 +89,8 @@ pub struct ServerOptions {
     pub retention: Option<&'static str>,
     /// `--alert-url`, if given.
     pub alert_url: Option<String>,
+    /// `--destination-limit`, if given.
+    pub destination_limit: Option<usize>,
     /// Embedded: no `--api-key` or `--signing-secret`, so `serve` generates both and keeps
     /// them in its data directory (where `boomerang tasks` finds the key).
     pub generated_credentials: bool,
@@ -102,6 +104,7 @@ impl ServerOptions {
             lease_margin: "2s",
             retention: None,
             alert_url: None,
+            destination_limit: None,
             generated_credentials: false,
         }
     }
@@ -148,6 +151,9 @@ impl Server {
         }
         if let Some(url) = options.alert_url {
             args.extend(["--alert-url".into(), url]);
+        }
+        if let Some(limit) = options.destination_limit {
+            args.extend(["--destination-limit".into(), limit.to_string()]);
         }
         let (secret, api_key, env) = match options.backend {
             Backend::Embedded => {

@@ -46,6 +46,44 @@ fn burst_runs_and_prints_its_figures() {
 }
 
 #[test]
+fn slow_receiver_runs_and_prints_its_figures() {
+    bench(
+        &[
+            "slow-receiver",
+            "--tasks",
+            "40",
+            "--slots",
+            "2",
+            "--serve-ms",
+            "20",
+            "--clients",
+            "4",
+        ],
+        &["drain:", "connections:", "40 succeeded, 0 failed"],
+    );
+}
+
+#[test]
+fn hanging_runs_and_prints_its_figures() {
+    bench(
+        &[
+            "hanging",
+            "--hanging",
+            "4",
+            "--healthy",
+            "10",
+            "--clients",
+            "2",
+        ],
+        &[
+            "healthy lateness (ms):",
+            "(10 samples)",
+            "hanging receiver:",
+        ],
+    );
+}
+
+#[test]
 fn retry_runs_and_prints_its_figures() {
     bench(
         &["retry", "--tasks", "10", "--clients", "2"],

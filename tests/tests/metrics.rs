@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use boomerang_core::domain::Status;
 use boomerang_e2e::{
-    callback, schedule_max, Backend, Callback, Receiver, Reply, Server, ServerOptions,
+    callback, schedule_max, wait_for, Backend, Callback, Receiver, Reply, Server, ServerOptions,
 };
 use boomerang_http::stats::MinuteView;
 use reqwest::Method;
@@ -128,4 +128,50 @@ async fn the_counters_move_as_the_tasks_do() {
         .await
         .unwrap();
     assert_eq!(anonymous.status(), 401);
+}
+
+#[tokio::test]
+async fn a_destination_gets_at_most_its_limit_of_calls_and_the_gauges_show_the_rest() {
+    const HOLD: Duration = Duration::from_millis(1500);
+    let rx = Receiver::start(|_, _| Reply {
+        delay: HOLD,
+        ..Reply::status(200)
+    })
+    .await;
+    let server = Server::start(ServerOptions {
+        destination_limit: Some(2),
+        ..ServerOptions::on(Backend::Embedded)
+    });
+    let mut ids = Vec::new();
+    for n in 0..6 {
+        let task = server.register(&callback(rx.url(&format!("/t/{n}")))).await;
+        ids.push(task.id);
+    }
+    let destination = format!("{{destination=\"http://{}\"}}", rx.addr);
+    let in_flight = format!("boomerang_destination_in_flight{destination}");
+    let waiting = format!("boomerang_destination_waiting{destination}");
+    wait_for("two calls in flight and four waiting", WAIT, || async {
+        let text = scrape(&server).await;
+        let busy = text.contains(&in_flight)
+            && sample(&text, &in_flight) == 2.0
+            && sample(&text, &waiting) == 4.0;
+        busy.then_some(())
+    })
+    .await;
+    for id in &ids {
+        let task = server.wait_status(id, Status::Succeeded, WAIT).await;
+        assert_eq!(task.attempt, 1, "waiting for the destination is no attempt");
+    }
+    // A slot frees only when its call is answered: the third call cannot arrive before
+    // the first was answered, and so on.
+    let mut arrivals: Vec<_> = rx.received().iter().map(|r| r.at).collect();
+    arrivals.sort();
+    assert_eq!(arrivals.len(), 6);
+    for pair in arrivals.iter().zip(arrivals.iter().skip(2)) {
+        assert!(*pair.1 >= *pair.0 + HOLD, "more than two calls at once");
+    }
+    wait_for("the idle destination to leave the gauges", WAIT, || async {
+        (!scrape(&server).await.contains(&in_flight)).then_some(())
+    })
+    .await;
 }

@@ -25,7 +25,7 @@ fn spawn_delivery(
 async fn a_hanging_destination_holds_only_its_own_slots() {
     let gate = Arc::new(Semaphore::new(0));
     let limits = DeliveryLimits {
-        concurrency: 4,
+        concurrency: 6,
         per_destination: 2,
     };
     let h = harness_limited(
@@ -37,45 +37,53 @@ async fn a_hanging_destination_holds_only_its_own_slots() {
         limits,
     );
     let mut slow = vec![];
+    let mut holders = vec![];
     for _ in 0..6 {
         let task = register_to(&h, SLOW).await;
-        slow.push((task.clone(), spawn_delivery(&h, &task)));
+        let run = spawn_delivery(&h, &task);
+        // Two call, two more wait for a call slot (to write while the next calls go).
+        if holders.len() < 4 {
+            holders.push(run);
+        } else {
+            // The destination is full: the fire queues and ends at once.
+            assert_eq!(run.await.unwrap().unwrap(), DeliverOutcome::Queued);
+        }
+        slow.push(task);
     }
     wait_until(|| {
         let figures = h.engine.destinations();
-        figures.len() == 1 && figures[0].in_flight == 2 && figures[0].waiting == 4
+        figures.len() == 1 && (figures[0].in_flight, figures[0].waiting) == (2, 4)
     })
     .await;
-    assert_eq!(h.webhooks.calls(), 2, "two calls hang; four wait uncalled");
+    assert_eq!(h.webhooks.calls(), 2, "two calls hang, four wait uncalled");
 
-    // Six deliveries to the hanging receiver take two of the four work slots: another
-    // destination's deliveries still run, three at once.
-    let mut fast = vec![];
+    // The hanging receiver holds four of the six work slots: another destination's
+    // deliveries still run.
     for _ in 0..3 {
-        fast.push(register_to(&h, FAST).await);
-    }
-    let runs: Vec<_> = fast.iter().map(|t| spawn_delivery(&h, t)).collect();
-    for run in runs {
-        let outcome = run.await.unwrap().unwrap();
+        let task = register_to(&h, FAST).await;
+        let outcome = spawn_delivery(&h, &task).await.unwrap().unwrap();
         assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     }
 
+    // Once the receiver answers, the two holders deliver the queue behind them.
     gate.add_permits(6);
-    for (task, run) in slow {
+    for run in holders {
         let outcome = run.await.unwrap().unwrap();
         assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    }
+    for task in slow {
         // Waiting for a slot is no attempt: each succeeded at its first.
         let details = h.engine.get(&h.tenant, &task.id).await.unwrap();
+        assert_eq!(details.task.status, Status::Succeeded);
         assert_eq!(details.attempts.len(), 1);
         assert_eq!(details.task.attempt, 1);
     }
-    let most = h.webhooks.most_in_flight.load(Ordering::SeqCst);
-    assert!(most <= limits.concurrency as u32, "{most} calls at once");
+    assert_eq!(h.webhooks.calls(), 6 + 3);
     assert!(h.engine.destinations().is_empty(), "nothing in flight now");
 }
 
 #[tokio::test]
-async fn a_delivery_that_waited_reads_its_task_again_and_sees_a_cancel() {
+async fn a_queued_delivery_reads_its_task_again_and_sees_a_cancel() {
     let gate = Arc::new(Semaphore::new(0));
     let limits = DeliveryLimits {
         concurrency: 4,
@@ -88,21 +96,23 @@ async fn a_delivery_that_waited_reads_its_task_again_and_sees_a_cancel() {
         },
         limits,
     );
+    // One calls, one waits for the call slot, the third queues.
     let first = register_to(&h, SLOW).await;
     let first_run = spawn_delivery(&h, &first);
-    wait_until(|| h.webhooks.calls() == 1).await;
     let second = register_to(&h, SLOW).await;
     let second_run = spawn_delivery(&h, &second);
-    wait_until(|| h.engine.destinations()[0].waiting == 1).await;
-    h.engine.cancel(&h.tenant, &second.id).await.unwrap();
+    wait_until(|| h.webhooks.calls() == 1).await;
+    let third = register_to(&h, SLOW).await;
+    assert_eq!(h.fire_attempt(&third, 1).await, DeliverOutcome::Queued);
+    h.engine.cancel(&h.tenant, &third.id).await.unwrap();
 
-    gate.add_permits(1);
-    assert_eq!(
-        first_run.await.unwrap().unwrap(),
-        DeliverOutcome::Attempted(Status::Succeeded)
-    );
-    assert_eq!(second_run.await.unwrap().unwrap(), DeliverOutcome::Stale);
-    assert_eq!(h.webhooks.calls(), 1, "the canceled task was not called");
+    gate.add_permits(2);
+    for run in [first_run, second_run] {
+        let outcome = run.await.unwrap().unwrap();
+        assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    }
+    assert_eq!(h.status_of(&third).await, Status::Canceled);
+    assert_eq!(h.webhooks.calls(), 2, "the canceled task was not called");
 }
 
 #[tokio::test]

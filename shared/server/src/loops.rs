@@ -9,17 +9,19 @@ use boomerang_core::domain::AttemptRef;
 use boomerang_core::engine::Engine;
 use tokio::sync::mpsc;
 
-/// Hands each timer fire to `Engine::deliver`. The engine's gate bounds how many run at
-/// once, in all and per destination; a fire waiting there holds only its ids.
+/// Hands each timer fire to the engine once it has a work slot for it. The engine's gate
+/// bounds how many run at once, in all and per destination; a fire waiting there (or
+/// here) holds only its ids.
 pub(crate) async fn run_deliveries(
     engine: Arc<Engine>,
     mut fires: mpsc::UnboundedReceiver<AttemptRef>,
 ) {
     while let Some(attempt) = fires.recv().await {
+        let slot = engine.work_slot().await;
         let engine = engine.clone();
         tokio::spawn(async move {
             let (task, number) = (attempt.task_id, attempt.attempt);
-            if let Err(e) = engine.deliver(attempt).await {
+            if let Err(e) = engine.deliver_in(slot, attempt, engine.worker()).await {
                 // The task is still in the store; the sweep retries it.
                 tracing::error!(task = %task, attempt = number, error = %e, "delivery failed");
             }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::gate::{Entry, Lane, WorkSlot};
 use super::{Engine, EngineError};
 use chrono::{DateTime, Utc};
 
@@ -50,14 +51,21 @@ pub enum DeliverOutcome {
     /// The task's destination asked for a pause (429 or 503 with `Retry-After`): the
     /// attempt was armed again for its end, unclaimed and uncounted.
     Deferred,
+    /// The task's destination had all its calls in flight: the attempt waits in its queue,
+    /// and a delivery holding one of its slots makes it next.
+    Queued,
 }
 
 impl Engine {
     /// Claims the attempt with a conditional write, calls the webhook, records the attempt
     /// and moves the task on. Safe under duplicate, early and late timer fires.
     pub async fn deliver(&self, at: AttemptRef) -> Result<DeliverOutcome, EngineError> {
-        let worker = self.settings.worker.clone();
-        self.deliver_as(at, &worker).await
+        self.deliver_as(at, &self.settings.worker).await
+    }
+
+    /// The name attempts record as their worker by default.
+    pub fn worker(&self) -> &str {
+        &self.settings.worker
     }
 
     /// [`Self::deliver`], recording `worker` as the attempt's worker.
@@ -66,31 +74,72 @@ impl Engine {
         at: AttemptRef,
         worker: &str,
     ) -> Result<DeliverOutcome, EngineError> {
+        let slot = self.work_slot().await;
+        self.deliver_in(slot, at, worker).await
+    }
+
+    /// Waits for a right to run one delivery. A caller that hands out many timer fires
+    /// takes the slot before it starts each ([`Self::deliver_in`]), so that fires waiting
+    /// for one cost only their ids.
+    pub async fn work_slot(&self) -> WorkSlot {
+        self.gate.work().await
+    }
+
+    /// [`Self::deliver_as`] in a work slot already taken. When the task's destination has
+    /// all its calls in flight, the attempt joins its queue and this returns
+    /// [`DeliverOutcome::Queued`] at once; otherwise this also delivers what queues up
+    /// behind it before it returns.
+    pub async fn deliver_in(
+        &self,
+        _slot: WorkSlot,
+        at: AttemptRef,
+        worker: &str,
+    ) -> Result<DeliverOutcome, EngineError> {
         // The first read may lag the latest write (a cheaper read where the store has one).
         // That is safe: a lagging read can only show an earlier state, never a later one;
         // what it shows is claimed conditionally; and a missing task or a lost claim is read
         // again, consistently, before anything is dropped.
-        let mut turn = self.gate.work().await;
-        let mut found = self.ports.store.peek(&at.tenant, &at.task_id).await?;
-        if let Some(task) = found.as_ref().filter(|t| t.status != Status::Held) {
-            let destination = Destination::of(&task.spec.request.url);
-            let lane = self.gate.lane(&destination, self.ports.clock.now());
-            if let Some(until) = lane.paused(self.ports.clock.now()) {
-                return Ok(self.defer(at, until).await);
-            }
-            if !self.gate.try_enter(&mut turn, &lane) {
-                // Waiting holds no work slot; what was read may be old by the end of it.
-                drop(turn);
-                turn = self.gate.enter_after_wait(&lane).await;
-                if let Some(until) = lane.paused(self.ports.clock.now()) {
-                    return Ok(self.defer(at, until).await);
-                }
-                found = self.ports.store.peek(&at.tenant, &at.task_id).await?;
-            }
+        let found = self.ports.store.peek(&at.tenant, &at.task_id).await?;
+        let task = match found {
+            Some(task) if task.status != Status::Held => task,
+            // A held task's check goes to its own URL, ungated; a missing task is read again.
+            other => return self.deliver_found(at, other, worker).await,
+        };
+        let now = self.ports.clock.now();
+        let lane = self
+            .gate
+            .lane(&Destination::of(&task.spec.request.url), now);
+        if let Some(until) = lane.paused(now) {
+            return Ok(self.defer(at, until).await);
         }
-        let outcome = self.deliver_found(at, found, worker).await;
-        drop(turn);
+        let mut lane_slot = match self.gate.enter(&lane, &at) {
+            Entry::Entered(lane_slot) => lane_slot,
+            Entry::Queued => return Ok(DeliverOutcome::Queued),
+            Entry::Full => return Ok(self.defer(at, now + LOCAL_RETRY).await),
+        };
+        let outcome = self.deliver_found(at, Some(task), worker).await;
+        while let Some(next) = lane_slot.next() {
+            self.deliver_queued(next, &lane, worker).await;
+        }
         outcome
+    }
+
+    /// Delivers an attempt that waited in its destination's queue. Its task is read again
+    /// (it may have changed meanwhile); an error is logged and left to the sweep, as a
+    /// failed timer fire's would be.
+    async fn deliver_queued(&self, at: AttemptRef, lane: &Lane, worker: &str) {
+        if let Some(until) = lane.paused(self.ports.clock.now()) {
+            self.defer(at, until).await;
+            return;
+        }
+        let (task, number) = (at.task_id, at.attempt);
+        let delivered = match self.ports.store.peek(&at.tenant, &at.task_id).await {
+            Ok(found) => self.deliver_found(at, found, worker).await,
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = delivered {
+            tracing::error!(task = %task, attempt = number, error = %e, "queued delivery failed");
+        }
     }
 
     /// Delivers attempt `at` of the task as first read (`found`), reading it again
@@ -116,8 +165,8 @@ impl Engine {
         }
     }
 
-    /// Puts off an attempt whose destination asked for a pause: armed again for the end of
-    /// the pause, unclaimed and uncounted.
+    /// Puts off an attempt whose destination asked for a pause (or whose queue is full):
+    /// armed again for `until`, unclaimed and uncounted.
     async fn defer(&self, at: AttemptRef, until: DateTime<Utc>) -> DeliverOutcome {
         self.arm(at, until).await;
         self.record(MetricEvent::Deferred);
@@ -135,6 +184,11 @@ impl Engine {
         if task.status == Status::Held {
             return self.check_hold(at, task).await;
         }
+        // From the claim to the call's end, the task holds one of its destination's call
+        // slots: waiting for one happens before the lease starts.
+        let destination = Destination::of(&task.spec.request.url);
+        let lane = self.gate.lane(&destination, self.ports.clock.now());
+        let call_slot = lane.call_slot().await;
         let started = self.ports.clock.now();
         let lease = task.spec.timeout.saturating_add(self.settings.lease_margin);
         let claimed = match task.claim(at.attempt, started, lease) {
@@ -167,6 +221,7 @@ impl Engine {
 
         self.record(MetricEvent::DeliveryStarted);
         let result = self.call(&claimed).await;
+        drop(call_slot);
         self.record(MetricEvent::DeliveryFinished);
         if let Some(WebhookError::Local(why)) = &result.error {
             return self.give_back(&claimed, why).await.map(Some);

@@ -1,21 +1,25 @@
 //! Flow control inside one process: how many deliveries run at once in all, and how many
 //! go to one destination at a time.
 //!
-//! A delivery first takes a work slot (one of `concurrency`) to read its task, then a slot
-//! of its task's destination. When the destination is full it gives its work slot back
-//! and waits for the destination alone, so that deliveries to a slow or hanging receiver
-//! hold at most that receiver's slots and never the ones other destinations need. A
-//! destination that answered 429 or 503 with `Retry-After` is paused: its deliveries are
-//! re-armed for the end of the pause, not waited for here.
+//! A delivery takes a work slot (one of `concurrency`) to read its task, then a place at
+//! its task's destination. A destination has `per_destination` call slots, held from the
+//! claim to the call's end, and twice as many places, so that as many deliveries as it
+//! has call slots can be writing their results while the next calls go out. When every
+//! place is taken, the delivery joins the destination's queue (its ids only) and gives its
+//! work slot back: deliveries to a slow or hanging receiver hold at most that receiver's
+//! places, and never the work slots other destinations need. Whoever holds a place
+//! delivers what queued up behind it before leaving. A destination that answered 429 or
+//! 503 with `Retry-After` is paused: its deliveries are re-armed for the end of the pause
+//! instead.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::domain::Destination;
+use crate::domain::{AttemptRef, Destination};
 use crate::metrics::DestinationFigures;
 
 /// The in-process limits of deliveries.
@@ -41,6 +45,8 @@ impl Default for DeliveryLimits {
 
 /// Idle destinations kept before the idle ones are dropped (their figures are all zero).
 const KEEP_IDLE: usize = 256;
+/// Most deliveries queued for one destination; more are re-armed a little later.
+pub(crate) const MAX_QUEUED: usize = 100_000;
 
 pub(crate) struct Gate {
     work: Arc<Semaphore>,
@@ -48,18 +54,43 @@ pub(crate) struct Gate {
     lanes: Mutex<HashMap<Destination, Arc<Lane>>>,
 }
 
-/// One destination's slots and state.
+/// One destination's calls in flight, queue and pause.
 pub(crate) struct Lane {
-    slots: Arc<Semaphore>,
-    waiting: AtomicUsize,
-    paused_until: Mutex<Option<DateTime<Utc>>>,
+    state: Mutex<LaneState>,
+    calls: Arc<Semaphore>,
+    /// Deliveries holding a place and waiting for a call slot.
+    awaiting_call: AtomicUsize,
+    per_destination: usize,
 }
 
-/// A delivery's right to run: a work slot, and once admitted, its destination's slot.
-/// Dropping it frees both.
-pub(crate) struct Turn {
-    _work: OwnedSemaphorePermit,
-    _slot: Option<OwnedSemaphorePermit>,
+#[derive(Default)]
+struct LaneState {
+    /// Deliveries holding a place (calling, waiting for a call slot, or writing).
+    places: usize,
+    queue: VecDeque<AttemptRef>,
+    paused_until: Option<DateTime<Utc>>,
+}
+
+/// A right to run one delivery: a work slot (see [`DeliveryLimits::concurrency`]).
+pub struct WorkSlot(#[allow(dead_code)] OwnedSemaphorePermit);
+
+/// One of a destination's call slots, held from the claim to the call's end.
+pub(crate) struct CallSlot(#[allow(dead_code)] OwnedSemaphorePermit);
+
+/// One of a destination's places, held while delivering and then delivering its queue.
+pub(crate) struct LaneSlot {
+    lane: Arc<Lane>,
+    held: bool,
+}
+
+/// What [`Gate::enter`] did with a delivery.
+pub(crate) enum Entry {
+    /// It holds one of the destination's places.
+    Entered(LaneSlot),
+    /// It waits in the destination's queue.
+    Queued,
+    /// The queue is full.
+    Full,
 }
 
 impl Gate {
@@ -72,11 +103,10 @@ impl Gate {
     }
 
     /// Waits for a work slot.
-    pub(crate) async fn work(&self) -> Turn {
-        Turn {
-            _work: acquire(&self.work).await,
-            _slot: None,
-        }
+    pub(crate) async fn work(&self) -> WorkSlot {
+        let permit =
+            (self.work.clone().acquire_owned().await).expect("the gate never closes its semaphore");
+        WorkSlot(permit)
     }
 
     /// The lane of `destination`, made if new.
@@ -86,50 +116,51 @@ impl Gate {
             return lane.clone();
         }
         if lanes.len() >= KEEP_IDLE {
-            lanes.retain(|_, lane| Arc::strong_count(lane) > 1 || lane.paused(now).is_some());
+            lanes.retain(|_, lane| Arc::strong_count(lane) > 1 || !lane.idle(now));
         }
         let lane = Arc::new(Lane {
-            slots: Arc::new(Semaphore::new(self.per_destination)),
-            waiting: AtomicUsize::new(0),
-            paused_until: Mutex::new(None),
+            state: Mutex::default(),
+            calls: Arc::new(Semaphore::new(self.per_destination)),
+            awaiting_call: AtomicUsize::new(0),
+            per_destination: self.per_destination,
         });
         lanes.insert(destination.clone(), lane.clone());
         lane
     }
 
-    /// Takes a slot of `lane` for `turn` if one is free at once.
-    pub(crate) fn try_enter(&self, turn: &mut Turn, lane: &Lane) -> bool {
-        match lane.slots.clone().try_acquire_owned() {
-            Ok(slot) => {
-                turn._slot = Some(slot);
-                true
-            }
-            Err(_) => false,
+    /// Takes a place at `lane` for delivery `at`, or queues `at` behind the deliveries
+    /// under way.
+    pub(crate) fn enter(&self, lane: &Arc<Lane>, at: &AttemptRef) -> Entry {
+        let mut state = lane.state();
+        if state.places < 2 * self.per_destination {
+            state.places += 1;
+            return Entry::Entered(LaneSlot {
+                lane: lane.clone(),
+                held: true,
+            });
         }
+        if state.queue.len() >= MAX_QUEUED {
+            return Entry::Full;
+        }
+        state.queue.push_back(at.clone());
+        Entry::Queued
     }
 
-    /// Waits for a slot of `lane` holding no work slot, then for a work slot.
-    pub(crate) async fn enter_after_wait(&self, lane: &Lane) -> Turn {
-        lane.waiting.fetch_add(1, Ordering::SeqCst);
-        let slot = acquire(&lane.slots).await;
-        lane.waiting.fetch_sub(1, Ordering::SeqCst);
-        let mut turn = self.work().await;
-        turn._slot = Some(slot);
-        turn
-    }
-
-    /// The destinations with anything to show: calls in flight or waiting, or a pause.
+    /// The destinations with anything to show: calls in flight or queued, or a pause.
     pub(crate) fn figures(&self, now: DateTime<Utc>) -> Vec<DestinationFigures> {
         let lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
         let mut figures: Vec<_> = lanes
             .iter()
-            .map(|(destination, lane)| DestinationFigures {
-                destination: destination.clone(),
-                in_flight: self.per_destination - lane.slots.available_permits(),
-                waiting: lane.waiting.load(Ordering::SeqCst),
-                paused_until: lane.paused(now),
+            .filter(|(_, lane)| !lane.idle(now))
+            .map(|(destination, lane)| {
+                let state = lane.state();
+                DestinationFigures {
+                    destination: destination.clone(),
+                    in_flight: lane.per_destination - lane.calls.available_permits(),
+                    waiting: state.queue.len() + lane.awaiting_call.load(Ordering::SeqCst),
+                    paused_until: state.paused_until.filter(|until| *until > now),
+                }
             })
-            .filter(|f| f.in_flight > 0 || f.waiting > 0 || f.paused_until.is_some())
             .collect();
         figures.sort_by(|a, b| a.destination.cmp(&b.destination));
         figures
@@ -137,36 +168,74 @@ impl Gate {
 }
 
 impl Lane {
+    fn state(&self) -> MutexGuard<'_, LaneState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn idle(&self, now: DateTime<Utc>) -> bool {
+        let state = self.state();
+        state.places == 0
+            && state.queue.is_empty()
+            && state.paused_until.is_none_or(|until| until <= now)
+    }
+
+    /// Waits for one of the destination's call slots.
+    pub(crate) async fn call_slot(&self) -> CallSlot {
+        self.awaiting_call.fetch_add(1, Ordering::SeqCst);
+        let permit = (self.calls.clone().acquire_owned().await)
+            .expect("the gate never closes its semaphores");
+        self.awaiting_call.fetch_sub(1, Ordering::SeqCst);
+        CallSlot(permit)
+    }
+
     /// Until when the destination is paused, if it still is at `now`.
     pub(crate) fn paused(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let until = *self.paused_until.lock().unwrap_or_else(|e| e.into_inner());
-        until.filter(|until| *until > now)
+        self.state().paused_until.filter(|until| *until > now)
     }
 
     /// Pauses the destination until `until` (a later pause already set stands).
     pub(crate) fn pause(&self, until: DateTime<Utc>) {
-        let mut paused = self.paused_until.lock().unwrap_or_else(|e| e.into_inner());
-        if paused.is_none_or(|current| current < until) {
-            *paused = Some(until);
+        let mut state = self.state();
+        if state.paused_until.is_none_or(|current| current < until) {
+            state.paused_until = Some(until);
         }
     }
 }
 
-async fn acquire(semaphore: &Arc<Semaphore>) -> OwnedSemaphorePermit {
-    semaphore
-        .clone()
-        .acquire_owned()
-        .await
-        .expect("the gate never closes its semaphores")
+impl LaneSlot {
+    /// The next delivery queued for this destination, or `None` once the queue is empty,
+    /// and then the slot is let go: in one step, so nothing is queued behind a slot that
+    /// is just leaving.
+    pub(crate) fn next(&mut self) -> Option<AttemptRef> {
+        if !self.held {
+            return None;
+        }
+        let mut state = self.lane.state();
+        let next = state.queue.pop_front();
+        if next.is_none() {
+            state.places -= 1;
+            self.held = false;
+        }
+        next
+    }
+}
+
+impl Drop for LaneSlot {
+    fn drop(&mut self) {
+        if self.held {
+            self.lane.state().places -= 1;
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{TaskId, TenantId};
 
-    fn gate(concurrency: usize, per_destination: usize) -> Gate {
+    fn gate(per_destination: usize) -> Gate {
         Gate::new(DeliveryLimits {
-            concurrency,
+            concurrency: 4,
             per_destination,
         })
     }
@@ -175,34 +244,53 @@ mod tests {
         DateTime::from_timestamp(1_800_000_000, 0).unwrap()
     }
 
+    fn attempt() -> AttemptRef {
+        AttemptRef::new(TenantId::parse("acme").unwrap(), TaskId::new(), 1)
+    }
+
     #[tokio::test]
-    async fn a_full_destination_holds_its_own_slots_and_no_work_slot_while_waiting() {
-        let gate = Arc::new(gate(2, 1));
+    async fn a_full_destination_queues_and_its_slot_hands_the_queue_on_before_leaving() {
+        let gate = gate(1);
         let slow = gate.lane(&Destination::of("https://slow.test/"), now());
-        let mut first = gate.work().await;
-        assert!(gate.try_enter(&mut first, &slow));
-        // A second delivery to the full destination waits without a work slot…
-        let waiter = tokio::spawn({
-            let (gate, slow) = (gate.clone(), slow.clone());
-            async move { gate.enter_after_wait(&slow).await }
-        });
-        tokio::task::yield_now().await;
-        // …so another destination still gets the remaining work slot at once.
-        let mut other = gate.work().await;
+        let Entry::Entered(mut slot) = gate.enter(&slow, &attempt()) else {
+            panic!("the first call enters");
+        };
+        let _call = slow.call_slot().await;
+        let Entry::Entered(_writing) = gate.enter(&slow, &attempt()) else {
+            panic!("one call slot, two places");
+        };
+        let (second, third) = (attempt(), attempt());
+        assert!(matches!(gate.enter(&slow, &second), Entry::Queued));
+        assert!(matches!(gate.enter(&slow, &third), Entry::Queued));
+        // Another destination is not affected.
         let fast = gate.lane(&Destination::of("https://fast.test/"), now());
-        assert!(gate.try_enter(&mut other, &fast));
+        assert!(matches!(gate.enter(&fast, &attempt()), Entry::Entered(_)));
         let figures = gate.figures(now());
-        assert_eq!(figures.len(), 2);
-        assert_eq!((figures[1].in_flight, figures[1].waiting), (1, 1));
-        drop(other);
-        drop(first);
-        let _turn = waiter.await.unwrap();
-        assert_eq!(gate.figures(now())[0].in_flight, 1);
+        assert_eq!(figures.len(), 1, "the fast slot was let go");
+        assert_eq!((figures[0].in_flight, figures[0].waiting), (1, 2));
+
+        assert_eq!(slot.next(), Some(second));
+        assert_eq!(slot.next(), Some(third));
+        assert_eq!(slot.next(), None);
+        drop((_call, _writing));
+        assert!(gate.figures(now()).is_empty());
+        drop(slot);
+        assert!(matches!(gate.enter(&slow, &attempt()), Entry::Entered(_)));
+    }
+
+    #[test]
+    fn a_slot_dropped_without_draining_is_let_go() {
+        let gate = gate(1);
+        let lane = gate.lane(&Destination::of("https://a.test/"), now());
+        let slots = [gate.enter(&lane, &attempt()), gate.enter(&lane, &attempt())];
+        assert!(matches!(gate.enter(&lane, &attempt()), Entry::Queued));
+        drop(slots);
+        assert!(matches!(gate.enter(&lane, &attempt()), Entry::Entered(_)));
     }
 
     #[test]
     fn a_pause_lasts_until_its_end_and_a_later_one_stands() {
-        let gate = gate(4, 4);
+        let gate = gate(4);
         let lane = gate.lane(&Destination::of("https://busy.test/"), now());
         assert_eq!(lane.paused(now()), None);
         let later = now() + chrono::Duration::seconds(30);
@@ -215,7 +303,7 @@ mod tests {
 
     #[test]
     fn idle_destinations_are_forgotten_once_many_are_known() {
-        let gate = gate(4, 4);
+        let gate = gate(4);
         for n in 0..KEEP_IDLE + 10 {
             gate.lane(&Destination::of(&format!("https://h{n}.test/")), now());
         }

@@ -1,0 +1,215 @@
+//! Receivers with less capacity than the burst that reaches them: one that serves a few
+//! requests at a time (`slow-receiver`), one that never answers (`hanging`).
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use chrono::Utc;
+use serde_json::json;
+
+use super::measure::{percentiles, ConnectionWatch};
+use super::procs::{ReceiverProcess, Server};
+use super::receiver::ReceiverArgs;
+use super::{due_after_registering, register_all};
+
+#[derive(clap::Args)]
+pub struct SlowReceiverArgs {
+    #[arg(long, default_value_t = 20_000)]
+    tasks: usize,
+    /// Requests the receiver serves at once.
+    #[arg(long, default_value_t = 10)]
+    slots: usize,
+    /// How long it takes to serve one.
+    #[arg(long, default_value_t = 50)]
+    serve_ms: u64,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(clap::Args)]
+pub struct HangingArgs {
+    /// Deliveries to the receiver that never answers (each times out after 10 s).
+    #[arg(long, default_value_t = 100)]
+    hanging: usize,
+    /// Callbacks to a healthy receiver, due 1 s after the hanging ones.
+    #[arg(long, default_value_t = 200)]
+    healthy: usize,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(clap::Args)]
+struct ServerArgs {
+    /// The server's open-file limit (soft and hard).
+    #[arg(long, default_value_t = 1024)]
+    open_files: u64,
+    /// The server's `--destination-limit` (its default if not given).
+    #[arg(long)]
+    destination_limit: Option<usize>,
+    /// Concurrent keep-alive clients registering the tasks.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+}
+
+impl ServerArgs {
+    fn start(&self) -> Result<Server> {
+        let limit = self.destination_limit.map(|n| n.to_string());
+        let extra: Vec<&str> = match &limit {
+            Some(n) => vec!["--destination-limit", n],
+            None => vec![],
+        };
+        Server::start_with_open_files(&extra, Some(self.open_files))
+    }
+
+    fn describe(&self) -> String {
+        let limit = self
+            .destination_limit
+            .map_or("default".to_string(), |n| n.to_string());
+        format!(
+            "open-file limit {}, destination limit {limit}",
+            self.open_files
+        )
+    }
+}
+
+pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
+    let receiver = ReceiverProcess::start(&ReceiverArgs {
+        slots: args.slots,
+        serve_ms: args.serve_ms,
+        ..Default::default()
+    })?;
+    let server = args.server.start()?;
+    let connections = ConnectionWatch::start(receiver.port());
+    let due = due_after_registering(args.tasks)?;
+    let url = receiver.url.clone();
+    register_all(&server, args.tasks, args.server.clients, move |i| {
+        json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339(),
+               "retry": {"schedule": ["1s"], "max_attempts": 3}})
+    })
+    .await?;
+    let capacity = Duration::from_millis(args.tasks as u64 * args.serve_ms / args.slots as u64);
+    let arrivals = receiver
+        .wait_for(args.tasks, capacity * 3 + Duration::from_secs(60))
+        .await?;
+    let last = arrivals.iter().map(|a| a.at_ms).max().unwrap_or(0);
+    let drain = Duration::from_millis((last - due.timestamp_millis()).max(0) as u64);
+    let figures = ServerFigures::read(&server).await?;
+
+    println!("mode:              slow-receiver");
+    println!(
+        "tasks:             {} due at once; receiver serves {} at a time, {} ms each; {}",
+        args.tasks,
+        args.slots,
+        args.serve_ms,
+        args.server.describe()
+    );
+    println!(
+        "drain:             {:.1} s (its capacity allows {:.1} s: {:+.1} %)",
+        drain.as_secs_f64(),
+        capacity.as_secs_f64(),
+        (drain.as_secs_f64() / capacity.as_secs_f64() - 1.0) * 100.0
+    );
+    println!(
+        "connections:       at most {} open to the receiver; at most {} requests in it at once",
+        connections.most(),
+        receiver.peak().await?
+    );
+    figures.print(arrivals.len());
+    Ok(())
+}
+
+pub async fn hanging(args: HangingArgs) -> Result<()> {
+    let stuck = ReceiverProcess::start(&ReceiverArgs {
+        never_answer: true,
+        ..Default::default()
+    })?;
+    let healthy = ReceiverProcess::start(&ReceiverArgs::default())?;
+    let server = args.server.start()?;
+    let connections = ConnectionWatch::start(stuck.port());
+    let sampled = Instant::now();
+    let clients = args.server.clients;
+    let due = due_after_registering(args.hanging + args.healthy)?;
+    let healthy_due = due + chrono::Duration::seconds(1);
+    let once = json!({"max_attempts": 1});
+    let url = stuck.url.clone();
+    register_all(&server, args.hanging, clients, move |i| {
+        json!({"url": format!("{url}/hang/{i}"), "fire_at": due.to_rfc3339(), "retry": once})
+    })
+    .await?;
+    let url = healthy.url.clone();
+    register_all(
+        &server,
+        args.healthy,
+        clients,
+        move |i| json!({"url": format!("{url}/ok/{i}"), "fire_at": healthy_due.to_rfc3339()}),
+    )
+    .await?;
+    if Utc::now() > due {
+        println!("warning: registration outlasted the lead; lateness includes the overrun");
+    }
+    let arrivals = healthy
+        .wait_for(args.healthy, Duration::from_secs(120))
+        .await?;
+    let lateness: Vec<i64> = arrivals
+        .iter()
+        .map(|a| a.at_ms - healthy_due.timestamp_millis())
+        .collect();
+    let stuck_calls = stuck.count().await?;
+
+    println!("mode:              hanging");
+    println!(
+        "tasks:             {} to a receiver that never answers (10 s timeout), then {} to a \
+         healthy one 1 s later; {}",
+        args.hanging,
+        args.healthy,
+        args.server.describe()
+    );
+    println!("healthy lateness (ms): {}", percentiles(&lateness));
+    println!(
+        "hanging receiver:  {stuck_calls} calls under way, at most {} connections open to it \
+         (sampled for {:.1} s, until the last healthy callback)",
+        connections.most(),
+        sampled.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// What the server's `/metrics` says of its deliveries.
+struct ServerFigures {
+    delivered: u64,
+    failed: u64,
+    retried: u64,
+    given_back: u64,
+}
+
+impl ServerFigures {
+    async fn read(server: &Server) -> Result<Self> {
+        let text = reqwest::Client::new()
+            .get(format!("{}/metrics", server.base))
+            .bearer_auth(&server.api_key)
+            .send()
+            .await?
+            .text()
+            .await?;
+        let value = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(0.0) as u64
+        };
+        Ok(Self {
+            delivered: value("boomerang_tasks_delivered_total"),
+            failed: value("boomerang_tasks_failed_total"),
+            retried: value("boomerang_tasks_retried_total"),
+            given_back: value("boomerang_calls_given_back_total"),
+        })
+    }
+
+    fn print(&self, arrivals: usize) {
+        println!(
+            "outcome:           {} succeeded, {} failed, {} attempts retried, {} calls given \
+             back (out of local resources); {arrivals} requests arrived",
+            self.delivered, self.failed, self.retried, self.given_back
+        );
+    }
+}
