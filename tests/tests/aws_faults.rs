@@ -146,6 +146,7 @@ async fn atomic_ports(
         policies: store,
         retention: None,
         counts: None,
+        flows: None,
         timer: Arc::new(AwsTimer::new(
             aws_sdk_sqs::Client::new(&sdk),
             aws_sdk_scheduler::Client::new(&sdk),

@@ -445,6 +445,43 @@ async fn bad_input_gets_a_problem_naming_the_field_and_stores_nothing(backend: B
             422,
             "retry.max_duration",
         ),
+        (
+            json!({"url": url, "flow": {"key": "k", "rate": 0}}),
+            422,
+            "flow.rate",
+        ),
+        (
+            json!({"url": url, "flow": {"key": "k", "parallelism": 0}}),
+            422,
+            "flow.parallelism",
+        ),
+        (
+            json!({"url": url, "flow": {"key": "k", "parallelism": 1001}}),
+            422,
+            "flow.parallelism",
+        ),
+        (
+            json!({"url": url, "flow": {"key": "k".repeat(300), "rate": 5}}),
+            422,
+            "flow.key",
+        ),
+        (
+            json!({"url": url, "flow": {"key": "k", "rate": 5, "period": "-1s"}}),
+            422,
+            "flow.period",
+        ),
+        (
+            json!({"url": url, "flow": {"key": "k", "rate": 5, "period": "0s"}}),
+            422,
+            "flow.period",
+        ),
+        (json!({"url": url, "flow": {"rate": 5}}), 422, "flow.key"),
+        (json!({"url": url, "flow": {"key": "k"}}), 422, "flow"),
+        (
+            json!({"url": url, "flow": {"key": "k", "rate": 1e30}}),
+            422,
+            "flow.rate",
+        ),
     ];
     for (body, status, field) in cases {
         let res = server

@@ -96,6 +96,9 @@ pub fn aws_with_clients(
         // item.
         retention: None,
         counts: None,
+        // Flow limits must hold across every delivery function instance: they need
+        // counters in the table, which this backend does not keep yet.
+        flows: None,
         timer: Arc::new(timer),
         dead_letters: Arc::new(SqsDeadLetters::new(
             sqs.clone(),

@@ -15,8 +15,8 @@ use super::problem::Problem;
 use boomerang_core::domain::invalid::within;
 use boomerang_core::domain::limits::*;
 use boomerang_core::domain::{
-    AlertTarget, Backoff, BackoffKind, BusinessKey, HoldSpec, Invalid, MaxAttempts, Notify,
-    OnUnknown, PolicyName, RetryPolicy, SpecDraft, TaskSpec,
+    AlertTarget, Backoff, BackoffKind, BusinessKey, FlowSpec, HoldSpec, Invalid, MaxAttempts,
+    Notify, OnUnknown, PolicyName, RetryPolicy, SpecDraft, TaskSpec,
 };
 use boomerang_core::engine::{FireTime, NewTask, RetrySource};
 
@@ -141,6 +141,30 @@ pub struct TaskRequest {
     pub notify: Option<String>,
     /// Register the task held: it is not called until released (or a check says so).
     pub hold: Option<HoldRequest>,
+    /// Limits shared with the tenant's other tasks of the same flow key: at most
+    /// `parallelism` in flight, at most `rate` started per `period`. Tasks over a limit
+    /// wait; none is refused.
+    pub flow: Option<FlowRequest>,
+}
+
+/// `flow`: the flow key whose limits the task shares.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"key": "partner-api", "rate": 50, "period": "1s", "parallelism": 3}))]
+pub struct FlowRequest {
+    /// The flow's name (per tenant): 1–255 bytes, no control characters.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 255,
+             example = "partner-api")]
+    pub key: Option<String>,
+    /// The most tasks of the flow started per `period` (1–100000).
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 100000, example = 50)]
+    pub rate: Option<i64>,
+    /// The window `rate` counts in (1s to 1day; default 1s).
+    #[schema(example = "1s")]
+    pub period: Option<String>,
+    /// The most tasks of the flow in flight at once (1–1000).
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000, example = 3)]
+    pub parallelism: Option<i64>,
 }
 
 /// `hold`: register the task held until the caller releases it (or a check decides).
@@ -350,6 +374,7 @@ impl TaskRequest {
         let key = self.key.map(business_key).transpose()?;
         let on_failure = self.on_failure.map(AlertRequest::validate).transpose()?;
         let hold = self.hold.map(HoldRequest::validate).transpose()?;
+        let flow = self.flow.map(FlowRequest::validate).transpose()?;
         let notify = match self.notify.as_deref() {
             None => Notify::Final,
             Some(n) => Notify::parse(n)
@@ -369,6 +394,7 @@ impl TaskRequest {
             on_failure,
             notify,
             hold,
+            flow,
         })
         .map_err(invalid)?;
         Ok(NewTask {
@@ -388,7 +414,7 @@ impl TaskRequest {
             "delay": self.delay, "fire_at": self.fire_at, "retry": self.retry,
             "timeout": self.timeout, "expect_body": self.expect_body, "metadata": self.metadata,
             "key": self.key, "on_failure": self.on_failure, "notify": self.notify,
-            "hold": self.hold,
+            "hold": self.hold, "flow": self.flow,
         });
         let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
         format!("{:x}", Sha256::digest(bytes))
@@ -400,6 +426,18 @@ impl AlertRequest {
         let headers = self.headers.unwrap_or_default().into_iter().collect();
         AlertTarget::new(self.url.unwrap_or_default(), headers)
             .map_err(|e| invalid(e.under("on_failure")))
+    }
+}
+
+impl FlowRequest {
+    fn validate(self) -> Result<FlowSpec, Problem> {
+        let Some(key) = self.key else {
+            return Err(Problem::invalid("flow.key", "is required"));
+        };
+        let period = (self.period)
+            .map(|p| duration("flow.period", &p))
+            .transpose()?;
+        FlowSpec::new(&key, self.rate, period, self.parallelism).map_err(invalid)
     }
 }
 

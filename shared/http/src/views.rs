@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::problem::Problem;
 use boomerang_core::domain::{
-    AttemptOutcome, AttemptRecord, Backoff, BusinessKey, CheckRecord, Notify, OnUnknown,
+    AttemptOutcome, AttemptRecord, Backoff, BusinessKey, CheckRecord, FlowSpec, Notify, OnUnknown,
     RetryPolicy, Status, Task,
 };
 use boomerang_core::engine::KeyOutcome;
@@ -68,6 +68,9 @@ pub struct TaskView {
     /// The checks made while held, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckView>,
+    /// The flow whose limits the task shares, as registered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowView>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptView>>,
 }
@@ -80,6 +83,28 @@ pub struct HoldView {
     #[schema(value_type = crate::openapi::enums::OnUnknown)]
     pub on_unknown: OnUnknown,
     pub max_checks: u32,
+}
+
+/// A task's flow: its key and limits.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct FlowView {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    pub period: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<u32>,
+}
+
+impl FlowView {
+    pub fn new(flow: &FlowSpec) -> Self {
+        Self {
+            key: flow.key().to_string(),
+            rate: flow.rate(),
+            period: human(flow.period()),
+            parallelism: flow.parallelism(),
+        }
+    }
 }
 
 /// An alert destination; like a task's, header values are not shown.
@@ -270,6 +295,7 @@ impl TaskView {
             }),
             check_at: task.check_at,
             checks: task.checks.iter().map(CheckView::new).collect(),
+            flow: task.spec.flow.as_ref().map(FlowView::new),
             attempts: attempts.map(|a| a.iter().map(AttemptView::new).collect()),
         }
     }

@@ -43,6 +43,7 @@ fn engine() -> Arc<Engine> {
         policies: store.clone(),
         retention: None,
         counts: Some(store),
+        flows: None,
         timer: Arc::new(RecordingTimer::default()),
         dead_letters: Arc::new(MemoryDeadLetters::default()),
         tenants: Arc::new(MemoryTenants::new(KEY, tenant, SigningSecret::generate())),

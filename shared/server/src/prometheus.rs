@@ -153,7 +153,7 @@ impl PrometheusMetrics {
         r.register(
             "calls_deferred",
             "Attempts put off, uncounted, because their destination asked for a pause (429 or \
-             503 with Retry-After)",
+             503 with Retry-After) or their flow was over a limit",
             self.deferred.clone(),
         );
         r.register(

@@ -378,6 +378,7 @@ mod tests {
             notify: Default::default(),
             alert_of: None,
             hold: None,
+            flow: None,
         };
         let tenant = TenantId::parse("acme").unwrap();
         Task::new_scheduled(tenant, spec, None, "h".into(), t0() + secs(60), t0())

@@ -58,6 +58,18 @@ pub const MAX_JITTER: f64 = 0.5;
 /// The statuses a policy may list as permanent failures.
 pub const PERMANENT_STATUSES: RangeInclusive<i64> = 300..=599;
 
+// A flow.
+/// The longest flow key, in bytes.
+pub const MAX_FLOW_KEY: usize = 255;
+/// The most starts a flow's `rate` allows per period.
+pub const MAX_FLOW_RATE: u32 = 100_000;
+/// The most tasks of one flow in flight at once.
+pub const MAX_PARALLELISM: u32 = 1000;
+/// A flow's `period`: its default and bounds.
+pub const DEFAULT_FLOW_PERIOD: Duration = Duration::from_secs(1);
+pub const MIN_FLOW_PERIOD: Duration = Duration::from_secs(1);
+pub const MAX_FLOW_PERIOD: Duration = Duration::from_secs(24 * 3600);
+
 // Receivers.
 /// The longest a destination is paused when it answers 429 or 503 with `Retry-After`.
 pub const MAX_DESTINATION_PAUSE: Duration = Duration::from_secs(300);

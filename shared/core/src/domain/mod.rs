@@ -4,6 +4,7 @@
 pub mod alert;
 pub mod destination;
 pub mod duration_ms;
+pub mod flow;
 pub mod hold;
 pub mod ids;
 pub mod invalid;
@@ -17,6 +18,7 @@ pub mod time;
 
 pub use alert::{AlertTarget, Notice, Notify};
 pub use destination::Destination;
+pub use flow::{FlowKey, FlowSpec};
 pub use hold::{CheckAnswer, CheckBody, CheckRecord, HoldSpec, OnUnknown, CHECK_ATTEMPT};
 pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
 pub use invalid::Invalid;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::alert::{AlertTarget, Notify};
+use super::flow::FlowSpec;
 use super::hold::HoldSpec;
 use super::ids::BusinessKey;
 use super::invalid::{within, Invalid};
@@ -36,6 +37,7 @@ pub struct SpecDraft {
     pub on_failure: Option<AlertTarget>,
     pub notify: Notify,
     pub hold: Option<HoldSpec>,
+    pub flow: Option<FlowSpec>,
 }
 
 impl TaskSpec {
@@ -97,6 +99,7 @@ impl TaskSpec {
             notify: draft.notify,
             alert_of: None,
             hold: draft.hold,
+            flow: draft.flow,
         })
     }
 }

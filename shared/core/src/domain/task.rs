@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::alert::{AlertTarget, Notify};
 use super::duration_ms;
+use super::flow::FlowSpec;
 use super::hold::{CheckRecord, HoldSpec};
 use super::ids::{BusinessKey, TaskId, TenantId};
 use super::retry_policy::RetryPolicy;
@@ -93,6 +94,9 @@ pub struct TaskSpec {
     /// Registered held: delivered only once released ([`super::hold`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold: Option<HoldSpec>,
+    /// The flow whose limits the task shares ([`super::flow`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowSpec>,
 }
 
 impl TaskSpec {
@@ -127,6 +131,7 @@ impl TaskSpec {
             notify: Notify::Final,
             alert_of: None,
             hold: None,
+            flow: None,
         }
     }
 }

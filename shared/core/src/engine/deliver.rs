@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::flows::FlowAdmission;
 use super::gate::{Entry, Lane, WorkSlot};
 use super::{Engine, EngineError};
 use chrono::{DateTime, Utc};
@@ -48,8 +49,9 @@ pub enum DeliverOutcome {
     /// The call never left this machine (it ran out of open files, say): the attempt was
     /// given back, uncounted, and armed again.
     GivenBack,
-    /// The task's destination asked for a pause (429 or 503 with `Retry-After`): the
-    /// attempt was armed again for its end, unclaimed and uncounted.
+    /// The task's destination asked for a pause (429 or 503 with `Retry-After`), or its
+    /// flow is over a limit: the attempt was armed again for later, unclaimed and
+    /// uncounted.
     Deferred,
     /// The task's destination had all its calls in flight: the attempt waits in its queue,
     /// and a delivery holding one of its slots makes it next.
@@ -165,8 +167,8 @@ impl Engine {
         }
     }
 
-    /// Puts off an attempt whose destination asked for a pause (or whose queue is full):
-    /// armed again for `until`, unclaimed and uncounted.
+    /// Puts off an attempt whose destination asked for a pause (or whose queue is full),
+    /// or whose flow is over a limit: armed again for `until`, unclaimed and uncounted.
     async fn defer(&self, at: AttemptRef, until: DateTime<Utc>) -> DeliverOutcome {
         self.arm(at, until).await;
         self.record(MetricEvent::Deferred);
@@ -213,7 +215,16 @@ impl Engine {
         if task.status == Status::Delivering {
             tracing::warn!(task = %at.task_id, attempt = at.attempt, "lease expired mid-delivery; taking the attempt over");
         }
-        match self.ports.store.claim(&claimed, task.version).await {
+        let lease_until = started + chrono::Duration::from_std(lease).unwrap_or(RECHECK);
+        let flow_slot = match self.admit_flow(&task, lease_until).await? {
+            FlowAdmission::Go(slot) => slot,
+            FlowAdmission::Wait(until) => return Ok(Some(self.defer(at, until).await)),
+        };
+        let claim = self.ports.store.claim(&claimed, task.version).await;
+        if claim.is_err() && flow_slot.is_some() {
+            self.free_flow_slot(&task).await;
+        }
+        match claim {
             Ok(()) => {}
             Err(StoreError::Conflict) => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -222,6 +233,9 @@ impl Engine {
         self.record(MetricEvent::DeliveryStarted);
         let result = self.call(&claimed).await;
         drop(call_slot);
+        if flow_slot.is_some() {
+            self.free_flow_slot(&task).await;
+        }
         self.record(MetricEvent::DeliveryFinished);
         if let Some(WebhookError::Local(why)) = &result.error {
             return self.give_back(&claimed, why).await.map(Some);

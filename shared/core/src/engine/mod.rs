@@ -2,6 +2,7 @@
 
 mod alerts;
 mod deliver;
+mod flows;
 mod gate;
 mod holds;
 mod keys;
@@ -23,8 +24,9 @@ use crate::domain::{
 };
 use crate::metrics::{DeliveryWindow, DestinationFigures, MetricEvent, Metrics, MetricsView};
 use crate::ports::{
-    CreateOutcome, DeadLetters, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
-    SweepIndex, TaskStore, Tenants, TenantsError, Timer, TimerError, Webhooks,
+    CreateOutcome, DeadLetters, FlowCounters, ListQuery, Page, PolicyStore, Retention,
+    StatusCounts, StoreError, SweepIndex, TaskStore, Tenants, TenantsError, Timer, TimerError,
+    Webhooks,
 };
 use futures_util::StreamExt;
 
@@ -159,6 +161,9 @@ pub struct Ports {
     /// `None`: the store cannot count tasks by state cheaply (DynamoDB would read every
     /// item).
     pub counts: Option<Arc<dyn StatusCounts>>,
+    /// `None`: this backend cannot keep flow limits across its workers yet; a task with a
+    /// `flow` is refused.
+    pub flows: Option<Arc<dyn FlowCounters>>,
     pub timer: Arc<dyn Timer>,
     pub dead_letters: Arc<dyn DeadLetters>,
     pub tenants: Arc<dyn Tenants>,
@@ -281,6 +286,12 @@ impl Engine {
                     .check_destination(url)
                     .map_err(|detail| EngineError::Invalid { field, detail })?;
             }
+        }
+        if spec.flow.is_some() && self.ports.flows.is_none() {
+            return Err(EngineError::Invalid {
+                field: "flow",
+                detail: "this backend does not keep flow limits yet".into(),
+            });
         }
         let now = self.ports.clock.now();
         let fire_at = resolve_fire_time(new.when, now)?;

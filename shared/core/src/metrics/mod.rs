@@ -41,7 +41,7 @@ pub enum MetricEvent {
     /// attempt (or check) was made, and it is made again shortly.
     GivenBack,
     /// An attempt was put off, unclaimed and uncounted, because its destination asked for
-    /// a pause (429 or 503 with `Retry-After`).
+    /// a pause (429 or 503 with `Retry-After`) or its flow was over a limit.
     Deferred,
     /// The embedded store committed `writes` writes in one transaction, in `micros`.
     StoreCommit {

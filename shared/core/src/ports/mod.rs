@@ -6,12 +6,14 @@
 //! tell them apart.
 
 mod dead_letters;
+mod flows;
 mod store;
 mod tenants;
 mod timer;
 mod webhooks;
 
 pub use dead_letters::{DeadLetterError, DeadLetters};
+pub use flows::{FlowCounters, ProcessFlowCounters};
 pub use store::{
     CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
     SweepIndex, SweepMark, TaskStore,

@@ -56,6 +56,7 @@ pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>)
         notify: Notify::Every,
         alert_of: None,
         hold: None,
+        flow: None,
     };
     let key = key.map(str::to_string);
     // The digest is only kept with an idempotency key (it is only ever compared then).

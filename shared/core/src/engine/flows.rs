@@ -1,0 +1,110 @@
+//! A task's flow limits, checked before its attempt is claimed: a slot of its
+//! `parallelism` held until the call ends, then a start counted in the flow's current
+//! window (`rate`). A task over a limit is put off (re-armed) unclaimed and uncounted: to
+//! the next window for the rate; for a slot, after waiting a while here for one to free.
+
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, Utc};
+
+use super::{Engine, EngineError};
+use crate::domain::{FlowSpec, Task};
+
+/// How long a delivery waits here for one of its flow's slots before it is put off.
+const SLOT_WAIT: Duration = Duration::from_secs(5);
+/// How soon a task put off for want of a flow slot looks again.
+const SLOT_RETRY: chrono::Duration = chrono::Duration::milliseconds(500);
+
+/// What a task's flow allows now.
+pub(super) enum FlowAdmission {
+    /// Go; the flow's slot (if it limits parallelism) is held by this task.
+    Go(Option<FlowSlot>),
+    /// Over a limit: look again at this time.
+    Wait(DateTime<Utc>),
+}
+
+/// A held slot of a flow, freed with [`Engine::free_flow_slot`] once the call ends.
+pub(super) struct FlowSlot;
+
+impl Engine {
+    /// Checks `task`'s flow, if it has one, counting its start and taking its slot.
+    pub(super) async fn admit_flow(
+        &self,
+        task: &Task,
+        lease_until: DateTime<Utc>,
+    ) -> Result<FlowAdmission, EngineError> {
+        let (Some(flow), Some(counters)) = (&task.spec.flow, &self.ports.flows) else {
+            return Ok(FlowAdmission::Go(None));
+        };
+        let mut slot = None;
+        if let Some(parallelism) = flow.parallelism() {
+            if !self
+                .take_flow_slot(task, flow, parallelism, lease_until)
+                .await?
+            {
+                return Ok(FlowAdmission::Wait(self.ports.clock.now() + SLOT_RETRY));
+            }
+            slot = Some(FlowSlot);
+        }
+        let now = self.ports.clock.now();
+        if let Some(rate) = flow.rate() {
+            let (window, next) = window_of(flow, now);
+            let counted = counters
+                .count_start(&task.tenant, flow.key(), window, rate)
+                .await;
+            if !matches!(counted, Ok(true)) {
+                if slot.is_some() {
+                    self.free_flow_slot(task).await;
+                }
+                counted?;
+                return Ok(FlowAdmission::Wait(next));
+            }
+        }
+        Ok(FlowAdmission::Go(slot))
+    }
+
+    /// Takes one of the flow's slots for `task`, waiting up to [`SLOT_WAIT`] for one to
+    /// be freed. False if none was.
+    async fn take_flow_slot(
+        &self,
+        task: &Task,
+        flow: &FlowSpec,
+        parallelism: u32,
+        lease_until: DateTime<Utc>,
+    ) -> Result<bool, EngineError> {
+        let Some(counters) = &self.ports.flows else {
+            return Ok(true);
+        };
+        let deadline = tokio::time::Instant::now() + SLOT_WAIT;
+        loop {
+            let now = self.ports.clock.now();
+            let (tenant, key) = (&task.tenant, flow.key());
+            if (counters.take_slot(tenant, key, parallelism, &task.id, now, lease_until)).await? {
+                return Ok(true);
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            counters.slot_freed(tenant, key, left).await;
+        }
+    }
+
+    /// Frees the flow slot `task` holds. A failure is logged: the slot's lease frees it.
+    pub(super) async fn free_flow_slot(&self, task: &Task) {
+        let (Some(flow), Some(counters)) = (&task.spec.flow, &self.ports.flows) else {
+            return;
+        };
+        if let Err(e) = counters.free_slot(&task.tenant, flow.key(), &task.id).await {
+            tracing::warn!(task = %task.id, flow = %flow.key(), error = %e, "freeing a flow slot failed; its lease will");
+        }
+    }
+}
+
+/// The window of `flow` that `now` falls in, and when the next one begins. Windows are
+/// aligned to the epoch, so every worker counts in the same ones.
+fn window_of(flow: &FlowSpec, now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
+    let period = chrono::Duration::from_std(flow.period()).unwrap_or(chrono::Duration::seconds(1));
+    let start = now.duration_trunc(period).unwrap_or(now);
+    (start, start + period)
+}

@@ -1,0 +1,142 @@
+//! The counters behind flow limits ([`crate::domain::flow`]), shared by every worker that
+//! delivers a tenant's tasks.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+
+use super::StoreError;
+use crate::domain::{FlowKey, TaskId, TenantId};
+
+#[async_trait]
+pub trait FlowCounters: Send + Sync {
+    /// Counts one start of `key` in the window that began at `window`, unless `rate`
+    /// starts are already counted in it. True if counted.
+    async fn count_start(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        window: DateTime<Utc>,
+        rate: u32,
+    ) -> Result<bool, StoreError>;
+
+    /// Takes one of `key`'s `parallelism` slots for `task` until `until`, unless as many
+    /// are held, unexpired at `now`, by other tasks. True if taken (or already held).
+    async fn take_slot(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        parallelism: u32,
+        task: &TaskId,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Frees `task`'s slot of `key`, if it holds one.
+    async fn free_slot(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        task: &TaskId,
+    ) -> Result<(), StoreError>;
+
+    /// Returns once a slot of `key` may have been freed, or after `at_most`: counters that
+    /// see every free say so at once; shared ones can only let the caller look again.
+    async fn slot_freed(&self, tenant: &TenantId, key: &FlowKey, at_most: Duration);
+}
+
+/// Flow counters in this process's memory: exact where one process delivers every task of
+/// its tenants (the embedded server, which owns its data directory alone). A restart
+/// forgets them, which at worst lets one window's starts through again.
+#[derive(Default)]
+pub struct ProcessFlowCounters {
+    flows: Mutex<HashMap<(TenantId, FlowKey), FlowState>>,
+}
+
+#[derive(Default)]
+struct FlowState {
+    window: Option<DateTime<Utc>>,
+    started: u32,
+    slots: HashMap<TaskId, DateTime<Utc>>,
+    /// Wakes one task waiting for a slot each time one is freed.
+    freed: Arc<Notify>,
+}
+
+impl ProcessFlowCounters {
+    fn with<T>(&self, tenant: &TenantId, key: &FlowKey, f: impl FnOnce(&mut FlowState) -> T) -> T {
+        let mut flows = self.flows.lock().unwrap_or_else(|e| e.into_inner());
+        let state = flows.entry((tenant.clone(), key.clone())).or_default();
+        let answer = f(state);
+        // A flow with nothing counted and nobody waiting (only this map holds `freed`).
+        if state.slots.is_empty() && state.window.is_none() && Arc::strong_count(&state.freed) == 1
+        {
+            flows.remove(&(tenant.clone(), key.clone()));
+        }
+        answer
+    }
+}
+
+#[async_trait]
+impl FlowCounters for ProcessFlowCounters {
+    async fn count_start(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        window: DateTime<Utc>,
+        rate: u32,
+    ) -> Result<bool, StoreError> {
+        Ok(self.with(tenant, key, |state| {
+            if state.window != Some(window) {
+                state.window = Some(window);
+                state.started = 0;
+            }
+            let counted = state.started < rate;
+            state.started += u32::from(counted);
+            counted
+        }))
+    }
+
+    async fn take_slot(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        parallelism: u32,
+        task: &TaskId,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        Ok(self.with(tenant, key, |state| {
+            state
+                .slots
+                .retain(|holder, lease| holder == task || *lease > now);
+            let free = state.slots.contains_key(task) || state.slots.len() < parallelism as usize;
+            if free {
+                state.slots.insert(*task, until);
+            }
+            free
+        }))
+    }
+
+    async fn free_slot(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        task: &TaskId,
+    ) -> Result<(), StoreError> {
+        self.with(tenant, key, |state| {
+            if state.slots.remove(task).is_some() {
+                state.freed.notify_one();
+            }
+        });
+        Ok(())
+    }
+
+    async fn slot_freed(&self, tenant: &TenantId, key: &FlowKey, at_most: Duration) {
+        let freed = self.with(tenant, key, |state| state.freed.clone());
+        let _ = tokio::time::timeout(at_most, freed.notified()).await;
+    }
+}

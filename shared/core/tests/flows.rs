@@ -1,0 +1,117 @@
+//! Flow limits in the engine: a flow's rate per window and its parallelism, shared by its
+//! tasks whatever their destinations; a task over a limit waits, uncounted.
+
+use boomerang_core::domain::{FlowSpec, Task};
+use boomerang_core::testing::harness::*;
+
+async fn register_in(h: &Harness, url: &str, flow: &FlowSpec) -> Task {
+    let mut new = new_task(FireTime::Now, RetryPolicy::default());
+    new.spec.request.url = url.into();
+    new.spec.flow = Some(flow.clone());
+    h.engine.register(&h.tenant, new).await.unwrap().task
+}
+
+#[tokio::test]
+async fn a_flows_rate_holds_per_window_and_the_rest_wait_for_the_next() {
+    let h = harness(ScriptedWebhooks::default());
+    let flow = FlowSpec::new("partner", Some(2), Some(secs(1)), None).unwrap();
+    // Two destinations, one flow: the rate is the flow's.
+    let a = register_in(&h, "https://a.test/x", &flow).await;
+    let b = register_in(&h, "https://b.test/x", &flow).await;
+    let c = register_in(&h, "https://a.test/y", &flow).await;
+    for task in [&a, &b] {
+        let outcome = h.fire_attempt(task, 1).await;
+        assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    }
+    h.timer.clear();
+    assert_eq!(h.fire_attempt(&c, 1).await, DeliverOutcome::Deferred);
+    // t0 is a whole second: the next window starts one second later.
+    let next_window = t0() + chrono::Duration::seconds(1);
+    assert_eq!(h.timer.armed(), vec![(c.id, 1, next_window)]);
+    let details = h.engine.get(&h.tenant, &c.id).await.unwrap();
+    assert_eq!(
+        (details.task.status, details.task.attempt),
+        (Status::Scheduled, 1)
+    );
+    assert!(details.attempts.is_empty(), "waiting is no attempt");
+    assert_eq!(h.webhooks.calls(), 2);
+
+    h.clock.advance(secs(1));
+    assert_eq!(
+        h.fire_attempt(&c, 1).await,
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+}
+
+/// A harness whose webhook holds every call until the returned gate lets it go, with one
+/// task of a `parallelism: 1` flow in its call.
+async fn one_call_in_flight() -> (
+    Harness,
+    Arc<Semaphore>,
+    FlowSpec,
+    tokio::task::JoinHandle<Result<DeliverOutcome, EngineError>>,
+) {
+    let gate = Arc::new(Semaphore::new(0));
+    let h = harness(ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        ..ScriptedWebhooks::default()
+    });
+    let flow = FlowSpec::new("one-at-a-time", None, None, Some(1)).unwrap();
+    let first = register_in(&h, "https://a.test/x", &flow).await;
+    let (engine, attempt) = (h.engine.clone(), first.attempt_ref(1));
+    let running = tokio::spawn(async move { engine.deliver(attempt).await });
+    wait_until(|| h.webhooks.calls() == 1).await;
+    (h, gate, flow, running)
+}
+
+#[tokio::test]
+async fn a_flows_parallelism_holds_until_a_call_ends() {
+    let (h, gate, flow, running) = one_call_in_flight().await;
+    let second = register_in(&h, "https://b.test/x", &flow).await;
+    let (engine, attempt) = (h.engine.clone(), second.attempt_ref(1));
+    let waiting = tokio::spawn(async move { engine.deliver(attempt).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        h.webhooks.calls(),
+        1,
+        "the second waits for the first's slot"
+    );
+
+    gate.add_permits(2);
+    for run in [running, waiting] {
+        let outcome = run.await.unwrap().unwrap();
+        assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    }
+    assert_eq!(h.webhooks.most_in_flight.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_that_waited_long_for_a_flow_slot_is_put_off_uncounted() {
+    let (h, gate, flow, running) = one_call_in_flight().await;
+    let second = register_in(&h, "https://b.test/x", &flow).await;
+    h.timer.clear();
+    // Paused time moves on by itself while every task waits.
+    assert_eq!(h.fire_attempt(&second, 1).await, DeliverOutcome::Deferred);
+    let armed = h.timer.armed();
+    assert_eq!(armed.len(), 1);
+    assert!(armed[0].2 > h.clock_now(), "looked at again a little later");
+    let details = h.engine.get(&h.tenant, &second.id).await.unwrap();
+    assert!(details.attempts.is_empty(), "waiting is no attempt");
+    gate.add_permits(1);
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn flows_of_other_keys_do_not_share_limits() {
+    let h = harness(ScriptedWebhooks::default());
+    let one = FlowSpec::new("one", Some(1), None, None).unwrap();
+    let other = FlowSpec::new("other", Some(1), None, None).unwrap();
+    let a = register_in(&h, "https://a.test/x", &one).await;
+    let b = register_in(&h, "https://a.test/x", &other).await;
+    let c = register_in(&h, "https://a.test/x", &one).await;
+    for task in [&a, &b] {
+        let outcome = h.fire_attempt(task, 1).await;
+        assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    }
+    assert_eq!(h.fire_attempt(&c, 1).await, DeliverOutcome::Deferred);
+}
