@@ -17,7 +17,7 @@ use boomerang_client::{Answer, Client};
 use boomerang_core::domain::{SigningSecret, Status};
 use boomerang_http::problem::Problem;
 use boomerang_http::task_request::{
-    AlertRequest, HoldRequest, RetryField, RetryRequest, TaskRequest,
+    AlertRequest, FlowRequest, HoldRequest, RetryField, RetryRequest, TaskRequest,
 };
 use boomerang_http::views::TaskView;
 use serde_json::Value;
@@ -630,9 +630,16 @@ pub trait Callback: Sized {
     fn hold(self, hold: HoldRequest) -> Self;
     fn on_failure(self, url: &str) -> Self;
     fn notify(self, notify: &str) -> Self;
+    fn flow(self, flow: FlowRequest) -> Self;
 }
 
 impl Callback for TaskRequest {
+    fn flow(self, flow: FlowRequest) -> Self {
+        Self {
+            flow: Some(flow),
+            ..self
+        }
+    }
     fn delay(self, delay: &str) -> Self {
         Self {
             delay: Some(delay.into()),

@@ -76,6 +76,16 @@ pub mod checkpoint {
     pub const VERSION: &str = "cv";
 }
 
+/// A flow's items (partition `F#<tenant>#<key>`): one per rate window (`W#<start ms>`),
+/// and one per parallelism slot (`S#<index>`).
+pub mod flow {
+    /// Starts counted in a window.
+    pub const STARTED: &str = "n";
+    /// A slot's holder (task id), and until when it holds it (epoch milliseconds).
+    pub const HOLDER: &str = "h";
+    pub const HELD_UNTIL: &str = "hu";
+}
+
 /// A tenant's items: the tenant, and each API key's.
 pub mod tenant {
     pub const SIGNING_SECRET: &str = "signing_secret";

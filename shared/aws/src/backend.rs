@@ -11,6 +11,7 @@ use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
 use crate::dead_letters::SqsDeadLetters;
+use crate::flows::DynamoFlowCounters;
 use crate::settings::AwsSettings;
 use crate::store::DynamoStore;
 use crate::system_failures::SystemFailures;
@@ -77,6 +78,7 @@ pub fn aws_with_clients(
         &settings.table,
         settings.retention,
     ));
+    let flows = Arc::new(DynamoFlowCounters::new(ddb.clone(), &settings.table));
     let tenants = Arc::new(DynamoTenants::new(ddb, &settings.table));
     let timer = AwsTimer::new(
         sqs.clone(),
@@ -96,9 +98,8 @@ pub fn aws_with_clients(
         // item.
         retention: None,
         counts: None,
-        // Flow limits must hold across every delivery function instance: they need
-        // counters in the table, which this backend does not keep yet.
-        flows: None,
+        // In the table, so that they hold across every delivery function instance.
+        flows: Some(flows),
         timer: Arc::new(timer),
         dead_letters: Arc::new(SqsDeadLetters::new(
             sqs.clone(),

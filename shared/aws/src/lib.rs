@@ -18,6 +18,7 @@ pub mod backend;
 pub mod bootstrap;
 pub mod capacity;
 pub mod dead_letters;
+pub mod flows;
 pub mod lambda;
 pub mod sdk;
 pub mod settings;

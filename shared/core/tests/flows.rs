@@ -115,3 +115,9 @@ async fn flows_of_other_keys_do_not_share_limits() {
     }
     assert_eq!(h.fire_attempt(&c, 1).await, DeliverOutcome::Deferred);
 }
+
+#[tokio::test]
+async fn process_flow_counters_honour_the_contract() {
+    let counters = Arc::new(boomerang_core::ports::ProcessFlowCounters::default());
+    boomerang_core::testing::flow_contract::check_flow_counters(counters, "process").await;
+}

@@ -68,7 +68,8 @@ pub struct DynamoStore {
     policies: std::sync::Arc<Cache<Option<RetryPolicy>>>,
 }
 
-fn conflict_or_unavailable<E>(e: aws_sdk_dynamodb::error::SdkError<E>) -> StoreError
+/// A refused condition as [`StoreError::Conflict`]; any other failure as unavailable.
+pub(crate) fn conflict_or_unavailable<E>(e: aws_sdk_dynamodb::error::SdkError<E>) -> StoreError
 where
     E: std::error::Error + Send + Sync + 'static + aws_sdk_dynamodb::error::ProvideErrorMetadata,
 {

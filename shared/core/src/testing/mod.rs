@@ -3,6 +3,7 @@
 //! [`crate::ports::Timer`] adapter must honour, as suites that each adapter's tests run.
 //! Tenants are unique per run, so the suites can share a table with other tests.
 
+pub mod flow_contract;
 pub mod harness;
 mod memory_dead_letters;
 mod memory_store;

@@ -1,0 +1,236 @@
+//! Flow limits kept in the table, so that they hold across every delivery function
+//! instance (and every `serve --backend aws` process).
+//!
+//! - A rate window is one item, `W#<window start>`: a start is an `ADD` of one under the
+//!   condition that fewer than `rate` were counted. One write unit per start (a refused
+//!   start costs one too).
+//! - Parallelism slots are items `S#0` … `S#<parallelism - 1>`, each naming its holder and
+//!   until when: a slot is taken with a conditional put on a free or expired one, found by
+//!   one consistent query of the flow's slots, and freed with a delete conditional on its
+//!   holder. A limited delivery costs one query (a read unit or two) and two write units.
+//!
+//! Both carry the table's expiry, so a crashed holder's slot and old windows go away.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use chrono::{DateTime, Utc};
+
+use crate::attr;
+use crate::sdk::items::{n, s, Item};
+use crate::sdk::sdk_failure;
+use crate::store::conflict_or_unavailable;
+use boomerang_core::domain::{FlowKey, TaskId, TenantId};
+use boomerang_core::ports::{FlowCounters, StoreError};
+
+/// Takes of a slot tried before the caller is told the flow is full.
+const TAKE_TRIES: usize = 3;
+/// How long expired items are kept before the table's expiry removes them.
+const KEEP: chrono::Duration = chrono::Duration::hours(1);
+/// How soon a caller waiting for a slot looks again: frees by other workers are not seen.
+const LOOK_AGAIN: Duration = Duration::from_millis(200);
+
+pub struct DynamoFlowCounters {
+    client: Client,
+    table: String,
+}
+
+impl DynamoFlowCounters {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    /// A free or expired slot index at `now`, from one consistent read of the flow's slots.
+    async fn free_index(
+        &self,
+        pk: &str,
+        parallelism: u32,
+        task: &TaskId,
+        now: DateTime<Utc>,
+    ) -> Result<Option<u32>, StoreError> {
+        let answer = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :slots)")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":slots", s("S#"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        let mut taken = vec![false; parallelism as usize];
+        for item in answer.items() {
+            let index = slot_index(item);
+            let holder = item.get(attr::flow::HOLDER).and_then(|v| v.as_s().ok());
+            if holder.is_some_and(|h| *h == task.to_string()) {
+                return Ok(index);
+            }
+            let held_until = item
+                .get(attr::flow::HELD_UNTIL)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|v| v.parse::<i64>().ok())
+                .unwrap_or(0);
+            if let Some(i) = index.filter(|i| (*i as usize) < taken.len()) {
+                taken[i as usize] = held_until > now.timestamp_millis();
+            }
+        }
+        Ok(taken.iter().position(|t| !t).map(|i| i as u32))
+    }
+
+    /// Puts `task` in slot `index` if it is free or expired at `now` (or already `task`'s).
+    async fn put_slot(
+        &self,
+        pk: &str,
+        index: u32,
+        task: &TaskId,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(attr::PK, s(pk))
+            .item(attr::SK, s(format!("S#{index}")))
+            .item(attr::flow::HOLDER, s(task.to_string()))
+            .item(attr::flow::HELD_UNTIL, n(until.timestamp_millis()))
+            .item(attr::EXPIRES, n((until + KEEP).timestamp()))
+            .condition_expression("attribute_not_exists(#h) OR #hu < :now OR #h = :me")
+            .expression_attribute_names("#h", attr::flow::HOLDER)
+            .expression_attribute_names("#hu", attr::flow::HELD_UNTIL)
+            .expression_attribute_values(":now", n(now.timestamp_millis()))
+            .expression_attribute_values(":me", s(task.to_string()))
+            .send()
+            .await;
+        conditional(put)
+    }
+}
+
+#[async_trait]
+impl FlowCounters for DynamoFlowCounters {
+    async fn count_start(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        window: DateTime<Utc>,
+        rate: u32,
+    ) -> Result<bool, StoreError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(flow_pk(tenant, key)))
+            .key(attr::SK, s(format!("W#{}", window.timestamp_millis())))
+            .update_expression("ADD #n :one SET #x = :expires")
+            .condition_expression("attribute_not_exists(#n) OR #n < :rate")
+            .expression_attribute_names("#n", attr::flow::STARTED)
+            .expression_attribute_names("#x", attr::EXPIRES)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":rate", n(rate))
+            .expression_attribute_values(":expires", n((window + KEEP).timestamp()))
+            .send()
+            .await;
+        conditional(update)
+    }
+
+    async fn take_slot(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        parallelism: u32,
+        task: &TaskId,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let pk = flow_pk(tenant, key);
+        for _ in 0..TAKE_TRIES {
+            let Some(index) = self.free_index(&pk, parallelism, task, now).await? else {
+                return Ok(false);
+            };
+            // Another worker may take the same slot between the read and the put.
+            if self.put_slot(&pk, index, task, now, until).await? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    async fn free_slot(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        task: &TaskId,
+    ) -> Result<(), StoreError> {
+        let pk = flow_pk(tenant, key);
+        let answer = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :slots)")
+            .filter_expression("#h = :me")
+            .expression_attribute_names("#pk", attr::PK)
+            .expression_attribute_names("#sk", attr::SK)
+            .expression_attribute_names("#h", attr::flow::HOLDER)
+            .expression_attribute_values(":pk", s(&pk))
+            .expression_attribute_values(":slots", s("S#"))
+            .expression_attribute_values(":me", s(task.to_string()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        for item in answer.items() {
+            let Some(sk) = item.get(attr::SK).cloned() else {
+                continue;
+            };
+            let delete = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .key(attr::PK, s(&pk))
+                .key(attr::SK, sk)
+                .condition_expression("#h = :me")
+                .expression_attribute_names("#h", attr::flow::HOLDER)
+                .expression_attribute_values(":me", s(task.to_string()))
+                .send()
+                .await;
+            // Refused: the slot expired and another task took it; nothing of ours is left.
+            conditional(delete)?;
+        }
+        Ok(())
+    }
+
+    async fn slot_freed(&self, _tenant: &TenantId, _key: &FlowKey, at_most: Duration) {
+        tokio::time::sleep(at_most.min(LOOK_AGAIN)).await;
+    }
+}
+
+/// A flow's partition: `F#<tenant>#<key>`.
+fn flow_pk(tenant: &TenantId, key: &FlowKey) -> String {
+    format!("F#{tenant}#{key}")
+}
+
+fn slot_index(item: &Item) -> Option<u32> {
+    let sk = item.get(attr::SK).and_then(|v| v.as_s().ok())?;
+    sk.strip_prefix("S#")?.parse().ok()
+}
+
+/// True if a conditional write went through, false if its condition refused it.
+fn conditional<T, E>(
+    sent: Result<T, aws_sdk_dynamodb::error::SdkError<E>>,
+) -> Result<bool, StoreError>
+where
+    E: std::error::Error + Send + Sync + 'static + aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    match sent.map_err(conflict_or_unavailable) {
+        Ok(_) => Ok(true),
+        Err(StoreError::Conflict) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
