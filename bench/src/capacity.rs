@@ -1,5 +1,6 @@
 //! Receivers with less capacity than the burst that reaches them: one that serves a few
-//! requests at a time (`slow-receiver`), one that never answers (`hanging`).
+//! requests at a time (`slow-receiver`), one that never answers (`hanging`); and a flow's
+//! limits, counted where the calls arrive (`flow`).
 
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,25 @@ pub struct HangingArgs {
     /// Callbacks to a healthy receiver, due 1 s after the hanging ones.
     #[arg(long, default_value_t = 200)]
     healthy: usize,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(clap::Args)]
+pub struct FlowArgs {
+    #[arg(long, default_value_t = 1500)]
+    tasks: usize,
+    /// The flow's rate per second.
+    #[arg(long, default_value_t = 50)]
+    rate: u32,
+    #[arg(long, default_value_t = 3)]
+    parallelism: u32,
+    /// How long the receiver takes to answer each call.
+    #[arg(long, default_value_t = 20)]
+    serve_ms: u64,
+    /// The window the rate is measured over, after the first 2 s.
+    #[arg(long, default_value_t = 20)]
+    window_s: u64,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -212,4 +232,53 @@ impl ServerFigures {
             self.delivered, self.failed, self.retried, self.given_back
         );
     }
+}
+
+pub async fn flow(args: FlowArgs) -> Result<()> {
+    let receiver = ReceiverProcess::start(&ReceiverArgs {
+        serve_ms: args.serve_ms,
+        ..Default::default()
+    })?;
+    let server = args.server.start()?;
+    let due = due_after_registering(args.tasks)?;
+    let (url, rate, parallelism) = (receiver.url.clone(), args.rate, args.parallelism);
+    register_all(&server, args.tasks, args.server.clients, move |i| {
+        json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339(),
+               "flow": {"key": "bench", "rate": rate, "period": "1s", "parallelism": parallelism}})
+    })
+    .await?;
+    let expected = Duration::from_secs(args.tasks as u64 / args.rate as u64);
+    let arrivals = receiver
+        .wait_for(args.tasks, expected * 2 + Duration::from_secs(60))
+        .await?;
+    let first = arrivals.iter().map(|a| a.at_ms).min().unwrap_or(0);
+    let (from, to) = (first + 2000, first + 2000 + args.window_s as i64 * 1000);
+    let in_window = arrivals
+        .iter()
+        .filter(|a| (from..to).contains(&a.at_ms))
+        .count();
+    let measured = in_window as f64 / args.window_s as f64;
+    let figures = ServerFigures::read(&server).await?;
+
+    println!("mode:              flow");
+    println!(
+        "tasks:             {} due at once in one flow (rate {}/s, parallelism {}); receiver \
+         answers in {} ms; {}",
+        args.tasks,
+        args.rate,
+        args.parallelism,
+        args.serve_ms,
+        args.server.describe()
+    );
+    println!(
+        "rate:              {measured:.1}/s over {} s at the receiver ({:+.1} % of the flow's)",
+        args.window_s,
+        (measured / args.rate as f64 - 1.0) * 100.0
+    );
+    println!(
+        "parallelism:       at most {} calls in the receiver at once",
+        receiver.peak().await?
+    );
+    figures.print(arrivals.len());
+    Ok(())
 }

@@ -52,6 +52,9 @@ pub enum BenchCommand {
     /// Deliveries to a receiver that never answers, then callbacks to a healthy one: the
     /// healthy callbacks' lateness.
     Hanging(capacity::HangingArgs),
+    /// Many tasks due at once in one flow (rate 50/s, parallelism 3): the rate and the
+    /// parallelism the receiver sees.
+    Flow(capacity::FlowArgs),
     /// The benchmark's receiver (started by the other modes).
     #[command(hide = true)]
     Receiver(receiver::ReceiverArgs),
@@ -91,6 +94,7 @@ async fn main() -> Result<()> {
         BenchCommand::Cost(args) => cost::run(args).await,
         BenchCommand::SlowReceiver(args) => capacity::slow_receiver(args).await,
         BenchCommand::Hanging(args) => capacity::hanging(args).await,
+        BenchCommand::Flow(args) => capacity::flow(args).await,
         BenchCommand::Receiver(args) => receiver::run(args).await,
     }
 }

@@ -117,6 +117,7 @@ impl Default for ServerOptions {
 }
 
 /// How to start a server: its arguments and environment (the same on every restart).
+#[derive(Clone)]
 struct Launch {
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -193,6 +194,26 @@ impl Server {
             data_dir,
             secret,
             api_key,
+            launch,
+            http: reqwest::Client::new(),
+            api,
+        }
+    }
+
+    /// Another `serve` on the same table and queues (AWS backend): a second worker that
+    /// delivers from the same timer queue.
+    pub fn another_worker(&self) -> Server {
+        let data_dir = std::env::temp_dir().join(format!("boomerang-e2e-{}", ulid::Ulid::new()));
+        std::fs::create_dir_all(&data_dir).unwrap();
+        let launch = self.launch.clone();
+        let (child, base) = spawn(&data_dir, &launch);
+        let api = Client::new(&base, &self.api_key).expect("the server's URL");
+        Server {
+            child,
+            base,
+            data_dir,
+            secret: self.secret.clone(),
+            api_key: self.api_key.clone(),
             launch,
             http: reqwest::Client::new(),
             api,

@@ -84,6 +84,24 @@ fn hanging_runs_and_prints_its_figures() {
 }
 
 #[test]
+fn flow_runs_and_prints_its_figures() {
+    bench(
+        &[
+            "flow",
+            "--tasks",
+            "30",
+            "--rate",
+            "10",
+            "--window-s",
+            "1",
+            "--clients",
+            "2",
+        ],
+        &["rate:", "parallelism:", "30 succeeded, 0 failed"],
+    );
+}
+
+#[test]
 fn retry_runs_and_prints_its_figures() {
     bench(
         &["retry", "--tasks", "10", "--clients", "2"],

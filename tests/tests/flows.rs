@@ -15,6 +15,48 @@ const HOLD: Duration = Duration::from_millis(300);
 
 on_both_backends!(a_flow_keeps_its_parallelism_and_its_rate_across_destinations);
 
+fn partner_flow() -> FlowRequest {
+    FlowRequest {
+        key: Some("partner-api".into()),
+        rate: Some(4),
+        period: Some("1s".into()),
+        parallelism: Some(2),
+    }
+}
+
+/// Arrival times at the receivers, in order.
+fn arrivals(receivers: &[&Receiver]) -> Vec<Instant> {
+    let mut at: Vec<Instant> = receivers
+        .iter()
+        .flat_map(|rx| rx.received())
+        .map(|r| r.at)
+        .collect();
+    at.sort();
+    at
+}
+
+/// Parallelism 2 and rate 4 per whole second, as the receivers saw them.
+fn assert_within_partner_flow(arrivals: &[Instant]) {
+    // A slot frees only once its call is answered, so the third call cannot arrive before
+    // the first was answered.
+    for (first, third) in arrivals.iter().zip(arrivals.iter().skip(2)) {
+        assert!(*third >= *first + HOLD, "more than two calls at once");
+    }
+    // Windows are whole seconds: no second-long stretch holds more than two windows' worth.
+    for (first, ninth) in arrivals.iter().zip(arrivals.iter().skip(8)) {
+        assert!(
+            *ninth - *first > Duration::from_millis(900),
+            "over the rate"
+        );
+    }
+    let windows = arrivals.len().div_ceil(4) as u32;
+    let span = arrivals[arrivals.len() - 1] - arrivals[0];
+    assert!(
+        span > Duration::from_secs(1) * (windows - 2),
+        "over the rate"
+    );
+}
+
 async fn a_flow_keeps_its_parallelism_and_its_rate_across_destinations(backend: Backend) {
     // Two receivers: the flow's limits are the key's, whatever the destination.
     let hold = || Reply {
@@ -26,17 +68,11 @@ async fn a_flow_keeps_its_parallelism_and_its_rate_across_destinations(backend: 
         Receiver::start(move |_, _| hold()).await,
     );
     let server = Server::start(ServerOptions::on(backend));
-    let flow = || FlowRequest {
-        key: Some("partner-api".into()),
-        rate: Some(4),
-        period: Some("1s".into()),
-        parallelism: Some(2),
-    };
     let mut ids = Vec::new();
     for n in 0..12 {
         let rx = if n % 2 == 0 { &rx_a } else { &rx_b };
         let task = server
-            .register(&callback(rx.url(&format!("/t/{n}"))).flow(flow()))
+            .register(&callback(rx.url(&format!("/t/{n}"))).flow(partner_flow()))
             .await;
         assert_eq!(task.flow.as_ref().map(|f| f.parallelism), Some(Some(2)));
         ids.push(task.id);
@@ -45,24 +81,41 @@ async fn a_flow_keeps_its_parallelism_and_its_rate_across_destinations(backend: 
         let task = server.wait_status(id, Status::Succeeded, WAIT).await;
         assert_eq!(task.attempt, 1, "waiting for the flow is no attempt");
     }
-    let mut arrivals: Vec<Instant> = (rx_a.received().into_iter())
-        .chain(rx_b.received())
-        .map(|r| r.at)
-        .collect();
-    arrivals.sort();
+    let arrivals = arrivals(&[&rx_a, &rx_b]);
     assert_eq!(arrivals.len(), 12, "each task called once");
-    // Parallelism 2: a slot frees only once its call is answered, so the third call
-    // cannot arrive before the first was answered.
-    for (first, third) in arrivals.iter().zip(arrivals.iter().skip(2)) {
-        assert!(*third >= *first + HOLD, "more than two calls at once");
+    assert_within_partner_flow(&arrivals);
+}
+
+/// Three `serve --backend aws` workers on one table and timer queue: the flow's counters
+/// are in the table, so its limits hold across them.
+#[tokio::test]
+async fn a_flow_holds_across_three_aws_workers() {
+    let rx = Receiver::start(|_, _| Reply {
+        delay: HOLD,
+        ..Reply::status(200)
+    })
+    .await;
+    let first = Server::start(ServerOptions::on(Backend::Aws));
+    let _others = [first.another_worker(), first.another_worker()];
+    let mut ids = Vec::new();
+    for n in 0..24 {
+        let task = first
+            .register(&callback(rx.url(&format!("/t/{n}"))).flow(partner_flow()))
+            .await;
+        ids.push(task.id);
     }
-    // Rate 4 per whole second: 12 starts need three windows, so they span more than one
-    // second, and no second-long stretch holds more than two windows' worth.
-    assert!(arrivals[11] - arrivals[0] > Duration::from_secs(1));
-    for (first, ninth) in arrivals.iter().zip(arrivals.iter().skip(8)) {
-        assert!(
-            *ninth - *first > Duration::from_millis(900),
-            "over the rate"
-        );
+    let mut workers = std::collections::BTreeSet::new();
+    for id in &ids {
+        let task = first.wait_status(id, Status::Succeeded, WAIT).await;
+        let attempts = task.attempts.unwrap_or_default();
+        assert_eq!(attempts.len(), 1, "waiting for the flow is no attempt");
+        workers.extend(attempts.into_iter().filter_map(|a| a.worker));
     }
+    assert!(
+        workers.len() >= 2,
+        "one worker delivered everything: {workers:?}"
+    );
+    let arrivals = arrivals(&[&rx]);
+    assert_eq!(arrivals.len(), 24, "each task called once");
+    assert_within_partner_flow(&arrivals);
 }
