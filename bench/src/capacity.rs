@@ -54,6 +54,11 @@ pub struct FlowArgs {
     /// The window the rate is measured over, after the first 2 s.
     #[arg(long, default_value_t = 20)]
     window_s: u64,
+    /// Run N `serve --backend aws --emulate-triggers` workers on one table and queue,
+    /// against the emulators the environment names (`AWS_ENDPOINT_URL`, and
+    /// `AWS_ENDPOINT_URL_DYNAMODB`), instead of one embedded server.
+    #[arg(long)]
+    aws_workers: Option<usize>,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -195,6 +200,7 @@ pub async fn hanging(args: HangingArgs) -> Result<()> {
 }
 
 /// What the server's `/metrics` says of its deliveries.
+#[derive(Default)]
 struct ServerFigures {
     delivered: u64,
     failed: u64,
@@ -225,6 +231,13 @@ impl ServerFigures {
         })
     }
 
+    fn add(&mut self, other: &Self) {
+        self.delivered += other.delivered;
+        self.failed += other.failed;
+        self.retried += other.retried;
+        self.given_back += other.given_back;
+    }
+
     fn print(&self, arrivals: usize) {
         println!(
             "outcome:           {} succeeded, {} failed, {} attempts retried, {} calls given \
@@ -239,10 +252,14 @@ pub async fn flow(args: FlowArgs) -> Result<()> {
         serve_ms: args.serve_ms,
         ..Default::default()
     })?;
-    let server = args.server.start()?;
-    let due = due_after_registering(args.tasks)?;
+    let workers = match args.aws_workers {
+        Some(n) => Server::start_aws_workers(n)?,
+        None => vec![args.server.start()?],
+    };
+    let server = &workers[0];
+    let due = due_after_registering(args.tasks)? + chrono::Duration::seconds(2);
     let (url, rate, parallelism) = (receiver.url.clone(), args.rate, args.parallelism);
-    register_all(&server, args.tasks, args.server.clients, move |i| {
+    register_all(server, args.tasks, args.server.clients, move |i| {
         json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339(),
                "flow": {"key": "bench", "rate": rate, "period": "1s", "parallelism": parallelism}})
     })
@@ -258,7 +275,6 @@ pub async fn flow(args: FlowArgs) -> Result<()> {
         .filter(|a| (from..to).contains(&a.at_ms))
         .count();
     let measured = in_window as f64 / args.window_s as f64;
-    let figures = ServerFigures::read(&server).await?;
 
     println!("mode:              flow");
     println!(
@@ -268,7 +284,10 @@ pub async fn flow(args: FlowArgs) -> Result<()> {
         args.rate,
         args.parallelism,
         args.serve_ms,
-        args.server.describe()
+        match args.aws_workers {
+            Some(n) => format!("{n} AWS-backend workers on the emulators"),
+            None => args.server.describe(),
+        }
     );
     println!(
         "rate:              {measured:.1}/s over {} s at the receiver ({:+.1} % of the flow's)",
@@ -279,6 +298,10 @@ pub async fn flow(args: FlowArgs) -> Result<()> {
         "parallelism:       at most {} calls in the receiver at once",
         receiver.peak().await?
     );
+    let mut figures = ServerFigures::default();
+    for worker in &workers {
+        figures.add(&ServerFigures::read(worker).await?);
+    }
     figures.print(arrivals.len());
     Ok(())
 }

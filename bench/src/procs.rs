@@ -28,8 +28,19 @@ fn boomerang_binary() -> Result<PathBuf> {
 /// Starts `program <args>` and waits for the line that starts with `prefix`; returns the
 /// child and the rest of that line.
 fn spawn(program: &Path, args: &[String], prefix: &str) -> Result<(Child, String)> {
+    spawn_with(program, args, &[], prefix)
+}
+
+/// [`spawn`] with extra environment variables.
+fn spawn_with(
+    program: &Path,
+    args: &[String],
+    env: &[(String, String)],
+    prefix: &str,
+) -> Result<(Child, String)> {
     let mut child = Command::new(program)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -96,6 +107,61 @@ impl Server {
         })
     }
 
+    /// `n` servers on the AWS backend, each playing the triggers, on one fresh set of
+    /// resources (`boomerang aws bootstrap`) at the emulator the environment names
+    /// (`AWS_ENDPOINT_URL`, and `AWS_ENDPOINT_URL_DYNAMODB` if DynamoDB is elsewhere).
+    pub fn start_aws_workers(n: usize) -> Result<Vec<Server>> {
+        for var in ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"] {
+            if let Ok(url) = std::env::var(var) {
+                if !url.starts_with("http://127.0.0.1:") && !url.starts_with("http://localhost:") {
+                    bail!("{var}={url} is not on loopback; the bench only talks to emulators");
+                }
+            }
+        }
+        if std::env::var("AWS_ENDPOINT_URL").is_err() {
+            bail!("--aws-workers runs against emulators: set AWS_ENDPOINT_URL");
+        }
+        let program = boomerang_binary()?;
+        let prefix = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
+        let exports = run(&program, &["aws", "bootstrap", "--prefix", &prefix], &[])?;
+        let env: Vec<(String, String)> = exports
+            .lines()
+            .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
+            .collect();
+        let minted = run(&program, &["keys", "create", "--tenant", "bench"], &env)?;
+        let api_key = minted
+            .lines()
+            .find_map(|l| l.strip_prefix("API key:"))
+            .map(|k| k.trim().to_string())
+            .context("`keys create` printed no API key")?;
+        let args: Vec<String> = [
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--dev",
+            "--backend",
+            "aws",
+            "--emulate-triggers",
+        ]
+        .map(String::from)
+        .into();
+        (0..n)
+            .map(|_| {
+                let (child, base) = spawn_with(&program, &args, &env, "Boomerang listening on ")?;
+                Ok(Server {
+                    child,
+                    program: program.clone(),
+                    args: args.clone(),
+                    base,
+                    api_key: api_key.clone(),
+                    data_dir: std::env::temp_dir()
+                        .join(format!("boomerang-bench-{}", ulid::Ulid::new())),
+                })
+            })
+            .collect()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -140,6 +206,23 @@ impl Drop for Server {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.data_dir);
     }
+}
+
+/// Runs `program <args>` to its end; its stdout, or an error with its stderr.
+fn run(program: &Path, args: &[&str], env: &[(String, String)]) -> Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "`{} {}` failed: {}",
+            program.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Whether a plain blocking GET of `url` answers 200 (so `restart` needs no runtime).

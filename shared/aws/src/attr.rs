@@ -79,8 +79,8 @@ pub mod checkpoint {
 /// A flow's items (partition `F#<tenant>#<key>`): one per rate window (`W#<start ms>`),
 /// and one per parallelism slot (`S#<index>`).
 pub mod flow {
-    /// Starts counted in a window.
-    pub const STARTED: &str = "n";
+    /// Asks to start counted in a window.
+    pub const ASKED: &str = "n";
     /// A slot's holder (task id), and until when it holds it (epoch milliseconds).
     pub const HOLDER: &str = "h";
     pub const HELD_UNTIL: &str = "hu";

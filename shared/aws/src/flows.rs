@@ -1,9 +1,9 @@
 //! Flow limits kept in the table, so that they hold across every delivery function
 //! instance (and every `serve --backend aws` process).
 //!
-//! - A rate window is one item, `W#<window start>`: a start is an `ADD` of one under the
-//!   condition that fewer than `rate` were counted. One write unit per start (a refused
-//!   start costs one too).
+//! - A rate window is one item, `W#<window start>`: each ask to start is an `ADD` of one
+//!   that answers the count, so every worker learns its place in the window. One write
+//!   unit per ask.
 //! - Parallelism slots are items `S#0` … `S#<parallelism - 1>`, each naming its holder and
 //!   until when: a slot is taken with a conditional put on a free or expired one, found by
 //!   one consistent query of the flow's slots, and freed with a delete conditional on its
@@ -11,14 +11,18 @@
 //!
 //! Both carry the table's expiry, so a crashed holder's slot and old windows go away.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::types::ReturnValue;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
 
 use crate::attr;
-use crate::sdk::items::{n, s, Item};
+use crate::sdk::items::{corrupt, n, s, Item};
 use crate::sdk::sdk_failure;
 use crate::store::conflict_or_unavailable;
 use boomerang_core::domain::{FlowKey, TaskId, TenantId};
@@ -34,6 +38,9 @@ const LOOK_AGAIN: Duration = Duration::from_millis(200);
 pub struct DynamoFlowCounters {
     client: Client,
     table: String,
+    /// Per flow, wakes a task of this process waiting for a slot when this process frees
+    /// one (frees by other workers are only seen by looking again).
+    freed: Mutex<HashMap<String, Arc<Notify>>>,
 }
 
 impl DynamoFlowCounters {
@@ -41,7 +48,12 @@ impl DynamoFlowCounters {
         Self {
             client,
             table: table.into(),
+            freed: Mutex::default(),
         }
+    }
+
+    fn freed(&self) -> MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+        self.freed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A free or expired slot index at `now`, from one consistent read of the flow's slots.
@@ -115,29 +127,32 @@ impl DynamoFlowCounters {
 
 #[async_trait]
 impl FlowCounters for DynamoFlowCounters {
-    async fn count_start(
+    async fn ask_start(
         &self,
         tenant: &TenantId,
         key: &FlowKey,
         window: DateTime<Utc>,
-        rate: u32,
-    ) -> Result<bool, StoreError> {
-        let update = self
+    ) -> Result<u64, StoreError> {
+        let answer = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(attr::PK, s(flow_pk(tenant, key)))
             .key(attr::SK, s(format!("W#{}", window.timestamp_millis())))
             .update_expression("ADD #n :one SET #x = :expires")
-            .condition_expression("attribute_not_exists(#n) OR #n < :rate")
-            .expression_attribute_names("#n", attr::flow::STARTED)
+            .expression_attribute_names("#n", attr::flow::ASKED)
             .expression_attribute_names("#x", attr::EXPIRES)
             .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":rate", n(rate))
             .expression_attribute_values(":expires", n((window + KEEP).timestamp()))
+            .return_values(ReturnValue::UpdatedNew)
             .send()
-            .await;
-        conditional(update)
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        let asked = (answer.attributes())
+            .and_then(|a| a.get(attr::flow::ASKED))
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse().ok());
+        asked.ok_or_else(|| corrupt(attr::flow::ASKED))
     }
 
     async fn take_slot(
@@ -201,13 +216,25 @@ impl FlowCounters for DynamoFlowCounters {
                 .send()
                 .await;
             // Refused: the slot expired and another task took it; nothing of ours is left.
-            conditional(delete)?;
+            if conditional(delete)? {
+                if let Some(freed) = self.freed().get(&pk) {
+                    freed.notify_one();
+                }
+            }
         }
         Ok(())
     }
 
-    async fn slot_freed(&self, _tenant: &TenantId, _key: &FlowKey, at_most: Duration) {
-        tokio::time::sleep(at_most.min(LOOK_AGAIN)).await;
+    async fn slot_freed(&self, tenant: &TenantId, key: &FlowKey, at_most: Duration) {
+        let pk = flow_pk(tenant, key);
+        let freed = self.freed().entry(pk.clone()).or_default().clone();
+        let _ = tokio::time::timeout(at_most.min(LOOK_AGAIN), freed.notified()).await;
+        drop(freed);
+        let mut all = self.freed();
+        // Nobody else waits on this flow here: forget it.
+        if all.get(&pk).is_some_and(|f| Arc::strong_count(f) == 1) {
+            all.remove(&pk);
+        }
     }
 }
 

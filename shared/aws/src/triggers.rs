@@ -19,6 +19,9 @@ use boomerang_core::engine::Engine;
 
 /// How long a received timer message stays invisible.
 const VISIBILITY_TIMEOUT_SECS: i32 = 10;
+/// Batches handled at once, as an SQS event source mapping starts with five concurrent
+/// batches (it scales up from there; this stays at five).
+const CONCURRENT_BATCHES: usize = 5;
 
 pub struct TriggerEmulator {
     pub scheduler: aws_sdk_scheduler::Client,
@@ -56,15 +59,18 @@ impl TriggerEmulator {
                 }
             }
         };
-        let queue = async move {
-            loop {
-                if let Err(e) = self.drain_queue_once().await {
-                    tracing::warn!(error = %e, "polling the timer queue failed");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+        let pollers = (0..CONCURRENT_BATCHES).map(|_| {
+            let me = self.clone();
+            async move {
+                loop {
+                    if let Err(e) = me.drain_queue_once().await {
+                        tracing::warn!(error = %e, "polling the timer queue failed");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
                 }
             }
-        };
-        tokio::join!(schedules, queue);
+        });
+        tokio::join!(schedules, futures_util::future::join_all(pollers));
     }
 
     /// Fires every schedule of the group whose time has come; returns how many.

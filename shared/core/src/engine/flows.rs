@@ -48,16 +48,22 @@ impl Engine {
         }
         let now = self.ports.clock.now();
         if let Some(rate) = flow.rate() {
-            let (window, next) = window_of(flow, now);
-            let counted = counters
-                .count_start(&task.tenant, flow.key(), window, rate)
-                .await;
-            if !matches!(counted, Ok(true)) {
+            let (window, period) = window_of(flow, now);
+            let asked = counters.ask_start(&task.tenant, flow.key(), window).await;
+            let later = match asked {
+                Ok(n) if n <= u64::from(rate) => None,
+                // The n-th ask of a full window comes back in the window where, at this
+                // pace, its turn falls: a backlog spreads over the windows ahead instead of
+                // all of it asking again in the next one.
+                Ok(n) => Some(window + period * windows_ahead(n, rate)),
+                Err(_) => Some(window + period),
+            };
+            if let Some(until) = later {
                 if slot.is_some() {
                     self.free_flow_slot(task).await;
                 }
-                counted?;
-                return Ok(FlowAdmission::Wait(next));
+                asked?;
+                return Ok(FlowAdmission::Wait(until));
             }
         }
         Ok(FlowAdmission::Go(slot))
@@ -101,10 +107,28 @@ impl Engine {
     }
 }
 
-/// The window of `flow` that `now` falls in, and when the next one begins. Windows are
-/// aligned to the epoch, so every worker counts in the same ones.
-fn window_of(flow: &FlowSpec, now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
+/// The window of `flow` that `now` falls in, and the flow's period. Windows are aligned
+/// to the epoch, so every worker counts in the same ones.
+fn window_of(flow: &FlowSpec, now: DateTime<Utc>) -> (DateTime<Utc>, chrono::Duration) {
     let period = chrono::Duration::from_std(flow.period()).unwrap_or(chrono::Duration::seconds(1));
-    let start = now.duration_trunc(period).unwrap_or(now);
-    (start, start + period)
+    (now.duration_trunc(period).unwrap_or(now), period)
+}
+
+/// How many windows ahead the `asked`-th ask of a full window (`asked > rate`) comes back.
+fn windows_ahead(asked: u64, rate: u32) -> i32 {
+    let ahead = (asked - 1) / u64::from(rate.max(1));
+    i32::try_from(ahead).unwrap_or(i32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::windows_ahead;
+
+    #[test]
+    fn a_backlog_spreads_over_the_windows_ahead() {
+        assert_eq!(windows_ahead(4, 3), 1);
+        assert_eq!(windows_ahead(6, 3), 1);
+        assert_eq!(windows_ahead(7, 3), 2);
+        assert_eq!(windows_ahead(u64::MAX, 1), i32::MAX);
+    }
 }

@@ -14,15 +14,15 @@ use crate::domain::{FlowKey, TaskId, TenantId};
 
 #[async_trait]
 pub trait FlowCounters: Send + Sync {
-    /// Counts one start of `key` in the window that began at `window`, unless `rate`
-    /// starts are already counted in it. True if counted.
-    async fn count_start(
+    /// Counts a request to start a task of `key` in the window that began at `window`, and
+    /// answers how many were made in that window so far, this one included. The engine
+    /// starts the first `rate` and tells the others which later window to come back in.
+    async fn ask_start(
         &self,
         tenant: &TenantId,
         key: &FlowKey,
         window: DateTime<Utc>,
-        rate: u32,
-    ) -> Result<bool, StoreError>;
+    ) -> Result<u64, StoreError>;
 
     /// Takes one of `key`'s `parallelism` slots for `task` until `until`, unless as many
     /// are held, unexpired at `now`, by other tasks. True if taken (or already held).
@@ -60,7 +60,7 @@ pub struct ProcessFlowCounters {
 #[derive(Default)]
 struct FlowState {
     window: Option<DateTime<Utc>>,
-    started: u32,
+    asked: u64,
     slots: HashMap<TaskId, DateTime<Utc>>,
     /// Wakes one task waiting for a slot each time one is freed.
     freed: Arc<Notify>,
@@ -82,21 +82,19 @@ impl ProcessFlowCounters {
 
 #[async_trait]
 impl FlowCounters for ProcessFlowCounters {
-    async fn count_start(
+    async fn ask_start(
         &self,
         tenant: &TenantId,
         key: &FlowKey,
         window: DateTime<Utc>,
-        rate: u32,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<u64, StoreError> {
         Ok(self.with(tenant, key, |state| {
             if state.window != Some(window) {
                 state.window = Some(window);
-                state.started = 0;
+                state.asked = 0;
             }
-            let counted = state.started < rate;
-            state.started += u32::from(counted);
-            counted
+            state.asked += 1;
+            state.asked
         }))
     }
 

@@ -1,5 +1,6 @@
 //! What every [`FlowCounters`] adapter must do, run against each of them: concurrent
-//! callers never get more than a flow's rate per window or its parallelism in slots.
+//! callers each get their own place in a window's asks, and never more than a flow's
+//! parallelism in slots.
 
 use std::sync::Arc;
 
@@ -23,20 +24,25 @@ async fn rate_holds_under_concurrency(counters: &Arc<dyn FlowCounters>, name: &s
     let tenant = TenantId::parse("acme").expect("valid");
     let key = FlowKey::parse(format!("{name}-rate")).expect("valid");
     let window = t0();
-    let starts = (0..8).map(|_| counters.count_start(&tenant, &key, window, 3));
-    let counted = join_all(starts).await;
-    let counted = counted
-        .into_iter()
-        .filter(|c| *c.as_ref().expect("counted"))
-        .count();
-    assert_eq!(counted, 3, "a window counts at most `rate` starts");
-    let next = window + Duration::seconds(1);
-    assert!(counters.count_start(&tenant, &key, next, 3).await.unwrap());
-    let other = FlowKey::parse(format!("{name}-other")).expect("valid");
-    assert!(counters
-        .count_start(&tenant, &other, window, 3)
+    let asks = (0..8).map(|_| counters.ask_start(&tenant, &key, window));
+    let mut positions: Vec<u64> = join_all(asks)
         .await
-        .unwrap());
+        .into_iter()
+        .map(|p| p.expect("counted"))
+        .collect();
+    positions.sort_unstable();
+    assert_eq!(
+        positions,
+        (1..=8).collect::<Vec<u64>>(),
+        "each ask its own place"
+    );
+    let next = window + Duration::seconds(1);
+    assert_eq!(counters.ask_start(&tenant, &key, next).await.unwrap(), 1);
+    let other = FlowKey::parse(format!("{name}-other")).expect("valid");
+    assert_eq!(
+        counters.ask_start(&tenant, &other, window).await.unwrap(),
+        1
+    );
 }
 
 async fn slots_hold_under_concurrency(counters: &Arc<dyn FlowCounters>, name: &str) {
