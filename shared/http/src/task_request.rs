@@ -159,7 +159,7 @@ pub struct FlowRequest {
     /// The most tasks of the flow started per `period` (1–100000).
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 100000, example = 50)]
     pub rate: Option<i64>,
-    /// The window `rate` counts in (1s to 1day; default 1s).
+    /// The window `rate` counts in (1s to 24h; default 1s).
     #[schema(example = "1s")]
     pub period: Option<String>,
     /// The most tasks of the flow in flight at once (1–1000).

@@ -113,6 +113,27 @@ fn the_documents_prose_states_the_enforced_limits() {
         ),
         ("RetryRequest", "jitter", vec![format!("0 to {MAX_JITTER}")]),
         (
+            "FlowRequest",
+            "key",
+            vec![format!("1–{MAX_FLOW_KEY} bytes")],
+        ),
+        ("FlowRequest", "rate", vec![format!("(1–{MAX_FLOW_RATE})")]),
+        (
+            "FlowRequest",
+            "period",
+            vec![format!(
+                "{}s to {}h; default {}s",
+                MIN_FLOW_PERIOD.as_secs(),
+                MAX_FLOW_PERIOD.as_secs() / 3600,
+                DEFAULT_FLOW_PERIOD.as_secs()
+            )],
+        ),
+        (
+            "FlowRequest",
+            "parallelism",
+            vec![format!("(1–{MAX_PARALLELISM})")],
+        ),
+        (
             "RetryRequest",
             "permanent_statuses",
             vec![format!(
@@ -193,6 +214,19 @@ fn the_readme_states_the_enforced_limits() {
             vec![
                 format!("`timeout` {}–{} h", s(MIN_HOLD), MAX_HOLD.as_secs() / 3600),
                 format!("`max_checks` 1–{MAX_CHECKS}, default {DEFAULT_MAX_CHECKS}"),
+            ],
+        ),
+        (
+            "flow",
+            vec![
+                format!("`key` 1–{MAX_FLOW_KEY} bytes"),
+                format!(
+                    "`rate` 1–{MAX_FLOW_RATE} per `period` ({}–{} d, default {})",
+                    s(MIN_FLOW_PERIOD),
+                    days(MAX_FLOW_PERIOD),
+                    s(DEFAULT_FLOW_PERIOD)
+                ),
+                format!("`parallelism` 1–{MAX_PARALLELISM}"),
             ],
         ),
         (
