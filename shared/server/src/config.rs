@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use boomerang_core::engine::{DeliveryLimits, EngineSettings};
+use boomerang_core::engine::{DeliveryLimits, EngineSettings, PER_DESTINATION_RANGE};
 use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
 use ipnet::IpNet;
 
@@ -16,7 +16,6 @@ pub const LEASE_MARGIN_RANGE: (Duration, Duration) =
 pub const SWEEP_LAG_RANGE: (Duration, Duration) =
     (Duration::from_secs(1), Duration::from_secs(24 * 3600));
 pub const CONCURRENCY_RANGE: (usize, usize) = (1, 10_000);
-pub const DESTINATION_LIMIT_RANGE: (usize, usize) = (1, 1000);
 pub const RETENTION_RANGE: (Duration, Duration) = (
     Duration::from_secs(1),
     Duration::from_secs(3650 * 24 * 3600),
@@ -94,7 +93,7 @@ impl ServiceConfig {
         count_within(
             "--destination-limit",
             self.destination_limit,
-            DESTINATION_LIMIT_RANGE,
+            PER_DESTINATION_RANGE,
         )?;
         if let BackendChoice::Aws { sweep_lag, .. } = self.backend {
             within("--sweep-lag", sweep_lag, SWEEP_LAG_RANGE)?;

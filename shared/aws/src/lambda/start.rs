@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use boomerang_core::clock::SystemClock;
 use boomerang_core::domain::AlertTarget;
-use boomerang_core::engine::EngineSettings;
+use boomerang_core::engine::{
+    DeliveryLimits, EngineSettings, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE,
+};
 use boomerang_core::metrics::MetricLines;
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
@@ -16,6 +18,8 @@ use crate::settings::{AwsSettings, SettingsError};
 
 /// The functions' default alert destination.
 pub const ENV_ALERT_URL: &str = "BOOMERANG_ALERT_URL";
+/// Most calls one function instance has in flight to one destination.
+pub const ENV_DESTINATION_LIMIT: &str = "BOOMERANG_DESTINATION_LIMIT";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -25,6 +29,12 @@ pub enum StartError {
     AlertUrl(#[from] InvalidAlertUrl),
     #[error(transparent)]
     Client(#[from] ClientBuildError),
+    #[error(
+        "{ENV_DESTINATION_LIMIT} must be a whole number from {min} to {max} (got `{got}`)",
+        min = PER_DESTINATION_RANGE.0,
+        max = PER_DESTINATION_RANGE.1
+    )]
+    DestinationLimit { got: String },
 }
 
 /// The AWS backend as a function builds it: settings from the environment, the SDK's
@@ -44,10 +54,25 @@ pub async fn backend() -> Result<AwsBackend, StartError> {
             metrics_view: None,
             engine: EngineSettings {
                 alert,
+                limits: DeliveryLimits {
+                    per_destination: destination_limit(|k| std::env::var(k).ok())?,
+                    ..DeliveryLimits::default()
+                },
                 ..EngineSettings::default()
             },
         },
     )?)
+}
+
+/// `BOOMERANG_DESTINATION_LIMIT`, if set; else the default.
+pub fn destination_limit(get: impl Fn(&str) -> Option<String>) -> Result<usize, StartError> {
+    let Some(raw) = get(ENV_DESTINATION_LIMIT).filter(|v| !v.trim().is_empty()) else {
+        return Ok(DEFAULT_PER_DESTINATION);
+    };
+    let (min, max) = PER_DESTINATION_RANGE;
+    (raw.trim().parse::<usize>().ok())
+        .filter(|n| (min..=max).contains(n))
+        .ok_or(StartError::DestinationLimit { got: raw })
 }
 
 /// `BOOMERANG_ALERT_URL`: the functions' default alert destination, if set.
@@ -113,6 +138,19 @@ mod tests {
         ] {
             let err = env(bad).unwrap_err().to_string();
             assert!(err.contains(ENV_ALERT_URL), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_destination_limit_is_a_bounded_whole_number() {
+        let env = |v: &'static str| {
+            destination_limit(move |k| (k == ENV_DESTINATION_LIMIT).then(|| v.into()))
+        };
+        assert_eq!(env("").unwrap(), DEFAULT_PER_DESTINATION);
+        assert_eq!(env(" 4 ").unwrap(), 4);
+        for bad in ["0", "1001", "-3", "many", "1e3"] {
+            let err = env(bad).unwrap_err().to_string();
+            assert!(err.contains(ENV_DESTINATION_LIMIT), "{bad}: {err}");
         }
     }
 

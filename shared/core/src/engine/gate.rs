@@ -31,8 +31,9 @@ pub struct DeliveryLimits {
     pub per_destination: usize,
 }
 
-/// The default of [`DeliveryLimits::per_destination`].
+/// The default of [`DeliveryLimits::per_destination`], and its bounds.
 pub const DEFAULT_PER_DESTINATION: usize = 16;
+pub const PER_DESTINATION_RANGE: (usize, usize) = (1, 1000);
 
 impl Default for DeliveryLimits {
     fn default() -> Self {

@@ -31,7 +31,7 @@ use crate::ports::{
 use futures_util::StreamExt;
 
 pub use deliver::DeliverOutcome;
-pub use gate::{DeliveryLimits, WorkSlot, DEFAULT_PER_DESTINATION};
+pub use gate::{DeliveryLimits, WorkSlot, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE};
 pub use holds::Release;
 pub use keys::KeyOutcome;
 pub use sweep::SweepReport;
