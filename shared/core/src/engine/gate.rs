@@ -12,7 +12,7 @@
 //! 503 with `Retry-After` is paused: its deliveries are re-armed for the end of the pause
 //! instead.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -69,6 +69,9 @@ struct LaneState {
     /// Deliveries holding a place (calling, waiting for a call slot, or writing).
     places: usize,
     queue: VecDeque<AttemptRef>,
+    /// What `queue` holds: a fire for an attempt already queued (a sweep re-arms overdue
+    /// work, and a queued task is overdue) is not queued twice.
+    queued: HashSet<AttemptRef>,
     paused_until: Option<DateTime<Utc>>,
 }
 
@@ -140,10 +143,14 @@ impl Gate {
                 held: true,
             });
         }
+        if state.queued.contains(at) {
+            return Entry::Queued;
+        }
         if state.queue.len() >= MAX_QUEUED {
             return Entry::Full;
         }
         state.queue.push_back(at.clone());
+        state.queued.insert(at.clone());
         Entry::Queued
     }
 
@@ -213,6 +220,9 @@ impl LaneSlot {
         }
         let mut state = self.lane.state();
         let next = state.queue.pop_front();
+        if let Some(next) = &next {
+            state.queued.remove(next);
+        }
         if next.is_none() {
             state.places -= 1;
             self.held = false;
@@ -263,6 +273,8 @@ mod tests {
         let (second, third) = (attempt(), attempt());
         assert!(matches!(gate.enter(&slow, &second), Entry::Queued));
         assert!(matches!(gate.enter(&slow, &third), Entry::Queued));
+        // A second fire of a queued attempt (a sweep's) is not queued twice.
+        assert!(matches!(gate.enter(&slow, &second), Entry::Queued));
         // Another destination is not affected.
         let fast = gate.lane(&Destination::of("https://fast.test/"), now());
         assert!(matches!(gate.enter(&fast, &attempt()), Entry::Entered(_)));
