@@ -56,14 +56,8 @@ impl DynamoFlowCounters {
         self.freed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A free or expired slot index at `now`, from one consistent read of the flow's slots.
-    async fn free_index(
-        &self,
-        pk: &str,
-        parallelism: u32,
-        task: &TaskId,
-        now: DateTime<Utc>,
-    ) -> Result<Option<u32>, StoreError> {
+    /// The flow's slot items, read consistently.
+    async fn slots(&self, pk: &str) -> Result<Vec<Item>, StoreError> {
         let answer = self
             .client
             .query()
@@ -77,9 +71,20 @@ impl DynamoFlowCounters {
             .send()
             .await
             .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        Ok(answer.items.unwrap_or_default())
+    }
+
+    /// A free or expired slot index at `now`, from one consistent read of the flow's slots.
+    async fn free_index(
+        &self,
+        pk: &str,
+        parallelism: u32,
+        task: &TaskId,
+        now: DateTime<Utc>,
+    ) -> Result<Option<u32>, StoreError> {
         let mut taken = vec![false; parallelism as usize];
-        for item in answer.items() {
-            let index = slot_index(item);
+        for item in self.slots(pk).await? {
+            let index = slot_index(&item);
             let holder = item.get(attr::flow::HOLDER).and_then(|v| v.as_s().ok());
             if holder.is_some_and(|h| *h == task.to_string()) {
                 return Ok(index);
@@ -184,23 +189,10 @@ impl FlowCounters for DynamoFlowCounters {
         task: &TaskId,
     ) -> Result<(), StoreError> {
         let pk = flow_pk(tenant, key);
-        let answer = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND begins_with(#sk, :slots)")
-            .filter_expression("#h = :me")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_names("#h", attr::flow::HOLDER)
-            .expression_attribute_values(":pk", s(&pk))
-            .expression_attribute_values(":slots", s("S#"))
-            .expression_attribute_values(":me", s(task.to_string()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-        for item in answer.items() {
+        let me = task.to_string();
+        let mine = (self.slots(&pk).await?.into_iter())
+            .filter(|item| item.get(attr::flow::HOLDER).and_then(|h| h.as_s().ok()) == Some(&me));
+        for item in mine {
             let Some(sk) = item.get(attr::SK).cloned() else {
                 continue;
             };

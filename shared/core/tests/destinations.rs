@@ -21,21 +21,24 @@ fn spawn_delivery(
     tokio::spawn(async move { engine.deliver(attempt).await })
 }
 
+/// A harness within `limits` whose calls to `SLOW` wait for the returned gate.
+fn slow_harness(limits: DeliveryLimits) -> (Harness, Arc<Semaphore>) {
+    let gate = Arc::new(Semaphore::new(0));
+    let webhooks = ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        gated_url: Some(SLOW.into()),
+        ..ScriptedWebhooks::default()
+    };
+    (harness_limited(webhooks, limits), gate)
+}
+
 #[tokio::test]
 async fn a_hanging_destination_holds_only_its_own_slots() {
-    let gate = Arc::new(Semaphore::new(0));
     let limits = DeliveryLimits {
         concurrency: 6,
         per_destination: 2,
     };
-    let h = harness_limited(
-        ScriptedWebhooks {
-            gate: Some(gate.clone()),
-            gated_url: Some(SLOW.into()),
-            ..ScriptedWebhooks::default()
-        },
-        limits,
-    );
+    let (h, gate) = slow_harness(limits);
     let mut slow = vec![];
     let mut holders = vec![];
     for _ in 0..6 {
@@ -84,18 +87,10 @@ async fn a_hanging_destination_holds_only_its_own_slots() {
 
 #[tokio::test]
 async fn a_queued_delivery_reads_its_task_again_and_sees_a_cancel() {
-    let gate = Arc::new(Semaphore::new(0));
-    let limits = DeliveryLimits {
+    let (h, gate) = slow_harness(DeliveryLimits {
         concurrency: 4,
         per_destination: 1,
-    };
-    let h = harness_limited(
-        ScriptedWebhooks {
-            gate: Some(gate.clone()),
-            ..ScriptedWebhooks::default()
-        },
-        limits,
-    );
+    });
     // One calls, one waits for the call slot, the third queues.
     let first = register_to(&h, SLOW).await;
     let first_run = spawn_delivery(&h, &first);
