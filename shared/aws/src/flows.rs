@@ -25,8 +25,8 @@ use crate::attr;
 use crate::sdk::items::{corrupt, n, s, Item};
 use crate::sdk::sdk_failure;
 use crate::store::conflict_or_unavailable;
-use boomerang_core::domain::{FlowKey, TaskId, TenantId};
-use boomerang_core::ports::{FlowCounters, StoreError};
+use boomerang_core::domain::{FlowKey, TenantId};
+use boomerang_core::ports::{FlowCounters, SlotHolder, StoreError};
 
 /// Takes of a slot tried before the caller is told the flow is full.
 const TAKE_TRIES: usize = 3;
@@ -79,14 +79,14 @@ impl DynamoFlowCounters {
         &self,
         pk: &str,
         parallelism: u32,
-        task: &TaskId,
+        holder: &SlotHolder,
         now: DateTime<Utc>,
     ) -> Result<Option<u32>, StoreError> {
         let mut taken = vec![false; parallelism as usize];
         for item in self.slots(pk).await? {
             let index = slot_index(&item);
-            let holder = item.get(attr::flow::HOLDER).and_then(|v| v.as_s().ok());
-            if holder.is_some_and(|h| *h == task.to_string()) {
+            let held_by = item.get(attr::flow::HOLDER).and_then(|v| v.as_s().ok());
+            if held_by.is_some_and(|h| h == holder.as_str()) {
                 return Ok(index);
             }
             let held_until = item
@@ -101,12 +101,12 @@ impl DynamoFlowCounters {
         Ok(taken.iter().position(|t| !t).map(|i| i as u32))
     }
 
-    /// Puts `task` in slot `index` if it is free or expired at `now` (or already `task`'s).
+    /// Puts `holder` in slot `index` if it is free or expired at `now` (or already its).
     async fn put_slot(
         &self,
         pk: &str,
         index: u32,
-        task: &TaskId,
+        holder: &SlotHolder,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
@@ -116,14 +116,14 @@ impl DynamoFlowCounters {
             .table_name(&self.table)
             .item(attr::PK, s(pk))
             .item(attr::SK, s(format!("S#{index}")))
-            .item(attr::flow::HOLDER, s(task.to_string()))
+            .item(attr::flow::HOLDER, s(holder.as_str()))
             .item(attr::flow::HELD_UNTIL, n(until.timestamp_millis()))
             .item(attr::EXPIRES, n((until + KEEP).timestamp()))
             .condition_expression("attribute_not_exists(#h) OR #hu < :now OR #h = :me")
             .expression_attribute_names("#h", attr::flow::HOLDER)
             .expression_attribute_names("#hu", attr::flow::HELD_UNTIL)
             .expression_attribute_values(":now", n(now.timestamp_millis()))
-            .expression_attribute_values(":me", s(task.to_string()))
+            .expression_attribute_values(":me", s(holder.as_str()))
             .send()
             .await;
         conditional(put)
@@ -165,17 +165,17 @@ impl FlowCounters for DynamoFlowCounters {
         tenant: &TenantId,
         key: &FlowKey,
         parallelism: u32,
-        task: &TaskId,
+        holder: &SlotHolder,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let pk = flow_pk(tenant, key);
         for _ in 0..TAKE_TRIES {
-            let Some(index) = self.free_index(&pk, parallelism, task, now).await? else {
+            let Some(index) = self.free_index(&pk, parallelism, holder, now).await? else {
                 return Ok(false);
             };
             // Another worker may take the same slot between the read and the put.
-            if self.put_slot(&pk, index, task, now, until).await? {
+            if self.put_slot(&pk, index, holder, now, until).await? {
                 return Ok(true);
             }
         }
@@ -186,10 +186,10 @@ impl FlowCounters for DynamoFlowCounters {
         &self,
         tenant: &TenantId,
         key: &FlowKey,
-        task: &TaskId,
+        holder: &SlotHolder,
     ) -> Result<(), StoreError> {
         let pk = flow_pk(tenant, key);
-        let me = task.to_string();
+        let me = holder.as_str().to_string();
         let mine = (self.slots(&pk).await?.into_iter())
             .filter(|item| item.get(attr::flow::HOLDER).and_then(|h| h.as_s().ok()) == Some(&me));
         for item in mine {
@@ -204,10 +204,10 @@ impl FlowCounters for DynamoFlowCounters {
                 .key(attr::SK, sk)
                 .condition_expression("#h = :me")
                 .expression_attribute_names("#h", attr::flow::HOLDER)
-                .expression_attribute_values(":me", s(task.to_string()))
+                .expression_attribute_values(":me", s(holder.as_str()))
                 .send()
                 .await;
-            // Refused: the slot expired and another task took it; nothing of ours is left.
+            // Refused: the slot expired and another took it; nothing of ours is left.
             if conditional(delete)? {
                 if let Some(freed) = self.freed().get(&pk) {
                     freed.notify_one();

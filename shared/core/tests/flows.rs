@@ -121,3 +121,39 @@ async fn process_flow_counters_honour_the_contract() {
     let counters = Arc::new(boomerang_core::ports::ProcessFlowCounters::default());
     boomerang_core::testing::flow_contract::check_flow_counters(counters, "process").await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_duplicate_fire_that_loses_the_claim_frees_only_its_own_slot() {
+    let gate = Arc::new(Semaphore::new(0));
+    let h = harness(ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        ..ScriptedWebhooks::default()
+    });
+    let flow = FlowSpec::new("two", None, None, Some(2)).unwrap();
+    let first = register_in(&h, "https://a.test/x", &flow).await;
+    let (engine, attempt) = (h.engine.clone(), first.attempt_ref(1));
+    let running = tokio::spawn(async move { engine.deliver(attempt).await });
+    wait_until(|| h.webhooks.calls() == 1).await;
+
+    // A duplicate fire reads the task as it was before the claim: it takes the second
+    // slot, loses the claim, and must free that slot, not the first delivery's.
+    h.store.lag_next_peek(Some(first.clone()));
+    assert_eq!(h.fire_attempt(&first, 1).await, DeliverOutcome::Stale);
+    let second = register_in(&h, "https://b.test/x", &flow).await;
+    let (engine, attempt) = (h.engine.clone(), second.attempt_ref(1));
+    let second_run = tokio::spawn(async move { engine.deliver(attempt).await });
+    wait_until(|| h.webhooks.calls() == 2).await;
+    let third = register_in(&h, "https://c.test/x", &flow).await;
+    assert_eq!(h.fire_attempt(&third, 1).await, DeliverOutcome::Deferred);
+    assert_eq!(
+        h.webhooks.calls(),
+        2,
+        "never more than two calls of the flow"
+    );
+
+    gate.add_permits(2);
+    for run in [running, second_run] {
+        let outcome = run.await.unwrap().unwrap();
+        assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    }
+}

@@ -221,8 +221,8 @@ impl Engine {
             FlowAdmission::Wait(until) => return Ok(Some(self.defer(at, until).await)),
         };
         let claim = self.ports.store.claim(&claimed, task.version).await;
-        if claim.is_err() && flow_slot.is_some() {
-            self.free_flow_slot(&task).await;
+        if let (Err(_), Some(slot)) = (&claim, &flow_slot) {
+            self.free_flow_slot(&task, slot).await;
         }
         match claim {
             Ok(()) => {}
@@ -233,8 +233,8 @@ impl Engine {
         self.record(MetricEvent::DeliveryStarted);
         let result = self.call(&claimed).await;
         drop(call_slot);
-        if flow_slot.is_some() {
-            self.free_flow_slot(&task).await;
+        if let Some(slot) = &flow_slot {
+            self.free_flow_slot(&task, slot).await;
         }
         self.record(MetricEvent::DeliveryFinished);
         if let Some(WebhookError::Local(why)) = &result.error {

@@ -9,6 +9,7 @@ use chrono::{DateTime, DurationRound, Utc};
 
 use super::{Engine, EngineError};
 use crate::domain::{FlowSpec, Task};
+use crate::ports::SlotHolder;
 
 /// How long a delivery waits here for one of its flow's slots before it is put off.
 const SLOT_WAIT: Duration = Duration::from_secs(5);
@@ -24,7 +25,7 @@ pub(super) enum FlowAdmission {
 }
 
 /// A held slot of a flow, freed with [`Engine::free_flow_slot`] once the call ends.
-pub(super) struct FlowSlot;
+pub(super) struct FlowSlot(SlotHolder);
 
 impl Engine {
     /// Checks `task`'s flow, if it has one, counting its start and taking its slot.
@@ -38,13 +39,11 @@ impl Engine {
         };
         let mut slot = None;
         if let Some(parallelism) = flow.parallelism() {
-            if !self
-                .take_flow_slot(task, flow, parallelism, lease_until)
-                .await?
-            {
+            let holder = SlotHolder::new(&task.id);
+            if !(self.take_flow_slot(task, flow, parallelism, &holder, lease_until)).await? {
                 return Ok(FlowAdmission::Wait(self.ports.clock.now() + SLOT_RETRY));
             }
-            slot = Some(FlowSlot);
+            slot = Some(FlowSlot(holder));
         }
         let now = self.ports.clock.now();
         if let Some(rate) = flow.rate() {
@@ -59,8 +58,8 @@ impl Engine {
                 Err(_) => Some(window + period),
             };
             if let Some(until) = later {
-                if slot.is_some() {
-                    self.free_flow_slot(task).await;
+                if let Some(slot) = &slot {
+                    self.free_flow_slot(task, slot).await;
                 }
                 asked?;
                 return Ok(FlowAdmission::Wait(until));
@@ -76,6 +75,7 @@ impl Engine {
         task: &Task,
         flow: &FlowSpec,
         parallelism: u32,
+        holder: &SlotHolder,
         lease_until: DateTime<Utc>,
     ) -> Result<bool, EngineError> {
         let Some(counters) = &self.ports.flows else {
@@ -85,7 +85,7 @@ impl Engine {
         loop {
             let now = self.ports.clock.now();
             let (tenant, key) = (&task.tenant, flow.key());
-            if (counters.take_slot(tenant, key, parallelism, &task.id, now, lease_until)).await? {
+            if (counters.take_slot(tenant, key, parallelism, holder, now, lease_until)).await? {
                 return Ok(true);
             }
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -97,11 +97,11 @@ impl Engine {
     }
 
     /// Frees the flow slot `task` holds. A failure is logged: the slot's lease frees it.
-    pub(super) async fn free_flow_slot(&self, task: &Task) {
+    pub(super) async fn free_flow_slot(&self, task: &Task, slot: &FlowSlot) {
         let (Some(flow), Some(counters)) = (&task.spec.flow, &self.ports.flows) else {
             return;
         };
-        if let Err(e) = counters.free_slot(&task.tenant, flow.key(), &task.id).await {
+        if let Err(e) = counters.free_slot(&task.tenant, flow.key(), &slot.0).await {
             tracing::warn!(task = %task.id, flow = %flow.key(), error = %e, "freeing a flow slot failed; its lease will");
         }
     }

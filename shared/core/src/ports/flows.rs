@@ -12,6 +12,22 @@ use tokio::sync::Notify;
 use super::StoreError;
 use crate::domain::{FlowKey, TaskId, TenantId};
 
+/// One delivery's hold on a flow slot: its task and a part of its own, so that two
+/// deliveries of one task (a duplicate timer fire, of which only one wins the claim) never
+/// free each other's slot.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SlotHolder(String);
+
+impl SlotHolder {
+    pub fn new(task: &TaskId) -> Self {
+        Self(format!("{task}.{}", ulid::Ulid::new()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 #[async_trait]
 pub trait FlowCounters: Send + Sync {
     /// Counts a request to start a task of `key` in the window that began at `window`, and
@@ -24,24 +40,24 @@ pub trait FlowCounters: Send + Sync {
         window: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
 
-    /// Takes one of `key`'s `parallelism` slots for `task` until `until`, unless as many
-    /// are held, unexpired at `now`, by other tasks. True if taken (or already held).
+    /// Takes one of `key`'s `parallelism` slots for `holder` until `until`, unless as many
+    /// are held, unexpired at `now`, by others. True if taken (or already held).
     async fn take_slot(
         &self,
         tenant: &TenantId,
         key: &FlowKey,
         parallelism: u32,
-        task: &TaskId,
+        holder: &SlotHolder,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
 
-    /// Frees `task`'s slot of `key`, if it holds one.
+    /// Frees `holder`'s slot of `key`, if it holds one.
     async fn free_slot(
         &self,
         tenant: &TenantId,
         key: &FlowKey,
-        task: &TaskId,
+        holder: &SlotHolder,
     ) -> Result<(), StoreError>;
 
     /// Returns once a slot of `key` may have been freed, or after `at_most`: counters that
@@ -61,7 +77,7 @@ pub struct ProcessFlowCounters {
 struct FlowState {
     window: Option<DateTime<Utc>>,
     asked: u64,
-    slots: HashMap<TaskId, DateTime<Utc>>,
+    slots: HashMap<SlotHolder, DateTime<Utc>>,
     /// Wakes one task waiting for a slot each time one is freed.
     freed: Arc<Notify>,
 }
@@ -103,17 +119,17 @@ impl FlowCounters for ProcessFlowCounters {
         tenant: &TenantId,
         key: &FlowKey,
         parallelism: u32,
-        task: &TaskId,
+        holder: &SlotHolder,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         Ok(self.with(tenant, key, |state| {
             state
                 .slots
-                .retain(|holder, lease| holder == task || *lease > now);
-            let free = state.slots.contains_key(task) || state.slots.len() < parallelism as usize;
+                .retain(|held_by, lease| held_by == holder || *lease > now);
+            let free = state.slots.contains_key(holder) || state.slots.len() < parallelism as usize;
             if free {
-                state.slots.insert(*task, until);
+                state.slots.insert(holder.clone(), until);
             }
             free
         }))
@@ -123,10 +139,10 @@ impl FlowCounters for ProcessFlowCounters {
         &self,
         tenant: &TenantId,
         key: &FlowKey,
-        task: &TaskId,
+        holder: &SlotHolder,
     ) -> Result<(), StoreError> {
         self.with(tenant, key, |state| {
-            if state.slots.remove(task).is_some() {
+            if state.slots.remove(holder).is_some() {
                 state.freed.notify_one();
             }
         });

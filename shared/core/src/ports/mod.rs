@@ -13,7 +13,7 @@ mod timer;
 mod webhooks;
 
 pub use dead_letters::{DeadLetterError, DeadLetters};
-pub use flows::{FlowCounters, ProcessFlowCounters};
+pub use flows::{FlowCounters, ProcessFlowCounters, SlotHolder};
 pub use store::{
     CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
     SweepIndex, SweepMark, TaskStore,

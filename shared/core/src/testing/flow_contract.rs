@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use futures_util::future::join_all;
 
 use crate::domain::{FlowKey, TaskId, TenantId};
-use crate::ports::FlowCounters;
+use crate::ports::{FlowCounters, SlotHolder};
 
 /// Runs every case against `counters`; `name` makes the flow keys unique per run.
 pub async fn check_flow_counters(counters: Arc<dyn FlowCounters>, name: &str) {
@@ -49,7 +49,7 @@ async fn slots_hold_under_concurrency(counters: &Arc<dyn FlowCounters>, name: &s
     let tenant = TenantId::parse("acme").expect("valid");
     let key = FlowKey::parse(format!("{name}-slots")).expect("valid");
     let (now, until) = (t0(), t0() + Duration::seconds(30));
-    let tasks: Vec<TaskId> = (0..8).map(|_| TaskId::new()).collect();
+    let tasks: Vec<SlotHolder> = (0..8).map(|_| SlotHolder::new(&TaskId::new())).collect();
     let takes = tasks
         .iter()
         .map(|task| counters.take_slot(&tenant, &key, 3, task, now, until));
@@ -63,19 +63,25 @@ async fn slots_hold_under_concurrency(counters: &Arc<dyn FlowCounters>, name: &s
         3,
         "at most `parallelism` slots"
     );
-    let holders: Vec<&TaskId> = tasks
+    let holders: Vec<&SlotHolder> = tasks
         .iter()
         .zip(&taken)
         .filter(|(_, t)| **t)
         .map(|(id, _)| id)
         .collect();
-    let waiting: Vec<&TaskId> = tasks
+    let waiting: Vec<&SlotHolder> = tasks
         .iter()
         .zip(&taken)
         .filter(|(_, t)| !**t)
         .map(|(id, _)| id)
         .collect();
-    // A holder asking again keeps its slot; a waiter still gets none.
+    // A holder asking again keeps its slot; a waiter still gets none, and neither does
+    // another delivery of a holder's task (a duplicate fire).
+    let twin = SlotHolder::new(&TaskId::new());
+    assert!(!counters
+        .take_slot(&tenant, &key, 3, &twin, now, until)
+        .await
+        .unwrap());
     assert!(counters
         .take_slot(&tenant, &key, 3, holders[0], now, until)
         .await
