@@ -144,7 +144,10 @@ async fn a_duplicate_fire_that_loses_the_claim_frees_only_its_own_slot() {
     let second_run = tokio::spawn(async move { engine.deliver(attempt).await });
     wait_until(|| h.webhooks.calls() == 2).await;
     let third = register_in(&h, "https://c.test/x", &flow).await;
-    assert_eq!(h.fire_attempt(&third, 1).await, DeliverOutcome::Deferred);
+    // Were a third slot free, its call would hang at the gate: the timeout says so.
+    let third_fire = tokio::time::timeout(Duration::from_secs(30), h.fire_attempt(&third, 1));
+    let outcome = third_fire.await.expect("a third call of the flow went out");
+    assert_eq!(outcome, DeliverOutcome::Deferred);
     assert_eq!(
         h.webhooks.calls(),
         2,
