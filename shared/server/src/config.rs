@@ -125,33 +125,36 @@ impl ServiceConfig {
 fn within(
     setting: &'static str,
     got: Duration,
-    (min, max): (Duration, Duration),
+    range: (Duration, Duration),
 ) -> Result<(), ConfigError> {
-    if (min..=max).contains(&got) {
-        return Ok(());
-    }
-    let human = |d| humantime::format_duration(d).to_string();
-    Err(ConfigError::OutOfRange {
-        setting,
-        min: human(min),
-        max: human(max),
-        got: human(got),
+    bounded(setting, got, range, |d| {
+        humantime::format_duration(d).to_string()
     })
 }
 
 fn count_within(
     setting: &'static str,
     got: usize,
-    (min, max): (usize, usize),
+    range: (usize, usize),
+) -> Result<(), ConfigError> {
+    bounded(setting, got, range, |n| n.to_string())
+}
+
+/// Nothing if `got` is within `[min, max]`; else the refusal of `setting`, each figure as `show` says.
+fn bounded<T: PartialOrd + Copy>(
+    setting: &'static str,
+    got: T,
+    (min, max): (T, T),
+    show: impl Fn(T) -> String,
 ) -> Result<(), ConfigError> {
     if (min..=max).contains(&got) {
         return Ok(());
     }
     Err(ConfigError::OutOfRange {
         setting,
-        min: min.to_string(),
-        max: max.to_string(),
-        got: got.to_string(),
+        min: show(min),
+        max: show(max),
+        got: show(got),
     })
 }
 
