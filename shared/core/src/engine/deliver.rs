@@ -241,7 +241,7 @@ impl Engine {
             return self.give_back(&claimed, why).await.map(Some);
         }
         let finished = self.ports.clock.now();
-        self.pause_if_asked(&claimed, &result, finished);
+        self.pause_if_asked(&lane, &destination, &result, finished);
         let verdict = judge(&result, &claimed);
         let mut next = claimed
             .after_attempt(&verdict, finished, self.ports.random.draw())
@@ -292,15 +292,20 @@ impl Engine {
 
     /// A 429 or 503 with `Retry-After` speaks for the receiver, not for one task: the whole
     /// destination is paused for that long (at most [`MAX_DESTINATION_PAUSE`]).
-    fn pause_if_asked(&self, task: &Task, result: &WebhookResult, now: DateTime<Utc>) {
+    fn pause_if_asked(
+        &self,
+        lane: &Lane,
+        destination: &Destination,
+        result: &WebhookResult,
+        now: DateTime<Utc>,
+    ) {
         let (Some(429 | 503), Some(wait)) = (result.status, result.retry_after) else {
             return;
         };
         let wait = chrono::Duration::from_std(wait.min(MAX_DESTINATION_PAUSE))
             .unwrap_or(chrono::Duration::zero());
-        let destination = Destination::of(&task.spec.request.url);
         tracing::info!(%destination, pause_ms = wait.num_milliseconds(), "destination asked for a pause");
-        self.gate.lane(&destination, now).pause(now + wait);
+        lane.pause(now + wait);
     }
 
     /// Gives back a claimed attempt whose call never left this machine: no attempt is

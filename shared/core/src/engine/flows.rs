@@ -8,8 +8,9 @@ use std::time::Duration;
 use chrono::{DateTime, DurationRound, Utc};
 
 use super::{Engine, EngineError};
+use crate::clock::Clock;
 use crate::domain::{FlowSpec, Task};
-use crate::ports::SlotHolder;
+use crate::ports::{FlowCounters, SlotHolder};
 
 /// How long a delivery waits here for one of its flow's slots before it is put off.
 const SLOT_WAIT: Duration = Duration::from_secs(5);
@@ -40,7 +41,17 @@ impl Engine {
         let mut slot = None;
         if let Some(parallelism) = flow.parallelism() {
             let holder = SlotHolder::new(&task.id);
-            if !(self.take_flow_slot(task, flow, parallelism, &holder, lease_until)).await? {
+            let slot_taken = take_flow_slot(
+                counters.as_ref(),
+                task,
+                flow,
+                parallelism,
+                &holder,
+                lease_until,
+                self.ports.clock.as_ref(),
+            )
+            .await?;
+            if !slot_taken {
                 return Ok(FlowAdmission::Wait(self.ports.clock.now() + SLOT_RETRY));
             }
             slot = Some(FlowSlot(holder));
@@ -68,34 +79,6 @@ impl Engine {
         Ok(FlowAdmission::Go(slot))
     }
 
-    /// Takes one of the flow's slots for `task`, waiting up to [`SLOT_WAIT`] for one to
-    /// be freed. False if none was.
-    async fn take_flow_slot(
-        &self,
-        task: &Task,
-        flow: &FlowSpec,
-        parallelism: u32,
-        holder: &SlotHolder,
-        lease_until: DateTime<Utc>,
-    ) -> Result<bool, EngineError> {
-        let Some(counters) = &self.ports.flows else {
-            return Ok(true);
-        };
-        let deadline = tokio::time::Instant::now() + SLOT_WAIT;
-        loop {
-            let now = self.ports.clock.now();
-            let (tenant, key) = (&task.tenant, flow.key());
-            if (counters.take_slot(tenant, key, parallelism, holder, now, lease_until)).await? {
-                return Ok(true);
-            }
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
-            counters.slot_freed(tenant, key, left).await;
-        }
-    }
-
     /// Frees the flow slot `task` holds. A failure is logged: the slot's lease frees it.
     pub(super) async fn free_flow_slot(&self, task: &Task, slot: &FlowSlot) {
         let (Some(flow), Some(counters)) = (&task.spec.flow, &self.ports.flows) else {
@@ -104,6 +87,32 @@ impl Engine {
         if let Err(e) = counters.free_slot(&task.tenant, flow.key(), &slot.0).await {
             tracing::warn!(task = %task.id, flow = %flow.key(), error = %e, "freeing a flow slot failed; its lease will");
         }
+    }
+}
+
+/// Takes one of the flow's slots for `holder`, waiting up to [`SLOT_WAIT`] for one to be
+/// freed. False if none was.
+async fn take_flow_slot(
+    counters: &dyn FlowCounters,
+    task: &Task,
+    flow: &FlowSpec,
+    parallelism: u32,
+    holder: &SlotHolder,
+    lease_until: DateTime<Utc>,
+    clock: &dyn Clock,
+) -> Result<bool, EngineError> {
+    let (tenant, key) = (&task.tenant, flow.key());
+    let deadline = tokio::time::Instant::now() + SLOT_WAIT;
+    loop {
+        let now = clock.now();
+        if (counters.take_slot(tenant, key, parallelism, holder, now, lease_until)).await? {
+            return Ok(true);
+        }
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Ok(false);
+        }
+        counters.slot_freed(tenant, key, left).await;
     }
 }
 

@@ -61,7 +61,6 @@ pub(crate) struct Lane {
     calls: Arc<Semaphore>,
     /// Deliveries holding a place and waiting for a call slot.
     awaiting_call: AtomicUsize,
-    per_destination: usize,
 }
 
 #[derive(Default)]
@@ -126,7 +125,6 @@ impl Gate {
             state: Mutex::default(),
             calls: Arc::new(Semaphore::new(self.per_destination)),
             awaiting_call: AtomicUsize::new(0),
-            per_destination: self.per_destination,
         });
         lanes.insert(destination.clone(), lane.clone());
         lane
@@ -164,7 +162,7 @@ impl Gate {
                 let state = lane.state();
                 DestinationFigures {
                     destination: destination.clone(),
-                    in_flight: lane.per_destination - lane.calls.available_permits(),
+                    in_flight: self.per_destination - lane.calls.available_permits(),
                     waiting: state.queue.len() + lane.awaiting_call.load(Ordering::SeqCst),
                     paused_until: state.paused_until.filter(|until| *until > now),
                 }
