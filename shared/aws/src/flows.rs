@@ -7,7 +7,8 @@
 //! - Parallelism slots are items `S#0` … `S#<parallelism - 1>`, each naming its holder and
 //!   until when: a slot is taken with a conditional put on a free or expired one, found by
 //!   one consistent query of the flow's slots, and freed with a delete conditional on its
-//!   holder. A limited delivery costs one query (a read unit or two) and two write units.
+//!   holder (this process remembers which slot each of its holders took). A limited
+//!   delivery costs one query (a read unit or two) and two write units.
 //!
 //! Both carry the table's expiry, so a crashed holder's slot and old windows go away.
 
@@ -33,7 +34,7 @@ const TAKE_TRIES: usize = 3;
 /// How long expired items are kept before the table's expiry removes them.
 const KEEP: chrono::Duration = chrono::Duration::hours(1);
 /// How soon a caller waiting for a slot looks again: frees by other workers are not seen.
-const LOOK_AGAIN: Duration = Duration::from_millis(200);
+const LOOK_AGAIN: Duration = Duration::from_millis(100);
 
 pub struct DynamoFlowCounters {
     client: Client,
@@ -41,6 +42,11 @@ pub struct DynamoFlowCounters {
     /// Per flow, wakes a task of this process waiting for a slot when this process frees
     /// one (frees by other workers are only seen by looking again).
     freed: Mutex<HashMap<String, Arc<Notify>>>,
+    /// The slot each holder of this process took, so that freeing it is one delete.
+    held: Mutex<HashMap<SlotHolder, u32>>,
+    /// Per flow, the slot this process freed last while a task of it waited here: the
+    /// waiter tries that one first, without reading the flow's slots.
+    just_freed: Mutex<HashMap<String, u32>>,
 }
 
 impl DynamoFlowCounters {
@@ -49,11 +55,21 @@ impl DynamoFlowCounters {
             client,
             table: table.into(),
             freed: Mutex::default(),
+            held: Mutex::default(),
+            just_freed: Mutex::default(),
         }
     }
 
     fn freed(&self) -> MutexGuard<'_, HashMap<String, Arc<Notify>>> {
         self.freed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashMap<SlotHolder, u32>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn just_freed(&self) -> MutexGuard<'_, HashMap<String, u32>> {
+        self.just_freed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The flow's slot items, read consistently.
@@ -170,12 +186,20 @@ impl FlowCounters for DynamoFlowCounters {
         until: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let pk = flow_pk(tenant, key);
+        let hint = self.just_freed().remove(&pk);
+        if let Some(index) = hint.filter(|i| *i < parallelism) {
+            if self.put_slot(&pk, index, holder, now, until).await? {
+                self.held().insert(holder.clone(), index);
+                return Ok(true);
+            }
+        }
         for _ in 0..TAKE_TRIES {
             let Some(index) = self.free_index(&pk, parallelism, holder, now).await? else {
                 return Ok(false);
             };
             // Another worker may take the same slot between the read and the put.
             if self.put_slot(&pk, index, holder, now, until).await? {
+                self.held().insert(holder.clone(), index);
                 return Ok(true);
             }
         }
@@ -188,30 +212,27 @@ impl FlowCounters for DynamoFlowCounters {
         key: &FlowKey,
         holder: &SlotHolder,
     ) -> Result<(), StoreError> {
+        // Only a holder of this process can free a slot, and it took it here.
+        let Some(index) = self.held().remove(holder) else {
+            return Ok(());
+        };
         let pk = flow_pk(tenant, key);
-        let me = holder.as_str().to_string();
-        let mine = (self.slots(&pk).await?.into_iter())
-            .filter(|item| item.get(attr::flow::HOLDER).and_then(|h| h.as_s().ok()) == Some(&me));
-        for item in mine {
-            let Some(sk) = item.get(attr::SK).cloned() else {
-                continue;
-            };
-            let delete = self
-                .client
-                .delete_item()
-                .table_name(&self.table)
-                .key(attr::PK, s(&pk))
-                .key(attr::SK, sk)
-                .condition_expression("#h = :me")
-                .expression_attribute_names("#h", attr::flow::HOLDER)
-                .expression_attribute_values(":me", s(holder.as_str()))
-                .send()
-                .await;
-            // Refused: the slot expired and another took it; nothing of ours is left.
-            if conditional(delete)? {
-                if let Some(freed) = self.freed().get(&pk) {
-                    freed.notify_one();
-                }
+        let delete = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(&pk))
+            .key(attr::SK, s(format!("S#{index}")))
+            .condition_expression("#h = :me")
+            .expression_attribute_names("#h", attr::flow::HOLDER)
+            .expression_attribute_values(":me", s(holder.as_str()))
+            .send()
+            .await;
+        // Refused: the slot expired and another took it; nothing of ours is left.
+        if conditional(delete)? {
+            if let Some(freed) = self.freed().get(&pk) {
+                self.just_freed().insert(pk.clone(), index);
+                freed.notify_one();
             }
         }
         Ok(())

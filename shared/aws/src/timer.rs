@@ -278,6 +278,11 @@ impl Timer for AwsTimer {
     fn durable(&self) -> bool {
         true
     }
+
+    /// SQS counts `DelaySeconds` in whole seconds, rounded up here (see [`plan`]).
+    fn precision(&self) -> Duration {
+        Duration::from_secs(1)
+    }
 }
 
 #[cfg(test)]

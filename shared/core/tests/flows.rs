@@ -43,6 +43,26 @@ async fn a_flows_rate_holds_per_window_and_the_rest_wait_for_the_next() {
     );
 }
 
+#[tokio::test]
+async fn on_a_timer_a_second_imprecise_a_rate_deferral_is_armed_ahead_of_its_window() {
+    let timer = RecordingTimer::imprecise(secs(1));
+    let h = harness_with(ScriptedWebhooks::default(), timer, t0());
+    let flow = FlowSpec::new("partner", Some(1), Some(secs(1)), None).unwrap();
+    let a = register_in(&h, "https://a.test/x", &flow).await;
+    let b = register_in(&h, "https://a.test/y", &flow).await;
+    let first = h.fire_attempt(&a, 1).await;
+    assert_eq!(first, DeliverOutcome::Attempted(Status::Succeeded));
+    h.timer.clear();
+    assert_eq!(h.fire_attempt(&b, 1).await, DeliverOutcome::Deferred);
+    // Up to a second late, the fire still lands in the next window.
+    let armed_at = t0() + chrono::Duration::milliseconds(750);
+    assert_eq!(h.timer.armed(), vec![(b.id, 1, armed_at)]);
+
+    h.clock.advance(secs(1));
+    let second = h.fire_attempt(&b, 1).await;
+    assert_eq!(second, DeliverOutcome::Attempted(Status::Succeeded));
+}
+
 /// A harness whose webhook holds every call until the returned gate lets it go, with one
 /// task of a `parallelism: 1` flow in its call.
 async fn one_call_in_flight() -> (

@@ -95,6 +95,11 @@ impl Timer for LocalTimer {
         false
     }
 
+    /// It sleeps until the very time.
+    fn precision(&self) -> Duration {
+        Duration::ZERO
+    }
+
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
         if checked_add(Utc::now(), self.horizon).is_some_and(|horizon| at > horizon) {
             return Ok(()); // the sweep loads it when it comes near

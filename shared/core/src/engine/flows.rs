@@ -1,7 +1,7 @@
 //! A task's flow limits, checked before its attempt is claimed: a slot of its
 //! `parallelism` held until the call ends, then a start counted in the flow's current
-//! window (`rate`). A task over a limit is put off (re-armed) unclaimed and uncounted: to
-//! the next window for the rate; for a slot, after waiting a while here for one to free.
+//! window (`rate`). A task over a limit is put off (re-armed) unclaimed and uncounted: to the window
+//! where its turn falls for the rate; for a slot, after waiting a while here for one.
 
 use std::time::Duration;
 
@@ -17,6 +17,12 @@ const SLOT_WAIT: Duration = Duration::from_secs(5);
 /// How soon a task put off for want of a flow slot looks again.
 const SLOT_RETRY: chrono::Duration = chrono::Duration::milliseconds(500);
 
+/// A rate deferral is armed this fraction of the timer's precision early: a quarter, so
+/// that a fire up to a second late, plus its carriage, lands inside a one-second window.
+const TURN_LEAD: u32 = 4;
+/// At most this many asks of the rate in one delivery (the second after waiting here).
+const TURN_ASKS: u32 = 2;
+
 /// What a task's flow allows now.
 pub(super) enum FlowAdmission {
     /// Go; the flow's slot (if it limits parallelism) is held by this task.
@@ -29,7 +35,14 @@ pub(super) enum FlowAdmission {
 pub(super) struct FlowSlot(SlotHolder);
 
 impl Engine {
-    /// Checks `task`'s flow, if it has one, counting its start and taking its slot.
+    /// Checks `task`'s flow, if it has one: takes one of its slots (waiting a while for
+    /// one), then counts its start in the flow's window. The slot comes first so that a
+    /// start is counted in the window it happens in.
+    ///
+    /// A timer that fires up to a second late would now and then carry a fire armed for a
+    /// window's start past that window's end, and a window's unused starts are lost for
+    /// good; so a rate deferral is armed [`TURN_LEAD`] of the timer's precision early, and
+    /// a turn that near is waited for here (with the flow's slot given back meanwhile).
     pub(super) async fn admit_flow(
         &self,
         task: &Task,
@@ -38,45 +51,43 @@ impl Engine {
         let (Some(flow), Some(counters)) = (&task.spec.flow, &self.ports.flows) else {
             return Ok(FlowAdmission::Go(None));
         };
-        let mut slot = None;
-        if let Some(parallelism) = flow.parallelism() {
-            let holder = SlotHolder::new(&task.id);
-            let slot_taken = take_flow_slot(
-                counters.as_ref(),
-                task,
-                flow,
-                parallelism,
-                &holder,
-                lease_until,
-                self.ports.clock.as_ref(),
-            )
-            .await?;
-            if !slot_taken {
-                return Ok(FlowAdmission::Wait(self.ports.clock.now() + SLOT_RETRY));
-            }
-            slot = Some(FlowSlot(holder));
-        }
-        let now = self.ports.clock.now();
-        if let Some(rate) = flow.rate() {
-            let (window, period) = window_of(flow, now);
-            let asked = counters.ask_start(&task.tenant, flow.key(), window).await;
-            let later = match asked {
-                Ok(n) if n <= u64::from(rate) => None,
-                // The n-th ask of a full window comes back in the window where, at this
-                // pace, its turn falls: a backlog spreads over the windows ahead instead of
-                // all of it asking again in the next one.
-                Ok(n) => Some(window + period * windows_ahead(n, rate)),
-                Err(_) => Some(window + period),
-            };
-            if let Some(until) = later {
-                if let Some(slot) = &slot {
-                    self.free_flow_slot(task, slot).await;
+        let clock = self.ports.clock.as_ref();
+        let lead = self.ports.timer.precision() / TURN_LEAD;
+        let lead = chrono::Duration::from_std(lead).unwrap_or(chrono::Duration::zero());
+        let mut asks = 0;
+        loop {
+            let slot = match flow.parallelism() {
+                None => None,
+                Some(parallelism) => {
+                    let holder = SlotHolder::new(&task.id);
+                    let slot = (parallelism, &holder);
+                    let taken =
+                        take_flow_slot(counters.as_ref(), task, flow, slot, lease_until, clock);
+                    if !taken.await? {
+                        return Ok(FlowAdmission::Wait(clock.now() + SLOT_RETRY));
+                    }
+                    Some(FlowSlot(holder))
                 }
-                asked?;
-                return Ok(FlowAdmission::Wait(until));
+            };
+            let Some(rate) = flow.rate() else {
+                return Ok(FlowAdmission::Go(slot));
+            };
+            let now = clock.now();
+            let turn = turn_of(counters.as_ref(), task, flow, rate, now).await;
+            if let Ok(None) = turn {
+                return Ok(FlowAdmission::Go(slot));
             }
+            if let Some(slot) = &slot {
+                self.free_flow_slot(task, slot).await;
+            }
+            let turn = turn?.unwrap_or(now);
+            asks += 1;
+            let wait = turn - now;
+            if wait > lead || asks == TURN_ASKS {
+                return Ok(FlowAdmission::Wait(turn - lead));
+            }
+            tokio::time::sleep(wait.to_std().unwrap_or_default()).await;
         }
-        Ok(FlowAdmission::Go(slot))
     }
 
     /// Frees the flow slot `task` holds. A failure is logged: the slot's lease frees it.
@@ -90,14 +101,32 @@ impl Engine {
     }
 }
 
+/// Counts a start of `task` in its flow's window at `now`: `None` if that is within
+/// `rate`, otherwise the start of the window where its turn falls. The n-th ask of a full
+/// window comes back where, at this pace, its turn is: a backlog spreads over the windows
+/// ahead instead of all of it asking again in the next one.
+async fn turn_of(
+    counters: &dyn FlowCounters,
+    task: &Task,
+    flow: &FlowSpec,
+    rate: u32,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, EngineError> {
+    let (window, period) = window_of(flow, now);
+    let asked = counters.ask_start(&task.tenant, flow.key(), window).await?;
+    if asked <= u64::from(rate) {
+        return Ok(None);
+    }
+    Ok(Some(window + period * windows_ahead(asked, rate)))
+}
+
 /// Takes one of the flow's slots for `holder`, waiting up to [`SLOT_WAIT`] for one to be
 /// freed. False if none was.
 async fn take_flow_slot(
     counters: &dyn FlowCounters,
     task: &Task,
     flow: &FlowSpec,
-    parallelism: u32,
-    holder: &SlotHolder,
+    (parallelism, holder): (u32, &SlotHolder),
     lease_until: DateTime<Utc>,
     clock: &dyn Clock,
 ) -> Result<bool, EngineError> {

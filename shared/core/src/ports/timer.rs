@@ -30,4 +30,10 @@ pub trait Timer: Send + Sync {
     /// schedule does; an in-memory timer does not). The engine arms a durable timer before
     /// it writes the task, so the store need not keep that task where the sweep looks.
     fn durable(&self) -> bool;
+
+    /// How much later than its time a fire may come, besides the time it takes to carry:
+    /// a queue that counts delays in whole seconds fires up to a second late. The engine
+    /// arms waits that must land inside a short window this much earlier, and waits out
+    /// the rest itself.
+    fn precision(&self) -> std::time::Duration;
 }

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -15,6 +16,7 @@ pub struct RecordingTimer {
     armed: Mutex<Vec<(AttemptRef, DateTime<Utc>)>>,
     failures_left: AtomicU32,
     durable: bool,
+    precision: Duration,
 }
 
 impl RecordingTimer {
@@ -23,6 +25,14 @@ impl RecordingTimer {
         Self {
             durable: true,
             ..Self::default()
+        }
+    }
+
+    /// One that says it fires up to `precision` late, as a queue counting whole seconds.
+    pub fn imprecise(precision: Duration) -> Self {
+        Self {
+            precision,
+            ..Self::durable()
         }
     }
 
@@ -59,5 +69,9 @@ impl Timer for RecordingTimer {
 
     fn durable(&self) -> bool {
         self.durable
+    }
+
+    fn precision(&self) -> Duration {
+        self.precision
     }
 }
