@@ -284,12 +284,15 @@ async fn tenant_lookups_are_cached_but_unknown_keys_are_not() {
 }
 
 /// Flow counters in the table: a window's rate and a flow's slots hold under concurrent
-/// callers (on dynalite, whose conditional writes are atomic as DynamoDB's are).
+/// callers (on dynalite, whose conditional writes are atomic as DynamoDB's are); waiting
+/// notes are counted and taken; pauses are kept.
 #[tokio::test]
 async fn flow_counters_honour_the_contract_on_dynalite() {
     use boomerang_aws::flows::DynamoFlowCounters;
     use boomerang_core::testing::flow_contract::check_flow_counters;
     let table = fresh_dynalite_table("flows").await;
     let client = aws_sdk_dynamodb::Client::new(&dynalite());
-    check_flow_counters(Arc::new(DynamoFlowCounters::new(client, table)), "dynalite").await;
+    let flows = Arc::new(DynamoFlowCounters::new(client, table));
+    check_flow_counters(flows.clone(), "dynalite").await;
+    boomerang_core::testing::flow_contract::check_flow_pauses(flows, "dynalite").await;
 }

@@ -20,7 +20,8 @@ async fn sqlite_store_honours_the_contract() {
     let store = SqliteStore::open(&dir.join("boomerang.db")).unwrap();
     let store = Arc::new(store);
     store_contract(store.clone()).await;
-    store_atomicity_contract(store).await;
+    store_atomicity_contract(store.clone()).await;
+    boomerang_core::testing::flow_contract::check_flow_pauses(store, "sqlite").await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 

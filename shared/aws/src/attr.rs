@@ -77,13 +77,18 @@ pub mod checkpoint {
 }
 
 /// A flow's items (partition `F#<tenant>#<key>`): one per rate window (`W#<start ms>`),
-/// and one per parallelism slot (`S#<index>`).
+/// one per parallelism slot (`S#<index>`) and one per waiting task (`Q#<task id>`). A
+/// tenant's flows (partition `FL#<tenant>`): one per flow used lately (`K#<key>`) and one
+/// per paused flow (`P#<key>`).
 pub mod flow {
     /// Asks to start counted in a window.
     pub const ASKED: &str = "n";
     /// A slot's holder (task id), and until when it holds it (epoch milliseconds).
     pub const HOLDER: &str = "h";
     pub const HELD_UNTIL: &str = "hu";
+    /// A waiting task's attempt, and until when it waits (epoch milliseconds).
+    pub const ATTEMPT: &str = "a";
+    pub const WAITS_UNTIL: &str = "wu";
 }
 
 /// A tenant's items: the tenant, and each API key's.

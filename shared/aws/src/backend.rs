@@ -7,6 +7,7 @@ use aws_config::SdkConfig;
 use boomerang_core::clock::{Clock, ThreadRandom};
 use boomerang_core::engine::{Engine, EngineSettings, Ports};
 use boomerang_core::metrics::{Metrics, MetricsView};
+use boomerang_core::ports::FlowPorts;
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
@@ -99,7 +100,10 @@ pub fn aws_with_clients(
         retention: None,
         counts: None,
         // In the table, so that they hold across every delivery function instance.
-        flows: Some(flows),
+        flows: Some(FlowPorts {
+            counters: flows.clone(),
+            pauses: flows,
+        }),
         timer: Arc::new(timer),
         dead_letters: Arc::new(SqsDeadLetters::new(
             sqs.clone(),

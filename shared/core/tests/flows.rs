@@ -142,6 +142,12 @@ async fn process_flow_counters_honour_the_contract() {
     boomerang_core::testing::flow_contract::check_flow_counters(counters, "process").await;
 }
 
+#[tokio::test]
+async fn the_memory_store_keeps_flow_pauses_by_the_contract() {
+    let store = Arc::new(boomerang_core::testing::MemoryStore::default());
+    boomerang_core::testing::flow_contract::check_flow_pauses(store, "memory").await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_duplicate_fire_that_loses_the_claim_frees_only_its_own_slot() {
     let gate = Arc::new(Semaphore::new(0));
@@ -179,4 +185,34 @@ async fn a_duplicate_fire_that_loses_the_claim_frees_only_its_own_slot() {
         let outcome = run.await.unwrap().unwrap();
         assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     }
+}
+
+#[tokio::test]
+async fn a_paused_flow_holds_its_tasks_and_resuming_wakes_them_at_once() {
+    let h = harness(ScriptedWebhooks::default());
+    let flow = FlowSpec::new("partner", Some(100), None, None).unwrap();
+    let key = flow.key().clone();
+    let task = register_in(&h, "https://a.test/x", &flow).await;
+    let paused = h.engine.pause_flow(&h.tenant, &key).await.unwrap();
+    assert!(paused.paused);
+    h.timer.clear();
+    assert_eq!(h.fire_attempt(&task, 1).await, DeliverOutcome::Deferred);
+    assert_eq!(h.webhooks.calls(), 0, "a paused flow makes no call");
+    let armed = h.timer.armed();
+    assert_eq!(armed.len(), 1);
+    assert!(armed[0].2 > t0(), "put off while paused");
+    let listed = h.engine.flows(&h.tenant).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].key.clone(), listed[0].paused, listed[0].waiting),
+        (key.clone(), true, 1)
+    );
+
+    h.timer.clear();
+    let resumed = h.engine.resume_flow(&h.tenant, &key).await.unwrap();
+    assert_eq!((resumed.paused, resumed.waiting), (false, 0));
+    assert_eq!(h.timer.armed(), vec![(task.id, 1, t0())], "woken at once");
+    let outcome = h.fire_attempt(&task, 1).await;
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    assert!(h.engine.flows(&h.tenant).await.unwrap().is_empty());
 }

@@ -8,7 +8,7 @@ use boomerang_core::clock::{Clock, ThreadRandom};
 use boomerang_core::domain::AttemptRef;
 use boomerang_core::engine::{Engine, EngineSettings, Ports};
 use boomerang_core::metrics::{Metrics, MetricsView};
-use boomerang_core::ports::{ProcessFlowCounters, StoreError, Tenants, Webhooks};
+use boomerang_core::ports::{FlowPorts, ProcessFlowCounters, StoreError, Tenants, Webhooks};
 use tokio::sync::mpsc;
 
 use crate::store::SqliteStore;
@@ -48,7 +48,10 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreErro
         retention: Some(store.clone()),
         counts: Some(store.clone()),
         // This process alone delivers the data directory's tasks: its memory is exact.
-        flows: Some(Arc::new(ProcessFlowCounters::default())),
+        flows: Some(FlowPorts {
+            counters: Arc::new(ProcessFlowCounters::default()),
+            pauses: store.clone(),
+        }),
         timer,
         dead_letters: store,
         tenants: config.tenants,

@@ -216,7 +216,7 @@ impl Engine {
             tracing::warn!(task = %at.task_id, attempt = at.attempt, "lease expired mid-delivery; taking the attempt over");
         }
         let lease_until = started + chrono::Duration::from_std(lease).unwrap_or(RECHECK);
-        let flow_slot = match self.admit_flow(&task, lease_until).await? {
+        let flow_slot = match self.admit_flow(&at, &task, lease_until).await? {
             FlowAdmission::Go(slot) => slot,
             FlowAdmission::Wait(until) => return Ok(Some(self.defer(at, until).await)),
         };

@@ -1,7 +1,8 @@
 //! A task's flow limits, checked before its attempt is claimed: a slot of its
 //! `parallelism` held until the call ends, then a start counted in the flow's current
-//! window (`rate`). A task over a limit is put off (re-armed) unclaimed and uncounted: to the window
-//! where its turn falls for the rate; for a slot, after waiting a while here for one.
+//! window (`rate`). A task over a limit, or of a paused flow, is put off (re-armed)
+//! unclaimed and uncounted: to the window where its turn falls for the rate; for a slot,
+//! after waiting a while here for one; for a pause, until it is resumed.
 
 use std::time::Duration;
 
@@ -9,14 +10,17 @@ use chrono::{DateTime, DurationRound, Utc};
 
 use super::{Engine, EngineError};
 use crate::clock::Clock;
-use crate::domain::{FlowSpec, Task};
-use crate::ports::{FlowCounters, SlotHolder};
+use crate::domain::{AttemptRef, FlowSpec, Task};
+use crate::ports::{FlowCounters, FlowPorts, SlotHolder};
 
 /// How long a delivery waits here for one of its flow's slots before it is put off.
 const SLOT_WAIT: Duration = Duration::from_secs(5);
 /// How soon a task put off for want of a flow slot looks again.
 const SLOT_RETRY: chrono::Duration = chrono::Duration::milliseconds(500);
 
+/// How soon a task of a paused flow looks again (resuming wakes those noted as waiting
+/// at once; this is for any whose note was lost).
+const PAUSED_LOOK: chrono::Duration = chrono::Duration::seconds(60);
 /// A rate deferral is armed this fraction of the timer's precision early: a quarter, so
 /// that a fire up to a second late, plus its carriage, lands inside a one-second window.
 const TURN_LEAD: u32 = 4;
@@ -35,22 +39,49 @@ pub(super) enum FlowAdmission {
 pub(super) struct FlowSlot(SlotHolder);
 
 impl Engine {
-    /// Checks `task`'s flow, if it has one: takes one of its slots (waiting a while for
-    /// one), then counts its start in the flow's window. The slot comes first so that a
-    /// start is counted in the window it happens in.
+    /// Checks `task`'s flow, if it has one: its pause, then its limits. A task put off is
+    /// noted as waiting in its flow (listed, and woken when a pause ends).
+    pub(super) async fn admit_flow(
+        &self,
+        at: &AttemptRef,
+        task: &Task,
+        lease_until: DateTime<Utc>,
+    ) -> Result<FlowAdmission, EngineError> {
+        let (Some(flow), Some(ports)) = (&task.spec.flow, &self.ports.flows) else {
+            return Ok(FlowAdmission::Go(None));
+        };
+        let admission = match ports.pauses.flow_paused(&task.tenant, flow.key()).await? {
+            true => FlowAdmission::Wait(self.ports.clock.now() + PAUSED_LOOK),
+            false => self.limits_allow(task, flow, ports, lease_until).await?,
+        };
+        if let FlowAdmission::Wait(until) = admission {
+            let now = self.ports.clock.now();
+            let noted = ports
+                .counters
+                .note_waiting(&task.tenant, flow.key(), at, (now, until));
+            if let Err(e) = noted.await {
+                tracing::warn!(task = %task.id, flow = %flow.key(), error = %e, "noting a task waiting in its flow failed");
+            }
+        }
+        Ok(admission)
+    }
+
+    /// Takes one of the flow's slots (waiting a while for one), then counts the start in
+    /// the flow's window. The slot comes first so that a start is counted in the window it
+    /// happens in.
     ///
     /// A timer that fires up to a second late would now and then carry a fire armed for a
     /// window's start past that window's end, and a window's unused starts are lost for
     /// good; so a rate deferral is armed [`TURN_LEAD`] of the timer's precision early, and
     /// a turn that near is waited for here (with the flow's slot given back meanwhile).
-    pub(super) async fn admit_flow(
+    async fn limits_allow(
         &self,
         task: &Task,
+        flow: &FlowSpec,
+        ports: &FlowPorts,
         lease_until: DateTime<Utc>,
     ) -> Result<FlowAdmission, EngineError> {
-        let (Some(flow), Some(counters)) = (&task.spec.flow, &self.ports.flows) else {
-            return Ok(FlowAdmission::Go(None));
-        };
+        let counters = ports.counters.as_ref();
         let clock = self.ports.clock.as_ref();
         let lead = self.ports.timer.precision() / TURN_LEAD;
         let lead = chrono::Duration::from_std(lead).unwrap_or(chrono::Duration::zero());
@@ -61,8 +92,7 @@ impl Engine {
                 Some(parallelism) => {
                     let holder = SlotHolder::new(&task.id);
                     let slot = (parallelism, &holder);
-                    let taken =
-                        take_flow_slot(counters.as_ref(), task, flow, slot, lease_until, clock);
+                    let taken = take_flow_slot(counters, task, flow, slot, lease_until, clock);
                     if !taken.await? {
                         return Ok(FlowAdmission::Wait(clock.now() + SLOT_RETRY));
                     }
@@ -73,7 +103,7 @@ impl Engine {
                 return Ok(FlowAdmission::Go(slot));
             };
             let now = clock.now();
-            let turn = turn_of(counters.as_ref(), task, flow, rate, now).await;
+            let turn = turn_of(counters, task, flow, rate, now).await;
             if let Ok(None) = turn {
                 return Ok(FlowAdmission::Go(slot));
             }
@@ -92,10 +122,14 @@ impl Engine {
 
     /// Frees the flow slot `task` holds. A failure is logged: the slot's lease frees it.
     pub(super) async fn free_flow_slot(&self, task: &Task, slot: &FlowSlot) {
-        let (Some(flow), Some(counters)) = (&task.spec.flow, &self.ports.flows) else {
+        let (Some(flow), Some(ports)) = (&task.spec.flow, &self.ports.flows) else {
             return;
         };
-        if let Err(e) = counters.free_slot(&task.tenant, flow.key(), &slot.0).await {
+        if let Err(e) = ports
+            .counters
+            .free_slot(&task.tenant, flow.key(), &slot.0)
+            .await
+        {
             tracing::warn!(task = %task.id, flow = %flow.key(), error = %e, "freeing a flow slot failed; its lease will");
         }
     }

@@ -2,6 +2,7 @@
 
 mod alerts;
 mod deliver;
+mod flow_controls;
 mod flows;
 mod gate;
 mod holds;
@@ -24,9 +25,8 @@ use crate::domain::{
 };
 use crate::metrics::{DeliveryWindow, DestinationFigures, MetricEvent, Metrics, MetricsView};
 use crate::ports::{
-    CreateOutcome, DeadLetters, FlowCounters, ListQuery, Page, PolicyStore, Retention,
-    StatusCounts, StoreError, SweepIndex, TaskStore, Tenants, TenantsError, Timer, TimerError,
-    Webhooks,
+    CreateOutcome, DeadLetters, FlowPorts, ListQuery, Page, PolicyStore, Retention, StatusCounts,
+    StoreError, SweepIndex, TaskStore, Tenants, TenantsError, Timer, TimerError, Webhooks,
 };
 use futures_util::StreamExt;
 
@@ -163,7 +163,7 @@ pub struct Ports {
     pub counts: Option<Arc<dyn StatusCounts>>,
     /// `None`: this backend cannot keep flow limits across its workers yet; a task with a
     /// `flow` is refused.
-    pub flows: Option<Arc<dyn FlowCounters>>,
+    pub flows: Option<FlowPorts>,
     pub timer: Arc<dyn Timer>,
     pub dead_letters: Arc<dyn DeadLetters>,
     pub tenants: Arc<dyn Tenants>,

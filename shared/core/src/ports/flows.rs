@@ -1,16 +1,14 @@
 //! The counters behind flow limits ([`crate::domain::flow`]), shared by every worker that
 //! delivers a tenant's tasks.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use tokio::sync::Notify;
 
 use super::StoreError;
-use crate::domain::{FlowKey, TaskId, TenantId};
+use crate::domain::{AttemptRef, FlowKey, TaskId, TenantId};
 
 /// One delivery's hold on a flow slot: its task and a part of its own, so that two
 /// deliveries of one task (a duplicate timer fire, of which only one wins the claim) never
@@ -63,94 +61,80 @@ pub trait FlowCounters: Send + Sync {
     /// Returns once a slot of `key` may have been freed, or after `at_most`: counters that
     /// see every free say so at once; shared ones can only let the caller look again.
     async fn slot_freed(&self, tenant: &TenantId, key: &FlowKey, at_most: Duration);
-}
 
-/// Flow counters in this process's memory: exact where one process delivers every task of
-/// its tenants (the embedded server, which owns its data directory alone). A restart
-/// forgets them, which at worst lets one window's starts through again.
-#[derive(Default)]
-pub struct ProcessFlowCounters {
-    flows: Mutex<HashMap<(TenantId, FlowKey), FlowState>>,
-}
-
-#[derive(Default)]
-struct FlowState {
-    window: Option<DateTime<Utc>>,
-    asked: u64,
-    slots: HashMap<SlotHolder, DateTime<Utc>>,
-    /// Wakes one task waiting for a slot each time one is freed.
-    freed: Arc<Notify>,
-}
-
-impl ProcessFlowCounters {
-    fn with<T>(&self, tenant: &TenantId, key: &FlowKey, f: impl FnOnce(&mut FlowState) -> T) -> T {
-        let mut flows = self.flows.lock().unwrap_or_else(|e| e.into_inner());
-        let state = flows.entry((tenant.clone(), key.clone())).or_default();
-        let answer = f(state);
-        // A flow with nothing counted and nobody waiting (only this map holds `freed`).
-        if state.slots.is_empty() && state.window.is_none() && Arc::strong_count(&state.freed) == 1
-        {
-            flows.remove(&(tenant.clone(), key.clone()));
-        }
-        answer
-    }
-}
-
-#[async_trait]
-impl FlowCounters for ProcessFlowCounters {
-    async fn ask_start(
+    /// Notes that `attempt`, of a task in flow `key`, was put off by the flow at `now` until
+    /// `until` (replacing an earlier note of its task). Notes past their time count for
+    /// nothing, and go.
+    async fn note_waiting(
         &self,
         tenant: &TenantId,
         key: &FlowKey,
-        window: DateTime<Utc>,
-    ) -> Result<u64, StoreError> {
-        Ok(self.with(tenant, key, |state| {
-            if state.window != Some(window) {
-                state.window = Some(window);
-                state.asked = 0;
-            }
-            state.asked += 1;
-            state.asked
-        }))
-    }
+        attempt: &AttemptRef,
+        (now, until): (DateTime<Utc>, DateTime<Utc>),
+    ) -> Result<(), StoreError>;
 
-    async fn take_slot(
+    /// The attempts of flow `key` noted as waiting past `now`; their notes go (a woken task
+    /// put off again is noted again).
+    async fn take_waiting(
         &self,
         tenant: &TenantId,
         key: &FlowKey,
-        parallelism: u32,
-        holder: &SlotHolder,
         now: DateTime<Utc>,
-        until: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        Ok(self.with(tenant, key, |state| {
-            state
-                .slots
-                .retain(|held_by, lease| held_by == holder || *lease > now);
-            let free = state.slots.contains_key(holder) || state.slots.len() < parallelism as usize;
-            if free {
-                state.slots.insert(holder.clone(), until);
-            }
-            free
-        }))
-    }
+    ) -> Result<Vec<AttemptRef>, StoreError>;
 
-    async fn free_slot(
+    /// The tenant's flows with tasks waiting or calls in flight at `now`, or whose tasks
+    /// have waited lately (a store keeps the keys it saw for a while), by key.
+    async fn figures(
+        &self,
+        tenant: &TenantId,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<FlowFigures>, StoreError>;
+}
+
+/// A flow as its counters see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowFigures {
+    pub key: FlowKey,
+    /// Tasks put off by the flow (its rate, its slots or its pause) and not yet due again.
+    pub waiting: u64,
+    /// Calls holding one of its slots.
+    pub in_flight: u64,
+}
+
+impl FlowFigures {
+    pub fn none(key: FlowKey) -> Self {
+        Self {
+            key,
+            waiting: 0,
+            in_flight: 0,
+        }
+    }
+}
+
+/// Which of a tenant's flows are paused: kept by the store, so that a pause outlives a
+/// restart.
+#[async_trait]
+pub trait FlowPauses: Send + Sync {
+    /// Pauses (or resumes) the tenant's flow `key`.
+    async fn set_flow_paused(
         &self,
         tenant: &TenantId,
         key: &FlowKey,
-        holder: &SlotHolder,
-    ) -> Result<(), StoreError> {
-        self.with(tenant, key, |state| {
-            if state.slots.remove(holder).is_some() {
-                state.freed.notify_one();
-            }
-        });
-        Ok(())
-    }
+        paused: bool,
+    ) -> Result<(), StoreError>;
 
-    async fn slot_freed(&self, tenant: &TenantId, key: &FlowKey, at_most: Duration) {
-        let freed = self.with(tenant, key, |state| state.freed.clone());
-        let _ = tokio::time::timeout(at_most, freed.notified()).await;
-    }
+    /// Whether the tenant's flow `key` is paused. A store may answer from a copy up to a
+    /// second old (every limited delivery asks).
+    async fn flow_paused(&self, tenant: &TenantId, key: &FlowKey) -> Result<bool, StoreError>;
+
+    /// The tenant's paused flows.
+    async fn paused_flows(&self, tenant: &TenantId) -> Result<Vec<FlowKey>, StoreError>;
+}
+
+/// What flow limits need: counters shared by every worker, and the store's pauses. A
+/// backend has both or neither.
+#[derive(Clone)]
+pub struct FlowPorts {
+    pub counters: Arc<dyn FlowCounters>,
+    pub pauses: Arc<dyn FlowPauses>,
 }

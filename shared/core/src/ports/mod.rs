@@ -7,13 +7,15 @@
 
 mod dead_letters;
 mod flows;
+mod process_flows;
 mod store;
 mod tenants;
 mod timer;
 mod webhooks;
 
 pub use dead_letters::{DeadLetterError, DeadLetters};
-pub use flows::{FlowCounters, ProcessFlowCounters, SlotHolder};
+pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
+pub use process_flows::ProcessFlowCounters;
 pub use store::{
     CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
     SweepIndex, SweepMark, TaskStore,

@@ -7,13 +7,37 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use futures_util::future::join_all;
 
-use crate::domain::{FlowKey, TaskId, TenantId};
-use crate::ports::{FlowCounters, SlotHolder};
+use crate::domain::{AttemptRef, FlowKey, TaskId, TenantId};
+use crate::ports::{FlowCounters, FlowFigures, FlowPauses, SlotHolder};
 
 /// Runs every case against `counters`; `name` makes the flow keys unique per run.
 pub async fn check_flow_counters(counters: Arc<dyn FlowCounters>, name: &str) {
     rate_holds_under_concurrency(&counters, name).await;
     slots_hold_under_concurrency(&counters, name).await;
+    waiting_notes_are_counted_and_taken(&counters, name).await;
+}
+
+/// What every [`FlowPauses`] store must do.
+pub async fn check_flow_pauses(pauses: Arc<dyn FlowPauses>, name: &str) {
+    let tenant = TenantId::parse("acme").expect("valid");
+    let other_tenant = TenantId::parse("globex").expect("valid");
+    let key = FlowKey::parse(format!("{name}-paused")).expect("valid");
+    assert!(!pauses.flow_paused(&tenant, &key).await.unwrap());
+    pauses.set_flow_paused(&tenant, &key, true).await.unwrap();
+    pauses.set_flow_paused(&tenant, &key, true).await.unwrap();
+    assert!(pauses.flow_paused(&tenant, &key).await.unwrap());
+    assert!(!pauses.flow_paused(&other_tenant, &key).await.unwrap());
+    assert!(pauses.paused_flows(&tenant).await.unwrap().contains(&key));
+    assert!(!pauses
+        .paused_flows(&other_tenant)
+        .await
+        .unwrap()
+        .contains(&key));
+    pauses.set_flow_paused(&tenant, &key, false).await.unwrap();
+    // A store may answer from a copy up to a second old.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert!(!pauses.flow_paused(&tenant, &key).await.unwrap());
+    assert!(!pauses.paused_flows(&tenant).await.unwrap().contains(&key));
 }
 
 fn t0() -> DateTime<Utc> {
@@ -113,4 +137,73 @@ async fn slots_hold_under_concurrency(counters: &Arc<dyn FlowCounters>, name: &s
         .take_slot(&tenant, &key, 3, waiting[1], later, after)
         .await
         .unwrap());
+}
+
+async fn waiting_notes_are_counted_and_taken(counters: &Arc<dyn FlowCounters>, name: &str) {
+    let tenant = TenantId::parse("acme").expect("valid");
+    let key = FlowKey::parse(format!("{name}-waiting")).expect("valid");
+    let attempt = |task: TaskId, n| AttemptRef {
+        task_id: task,
+        attempt: n,
+        tenant: tenant.clone(),
+    };
+    let (long, short) = (TaskId::new(), TaskId::new());
+    let now = t0();
+    let note = |a: AttemptRef, until| {
+        let (tenant, key) = (tenant.clone(), key.clone());
+        async move { counters.note_waiting(&tenant, &key, &a, (now, until)).await }
+    };
+    note(attempt(long, 1), now + Duration::seconds(5))
+        .await
+        .unwrap();
+    // A second note of a task replaces its first.
+    note(attempt(long, 2), now + Duration::seconds(10))
+        .await
+        .unwrap();
+    note(attempt(short, 1), now + Duration::seconds(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        figures_of(counters, &tenant, &key, now).await.waiting,
+        2,
+        "two tasks wait"
+    );
+    let holder = SlotHolder::new(&TaskId::new());
+    let until = now + Duration::seconds(30);
+    assert!(counters
+        .take_slot(&tenant, &key, 2, &holder, now, until)
+        .await
+        .unwrap());
+    assert_eq!(figures_of(counters, &tenant, &key, now).await.in_flight, 1);
+    counters.free_slot(&tenant, &key, &holder).await.unwrap();
+
+    let later = now + Duration::seconds(2);
+    assert_eq!(
+        figures_of(counters, &tenant, &key, later).await.waiting,
+        1,
+        "a note past its time counts for nothing"
+    );
+    let woken = counters.take_waiting(&tenant, &key, later).await.unwrap();
+    assert_eq!(woken, vec![attempt(long, 2)]);
+    assert_eq!(
+        figures_of(counters, &tenant, &key, later).await.waiting,
+        0,
+        "taken notes go"
+    );
+    assert!(counters
+        .take_waiting(&tenant, &key, later)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+async fn figures_of(
+    counters: &Arc<dyn FlowCounters>,
+    tenant: &TenantId,
+    key: &FlowKey,
+    now: DateTime<Utc>,
+) -> FlowFigures {
+    let all = counters.figures(tenant, now).await.expect("figures");
+    let mine = all.into_iter().find(|f| &f.key == key);
+    mine.unwrap_or_else(|| FlowFigures::none(key.clone()))
 }

@@ -184,7 +184,10 @@ fn build(
         policies: store.clone(),
         retention: None,
         counts: Some(store.clone()),
-        flows: Some(Arc::new(crate::ports::ProcessFlowCounters::default())),
+        flows: Some(crate::ports::FlowPorts {
+            counters: Arc::new(crate::ports::ProcessFlowCounters::default()),
+            pauses: store.clone(),
+        }),
         timer: timer.clone(),
         dead_letters: dead_letters.clone(),
         tenants: Arc::new(tenants),

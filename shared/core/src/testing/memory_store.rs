@@ -3,17 +3,19 @@
 //! misbehave the ways real stores do (a refused write, a lagging cheap read) and watch its
 //! writes, through its hooks.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{AttemptRecord, PolicyName, RetryPolicy, Status, Task, TaskId, TenantId};
+use crate::domain::{
+    AttemptRecord, FlowKey, PolicyName, RetryPolicy, Status, Task, TaskId, TenantId,
+};
 use crate::ports::{
-    CreateOutcome, DueWork, ListQuery, Page, PolicyStore, StatusCounts, StoreError, SweepIndex,
-    SweepMark, TaskStore,
+    CreateOutcome, DueWork, FlowPauses, ListQuery, Page, PolicyStore, StatusCounts, StoreError,
+    SweepIndex, SweepMark, TaskStore,
 };
 
 #[derive(Default)]
@@ -41,6 +43,7 @@ struct Inner {
     idempotency: HashMap<(TenantId, String), TaskId>,
     attempts: BTreeMap<(TaskId, u32), AttemptRecord>,
     policies: BTreeMap<(TenantId, PolicyName), RetryPolicy>,
+    paused_flows: BTreeSet<(TenantId, FlowKey)>,
 }
 
 impl MemoryStore {
@@ -203,6 +206,35 @@ impl SweepIndex for MemoryStore {
     /// The index is read whole at every sweep: there is no checkpoint to move.
     async fn swept(&self, _mark: &SweepMark) -> Result<(), StoreError> {
         Ok(())
+    }
+}
+
+#[async_trait]
+impl FlowPauses for MemoryStore {
+    async fn set_flow_paused(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        paused: bool,
+    ) -> Result<(), StoreError> {
+        let flow = (tenant.clone(), key.clone());
+        let mut inner = self.lock();
+        match paused {
+            true => inner.paused_flows.insert(flow),
+            false => inner.paused_flows.remove(&flow),
+        };
+        Ok(())
+    }
+
+    async fn flow_paused(&self, tenant: &TenantId, key: &FlowKey) -> Result<bool, StoreError> {
+        let flow = (tenant.clone(), key.clone());
+        Ok(self.lock().paused_flows.contains(&flow))
+    }
+
+    async fn paused_flows(&self, tenant: &TenantId) -> Result<Vec<FlowKey>, StoreError> {
+        let inner = self.lock();
+        let paused = inner.paused_flows.iter().filter(|(t, _)| t == tenant);
+        Ok(paused.map(|(_, key)| key.clone()).collect())
     }
 }
 

@@ -21,13 +21,13 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use boomerang_core::domain::{
-    AttemptRecord, AttemptRef, PendingWork, PolicyName, RetryPolicy, Status, Task, TaskId,
+    AttemptRecord, AttemptRef, FlowKey, PendingWork, PolicyName, RetryPolicy, Status, Task, TaskId,
     TenantId, WorkKind,
 };
 use boomerang_core::metrics::Metrics;
 use boomerang_core::ports::{
-    CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
-    SweepIndex, SweepMark, TaskStore,
+    CreateOutcome, DueWork, FlowPauses, ListQuery, Page, PolicyStore, Retention, StatusCounts,
+    StoreError, SweepIndex, SweepMark, TaskStore,
 };
 use codec::{decode, encode};
 use writer::{lock, unavailable, Claim, Claims, Writer, WriterHandle};
@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS policies (
     name TEXT NOT NULL,
     doc TEXT NOT NULL,
     PRIMARY KEY (tenant, name)
+);
+CREATE TABLE IF NOT EXISTS paused_flows (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (tenant, key)
 );
 CREATE TABLE IF NOT EXISTS dead_letters (
     task_id TEXT PRIMARY KEY,
@@ -536,6 +541,57 @@ impl SweepIndex for SqliteStore {
     /// The index is read whole at every sweep: there is no checkpoint to move.
     async fn swept(&self, _mark: &SweepMark) -> Result<(), StoreError> {
         Ok(())
+    }
+}
+
+#[async_trait]
+impl FlowPauses for SqliteStore {
+    async fn set_flow_paused(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        paused: bool,
+    ) -> Result<(), StoreError> {
+        let (tenant, key) = (tenant.to_string(), key.to_string());
+        let sql = match paused {
+            true => "INSERT OR IGNORE INTO paused_flows (tenant, key) VALUES (?1, ?2)",
+            false => "DELETE FROM paused_flows WHERE tenant = ?1 AND key = ?2",
+        };
+        self.write(move |w| {
+            w.conn
+                .execute(sql, [tenant, key])
+                .map(|_| ())
+                .map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn flow_paused(&self, tenant: &TenantId, key: &FlowKey) -> Result<bool, StoreError> {
+        let (tenant, key) = (tenant.to_string(), key.to_string());
+        self.read(move |c| {
+            c.prepare_cached("SELECT 1 FROM paused_flows WHERE tenant = ?1 AND key = ?2")
+                .and_then(|mut stmt| stmt.exists([tenant, key]))
+                .map_err(unavailable)
+        })
+        .await
+    }
+
+    async fn paused_flows(&self, tenant: &TenantId) -> Result<Vec<FlowKey>, StoreError> {
+        let tenant = tenant.to_string();
+        self.read(move |c| {
+            let mut stmt = c
+                .prepare_cached("SELECT key FROM paused_flows WHERE tenant = ?1 ORDER BY key")
+                .map_err(unavailable)?;
+            let rows = stmt
+                .query_map([tenant], |r| r.get::<_, String>(0))
+                .map_err(unavailable)?;
+            rows.map(|row| {
+                let key = row.map_err(unavailable)?;
+                FlowKey::parse(key).map_err(|e| StoreError::Corrupt(e.into()))
+            })
+            .collect()
+        })
+        .await
     }
 }
 

@@ -23,18 +23,24 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
 use crate::attr;
+use crate::sdk::cache::Cache;
 use crate::sdk::items::{corrupt, n, s, Item};
 use crate::sdk::sdk_failure;
 use crate::store::conflict_or_unavailable;
-use boomerang_core::domain::{FlowKey, TenantId};
-use boomerang_core::ports::{FlowCounters, SlotHolder, StoreError};
+use boomerang_core::domain::{AttemptRef, FlowKey, TenantId};
+use boomerang_core::ports::{FlowCounters, FlowFigures, SlotHolder, StoreError};
+
+mod pauses;
+mod waiting;
 
 /// Takes of a slot tried before the caller is told the flow is full.
 const TAKE_TRIES: usize = 3;
 /// How long expired items are kept before the table's expiry removes them.
-const KEEP: chrono::Duration = chrono::Duration::hours(1);
+pub(super) const KEEP: chrono::Duration = chrono::Duration::hours(1);
 /// How soon a caller waiting for a slot looks again: frees by other workers are not seen.
 const LOOK_AGAIN: Duration = Duration::from_millis(100);
+/// How long a process trusts what it read of a flow's pause.
+const PAUSE_SEEN: Duration = Duration::from_secs(1);
 
 pub struct DynamoFlowCounters {
     client: Client,
@@ -47,6 +53,10 @@ pub struct DynamoFlowCounters {
     /// Per flow, the slot this process freed last while a task of it waited here: the
     /// waiter tries that one first, without reading the flow's slots.
     just_freed: Mutex<HashMap<String, u32>>,
+    /// When this process last wrote each tenant's flow item (see [`waiting`]).
+    seen: Mutex<HashMap<String, std::time::Instant>>,
+    /// Whether a flow is paused, as read at most a second ago.
+    paused: Cache<bool>,
 }
 
 impl DynamoFlowCounters {
@@ -57,6 +67,8 @@ impl DynamoFlowCounters {
             freed: Mutex::default(),
             held: Mutex::default(),
             just_freed: Mutex::default(),
+            seen: Mutex::default(),
+            paused: Cache::with_ttl(PAUSE_SEEN),
         }
     }
 
@@ -72,22 +84,35 @@ impl DynamoFlowCounters {
         self.just_freed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The flow's slot items, read consistently.
-    async fn slots(&self, pk: &str) -> Result<Vec<Item>, StoreError> {
-        let answer = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("#pk = :pk AND begins_with(#sk, :slots)")
-            .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#sk", attr::SK)
-            .expression_attribute_values(":pk", s(pk))
-            .expression_attribute_values(":slots", s("S#"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-        Ok(answer.items.unwrap_or_default())
+    fn seen(&self) -> MutexGuard<'_, HashMap<String, std::time::Instant>> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every item of partition `pk` whose sort key starts with `prefix`, read consistently.
+    async fn query_all(&self, pk: &str, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let answer = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#pk", attr::PK)
+                .expression_attribute_names("#sk", attr::SK)
+                .expression_attribute_values(":pk", s(pk))
+                .expression_attribute_values(":prefix", s(prefix))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+            items.extend(answer.items.unwrap_or_default());
+            start = answer.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
     }
 
     /// A free or expired slot index at `now`, from one consistent read of the flow's slots.
@@ -99,7 +124,7 @@ impl DynamoFlowCounters {
         now: DateTime<Utc>,
     ) -> Result<Option<u32>, StoreError> {
         let mut taken = vec![false; parallelism as usize];
-        for item in self.slots(pk).await? {
+        for item in self.query_all(pk, "S#").await? {
             let index = slot_index(&item);
             let held_by = item.get(attr::flow::HOLDER).and_then(|v| v.as_s().ok());
             if held_by.is_some_and(|h| h == holder.as_str()) {
@@ -249,11 +274,43 @@ impl FlowCounters for DynamoFlowCounters {
             all.remove(&pk);
         }
     }
+
+    async fn note_waiting(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        attempt: &AttemptRef,
+        (_, until): (DateTime<Utc>, DateTime<Utc>),
+    ) -> Result<(), StoreError> {
+        self.put_waiting(tenant, key, attempt, until).await
+    }
+
+    async fn take_waiting(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<AttemptRef>, StoreError> {
+        self.take_waiting_items(tenant, key, now).await
+    }
+
+    async fn figures(
+        &self,
+        tenant: &TenantId,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<FlowFigures>, StoreError> {
+        self.figures_of(tenant, now).await
+    }
 }
 
 /// A flow's partition: `F#<tenant>#<key>`.
 fn flow_pk(tenant: &TenantId, key: &FlowKey) -> String {
     format!("F#{tenant}#{key}")
+}
+
+/// A tenant's flows' partition: `FL#<tenant>`.
+fn tenant_pk(tenant: &TenantId) -> String {
+    format!("FL#{tenant}")
 }
 
 fn slot_index(item: &Item) -> Option<u32> {
