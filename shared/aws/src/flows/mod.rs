@@ -130,13 +130,8 @@ impl DynamoFlowCounters {
             if held_by.is_some_and(|h| h == holder.as_str()) {
                 return Ok(index);
             }
-            let held_until = item
-                .get(attr::flow::HELD_UNTIL)
-                .and_then(|v| v.as_n().ok())
-                .and_then(|v| v.parse::<i64>().ok())
-                .unwrap_or(0);
             if let Some(i) = index.filter(|i| (*i as usize) < taken.len()) {
-                taken[i as usize] = held_until > now.timestamp_millis();
+                taken[i as usize] = waiting::held_past(&item, now);
             }
         }
         Ok(taken.iter().position(|t| !t).map(|i| i as u32))
