@@ -24,7 +24,7 @@ on_both_backends!(
 async fn fast_default_policy(server: &Server) {
     let view = server
         .api()
-        .put_policy("default", &schedule_max(&["1s"], 3))
+        .put_policy("default", &schedule_max(&["1s"], 3).into())
         .await
         .unwrap();
     assert_eq!(view.name, "default");

@@ -819,7 +819,7 @@ async fn a_named_policy_applies_to_new_tasks_and_can_change(backend: Backend) {
     let api = server.api();
     let rx = Receiver::always(500).await;
     let view = api
-        .put_policy("fast", &schedule_max(&["1s"], 2))
+        .put_policy("fast", &schedule_max(&["1s"], 2).into())
         .await
         .unwrap();
     assert_eq!(view.retry.max_attempts, Some(2));
@@ -835,7 +835,7 @@ async fn a_named_policy_applies_to_new_tasks_and_can_change(backend: Backend) {
     assert_eq!(rx.count("/first"), 2);
 
     // Changed: new tasks take the new policy, the first keeps its copy.
-    api.put_policy("fast", &schedule_max(&["1s"], 3))
+    api.put_policy("fast", &schedule_max(&["1s"], 3).into())
         .await
         .unwrap();
     let second = server
@@ -849,7 +849,7 @@ async fn a_named_policy_applies_to_new_tasks_and_can_change(backend: Backend) {
     assert_eq!(listed.policies[0].retry.max_attempts, Some(3));
 
     // The tenant's `default` replaces the built-in default.
-    api.put_policy("default", &schedule_max(&["1s"], 1))
+    api.put_policy("default", &schedule_max(&["1s"], 1).into())
         .await
         .unwrap();
     let plain = server.register(&callback(rx.url("/plain"))).await;
@@ -860,13 +860,13 @@ async fn a_named_policy_applies_to_new_tasks_and_can_change(backend: Backend) {
         max_attempts: Some(Some(0)),
         ..RetryRequest::default()
     };
-    let refused = api.put_policy("fast", &zero).await.unwrap_err();
+    let refused = api.put_policy("fast", &zero.into()).await.unwrap_err();
     assert_eq!(
         (refused.status(), field_of(&refused)),
         (Some(422), Some("max_attempts"))
     );
     let refused = api
-        .put_policy("no%20spaces", &RetryRequest::default())
+        .put_policy("no%20spaces", &RetryRequest::default().into())
         .await
         .unwrap_err();
     assert_eq!(

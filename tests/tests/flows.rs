@@ -5,16 +5,21 @@ use std::time::{Duration, Instant};
 
 use boomerang_core::domain::Status;
 use boomerang_e2e::{
-    callback, on_both_backends, Backend, Callback, Receiver, Reply, Server, ServerOptions,
+    callback, on_both_backends, run_cli, schedule_max, wait_for, Backend, Callback, Receiver,
+    Reply, Server, ServerOptions,
 };
-use boomerang_http::task_request::FlowRequest;
+use boomerang_http::flows::FlowsView;
+use boomerang_http::task_request::{FlowRequest, PolicyRequest};
 
 const WAIT: Duration = Duration::from_secs(60);
 /// How long the receiver holds each call: short enough that two slots would allow 20
 /// calls a second, five times the flow's rate, so the rate is what the checks see.
 const HOLD: Duration = Duration::from_millis(100);
 
-on_both_backends!(a_flow_keeps_its_parallelism_and_its_rate_across_destinations);
+on_both_backends!(
+    a_flow_keeps_its_parallelism_and_its_rate_across_destinations,
+    a_paused_flow_holds_its_tasks_until_resumed_and_lists_them_waiting,
+);
 
 fn partner_flow() -> FlowRequest {
     FlowRequest {
@@ -122,4 +127,77 @@ async fn a_flow_holds_across_three_aws_workers() {
     let arrivals = arrivals(&[&rx]);
     assert_eq!(arrivals.len(), 24, "each task called once");
     assert_within_partner_flow(&arrivals);
+}
+
+/// A flow named by a policy is paused through the API: its tasks wait (listed as waiting,
+/// nothing called) until it is resumed, which sends them at once, well before a paused
+/// flow's tasks would look again by themselves (a minute). The CLI sees the same.
+async fn a_paused_flow_holds_its_tasks_until_resumed_and_lists_them_waiting(backend: Backend) {
+    let rx = Receiver::always(200).await;
+    let server = Server::start(ServerOptions::on(backend));
+    let api = server.api();
+    // A key with a slash and a space: one path segment, percent-encoded.
+    let key = "batch/eu west";
+    let paused = api.pause_flow(key).await.unwrap();
+    assert!(paused.paused && paused.key == key, "{paused:?}");
+    let policy = PolicyRequest {
+        flow: Some(FlowRequest {
+            key: Some(key.into()),
+            parallelism: Some(1),
+            ..FlowRequest::default()
+        }),
+        ..schedule_max(&["1s"], 3).into()
+    };
+    let stored = api.put_policy("paced", &policy).await.unwrap();
+    assert_eq!(stored.flow.as_ref().map(|f| f.key.as_str()), Some(key));
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let task = server
+            .register(&callback(rx.url(&format!("/p/{n}"))).policy("paced"))
+            .await;
+        assert_eq!(task.flow.as_ref().map(|f| f.key.as_str()), Some(key));
+        ids.push(task.id);
+    }
+    let listed = wait_for("three tasks waiting in the paused flow", WAIT, || async {
+        let flows = api.flows().await.unwrap().flows;
+        flows.into_iter().find(|f| f.key == key && f.waiting == 3)
+    })
+    .await;
+    assert!(listed.paused);
+    assert_eq!(
+        rx.received().len(),
+        0,
+        "a paused flow's tasks are not called"
+    );
+
+    let env = [
+        ("BOOMERANG_URL", server.base.as_str()),
+        ("BOOMERANG_API_KEY", server.api_key.as_str()),
+    ];
+    let cli = run_cli(&["flows", "list", "--json"], &env);
+    assert_eq!(cli.code, 0, "{cli:?}");
+    let shown: FlowsView = serde_json::from_str(&cli.stdout).unwrap();
+    assert!(shown
+        .flows
+        .iter()
+        .any(|f| f.key == key && f.paused && f.waiting == 3));
+
+    let resumed = run_cli(&["flows", "resume", key], &env);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert!(resumed.stdout.starts_with("running"), "{resumed:?}");
+    for id in &ids {
+        let task = server
+            .wait_status(id, Status::Succeeded, Duration::from_secs(20))
+            .await;
+        assert_eq!(task.attempt, 1, "waiting in a paused flow is no attempt");
+    }
+    let flow = api.flow(key).await.unwrap();
+    assert_eq!((flow.paused, flow.waiting), (false, 0));
+
+    let refused = api.flow(&"k".repeat(300)).await.unwrap_err();
+    assert_eq!(refused.status(), Some(422));
+    assert_eq!(
+        refused.problem().and_then(|p| p.field.as_deref()),
+        Some("key")
+    );
 }

@@ -33,6 +33,8 @@ enum Command {
     Listen(ListenArgs),
     /// Register, inspect, list, cancel, retry, release and watch tasks through the API.
     Tasks(tasks_cmd::TasksArgs),
+    /// List flows with what waits in them; pause and resume one, through the API.
+    Flows(tasks_cmd::flows::FlowsArgs),
     /// Set up the AWS code path against an emulator.
     #[command(subcommand)]
     Aws(AwsCommand),
@@ -92,6 +94,7 @@ async fn main() -> Result<ExitCode> {
     init_tracing(&cli.log_format);
     let done = match cli.command {
         Command::Tasks(args) => return tasks_cmd::run(args).await,
+        Command::Flows(args) => return tasks_cmd::flows::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {

@@ -4,10 +4,11 @@
 
 use std::time::Duration;
 
+use boomerang_http::flows::{FlowStateView, FlowsView};
 use boomerang_http::policies::{PoliciesView, PolicyView};
 use boomerang_http::problem::Problem;
 use boomerang_http::stats::StatsView;
-use boomerang_http::task_request::{BatchRequest, RetryRequest, TaskRequest};
+use boomerang_http::task_request::{BatchRequest, PolicyRequest, TaskRequest};
 use boomerang_http::views::{BatchView, KeyCancelView, KeyReleaseView, PageView, TaskView};
 use boomerang_http::Health;
 use reqwest::{Method, Url};
@@ -196,7 +197,7 @@ impl Client {
     pub async fn put_policy(
         &self,
         name: &str,
-        policy: &RetryRequest,
+        policy: &PolicyRequest,
     ) -> Result<PolicyView, ClientError> {
         self.send(
             Method::PUT,
@@ -228,6 +229,29 @@ impl Client {
     pub async fn delete_policy(&self, name: &str) -> Result<(), ClientError> {
         let request = self.request(Method::DELETE, &format!("/v1/policies/{name}"), &[])?;
         self.body(request).await.map(|_| ())
+    }
+
+    /// `GET /v1/flows`: the busy or paused flows.
+    pub async fn flows(&self) -> Result<FlowsView, ClientError> {
+        self.send(Method::GET, "/v1/flows", &[], None::<&()>).await
+    }
+
+    /// `GET /v1/flows/{key}`.
+    pub async fn flow(&self, key: &str) -> Result<FlowStateView, ClientError> {
+        self.send(Method::GET, &flow_path(key, None), &[], None::<&()>)
+            .await
+    }
+
+    /// `POST /v1/flows/{key}/pause`.
+    pub async fn pause_flow(&self, key: &str) -> Result<FlowStateView, ClientError> {
+        let path = flow_path(key, Some("pause"));
+        self.send(Method::POST, &path, &[], None::<&()>).await
+    }
+
+    /// `POST /v1/flows/{key}/resume`.
+    pub async fn resume_flow(&self, key: &str) -> Result<FlowStateView, ClientError> {
+        let path = flow_path(key, Some("resume"));
+        self.send(Method::POST, &path, &[], None::<&()>).await
     }
 
     /// `GET /v1/stats`.
@@ -300,6 +324,16 @@ impl Client {
     }
 }
 
+/// `/v1/flows/{key}` and the action after it, if any, with the key as one path segment:
+/// a flow key may hold `/`, `?`, `%` or spaces, which are percent-encoded.
+fn flow_path(key: &str, action: Option<&str>) -> String {
+    let mut url = Url::parse("http://flows.invalid/v1/flows").expect("a valid URL");
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.push(key).extend(action);
+    }
+    url.path().to_string()
+}
+
 /// An answer that is not a success: the problem it carries, or the body as it came.
 fn refused(status: u16, body: String) -> ClientError {
     match serde_json::from_str::<Problem>(&body) {
@@ -320,5 +354,19 @@ fn unreachable_or_http(e: reqwest::Error) -> ClientError {
         ClientError::Unreachable(why)
     } else {
         ClientError::Http(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::flow_path;
+
+    #[test]
+    fn a_flow_key_is_one_path_segment() {
+        assert_eq!(flow_path("partner-api", None), "/v1/flows/partner-api");
+        assert_eq!(
+            flow_path("a/b c?d%", Some("pause")),
+            "/v1/flows/a%2Fb%20c%3Fd%25/pause"
+        );
     }
 }

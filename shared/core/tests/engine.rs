@@ -1,6 +1,7 @@
 //! Engine behaviour on an injected clock, with in-memory adapters and a scripted webhook.
 //! Timers are not fired by themselves here: each test plays the timer by calling `deliver`.
 
+use boomerang_core::domain::{FlowSpec, Policy};
 use boomerang_core::testing::harness::*;
 
 #[tokio::test]
@@ -658,7 +659,7 @@ async fn canceling_by_key_cancels_the_scheduled_tasks_and_reports_the_rest() {
 async fn a_named_policy_is_copied_into_the_task_at_registration() {
     let h = harness(ScriptedWebhooks::default());
     let payments = PolicyName::parse("payments").unwrap();
-    let policy = |n| RetryPolicy::default().with_max_attempts(n).unwrap();
+    let policy = |n| Policy::retry(RetryPolicy::default().with_max_attempts(n).unwrap());
     let named = |name: &PolicyName| {
         let mut task = new_task(FireTime::Now, RetryPolicy::default());
         task.retry_from = RetrySource::Named(name.clone());
@@ -700,11 +701,53 @@ async fn a_named_policy_is_copied_into_the_task_at_registration() {
     assert_eq!(defaulted.spec.retry.max_attempts(), Some(2));
     let given = h
         .engine
-        .register(&h.tenant, new_task(FireTime::Now, policy(7)))
+        .register(&h.tenant, new_task(FireTime::Now, policy(7).retry))
         .await;
     assert_eq!(given.unwrap().task.spec.retry.max_attempts(), Some(7));
     let other = TenantId::parse("other").unwrap();
     assert!(h.engine.register(&other, named(&payments)).await.is_err());
+}
+
+#[tokio::test]
+async fn a_policy_gives_its_flow_to_the_tasks_that_use_it_unless_they_give_their_own() {
+    let h = harness(ScriptedWebhooks::default());
+    let partner = FlowSpec::new("partner", Some(50), None, Some(3)).unwrap();
+    let own = FlowSpec::new("own", None, None, Some(1)).unwrap();
+    let policy = Policy {
+        retry: RetryPolicy::default().with_max_attempts(4).unwrap(),
+        flow: Some(partner.clone()),
+    };
+    let payments = PolicyName::parse("payments").unwrap();
+    h.engine
+        .put_policy(&h.tenant, &payments, &policy)
+        .await
+        .unwrap();
+    let register = |flow: Option<FlowSpec>, from: RetrySource| {
+        let mut task = new_task(FireTime::Now, RetryPolicy::default());
+        task.spec.flow = flow;
+        task.retry_from = from;
+        let engine = h.engine.clone();
+        let tenant = h.tenant.clone();
+        async move { engine.register(&tenant, task).await.unwrap().task.spec }
+    };
+    let named = register(None, RetrySource::Named(payments.clone())).await;
+    assert_eq!(
+        (named.retry.max_attempts(), named.flow),
+        (Some(4), Some(partner.clone()))
+    );
+    let overridden = register(Some(own.clone()), RetrySource::Named(payments)).await;
+    assert_eq!(overridden.flow, Some(own));
+    // A task that gives its own retries uses no policy, and so no policy's flow.
+    assert_eq!(register(None, RetrySource::Given).await.flow, None);
+    // The tenant's `default` policy gives its flow to the tasks it applies to.
+    h.engine
+        .put_policy(&h.tenant, &PolicyName::default_policy(), &policy)
+        .await
+        .unwrap();
+    assert_eq!(
+        register(None, RetrySource::Default).await.flow,
+        Some(partner)
+    );
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 
 pub mod console;
 mod extract;
+pub mod flows;
 pub mod holds;
 pub mod openapi;
 pub mod policies;
@@ -68,6 +69,7 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
     let v1: Routes = OpenApiRouter::new()
         .merge(tasks::routes())
         .merge(policies::routes())
+        .merge(flows::routes())
         .merge(holds::routes())
         .merge(stats::routes());
     let authenticated: Routes = OpenApiRouter::new()

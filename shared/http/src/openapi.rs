@@ -40,7 +40,8 @@ pub const API_KEY: &str = "api_key";
     tags(
         (name = "tasks", description = "Register, inspect, list, cancel and redrive callbacks."),
         (name = "holds", description = "Release held tasks (registered with `hold`)."),
-        (name = "policies", description = "A tenant's named retry policies."),
+        (name = "policies", description = "A tenant's named policies: retries, and a flow."),
+        (name = "flows", description = "A tenant's flows: what waits in them; pause and resume."),
         (name = "service", description = "Health, metrics and this document."),
         (name = "console", description = "The web console: pages that use this API."),
     ),

@@ -1,5 +1,6 @@
-//! `/v1/policies`: a tenant's named retry policies. A task names one with
-//! `"retry": "payments"`; the policy named `default` replaces the built-in default.
+//! `/v1/policies`: a tenant's named policies. A task names one with `"retry": "payments"`;
+//! the policy named `default` replaces the built-in default. A policy may carry a flow,
+//! which its tasks share unless they give their own.
 
 use std::sync::Arc;
 
@@ -15,9 +16,9 @@ use utoipa_axum::routes;
 
 use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
 use super::problem::Problem;
-use super::task_request::{self, RetryRequest};
-use super::views::RetryView;
-use boomerang_core::domain::{PolicyName, RetryPolicy, TenantId};
+use super::task_request::{self, PolicyRequest};
+use super::views::{FlowView, RetryView};
+use boomerang_core::domain::{Policy, PolicyName, TenantId};
 use boomerang_core::engine::{Engine, EngineError};
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
@@ -58,13 +59,17 @@ impl<S: Send + Sync> FromRequestParts<S> for NamePath {
 pub struct PolicyView {
     pub name: String,
     pub retry: RetryView,
+    /// The flow the policy's tasks share, unless a task gives its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowView>,
 }
 
 impl PolicyView {
-    fn new(name: &PolicyName, policy: &RetryPolicy) -> Self {
+    fn new(name: &PolicyName, policy: &Policy) -> Self {
         Self {
             name: name.to_string(),
-            retry: RetryView::new(policy),
+            retry: RetryView::new(&policy.retry),
+            flow: policy.flow.as_ref().map(FlowView::new),
         }
     }
 }
@@ -86,13 +91,14 @@ fn not_found(e: EngineError) -> Problem {
     }
 }
 
-/// Create or replace a named retry policy.
+/// Create or replace a named policy.
 ///
-/// The body is a retry policy as a task's `retry` takes it. Tasks registered after this
-/// use it; tasks registered before keep the policy they were registered with.
+/// The body is a retry policy as a task's `retry` takes it, and optionally a `flow` as a
+/// task's `flow` takes it. Tasks registered after this use it; tasks registered before
+/// keep what they were registered with.
 #[utoipa::path(put, path = "/policies/{name}", tag = "policies", operation_id = "put_policy",
     params(NamePath),
-    request_body = RetryRequest,
+    request_body = PolicyRequest,
     responses(
         (status = 200, description = "The policy as stored", body = PolicyView),
         (status = 400, response = Malformed),
@@ -113,7 +119,7 @@ async fn put_policy(
     Ok(Json(PolicyView::new(&name, &policy)))
 }
 
-/// A named retry policy.
+/// A named policy.
 #[utoipa::path(get, path = "/policies/{name}", tag = "policies", operation_id = "get_policy",
     params(NamePath),
     responses(
@@ -130,7 +136,7 @@ async fn get_policy(
     Ok(Json(PolicyView::new(&name, &policy)))
 }
 
-/// Delete a named retry policy. Tasks registered with it keep it.
+/// Delete a named policy. Tasks registered with it keep it.
 #[utoipa::path(delete, path = "/policies/{name}", tag = "policies", operation_id = "delete_policy",
     params(NamePath),
     responses(
@@ -150,7 +156,7 @@ async fn delete_policy(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// The tenant's named retry policies.
+/// The tenant's named policies.
 #[utoipa::path(get, path = "/policies", tag = "policies", operation_id = "list_policies",
     responses((status = 200, description = "The policies, by name", body = PoliciesView)))]
 async fn list_policies(

@@ -16,7 +16,7 @@ use boomerang_core::domain::invalid::within;
 use boomerang_core::domain::limits::*;
 use boomerang_core::domain::{
     AlertTarget, Backoff, BackoffKind, BusinessKey, FlowSpec, HoldSpec, Invalid, MaxAttempts,
-    Notify, OnUnknown, PolicyName, RetryPolicy, SpecDraft, TaskSpec,
+    Notify, OnUnknown, Policy, PolicyName, RetryPolicy, SpecDraft, TaskSpec,
 };
 use boomerang_core::engine::{FireTime, NewTask, RetrySource};
 
@@ -203,6 +203,25 @@ pub struct AlertRequest {
     pub headers: Option<BTreeMap<String, String>>,
 }
 
+/// A named policy: a retry policy, and optionally the flow its tasks share.
+#[derive(Debug, Default, Serialize, ToSchema)]
+#[schema(example = json!({"backoff": "exponential", "interval": "30s", "max_interval": "1h",
+                          "max_attempts": 10,
+                          "flow": {"key": "partner-api", "rate": 50, "parallelism": 3}}))]
+pub struct PolicyRequest {
+    #[serde(flatten)]
+    pub retry: RetryRequest,
+    /// The flow whose limits the policy's tasks share, unless a task gives its own `flow`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowRequest>,
+}
+
+impl From<RetryRequest> for PolicyRequest {
+    fn from(retry: RetryRequest) -> Self {
+        Self { retry, flow: None }
+    }
+}
+
 /// A retry policy: a fixed `schedule` of waits, or a `backoff` rule.
 #[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -296,17 +315,40 @@ pub fn parse(body: &[u8]) -> Result<TaskRequest, Problem> {
     parse_json(body)
 }
 
-/// A retry policy on its own (the body of `PUT /v1/policies/{name}`), validated as a task's
-/// `retry`; problems name the field within it (`max_attempts`).
-pub fn parse_policy(body: &[u8]) -> Result<RetryPolicy, Problem> {
-    parse_json::<RetryRequest>(body)?
+/// A named policy (the body of `PUT /v1/policies/{name}`): a retry policy's fields, as a
+/// task's `retry` takes them, and optionally the `flow` its tasks share. Problems name the
+/// field within it (`max_attempts`, `flow.rate`).
+pub fn parse_policy(body: &[u8]) -> Result<Policy, Problem> {
+    let mut fields: serde_json::Map<String, serde_json::Value> = parse_json(body)?;
+    let flow = match fields.remove("flow") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(flow) => Some(from_value::<FlowRequest>(flow, "flow")?.validate()?),
+    };
+    let retry = from_value::<RetryRequest>(serde_json::Value::Object(fields), "")?
         .validate()
         .map_err(|mut problem| {
             let unprefixed = |s: &str| s.strip_prefix("retry.").unwrap_or(s).to_string();
             problem.field = problem.field.as_deref().map(unprefixed);
             problem.detail = unprefixed(&problem.detail);
             problem
-        })
+        })?;
+    Ok(Policy { retry, flow })
+}
+
+/// Reads a part of a body already parsed; a problem names its field under `under`.
+fn from_value<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+    under: &str,
+) -> Result<T, Problem> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = match (under, e.path().to_string()) {
+            ("", p) if p == "." => "body".to_string(),
+            (under, p) if p == "." => under.to_string(),
+            ("", p) => p,
+            (under, p) => format!("{under}.{p}"),
+        };
+        Problem::invalid(field, strip_position(&e.inner().to_string()))
+    })
 }
 
 /// [`parse`] for a batch; fields are named from the top (`tasks[3].delay`).
@@ -867,7 +909,22 @@ mod tests {
             problem.detail
         );
         let policy = parse_policy(br#"{"schedule":["1s","5s"]}"#).unwrap();
-        assert_eq!(policy.max_attempts(), Some(3));
+        assert_eq!((policy.retry.max_attempts(), policy.flow), (Some(3), None));
+        let field = |body: &str| parse_policy(body.as_bytes()).unwrap_err().field;
+        assert_eq!(
+            field(r#"{"flow":{"key":"k","rate":0}}"#).unwrap(),
+            "flow.rate"
+        );
+        assert_eq!(
+            field(r#"{"flow":{"key":"k","bogus":1}}"#).unwrap(),
+            "flow.bogus"
+        );
+        assert_eq!(field(r#"{"flow":"k"}"#).unwrap(), "flow");
+        assert_eq!(field(r#"{"flow":{"rate":5}}"#).unwrap(), "flow.key");
+        assert_eq!(field(r#"{"bogus":1}"#).unwrap(), "bogus");
+        assert_eq!(field(r#"[1]"#).unwrap(), "body");
+        let with_flow = parse_policy(br#"{"flow":{"key":"k","parallelism":2}}"#).unwrap();
+        assert_eq!(with_flow.flow.unwrap().parallelism(), Some(2));
     }
 
     #[test]

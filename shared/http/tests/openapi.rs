@@ -277,7 +277,7 @@ async fn the_documented_examples_are_accepted() {
     let task = &schemas["TaskRequest"]["example"];
     let (status, body) = call(&router, Method::POST, "/v1/tasks", Some(task)).await;
     assert_eq!(status, 201, "{body}");
-    let policy = &schemas["RetryRequest"]["example"];
+    let policy = &schemas["PolicyRequest"]["example"];
     let (status, body) = call(&router, Method::PUT, "/v1/policies/payments", Some(policy)).await;
     assert_eq!(status, 200, "{body}");
 }

@@ -4,6 +4,7 @@
 //! own); 3 the server could not be reached.
 
 mod client;
+pub mod flows;
 mod request;
 mod show;
 
@@ -102,18 +103,27 @@ struct ByIdOrKey {
 
 /// Runs one command; what it answers decides the exit code.
 pub async fn run(args: TasksArgs) -> Result<ExitCode> {
-    let api = match client::connect(
-        &args.connection.url,
-        args.connection.api_key,
-        &args.connection.data_dir,
-    ) {
+    let (command, json) = (args.command, args.json);
+    with_api(args.connection, |api| async move {
+        execute(&api, command, json).await
+    })
+    .await
+}
+
+/// Connects to the API and runs `command` with it; what it answers decides the exit code.
+async fn with_api<F, Fut>(connection: Connection, command: F) -> Result<ExitCode>
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Failure>>,
+{
+    let api = match client::connect(&connection.url, connection.api_key, &connection.data_dir) {
         Ok(api) => api,
         Err(why) => {
             eprintln!("error: {why}");
             return Ok(ExitCode::from(2));
         }
     };
-    match execute(&api, args.command, args.json).await {
+    match command(api).await {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(Failure::Usage(why)) => {
             eprintln!("error: {why}");
@@ -128,7 +138,7 @@ pub async fn run(args: TasksArgs) -> Result<ExitCode> {
             Ok(ExitCode::from(1))
         }
         Err(Failure::Api(ClientError::Unreachable(why))) => {
-            eprintln!("error: cannot reach {}: {why}", args.connection.url);
+            eprintln!("error: cannot reach {}: {why}", connection.url);
             Ok(ExitCode::from(3))
         }
         Err(Failure::Api(e)) => Err(e.into()),

@@ -1,6 +1,7 @@
 //! What the CLI prints: the API's JSON with `--json`, else readable blocks and tables.
 
 use boomerang_core::domain::Status;
+use boomerang_http::flows::{FlowStateView, FlowsView};
 use boomerang_http::views::{AttemptView, KeyedStatusView, TaskView};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -97,6 +98,25 @@ impl Output {
         }
     }
 
+    /// The busy or paused flows as a table.
+    pub fn flows(&self, flows: &FlowsView) {
+        if self.json {
+            return print_json(flows);
+        }
+        println!("{:<8}  {:>9}  {:>9}  KEY", "STATE", "WAITING", "IN FLIGHT");
+        for flow in &flows.flows {
+            println!("{}", flow_line(flow));
+        }
+    }
+
+    /// One flow, as a line of the table.
+    pub fn flow(&self, flow: &FlowStateView) {
+        if self.json {
+            return print_json(flow);
+        }
+        println!("{}", flow_line(flow));
+    }
+
     /// What a cancel or release by key did.
     pub fn by_key<T: Serialize>(&self, outcome: ByKey<'_, T>) {
         if self.json {
@@ -177,6 +197,14 @@ fn short_time(t: Option<DateTime<Utc>>) -> String {
 }
 
 /// A value of one of the API's enums as the API writes it (`retrying`, `cancel`).
+fn flow_line(flow: &FlowStateView) -> String {
+    let state = if flow.paused { "paused" } else { "running" };
+    format!(
+        "{state:<8}  {:>9}  {:>9}  {}",
+        flow.waiting, flow.in_flight, flow.key
+    )
+}
+
 fn name_of<T: Serialize>(v: &T) -> String {
     serde_json::to_value(v)
         .ok()

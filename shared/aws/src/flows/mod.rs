@@ -296,6 +296,15 @@ impl FlowCounters for DynamoFlowCounters {
     ) -> Result<Vec<FlowFigures>, StoreError> {
         self.figures_of(tenant, now).await
     }
+
+    async fn flow_figures(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        now: DateTime<Utc>,
+    ) -> Result<FlowFigures, StoreError> {
+        self.flow_figures_of(tenant, key.clone(), now).await
+    }
 }
 
 /// A flow's partition: `F#<tenant>#<key>`.

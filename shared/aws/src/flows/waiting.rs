@@ -137,21 +137,32 @@ impl DynamoFlowCounters {
             else {
                 continue;
             };
-            let pk = flow_pk(tenant, &key);
-            let waiting = self.query_all(&pk, "Q#").await?;
-            let waiting = waiting.iter().filter(|i| waits_past(i, now)).count();
-            let slots = self.query_all(&pk, "S#").await?;
-            let in_flight = slots.iter().filter(|i| held_past(i, now)).count();
-            if waiting > 0 || in_flight > 0 {
-                figures.push(FlowFigures {
-                    key,
-                    waiting: waiting as u64,
-                    in_flight: in_flight as u64,
-                });
+            let flow = self.flow_figures_of(tenant, key, now).await?;
+            if flow.waiting > 0 || flow.in_flight > 0 {
+                figures.push(flow);
             }
         }
         figures.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(figures)
+    }
+
+    /// One flow's figures: its waiting notes and its slots, one query each.
+    pub(super) async fn flow_figures_of(
+        &self,
+        tenant: &TenantId,
+        key: FlowKey,
+        now: DateTime<Utc>,
+    ) -> Result<FlowFigures, StoreError> {
+        let pk = flow_pk(tenant, &key);
+        let waiting = self.query_all(&pk, "Q#").await?;
+        let waiting = waiting.iter().filter(|i| waits_past(i, now)).count();
+        let slots = self.query_all(&pk, "S#").await?;
+        let in_flight = slots.iter().filter(|i| held_past(i, now)).count();
+        Ok(FlowFigures {
+            key,
+            waiting: waiting as u64,
+            in_flight: in_flight as u64,
+        })
     }
 }
 

@@ -42,7 +42,7 @@ use crate::sdk::sdk_failure;
 use boomerang_core::domain::limits::{MAX_ATTEMPTS, MAX_UNLIMITED_DURATION};
 use boomerang_core::domain::time::checked_add;
 use boomerang_core::domain::{
-    AttemptRecord, BusinessKey, PolicyName, RetryPolicy, Task, TaskId, TenantId,
+    AttemptRecord, BusinessKey, Policy, PolicyName, Task, TaskId, TenantId,
 };
 use boomerang_core::ports::{
     CreateOutcome, DueWork, ListQuery, Page, PolicyStore, StoreError, SweepIndex, SweepMark,
@@ -65,7 +65,7 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     retention: Duration,
-    policies: std::sync::Arc<Cache<Option<RetryPolicy>>>,
+    policies: std::sync::Arc<Cache<Option<Policy>>>,
 }
 
 /// A refused condition as [`StoreError::Conflict`]; any other failure as unavailable.
@@ -500,7 +500,7 @@ impl PolicyStore for DynamoStore {
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-        policy: &RetryPolicy,
+        policy: &Policy,
     ) -> Result<(), StoreError> {
         let doc = serde_json::to_string(policy).map_err(|e| StoreError::Corrupt(e.into()))?;
         self.client
@@ -520,7 +520,7 @@ impl PolicyStore for DynamoStore {
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-    ) -> Result<Option<RetryPolicy>, StoreError> {
+    ) -> Result<Option<Policy>, StoreError> {
         let key = policy_key(tenant, name);
         if let Some(cached) = self.policies.get(&key) {
             return Ok(cached);
@@ -552,10 +552,7 @@ impl PolicyStore for DynamoStore {
         Ok(out.attributes.is_some_and(|a| !a.is_empty()))
     }
 
-    async fn policies(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Vec<(PolicyName, RetryPolicy)>, StoreError> {
+    async fn policies(&self, tenant: &TenantId) -> Result<Vec<(PolicyName, Policy)>, StoreError> {
         self.partition(policy_pk(tenant), None)
             .await?
             .iter()
@@ -757,7 +754,7 @@ fn policy_key(tenant: &TenantId, name: &PolicyName) -> String {
     format!("{tenant}#{name}")
 }
 
-fn policy_from(item: &Item) -> Result<RetryPolicy, StoreError> {
+fn policy_from(item: &Item) -> Result<Policy, StoreError> {
     serde_json::from_str(get_s(item, attr::POLICY)?).map_err(|e| StoreError::Corrupt(e.into()))
 }
 

@@ -10,6 +10,7 @@ pub mod ids;
 pub mod invalid;
 pub mod lifecycle;
 pub mod limits;
+pub mod policy;
 pub mod retry_policy;
 pub mod spec_rules;
 pub mod task;
@@ -23,6 +24,7 @@ pub use hold::{CheckAnswer, CheckBody, CheckRecord, HoldSpec, OnUnknown, CHECK_A
 pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
 pub use invalid::Invalid;
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
+pub use policy::Policy;
 pub use retry_policy::{Backoff, BackoffKind, MaxAttempts, RetryPolicy};
 pub use spec_rules::SpecDraft;
 pub use task::{

@@ -33,10 +33,7 @@ impl Engine {
         self.ports
             .flows
             .as_ref()
-            .ok_or_else(|| EngineError::Invalid {
-                field: "flow",
-                detail: "this backend does not keep flow limits".into(),
-            })
+            .ok_or_else(super::policies::no_flows)
     }
 
     /// The tenant's flows that are paused, have tasks waiting or calls in flight, by key.
@@ -64,9 +61,7 @@ impl Engine {
     pub async fn flow(&self, tenant: &TenantId, key: &FlowKey) -> Result<FlowState, EngineError> {
         let ports = self.flow_ports()?;
         let now = self.ports.clock.now();
-        let figures = ports.counters.figures(tenant, now).await?;
-        let figures = (figures.into_iter().find(|f| &f.key == key))
-            .unwrap_or_else(|| FlowFigures::none(key.clone()));
+        let figures = ports.counters.flow_figures(tenant, key, now).await?;
         let paused = ports.pauses.flow_paused(tenant, key).await?;
         Ok(FlowState::of(figures, paused))
     }

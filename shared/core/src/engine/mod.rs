@@ -31,6 +31,7 @@ use crate::ports::{
 use futures_util::StreamExt;
 
 pub use deliver::DeliverOutcome;
+pub use flow_controls::FlowState;
 pub use gate::{DeliveryLimits, WorkSlot, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE};
 pub use holds::Release;
 pub use keys::KeyOutcome;
@@ -287,16 +288,12 @@ impl Engine {
                     .map_err(|detail| EngineError::Invalid { field, detail })?;
             }
         }
-        if spec.flow.is_some() && self.ports.flows.is_none() {
-            return Err(EngineError::Invalid {
-                field: "flow",
-                detail: "this backend does not keep flow limits yet".into(),
-            });
-        }
         let now = self.ports.clock.now();
         let fire_at = resolve_fire_time(new.when, now)?;
-        if let Some(policy) = self.retry_policy(tenant, &new.retry_from).await? {
-            new.spec.retry = policy;
+        self.apply_policy(tenant, &new.retry_from, &mut new.spec)
+            .await?;
+        if new.spec.flow.is_some() && self.ports.flows.is_none() {
+            return Err(policies::no_flows());
         }
         // The digest is only ever compared for a repeat with the same idempotency key.
         let request_hash = match new.idempotency_key {

@@ -1,17 +1,17 @@
-//! A tenant's named retry policies: kept by the store, copied into a task at registration
-//! (so a later change affects new tasks only); `default` replaces the built-in default.
+//! A tenant's named policies: kept by the store, copied into a task at registration (so a
+//! later change affects new tasks only); `default` replaces the built-in default.
 
 use super::{Engine, EngineError, RetrySource};
-use crate::domain::{PolicyName, RetryPolicy, TenantId};
+use crate::domain::{Policy, PolicyName, TaskSpec, TenantId};
 
 impl Engine {
     /// The tenant's policy a registration names, or its default one; `None`: keep the
     /// spec's.
-    pub(super) async fn retry_policy(
+    async fn policy_for(
         &self,
         tenant: &TenantId,
         from: &RetrySource,
-    ) -> Result<Option<RetryPolicy>, EngineError> {
+    ) -> Result<Option<Policy>, EngineError> {
         match from {
             RetrySource::Given => Ok(None),
             RetrySource::Default => {
@@ -28,14 +28,34 @@ impl Engine {
         }
     }
 
-    /// Stores the tenant's retry policy `name` (`default` replaces the built-in default
-    /// for its new tasks).
+    /// Applies the policy the registration uses, if any, to `spec`: its retries, and its
+    /// flow unless the task gives its own.
+    pub(super) async fn apply_policy(
+        &self,
+        tenant: &TenantId,
+        from: &RetrySource,
+        spec: &mut TaskSpec,
+    ) -> Result<(), EngineError> {
+        if let Some(policy) = self.policy_for(tenant, from).await? {
+            spec.retry = policy.retry;
+            if spec.flow.is_none() {
+                spec.flow = policy.flow;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores the tenant's policy `name` (`default` replaces the built-in default for its
+    /// new tasks).
     pub async fn put_policy(
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-        policy: &RetryPolicy,
+        policy: &Policy,
     ) -> Result<(), EngineError> {
+        if policy.flow.is_some() && self.ports.flows.is_none() {
+            return Err(no_flows());
+        }
         Ok(self.ports.policies.put_policy(tenant, name, policy).await?)
     }
 
@@ -43,7 +63,7 @@ impl Engine {
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-    ) -> Result<RetryPolicy, EngineError> {
+    ) -> Result<Policy, EngineError> {
         self.ports
             .policies
             .policy(tenant, name)
@@ -65,7 +85,15 @@ impl Engine {
     pub async fn policies(
         &self,
         tenant: &TenantId,
-    ) -> Result<Vec<(PolicyName, RetryPolicy)>, EngineError> {
+    ) -> Result<Vec<(PolicyName, Policy)>, EngineError> {
         Ok(self.ports.policies.policies(tenant).await?)
+    }
+}
+
+/// A flow on a backend that keeps no flow counters.
+pub(super) fn no_flows() -> EngineError {
+    EngineError::Invalid {
+        field: "flow",
+        detail: "this backend does not keep flow limits".into(),
     }
 }

@@ -89,6 +89,15 @@ pub trait FlowCounters: Send + Sync {
         tenant: &TenantId,
         now: DateTime<Utc>,
     ) -> Result<Vec<FlowFigures>, StoreError>;
+
+    /// The figures of the tenant's flow `key` at `now` (all zero for a flow they know
+    /// nothing of).
+    async fn flow_figures(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        now: DateTime<Utc>,
+    ) -> Result<FlowFigures, StoreError>;
 }
 
 /// A flow as its counters see it.

@@ -34,6 +34,16 @@ struct FlowState {
     freed: Arc<Notify>,
 }
 
+impl FlowState {
+    fn figures(&self, key: &FlowKey, now: DateTime<Utc>) -> FlowFigures {
+        FlowFigures {
+            key: key.clone(),
+            waiting: self.waiting.values().filter(|(_, u)| *u > now).count() as u64,
+            in_flight: self.slots.values().filter(|lease| **lease > now).count() as u64,
+        }
+    }
+}
+
 impl ProcessFlowCounters {
     fn with<T>(&self, tenant: &TenantId, key: &FlowKey, f: impl FnOnce(&mut FlowState) -> T) -> T {
         let mut flows = self.flows.lock().unwrap_or_else(|e| e.into_inner());
@@ -141,14 +151,23 @@ impl FlowCounters for ProcessFlowCounters {
         let flows = self.flows.lock().unwrap_or_else(|e| e.into_inner());
         let mut figures: Vec<FlowFigures> = (flows.iter())
             .filter(|((t, _), _)| t == tenant)
-            .map(|((_, key), state)| FlowFigures {
-                key: key.clone(),
-                waiting: state.waiting.values().filter(|(_, u)| *u > now).count() as u64,
-                in_flight: state.slots.values().filter(|lease| **lease > now).count() as u64,
-            })
+            .map(|((_, key), state)| state.figures(key, now))
             .filter(|f| f.waiting > 0 || f.in_flight > 0)
             .collect();
         figures.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(figures)
+    }
+
+    async fn flow_figures(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+        now: DateTime<Utc>,
+    ) -> Result<FlowFigures, StoreError> {
+        let flows = self.flows.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(match flows.get(&(tenant.clone(), key.clone())) {
+            Some(state) => state.figures(key, now),
+            None => FlowFigures::none(key.clone()),
+        })
     }
 }

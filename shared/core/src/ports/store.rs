@@ -9,8 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::Cause;
 use crate::domain::{
-    AttemptRecord, BusinessKey, PendingWork, PolicyName, RetryPolicy, Status, Task, TaskId,
-    TenantId,
+    AttemptRecord, BusinessKey, PendingWork, Policy, PolicyName, Status, Task, TaskId, TenantId,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -153,33 +152,30 @@ pub trait SweepIndex: Send + Sync {
     async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError>;
 }
 
-/// Each tenant's named retry policies.
+/// Each tenant's named policies.
 #[async_trait]
 pub trait PolicyStore: Send + Sync {
-    /// Stores the tenant's retry policy `name`, replacing one of that name.
+    /// Stores the tenant's policy `name`, replacing one of that name.
     async fn put_policy(
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-        policy: &RetryPolicy,
+        policy: &Policy,
     ) -> Result<(), StoreError>;
 
-    /// The tenant's retry policy `name`, if there is one.
+    /// The tenant's policy `name`, if there is one.
     async fn policy(
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-    ) -> Result<Option<RetryPolicy>, StoreError>;
+    ) -> Result<Option<Policy>, StoreError>;
 
-    /// Removes the tenant's retry policy `name`; whether there was one.
+    /// Removes the tenant's policy `name`; whether there was one.
     async fn delete_policy(&self, tenant: &TenantId, name: &PolicyName)
         -> Result<bool, StoreError>;
 
-    /// The tenant's retry policies, by name.
-    async fn policies(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Vec<(PolicyName, RetryPolicy)>, StoreError>;
+    /// The tenant's policies, by name.
+    async fn policies(&self, tenant: &TenantId) -> Result<Vec<(PolicyName, Policy)>, StoreError>;
 }
 
 /// Removes finished tasks past their retention (a store whose items expire by themselves,

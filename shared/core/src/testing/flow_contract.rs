@@ -204,6 +204,13 @@ async fn figures_of(
     now: DateTime<Utc>,
 ) -> FlowFigures {
     let all = counters.figures(tenant, now).await.expect("figures");
-    let mine = all.into_iter().find(|f| &f.key == key);
-    mine.unwrap_or_else(|| FlowFigures::none(key.clone()))
+    let listed = all.into_iter().find(|f| &f.key == key);
+    let listed = listed.unwrap_or_else(|| FlowFigures::none(key.clone()));
+    let one = counters.flow_figures(tenant, key, now).await;
+    assert_eq!(
+        one.expect("one flow's figures"),
+        listed,
+        "one flow as listed"
+    );
+    listed
 }

@@ -10,9 +10,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{
-    AttemptRecord, FlowKey, PolicyName, RetryPolicy, Status, Task, TaskId, TenantId,
-};
+use crate::domain::{AttemptRecord, FlowKey, Policy, PolicyName, Status, Task, TaskId, TenantId};
 use crate::ports::{
     CreateOutcome, DueWork, FlowPauses, ListQuery, Page, PolicyStore, StatusCounts, StoreError,
     SweepIndex, SweepMark, TaskStore,
@@ -42,7 +40,7 @@ struct Inner {
     tasks: BTreeMap<TaskId, Task>,
     idempotency: HashMap<(TenantId, String), TaskId>,
     attempts: BTreeMap<(TaskId, u32), AttemptRecord>,
-    policies: BTreeMap<(TenantId, PolicyName), RetryPolicy>,
+    policies: BTreeMap<(TenantId, PolicyName), Policy>,
     paused_flows: BTreeSet<(TenantId, FlowKey)>,
 }
 
@@ -244,7 +242,7 @@ impl PolicyStore for MemoryStore {
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-        policy: &RetryPolicy,
+        policy: &Policy,
     ) -> Result<(), StoreError> {
         let key = (tenant.clone(), name.clone());
         self.lock().policies.insert(key, policy.clone());
@@ -255,7 +253,7 @@ impl PolicyStore for MemoryStore {
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-    ) -> Result<Option<RetryPolicy>, StoreError> {
+    ) -> Result<Option<Policy>, StoreError> {
         let key = (tenant.clone(), name.clone());
         Ok(self.lock().policies.get(&key).cloned())
     }
@@ -269,10 +267,7 @@ impl PolicyStore for MemoryStore {
         Ok(self.lock().policies.remove(&key).is_some())
     }
 
-    async fn policies(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Vec<(PolicyName, RetryPolicy)>, StoreError> {
+    async fn policies(&self, tenant: &TenantId) -> Result<Vec<(PolicyName, Policy)>, StoreError> {
         Ok(self
             .lock()
             .policies

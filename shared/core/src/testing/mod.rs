@@ -348,12 +348,16 @@ async fn every_finished_attempt_is_kept(store: &dyn ContractStore) {
     assert_eq!(store.get(&task.tenant, &task.id).await.unwrap(), Some(task));
 }
 
-/// Named retry policies: stored, replaced, listed by name, removed, and per tenant.
+/// Named policies: stored (with their flow), replaced, listed by name, removed, and per
+/// tenant.
 async fn policies_are_kept_per_tenant(store: &dyn ContractStore) {
-    use crate::domain::PolicyName;
+    use crate::domain::{FlowSpec, Policy, PolicyName};
     let (tenant, other) = (unique_tenant("policies"), unique_tenant("policies"));
     let name = |n: &str| PolicyName::parse(n).unwrap();
-    let with_attempts = |n: u32| RetryPolicy::default().with_max_attempts(n).unwrap();
+    let with_attempts = |n: u32| Policy {
+        retry: RetryPolicy::default().with_max_attempts(n).unwrap(),
+        flow: (n > 3).then(|| FlowSpec::new("partner", Some(50), None, Some(3)).unwrap()),
+    };
     assert_eq!(
         store.policy(&tenant, &name("payments")).await.unwrap(),
         None

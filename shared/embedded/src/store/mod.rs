@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use boomerang_core::domain::{
-    AttemptRecord, AttemptRef, FlowKey, PendingWork, PolicyName, RetryPolicy, Status, Task, TaskId,
+    AttemptRecord, AttemptRef, FlowKey, PendingWork, Policy, PolicyName, Status, Task, TaskId,
     TenantId, WorkKind,
 };
 use boomerang_core::metrics::Metrics;
@@ -601,7 +601,7 @@ impl PolicyStore for SqliteStore {
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-        policy: &RetryPolicy,
+        policy: &Policy,
     ) -> Result<(), StoreError> {
         let (tenant, name, doc) = (tenant.to_string(), name.to_string(), encode(policy)?);
         self.write(move |w| {
@@ -620,7 +620,7 @@ impl PolicyStore for SqliteStore {
         &self,
         tenant: &TenantId,
         name: &PolicyName,
-    ) -> Result<Option<RetryPolicy>, StoreError> {
+    ) -> Result<Option<Policy>, StoreError> {
         let (tenant, name) = (tenant.to_string(), name.to_string());
         self.read(move |c| {
             let doc: Option<String> = c
@@ -654,10 +654,7 @@ impl PolicyStore for SqliteStore {
         .await
     }
 
-    async fn policies(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Vec<(PolicyName, RetryPolicy)>, StoreError> {
+    async fn policies(&self, tenant: &TenantId) -> Result<Vec<(PolicyName, Policy)>, StoreError> {
         let tenant = tenant.to_string();
         self.read(move |c| {
             let mut stmt = c

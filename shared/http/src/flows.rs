@@ -1,0 +1,145 @@
+//! `/v1/flows`: a tenant's flows, with what waits in them; pausing and resuming one. A flow
+//! exists as soon as a task (or a policy) names it: there is nothing to create.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::openapi::Invalid;
+use super::problem::Problem;
+use boomerang_core::domain::{FlowKey, TenantId};
+use boomerang_core::engine::{Engine, FlowState};
+
+pub fn routes() -> OpenApiRouter<Arc<Engine>> {
+    OpenApiRouter::new()
+        .routes(routes!(list_flows))
+        .routes(routes!(get_flow))
+        .routes(routes!(pause_flow))
+        .routes(routes!(resume_flow))
+}
+
+/// A flow's key in a path, percent-encoded as needed (`partner%2Feu` for `partner/eu`).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+struct KeyPath {
+    /// The flow's key: 1–255 bytes, no control characters.
+    #[param(min_length = 1, max_length = 255, example = "partner-api")]
+    key: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for KeyPath {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+        // A segment that is not UTF-8 is refused as a key that breaks the rules, not with
+        // axum's plain text.
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(key)) => Ok(KeyPath { key }),
+            Err(_) => Err(Problem::invalid("key", "must be UTF-8")),
+        }
+    }
+}
+
+impl KeyPath {
+    fn parse(self) -> Result<FlowKey, Problem> {
+        FlowKey::parse(self.key).map_err(|e| Problem::invalid("key", e.to_string()))
+    }
+}
+
+/// One flow of the tenant, now.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(example = json!({"key": "partner-api", "paused": false, "waiting": 120, "in_flight": 3}))]
+pub struct FlowStateView {
+    pub key: String,
+    /// Its tasks wait until it is resumed.
+    pub paused: bool,
+    /// Tasks put off by its rate, its parallelism or its pause, and not yet due again.
+    pub waiting: u64,
+    /// Calls holding one of its parallelism slots.
+    pub in_flight: u64,
+}
+
+impl From<FlowState> for FlowStateView {
+    fn from(flow: FlowState) -> Self {
+        Self {
+            key: flow.key.to_string(),
+            paused: flow.paused,
+            waiting: flow.waiting,
+            in_flight: flow.in_flight,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct FlowsView {
+    /// The flows that are paused, or have tasks waiting or calls in flight, by key.
+    pub flows: Vec<FlowStateView>,
+}
+
+/// The tenant's busy or paused flows.
+#[utoipa::path(get, path = "/flows", tag = "flows", operation_id = "list_flows",
+    responses((status = 200, description = "The flows, by key", body = FlowsView)))]
+async fn list_flows(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+) -> Result<Json<FlowsView>, Problem> {
+    let flows = engine.flows(&tenant).await?;
+    Ok(Json(FlowsView {
+        flows: flows.into_iter().map(FlowStateView::from).collect(),
+    }))
+}
+
+/// One flow (a flow no task has named yet is simply empty).
+#[utoipa::path(get, path = "/flows/{key}", tag = "flows", operation_id = "get_flow",
+    params(KeyPath),
+    responses(
+        (status = 200, description = "The flow", body = FlowStateView),
+        (status = 422, response = Invalid),
+    ))]
+async fn get_flow(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    key: KeyPath,
+) -> Result<Json<FlowStateView>, Problem> {
+    let flow = engine.flow(&tenant, &key.parse()?).await?;
+    Ok(Json(flow.into()))
+}
+
+/// Pause a flow: its tasks wait, unclaimed and uncounted, until it is resumed; calls
+/// already made run to their end. The pause outlives a restart.
+#[utoipa::path(post, path = "/flows/{key}/pause", tag = "flows", operation_id = "pause_flow",
+    params(KeyPath),
+    responses(
+        (status = 200, description = "The flow, paused", body = FlowStateView),
+        (status = 422, response = Invalid),
+    ))]
+async fn pause_flow(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    key: KeyPath,
+) -> Result<Json<FlowStateView>, Problem> {
+    let flow = engine.pause_flow(&tenant, &key.parse()?).await?;
+    Ok(Json(flow.into()))
+}
+
+/// Resume a flow: the tasks waiting in it are due at once, and its limits pace them.
+#[utoipa::path(post, path = "/flows/{key}/resume", tag = "flows", operation_id = "resume_flow",
+    params(KeyPath),
+    responses(
+        (status = 200, description = "The flow, running", body = FlowStateView),
+        (status = 422, response = Invalid),
+    ))]
+async fn resume_flow(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    key: KeyPath,
+) -> Result<Json<FlowStateView>, Problem> {
+    let flow = engine.resume_flow(&tenant, &key.parse()?).await?;
+    Ok(Json(flow.into()))
+}
