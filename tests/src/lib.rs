@@ -249,6 +249,22 @@ impl Server {
         assert!(out.contains(url), "{out}");
     }
 
+    /// `boomerang tenants destination-limit`: the test tenant's own limit of calls at once
+    /// to one destination (AWS backend; do it before any delivery, as above).
+    pub fn set_tenant_destination_limit(&self, limit: usize) {
+        let limit = limit.to_string();
+        let args = [
+            "tenants",
+            "destination-limit",
+            "--tenant",
+            TENANT,
+            "--limit",
+            &limit,
+        ];
+        let out = cli(&args, &self.launch.env);
+        assert!(out.contains(&format!("at most {limit} calls")), "{out}");
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

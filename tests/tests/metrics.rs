@@ -147,7 +147,8 @@ async fn a_destination_gets_at_most_its_limit_of_calls_and_the_gauges_show_the_r
         let task = server.register(&callback(rx.url(&format!("/t/{n}")))).await;
         ids.push(task.id);
     }
-    let destination = format!("{{destination=\"http://{}\"}}", rx.addr);
+    // The embedded server's one tenant is `default`.
+    let destination = format!("{{tenant=\"default\",destination=\"http://{}\"}}", rx.addr);
     let in_flight = format!("boomerang_destination_in_flight{destination}");
     let waiting = format!("boomerang_destination_waiting{destination}");
     wait_for("two calls in flight and four waiting", WAIT, || async {
@@ -158,6 +159,18 @@ async fn a_destination_gets_at_most_its_limit_of_calls_and_the_gauges_show_the_r
         busy.then_some(())
     })
     .await;
+    // The tenant sees its own destination in its stats (the console's panel).
+    let api = server.api();
+    let shown = wait_for("the destination in the tenant's stats", WAIT, || async {
+        let stats = api.stats().await.unwrap();
+        let destinations = stats.destinations.expect("the local server keeps them");
+        destinations
+            .into_iter()
+            .find(|d| d.in_flight == 2 && d.waiting == 4)
+    })
+    .await;
+    assert_eq!(shown.destination, format!("http://{}", rx.addr));
+    assert_eq!(shown.limit, 2);
     for id in &ids {
         let task = server.wait_status(id, Status::Succeeded, WAIT).await;
         assert_eq!(task.attempt, 1, "waiting for the destination is no attempt");
@@ -174,4 +187,39 @@ async fn a_destination_gets_at_most_its_limit_of_calls_and_the_gauges_show_the_r
         (!scrape(&server).await.contains(&in_flight)).then_some(())
     })
     .await;
+}
+
+/// On AWS a tenant may have a destination limit of its own (`boomerang tenants
+/// destination-limit`), which replaces the server's: counted at the receiver, one call at a
+/// time.
+#[tokio::test]
+async fn a_tenants_own_destination_limit_replaces_the_servers() {
+    const HOLD: Duration = Duration::from_millis(300);
+    let rx = Receiver::start(|_, _| Reply {
+        delay: HOLD,
+        ..Reply::status(200)
+    })
+    .await;
+    let server = Server::start(ServerOptions::on(Backend::Aws));
+    server.set_tenant_destination_limit(1);
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        let task = server.register(&callback(rx.url(&format!("/t/{n}")))).await;
+        ids.push(task.id);
+    }
+    let shown = wait_for("the tenant's limit in its stats", WAIT, || async {
+        let stats = server.api().stats().await.unwrap();
+        stats.destinations.unwrap_or_default().into_iter().next()
+    })
+    .await;
+    assert_eq!(shown.limit, 1);
+    for id in &ids {
+        server.wait_status(id, Status::Succeeded, WAIT).await;
+    }
+    let mut arrivals: Vec<_> = rx.received().into_iter().map(|r| r.at).collect();
+    arrivals.sort();
+    assert_eq!(arrivals.len(), 4);
+    for (first, second) in arrivals.iter().zip(arrivals.iter().skip(1)) {
+        assert!(*second >= *first + HOLD, "two calls at once");
+    }
 }

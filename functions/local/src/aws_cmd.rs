@@ -1,5 +1,6 @@
-//! `boomerang aws bootstrap`, `boomerang keys create` and `boomerang tenants alert`: setting
-//! up the AWS code path (against an emulator, or the deployed table).
+//! `boomerang aws bootstrap`, `boomerang keys create`, `boomerang tenants alert` and
+//! `boomerang tenants destination-limit`: setting up the AWS code path (against an
+//! emulator, or the deployed table).
 
 use anyhow::{bail, Context, Result};
 use boomerang_aws::bootstrap::{bootstrap, env_exports};
@@ -75,6 +76,34 @@ pub async fn tenant_alert(args: TenantAlertArgs) -> Result<()> {
     match target {
         Some(t) => println!("tenant {tenant}: alerts go to {}", t.url),
         None => println!("tenant {tenant}: no default alert destination"),
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct TenantDestinationLimitArgs {
+    #[arg(long)]
+    tenant: String,
+    /// The most calls the tenant's tasks make at once to one destination (1–1000).
+    #[arg(long, required_unless_present = "clear", conflicts_with = "clear",
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    limit: Option<u32>,
+    /// Remove the tenant's own limit: the server's (`BOOMERANG_DESTINATION_LIMIT`) applies.
+    #[arg(long)]
+    clear: bool,
+}
+
+/// Sets or removes a tenant's own destination limit.
+pub async fn tenant_destination_limit(args: TenantDestinationLimitArgs) -> Result<()> {
+    let tenant = TenantId::parse(&args.tenant).context("--tenant")?;
+    let limit = args.limit.map(|l| l as usize);
+    tenants()
+        .await?
+        .set_destination_limit(&tenant, limit)
+        .await?;
+    match limit {
+        Some(l) => println!("tenant {tenant}: at most {l} calls at once to one destination"),
+        None => println!("tenant {tenant}: the server's destination limit applies"),
     }
     Ok(())
 }

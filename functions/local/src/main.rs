@@ -72,6 +72,9 @@ enum TenantsCommand {
     /// Set (or with --clear remove) where the tenant's failure alerts go when a task names
     /// no `on_failure` of its own.
     Alert(aws_cmd::TenantAlertArgs),
+    /// Set (or with --clear remove) the tenant's own limit of calls at once to one
+    /// destination, in place of the server's.
+    DestinationLimit(aws_cmd::TenantDestinationLimitArgs),
 }
 
 #[derive(clap::Args)]
@@ -102,6 +105,9 @@ async fn main() -> Result<ExitCode> {
         }
         Command::Keys(KeysCommand::Create { tenant }) => aws_cmd::create_key(&tenant).await,
         Command::Tenants(TenantsCommand::Alert(args)) => aws_cmd::tenant_alert(args).await,
+        Command::Tenants(TenantsCommand::DestinationLimit(args)) => {
+            aws_cmd::tenant_destination_limit(args).await
+        }
         Command::Openapi => print_openapi(),
     };
     done.map(|()| ExitCode::SUCCESS)

@@ -95,6 +95,7 @@ pub mod flow {
 pub mod tenant {
     pub const SIGNING_SECRET: &str = "signing_secret";
     pub const ALERT: &str = "alert";
+    pub const DESTINATION_LIMIT: &str = "destination_limit";
     pub const TENANT: &str = "tenant";
     pub const CREATED_AT: &str = "created_at";
 }

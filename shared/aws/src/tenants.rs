@@ -2,7 +2,8 @@
 //! tenant has its own signing secret.
 //!
 //! Items: `K#<sha256 hex of key>`, `KEY` → tenant; `N#<tenant>`, `TENANT` → signing secret
-//! and, if set, the default alert destination (`alert`, JSON).
+//! and, if set, the default alert destination (`alert`, JSON) and the tenant's own limit of
+//! calls at once to one destination (`destination_limit`).
 //!
 //! A Lambda instance serves many requests, so what it read is kept for [`CACHE_TTL`]: a
 //! request or a delivery then costs no read for its key or secret. The price: a revoked
@@ -12,8 +13,9 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use sha2::{Digest, Sha256};
 
-use crate::sdk::items::{get_item, get_s, n, s, Item};
+use crate::sdk::items::{get_item, get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
+use aws_sdk_dynamodb::types::AttributeValue;
 use boomerang_core::domain::{generate_api_key, AlertTarget, SigningSecret, TenantId};
 use boomerang_core::ports::{Tenants, TenantsError};
 
@@ -29,6 +31,7 @@ pub struct DynamoTenants {
 struct TenantRecord {
     secret: SigningSecret,
     alert: Option<AlertTarget>,
+    destination_limit: Option<usize>,
 }
 
 use crate::attr;
@@ -117,21 +120,45 @@ impl DynamoTenants {
         tenant: &TenantId,
         alert: Option<&AlertTarget>,
     ) -> Result<(), TenantsError> {
+        let json = alert
+            .map(|target| serde_json::to_string(target).map(s))
+            .transpose()
+            .map_err(|e| TenantsError(e.into()))?;
+        self.set_or_remove(tenant, attr::tenant::ALERT, json).await
+    }
+
+    /// Sets (or with `None` removes) the tenant's own limit of calls at once to one
+    /// destination. Warm instances see the change within [`CACHE_TTL`].
+    pub async fn set_destination_limit(
+        &self,
+        tenant: &TenantId,
+        limit: Option<usize>,
+    ) -> Result<(), TenantsError> {
+        let value = limit.map(|l| n(l as i64));
+        self.set_or_remove(tenant, attr::tenant::DESTINATION_LIMIT, value)
+            .await
+    }
+
+    /// Sets attribute `name` of an existing tenant's item to `value`, or removes it.
+    async fn set_or_remove(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        value: Option<AttributeValue>,
+    ) -> Result<(), TenantsError> {
         let update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(attr::PK, s(tenant_pk(tenant)))
             .key(attr::SK, s("TENANT"))
-            .condition_expression("attribute_exists(pk)");
-        let update = match alert {
-            Some(target) => {
-                let json = serde_json::to_string(target).map_err(|e| TenantsError(e.into()))?;
-                update
-                    .update_expression(format!("SET {} = :a", attr::tenant::ALERT))
-                    .expression_attribute_values(":a", s(json))
-            }
-            None => update.update_expression(format!("REMOVE {}", attr::tenant::ALERT)),
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#a", name);
+        let update = match value {
+            Some(value) => update
+                .update_expression("SET #a = :v")
+                .expression_attribute_values(":v", value),
+            None => update.update_expression("REMOVE #a"),
         };
         match update.send().await {
             Ok(_) => {
@@ -167,7 +194,14 @@ impl DynamoTenants {
             ),
             Err(_) => None,
         };
-        let record = TenantRecord { secret, alert };
+        let destination_limit = get_n(&item, attr::tenant::DESTINATION_LIMIT)
+            .ok()
+            .and_then(|limit| usize::try_from(limit).ok());
+        let record = TenantRecord {
+            secret,
+            alert,
+            destination_limit,
+        };
         self.records.put(pk, record.clone());
         Ok(Some(record))
     }
@@ -200,5 +234,9 @@ impl Tenants for DynamoTenants {
 
     async fn alert_target(&self, tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError> {
         Ok(self.record(tenant).await?.and_then(|r| r.alert))
+    }
+
+    async fn destination_limit(&self, tenant: &TenantId) -> Result<Option<usize>, TenantsError> {
+        Ok(self.record(tenant).await?.and_then(|r| r.destination_limit))
     }
 }

@@ -54,7 +54,7 @@ async fn a_hanging_destination_holds_only_its_own_slots() {
         slow.push(task);
     }
     wait_until(|| {
-        let figures = h.engine.destinations();
+        let figures = h.engine.destinations(None);
         figures.len() == 1 && (figures[0].in_flight, figures[0].waiting) == (2, 4)
     })
     .await;
@@ -82,7 +82,55 @@ async fn a_hanging_destination_holds_only_its_own_slots() {
         assert_eq!(details.task.attempt, 1);
     }
     assert_eq!(h.webhooks.calls(), 6 + 3);
-    assert!(h.engine.destinations().is_empty(), "nothing in flight now");
+    assert!(
+        h.engine.destinations(None).is_empty(),
+        "nothing in flight now"
+    );
+}
+
+#[tokio::test]
+async fn a_tenant_with_a_destination_limit_of_its_own_gets_that_many_calls() {
+    let gate = Arc::new(Semaphore::new(0));
+    let webhooks = ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        gated_url: Some(SLOW.into()),
+        ..ScriptedWebhooks::default()
+    };
+    let limits = DeliveryLimits {
+        concurrency: 8,
+        per_destination: 4,
+    };
+    let h = harness_tenant_limited(webhooks, limits, 1);
+    let mut runs = Vec::new();
+    for n in 0..3 {
+        let task = register_to(&h, SLOW).await;
+        let run = spawn_delivery(&h, &task);
+        // One call and one place to write: the third queues.
+        if n < 2 {
+            runs.push(run);
+        } else {
+            assert_eq!(run.await.unwrap().unwrap(), DeliverOutcome::Queued);
+        }
+    }
+    wait_until(|| {
+        let figures = h.engine.destinations(Some(&h.tenant));
+        figures.len() == 1 && (figures[0].in_flight, figures[0].waiting) == (1, 2)
+    })
+    .await;
+    assert_eq!(
+        h.engine.destinations(None)[0].limit,
+        1,
+        "the tenant's, not 4"
+    );
+    assert_eq!(h.webhooks.calls(), 1);
+    let other = TenantId::parse("globex").unwrap();
+    assert!(h.engine.destinations(Some(&other)).is_empty(), "acme's own");
+    gate.add_permits(3);
+    for run in runs {
+        let outcome = run.await.unwrap().unwrap();
+        assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    }
+    assert_eq!(h.webhooks.calls(), 3);
 }
 
 #[tokio::test]
@@ -136,7 +184,7 @@ async fn retry_after_on_429_pauses_the_destination_not_only_the_task() {
         (Status::Scheduled, 1)
     );
     assert!(details.attempts.is_empty());
-    assert_eq!(h.engine.destinations()[0].paused_until, Some(pause_end));
+    assert_eq!(h.engine.destinations(None)[0].paused_until, Some(pause_end));
     let events = h.metrics.0.lock().unwrap().clone();
     assert!(events.contains(&MetricEvent::Deferred));
 
@@ -163,7 +211,7 @@ async fn a_pause_is_bounded_however_long_the_receiver_asks_for() {
     let h = harness(ScriptedWebhooks::answering(vec![busy]));
     let first = register_to(&h, SLOW).await;
     h.fire_attempt(&first, 1).await;
-    let paused = h.engine.destinations()[0].paused_until.unwrap();
+    let paused = h.engine.destinations(None)[0].paused_until.unwrap();
     let max = boomerang_core::domain::limits::MAX_DESTINATION_PAUSE;
     assert_eq!(paused, t0() + chrono::Duration::from_std(max).unwrap());
 }

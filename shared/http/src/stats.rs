@@ -1,4 +1,5 @@
-//! `GET /v1/stats`: a tenant's figures, for the console's counts and live panel.
+//! `GET /v1/stats`: a tenant's figures, for the console's counts, live panel and
+//! destinations.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use utoipa_axum::routes;
 use super::problem::Problem;
 use boomerang_core::domain::{Status, TenantId};
 use boomerang_core::engine::{Engine, Stats};
-use boomerang_core::metrics::{DeliveryWindow, MinuteFigures};
+use boomerang_core::metrics::{DeliveryWindow, DestinationFigures, MinuteFigures};
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
     OpenApiRouter::new().routes(routes!(stats))
@@ -30,6 +31,36 @@ pub struct StatsView {
     /// The last hour of attempts, minute by minute, oldest first; `null` where the server
     /// keeps no such window (the Lambdas: CloudWatch has these figures on AWS).
     pub deliveries: Option<DeliveryWindowView>,
+    /// Your destinations with calls in flight or waiting, or paused, by destination;
+    /// `null` where the server keeps no such figures (the Lambdas).
+    pub destinations: Option<Vec<DestinationView>>,
+}
+
+/// One destination (scheme, host and port) of yours, now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(example = json!({"destination": "https://hooks.example.com", "limit": 16,
+                          "in_flight": 16, "waiting": 240, "paused_until": null}))]
+pub struct DestinationView {
+    pub destination: String,
+    /// The most calls in flight to it at once (yours, else the server's).
+    pub limit: usize,
+    pub in_flight: usize,
+    /// Deliveries waiting for one of its slots.
+    pub waiting: usize,
+    /// It answered 429 or 503 with `Retry-After`: nothing is sent to it until then.
+    pub paused_until: Option<DateTime<Utc>>,
+}
+
+impl From<DestinationFigures> for DestinationView {
+    fn from(d: DestinationFigures) -> Self {
+        Self {
+            destination: d.destination.to_string(),
+            limit: d.limit,
+            in_flight: d.in_flight,
+            waiting: d.waiting,
+            paused_until: d.paused_until,
+        }
+    }
 }
 
 impl StatsView {
@@ -50,6 +81,8 @@ impl StatsView {
         Self {
             counts,
             deliveries: stats.deliveries.map(DeliveryWindowView::from),
+            destinations: (stats.destinations)
+                .map(|all| all.into_iter().map(DestinationView::from).collect()),
         }
     }
 }
@@ -100,9 +133,9 @@ impl From<MinuteFigures> for MinuteView {
     }
 }
 
-/// Your tasks by state, and the last hour of attempts.
+/// Your tasks by state, the last hour of attempts, and your busy destinations.
 ///
-/// What the console's counts and live panel show. The hour is kept in the server's
+/// What the console's counts, live panel and destinations show. The hour is kept in the server's
 /// memory: it starts again when the server restarts.
 #[utoipa::path(get, path = "/stats", tag = "tasks", operation_id = "stats",
     responses((status = 200, description = "The figures", body = StatsView)))]

@@ -186,7 +186,10 @@ impl PrometheusMetrics {
             family.clear();
         }
         for d in destinations {
-            let label = vec![("destination", d.destination.to_string())];
+            let label = vec![
+                ("tenant", d.tenant.to_string()),
+                ("destination", d.destination.to_string()),
+            ];
             let paused = d.paused_until.map_or(0, |until| {
                 until.signed_duration_since(now).num_seconds().max(1)
             });

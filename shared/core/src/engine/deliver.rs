@@ -1,5 +1,6 @@
 //! `deliver(attempt)`: what every timer fire, in every backend, ends up calling.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::flows::FlowAdmission;
@@ -108,9 +109,7 @@ impl Engine {
             other => return self.deliver_found(at, other, worker).await,
         };
         let now = self.ports.clock.now();
-        let lane = self
-            .gate
-            .lane(&Destination::of(&task.spec.request.url), now);
+        let (_, lane) = self.lane_of(&task).await;
         if let Some(until) = lane.paused(now) {
             return Ok(self.defer(at, until).await);
         }
@@ -124,6 +123,22 @@ impl Engine {
             self.deliver_queued(next, &lane, worker).await;
         }
         outcome
+    }
+
+    /// The destination of `task`'s calls, and the lane its tenant's calls there go
+    /// through, at the tenant's own limit if it has one.
+    async fn lane_of(&self, task: &Task) -> (Destination, Arc<Lane>) {
+        let destination = Destination::of(&task.spec.request.url);
+        let limit = match self.ports.tenants.destination_limit(&task.tenant).await {
+            Ok(limit) => limit,
+            Err(e) => {
+                tracing::warn!(tenant = %task.tenant, error = %e, "reading the tenant's destination limit failed; the server's applies");
+                None
+            }
+        };
+        let now = self.ports.clock.now();
+        let lane = self.gate.lane((&task.tenant, &destination), limit, now);
+        (destination, lane)
     }
 
     /// Delivers an attempt that waited in its destination's queue. Its task is read again
@@ -188,8 +203,7 @@ impl Engine {
         }
         // From the claim to the call's end, the task holds one of its destination's call
         // slots: waiting for one happens before the lease starts.
-        let destination = Destination::of(&task.spec.request.url);
-        let lane = self.gate.lane(&destination, self.ports.clock.now());
+        let (destination, lane) = self.lane_of(&task).await;
         let call_slot = lane.call_slot().await;
         let started = self.ports.clock.now();
         let lease = task.spec.timeout.saturating_add(self.settings.lease_margin);

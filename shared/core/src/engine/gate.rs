@@ -2,7 +2,9 @@
 //! go to one destination at a time.
 //!
 //! A delivery takes a work slot (one of `concurrency`) to read its task, then a place at
-//! its task's destination. A destination has `per_destination` call slots, held from the
+//! its task's destination. Destinations are counted per tenant (a tenant's calls to a host
+//! never wait behind another tenant's), each with its tenant's limit or the server's
+//! `per_destination`. A destination has that many call slots, held from the
 //! claim to the call's end, and twice as many places, so that as many deliveries as it
 //! has call slots can be writing their results while the next calls go out. When every
 //! place is taken, the delivery joins the destination's queue (its ids only) and gives its
@@ -19,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use chrono::{DateTime, Utc};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::domain::{AttemptRef, Destination};
+use crate::domain::{AttemptRef, Destination, TenantId};
 use crate::metrics::DestinationFigures;
 
 /// The in-process limits of deliveries.
@@ -49,14 +51,19 @@ const KEEP_IDLE: usize = 256;
 /// Most deliveries queued for one destination; more are re-armed a little later.
 pub(crate) const MAX_QUEUED: usize = 100_000;
 
+/// A destination as the gate counts it: a tenant's calls to one scheme, host and port.
+type LaneKey = (TenantId, Destination);
+
 pub(crate) struct Gate {
     work: Arc<Semaphore>,
     per_destination: usize,
-    lanes: Mutex<HashMap<Destination, Arc<Lane>>>,
+    lanes: Mutex<HashMap<LaneKey, Arc<Lane>>>,
 }
 
 /// One destination's calls in flight, queue and pause.
 pub(crate) struct Lane {
+    /// Most calls in flight at once.
+    limit: usize,
     state: Mutex<LaneState>,
     calls: Arc<Semaphore>,
     /// Deliveries holding a place and waiting for a call slot.
@@ -112,21 +119,35 @@ impl Gate {
         WorkSlot(permit)
     }
 
-    /// The lane of `destination`, made if new.
-    pub(crate) fn lane(&self, destination: &Destination, now: DateTime<Utc>) -> Arc<Lane> {
+    /// The lane of `tenant`'s calls to `destination`, made if new, with `limit` calls in
+    /// flight (the tenant's own, else the server's). A lane whose limit changed is made
+    /// anew once nothing is under way in it.
+    pub(crate) fn lane(
+        &self,
+        (tenant, destination): (&TenantId, &Destination),
+        limit: Option<usize>,
+        now: DateTime<Utc>,
+    ) -> Arc<Lane> {
+        let (min, max) = PER_DESTINATION_RANGE;
+        let limit = limit.unwrap_or(self.per_destination).clamp(min, max);
+        let key = (tenant.clone(), destination.clone());
         let mut lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(lane) = lanes.get(destination) {
-            return lane.clone();
+        if let Some(lane) = lanes.get(&key) {
+            let replaceable = Arc::strong_count(lane) == 1 && lane.idle(now);
+            if lane.limit == limit || !replaceable {
+                return lane.clone();
+            }
         }
         if lanes.len() >= KEEP_IDLE {
             lanes.retain(|_, lane| Arc::strong_count(lane) > 1 || !lane.idle(now));
         }
         let lane = Arc::new(Lane {
+            limit,
             state: Mutex::default(),
-            calls: Arc::new(Semaphore::new(self.per_destination)),
+            calls: Arc::new(Semaphore::new(limit)),
             awaiting_call: AtomicUsize::new(0),
         });
-        lanes.insert(destination.clone(), lane.clone());
+        lanes.insert(key, lane.clone());
         lane
     }
 
@@ -134,7 +155,7 @@ impl Gate {
     /// under way.
     pub(crate) fn enter(&self, lane: &Arc<Lane>, at: &AttemptRef) -> Entry {
         let mut state = lane.state();
-        if state.places < 2 * self.per_destination {
+        if state.places < 2 * lane.limit {
             state.places += 1;
             return Entry::Entered(LaneSlot {
                 lane: lane.clone(),
@@ -152,23 +173,30 @@ impl Gate {
         Entry::Queued
     }
 
-    /// The destinations with anything to show: calls in flight or queued, or a pause.
-    pub(crate) fn figures(&self, now: DateTime<Utc>) -> Vec<DestinationFigures> {
+    /// The destinations with anything to show (calls in flight or queued, or a pause): of
+    /// `tenant`, or of every tenant.
+    pub(crate) fn figures(
+        &self,
+        tenant: Option<&TenantId>,
+        now: DateTime<Utc>,
+    ) -> Vec<DestinationFigures> {
         let lanes = self.lanes.lock().unwrap_or_else(|e| e.into_inner());
         let mut figures: Vec<_> = lanes
             .iter()
-            .filter(|(_, lane)| !lane.idle(now))
-            .map(|(destination, lane)| {
+            .filter(|((of, _), lane)| tenant.is_none_or(|t| t == of) && !lane.idle(now))
+            .map(|((tenant, destination), lane)| {
                 let state = lane.state();
                 DestinationFigures {
+                    tenant: tenant.clone(),
                     destination: destination.clone(),
-                    in_flight: self.per_destination - lane.calls.available_permits(),
+                    limit: lane.limit,
+                    in_flight: lane.limit - lane.calls.available_permits(),
                     waiting: state.queue.len() + lane.awaiting_call.load(Ordering::SeqCst),
                     paused_until: state.paused_until.filter(|until| *until > now),
                 }
             })
             .collect();
-        figures.sort_by(|a, b| a.destination.cmp(&b.destination));
+        figures.sort_by(|a, b| (&a.tenant, &a.destination).cmp(&(&b.tenant, &b.destination)));
         figures
     }
 }
@@ -253,14 +281,23 @@ mod tests {
         DateTime::from_timestamp(1_800_000_000, 0).unwrap()
     }
 
+    fn acme() -> TenantId {
+        TenantId::parse("acme").unwrap()
+    }
+
     fn attempt() -> AttemptRef {
-        AttemptRef::new(TenantId::parse("acme").unwrap(), TaskId::new(), 1)
+        AttemptRef::new(acme(), TaskId::new(), 1)
+    }
+
+    /// Acme's lane to `url`, at the server's limit.
+    fn lane(gate: &Gate, url: &str) -> Arc<Lane> {
+        gate.lane((&acme(), &Destination::of(url)), None, now())
     }
 
     #[tokio::test]
     async fn a_full_destination_queues_and_its_slot_hands_the_queue_on_before_leaving() {
         let gate = gate(1);
-        let slow = gate.lane(&Destination::of("https://slow.test/"), now());
+        let slow = lane(&gate, "https://slow.test/");
         let Entry::Entered(mut slot) = gate.enter(&slow, &attempt()) else {
             panic!("the first call enters");
         };
@@ -274,9 +311,9 @@ mod tests {
         // A second fire of a queued attempt (a sweep's) is not queued twice.
         assert!(matches!(gate.enter(&slow, &second), Entry::Queued));
         // Another destination is not affected.
-        let fast = gate.lane(&Destination::of("https://fast.test/"), now());
+        let fast = lane(&gate, "https://fast.test/");
         assert!(matches!(gate.enter(&fast, &attempt()), Entry::Entered(_)));
-        let figures = gate.figures(now());
+        let figures = gate.figures(None, now());
         assert_eq!(figures.len(), 1, "the fast slot was let go");
         assert_eq!((figures[0].in_flight, figures[0].waiting), (1, 2));
 
@@ -284,7 +321,7 @@ mod tests {
         assert_eq!(slot.next(), Some(third));
         assert_eq!(slot.next(), None);
         drop((_call, _writing));
-        assert!(gate.figures(now()).is_empty());
+        assert!(gate.figures(None, now()).is_empty());
         drop(slot);
         assert!(matches!(gate.enter(&slow, &attempt()), Entry::Entered(_)));
     }
@@ -292,7 +329,7 @@ mod tests {
     #[test]
     fn a_slot_dropped_without_draining_is_let_go() {
         let gate = gate(1);
-        let lane = gate.lane(&Destination::of("https://a.test/"), now());
+        let lane = lane(&gate, "https://a.test/");
         let slots = [gate.enter(&lane, &attempt()), gate.enter(&lane, &attempt())];
         assert!(matches!(gate.enter(&lane, &attempt()), Entry::Queued));
         drop(slots);
@@ -302,23 +339,65 @@ mod tests {
     #[test]
     fn a_pause_lasts_until_its_end_and_a_later_one_stands() {
         let gate = gate(4);
-        let lane = gate.lane(&Destination::of("https://busy.test/"), now());
+        let lane = lane(&gate, "https://busy.test/");
         assert_eq!(lane.paused(now()), None);
         let later = now() + chrono::Duration::seconds(30);
         lane.pause(later);
         lane.pause(now() + chrono::Duration::seconds(5));
         assert_eq!(lane.paused(now()), Some(later));
         assert_eq!(lane.paused(later), None);
-        assert_eq!(gate.figures(now())[0].paused_until, Some(later));
+        assert_eq!(gate.figures(None, now())[0].paused_until, Some(later));
     }
 
     #[test]
     fn idle_destinations_are_forgotten_once_many_are_known() {
         let gate = gate(4);
         for n in 0..KEEP_IDLE + 10 {
-            gate.lane(&Destination::of(&format!("https://h{n}.test/")), now());
+            lane(&gate, &format!("https://h{n}.test/"));
         }
         let known = gate.lanes.lock().unwrap().len();
         assert!(known <= KEEP_IDLE, "{known} lanes kept");
+    }
+
+    #[test]
+    fn each_tenant_has_its_own_places_at_a_destination_with_its_own_limit() {
+        let gate = gate(1);
+        let shared = Destination::of("https://hooks.test/");
+        let globex = TenantId::parse("globex").unwrap();
+        let acme_lane = gate.lane((&acme(), &shared), None, now());
+        let globex_lane = gate.lane((&globex, &shared), Some(3), now());
+        let Entry::Entered(mut acme_slot) = gate.enter(&acme_lane, &attempt()) else {
+            panic!("the first call enters");
+        };
+        let acme_second = gate.enter(&acme_lane, &attempt());
+        assert!(matches!(gate.enter(&acme_lane, &attempt()), Entry::Queued));
+        // Acme's full lane does not hold globex back; globex has 3 calls and 6 places.
+        let globex_slots: Vec<Entry> = (0..6)
+            .map(|_| gate.enter(&globex_lane, &attempt()))
+            .collect();
+        assert!(globex_slots.iter().all(|e| matches!(e, Entry::Entered(_))));
+        assert!(matches!(
+            gate.enter(&globex_lane, &attempt()),
+            Entry::Queued
+        ));
+        let globex_figures = gate.figures(Some(&globex), now());
+        assert_eq!(globex_figures.len(), 1);
+        assert_eq!(
+            (globex_figures[0].tenant.as_str(), globex_figures[0].limit),
+            ("globex", 3)
+        );
+        assert_eq!(gate.figures(None, now()).len(), 2);
+
+        // A changed limit applies once the lane is idle and nobody holds it.
+        assert!(acme_slot.next().is_some(), "the queued delivery");
+        drop((acme_slot, acme_second));
+        assert_eq!(
+            gate.lane((&acme(), &shared), Some(5), now()).limit,
+            1,
+            "held"
+        );
+        drop(acme_lane);
+        assert_eq!(gate.lane((&acme(), &shared), Some(5), now()).limit, 5);
+        assert_eq!(gate.lane((&acme(), &shared), Some(5000), now()).limit, 1000);
     }
 }

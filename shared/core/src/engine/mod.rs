@@ -103,6 +103,10 @@ pub struct Stats {
     /// The last hour of attempts, minute by minute; `None` where the server keeps no
     /// window (the Lambdas: CloudWatch has the figures there).
     pub deliveries: Option<DeliveryWindow>,
+    /// The tenant's destinations with calls in flight or waiting, or paused, in this
+    /// server; `None` where the server keeps no figures (a Lambda instance sees only its
+    /// own few calls).
+    pub destinations: Option<Vec<DestinationFigures>>,
 }
 
 #[derive(Debug)]
@@ -191,9 +195,10 @@ impl Engine {
         }
     }
 
-    /// The destinations with calls in flight or waiting, or paused, as of now.
-    pub fn destinations(&self) -> Vec<DestinationFigures> {
-        self.gate.figures(self.ports.clock.now())
+    /// The destinations with calls in flight or waiting, or paused, as of now: `tenant`'s,
+    /// or every tenant's.
+    pub fn destinations(&self, tenant: Option<&TenantId>) -> Vec<DestinationFigures> {
+        self.gate.figures(tenant, self.ports.clock.now())
     }
 
     /// Counts an event through the engine's metrics port (for work around the engine, such
@@ -364,7 +369,7 @@ impl Engine {
         };
         let counts = self.count_by_status(None).await?;
         Ok(Some(
-            view.exposition(counts.as_deref(), &self.destinations()),
+            view.exposition(counts.as_deref(), &self.destinations(None)),
         ))
     }
 
@@ -385,7 +390,13 @@ impl Engine {
         let counts = self.count_by_status(Some(tenant)).await?;
         let now = self.ports.clock.now();
         let deliveries = (self.ports.metrics_view.as_ref()).map(|view| view.recent(now));
-        Ok(Stats { counts, deliveries })
+        let destinations =
+            (self.ports.metrics_view.as_ref()).map(|_| self.gate.figures(Some(tenant), now));
+        Ok(Stats {
+            counts,
+            deliveries,
+            destinations,
+        })
     }
 
     /// Redrives a `failed` task: a new round of its retry policy, starting now (the API's

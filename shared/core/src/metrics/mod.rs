@@ -12,7 +12,7 @@ use std::io::Write;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use crate::domain::{AttemptOutcome, Destination, Status, TaskId};
+use crate::domain::{AttemptOutcome, Destination, Status, TaskId, TenantId};
 pub use recent::{DeliveryWindow, MinuteFigures};
 
 /// The namespace the metric filters publish to, and the dashboard and alarms read.
@@ -65,7 +65,11 @@ pub struct AttemptFacts {
 /// What the gate shows of one destination (the engine's gate).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DestinationFigures {
+    /// Whose calls these are: each tenant has its own places at a destination.
+    pub tenant: TenantId,
     pub destination: Destination,
+    /// Most calls in flight to it at once (the tenant's limit, else the server's).
+    pub limit: usize,
     /// Calls in flight to it.
     pub in_flight: usize,
     /// Deliveries waiting for one of its slots.

@@ -22,4 +22,9 @@ pub trait Tenants: Send + Sync {
     /// Where the tenant's failure alerts go when a task names no destination of its own,
     /// if the tenant set one.
     async fn alert_target(&self, tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError>;
+
+    /// The most calls the tenant's tasks make at once to one destination, if the tenant
+    /// has a limit of its own (else the server's applies). Asked at every delivery: a
+    /// directory that reads it from afar keeps a copy.
+    async fn destination_limit(&self, tenant: &TenantId) -> Result<Option<usize>, TenantsError>;
 }

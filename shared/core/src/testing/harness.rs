@@ -154,11 +154,34 @@ pub fn harness_full(
     start: DateTime<Utc>,
     alert: Option<crate::domain::AlertTarget>,
 ) -> Harness {
-    build(webhooks, timer, start, alert, DeliveryLimits::default())
+    build(
+        webhooks,
+        timer,
+        start,
+        alert,
+        (DeliveryLimits::default(), None),
+    )
 }
 
 /// A harness whose engine runs deliveries within `limits`.
 pub fn harness_limited(webhooks: ScriptedWebhooks, limits: DeliveryLimits) -> Harness {
+    build(
+        webhooks,
+        RecordingTimer::default(),
+        t0(),
+        None,
+        (limits, None),
+    )
+}
+
+/// A harness whose engine runs deliveries within `limits`, and whose tenant has a
+/// destination limit of its own.
+pub fn harness_tenant_limited(
+    webhooks: ScriptedWebhooks,
+    limits: DeliveryLimits,
+    tenant_limit: usize,
+) -> Harness {
+    let limits = (limits, Some(tenant_limit));
     build(webhooks, RecordingTimer::default(), t0(), None, limits)
 }
 
@@ -167,7 +190,7 @@ fn build(
     timer: RecordingTimer,
     start: DateTime<Utc>,
     alert: Option<crate::domain::AlertTarget>,
-    limits: DeliveryLimits,
+    (limits, tenant_limit): (DeliveryLimits, Option<usize>),
 ) -> Harness {
     let clock = Arc::new(ManualClock::new(start));
     // Tests make the store misbehave through its hooks (`Harness::store`).
@@ -176,7 +199,10 @@ fn build(
     let dead_letters = Arc::new(MemoryDeadLetters::default());
     let webhooks = Arc::new(webhooks);
     let tenant = TenantId::parse("acme").unwrap();
-    let tenants = MemoryTenants::new("key", tenant.clone(), SigningSecret::generate());
+    let mut tenants = MemoryTenants::new("key", tenant.clone(), SigningSecret::generate());
+    if let Some(limit) = tenant_limit {
+        tenants = tenants.with_destination_limit(limit);
+    }
     let metrics = Arc::new(RecordedMetrics::default());
     let ports = Ports {
         store: store.clone(),

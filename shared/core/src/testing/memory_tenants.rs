@@ -1,5 +1,5 @@
 //! A tenant directory held in memory: one API key, one tenant, one signing secret, and
-//! optionally the tenant's alert destination.
+//! optionally the tenant's alert destination and destination limit.
 
 use async_trait::async_trait;
 
@@ -11,6 +11,7 @@ pub struct MemoryTenants {
     tenant: TenantId,
     secret: SigningSecret,
     alert: Option<AlertTarget>,
+    destination_limit: Option<usize>,
 }
 
 impl MemoryTenants {
@@ -20,12 +21,19 @@ impl MemoryTenants {
             tenant,
             secret,
             alert: None,
+            destination_limit: None,
         }
     }
 
     /// The tenant's default alert destination.
     pub fn with_alert(mut self, alert: AlertTarget) -> Self {
         self.alert = Some(alert);
+        self
+    }
+
+    /// The tenant's own limit of calls at once to one destination.
+    pub fn with_destination_limit(mut self, limit: usize) -> Self {
+        self.destination_limit = Some(limit);
         self
     }
 }
@@ -45,5 +53,9 @@ impl Tenants for MemoryTenants {
 
     async fn alert_target(&self, tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError> {
         Ok(self.alert.clone().filter(|_| tenant == &self.tenant))
+    }
+
+    async fn destination_limit(&self, tenant: &TenantId) -> Result<Option<usize>, TenantsError> {
+        Ok(self.destination_limit.filter(|_| tenant == &self.tenant))
     }
 }

@@ -42,4 +42,9 @@ impl Tenants for StaticTenants {
     async fn alert_target(&self, _tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError> {
         Ok(None)
     }
+
+    /// Likewise its destination limit is the server's (`--destination-limit`).
+    async fn destination_limit(&self, _tenant: &TenantId) -> Result<Option<usize>, TenantsError> {
+        Ok(None)
+    }
 }
