@@ -18,6 +18,7 @@ const { chromium } = require('playwright-core');
 const SHOTS = process.env.BOOMERANG_SCREENSHOTS;
 const KEY = `bmr_console_${process.pid}`;
 const DEADLINE_MS = 30000;
+const HANG_MS = 8000;
 
 let server;
 let base;
@@ -27,13 +28,18 @@ let browser;
 const calls = new Map();
 let healed = false;
 
-/** The receiver: `/flaky` fails twice then succeeds; `/down` fails until healed. */
+/** The receiver: `/flaky` fails twice then succeeds; `/down` fails until healed; `/hang`
+ * answers only after HANG_MS. */
 function startReceiver() {
   return new Promise((resolve) => {
     receiver = createServer((req, res) => {
       const n = (calls.get(req.url) || 0) + 1;
       calls.set(req.url, n);
       req.resume();
+      if (req.url === '/hang') {
+        setTimeout(() => { res.writeHead(200); res.end('late'); }, HANG_MS);
+        return;
+      }
       let status = 200;
       if (req.url === '/flaky' && n <= 2) status = 500;
       if (req.url === '/down' && !healed) status = 503;
@@ -242,6 +248,55 @@ test('the list pages through its cursors, forward and back', async () => {
   await page.getByRole('button', { name: '← Previous' }).click();
   await page.getByRole('button', { name: 'Next →' }).waitFor();
   assert.deepEqual(await ids(), first);
+  await context.close();
+});
+
+test('a paused flow is listed with its waiting task, and resuming it sends the task', async () => {
+  const key = 'console flow/eu';
+  const path = `/v1/flows/${encodeURIComponent(key)}`;
+  assert.equal((await call('POST', `${path}/pause`)).status, 200);
+  const task = await register({ url: `${hook}/flowed`, flow: { key, parallelism: 1 } });
+  const end = Date.now() + DEADLINE_MS;
+  while ((await call('GET', path)).body.waiting !== 1) {
+    assert.ok(Date.now() < end, 'the task never waited in its flow');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const { page, requested, context } = await openConsole();
+  await signIn(page);
+  await page.getByRole('link', { name: 'Flows', exact: true }).click();
+  const row = page.locator(`tr[data-flow="${key}"]`);
+  await row.locator('.badge', { hasText: 'paused' }).waitFor();
+  assert.deepEqual(await row.locator('td').evaluateAll((tds) => tds.slice(0, 4).map((td) => td.textContent)),
+    [key, 'paused', '1', '0']);
+  assert.equal(calls.get('/flowed') || 0, 0, 'a paused flow calls nothing');
+  await shot(page, 'flows');
+  await page.getByRole('button', { name: `Resume flow ${key}` }).click();
+  await page.getByRole('alert').filter({ hasText: 'Resume: done' }).waitFor();
+  await settled(task.id, 'succeeded');
+  assert.equal((await call('GET', path)).body.paused, false);
+  // Any flow can be paused by its key, busy or not.
+  await page.getByLabel('Flow key').fill('idle-flow');
+  await page.getByRole('button', { name: 'Pause flow' }).click();
+  await page.locator('tr[data-flow="idle-flow"] .badge', { hasText: 'paused' }).waitFor();
+  assert.equal((await call('POST', '/v1/flows/idle-flow/resume')).status, 200);
+  assert.deepEqual(requested.filter((url) => !url.startsWith(`${base}/`)), []);
+  await context.close();
+});
+
+test('a busy destination shows its calls in flight of its limit', async () => {
+  await register({ url: `${hook}/hang` });
+  const end = Date.now() + DEADLINE_MS;
+  while (!calls.get('/hang')) {
+    assert.ok(Date.now() < end, 'the call never arrived');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const { page, context } = await openConsole();
+  await signIn(page);
+  const row = page.locator(`#destinations tr[data-destination="${hook}"]`);
+  await row.waitFor();
+  assert.deepEqual(await row.locator('td').evaluateAll((tds) => tds.slice(1, 3).map((td) => td.textContent)),
+    ['1 of 16', '0']);
+  await shot(page, 'destinations');
   await context.close();
 });
 

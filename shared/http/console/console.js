@@ -15,6 +15,7 @@ const signOutButton = document.getElementById('sign-out');
 const overview = document.getElementById('overview');
 const countsBox = document.getElementById('counts');
 const live = document.getElementById('live');
+const destinationsBox = document.getElementById('destinations');
 
 let statsTimer = null;
 let viewTimer = null;
@@ -193,6 +194,7 @@ function route() {
   }
   const task = path.match(/^\/tasks\/([0-9A-Za-z]{26})$/);
   if (task) return showTask(task[1], true);
+  if (path === '/flows') return showFlows();
   return showList(params);
 }
 
@@ -339,6 +341,76 @@ async function showList(params) {
       `Retry all shown (${failed.length})`));
   }
   main.replaceChildren(title, filters(status, key), table, toolbar);
+}
+
+// ---------------------------------------------------------------- flows
+
+/** A flow's path in the API: its key is one path segment, whatever it holds. */
+function flowPath(key, action) {
+  return `/v1/flows/${encodeURIComponent(key)}${action ? `/${action}` : ''}`;
+}
+
+async function flowAction(action, key, done) {
+  const label = action === 'pause' ? 'Pause' : 'Resume';
+  if (!confirm(`${label} flow ${key}?`)) return;
+  try {
+    await api('POST', flowPath(key, action));
+    say(`${label}: done (flow ${key}).`, 'ok');
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return;
+    say(`${label} refused: ${refusal(error)}`);
+  }
+  done();
+}
+
+/** The flows that are paused or busy, with what waits in them; pause or resume one. */
+async function showFlows() {
+  const title = h('h2', {}, 'Flows');
+  const mine = view;
+  let answer;
+  try {
+    answer = await api('GET', '/v1/flows');
+    if (mine !== view) return;
+  } catch (error) {
+    if (mine !== view) return;
+    if (!(error instanceof ApiError && error.status === 401)) {
+      main.replaceChildren(title, h('p', { class: 'empty' }, `Cannot list flows: ${refusal(error)}`));
+    }
+    return;
+  }
+  const reload = () => { if (mine === view) showFlows(); };
+  const rows = answer.flows.map((flow) => h('tr', { 'data-flow': flow.key },
+    h('td', { class: 'mono' }, flow.key),
+    h('td', {}, h('span', { class: `badge ${flow.paused ? 'held' : 'succeeded'}` }, flow.paused ? 'paused' : 'running')),
+    h('td', {}, String(flow.waiting)),
+    h('td', {}, String(flow.in_flight)),
+    h('td', {}, h('button', {
+      type: 'button',
+      class: `action ${flow.paused ? 'resume' : 'pause'}`,
+      'aria-label': `${flow.paused ? 'Resume' : 'Pause'} flow ${flow.key}`,
+      onclick: () => flowAction(flow.paused ? 'resume' : 'pause', flow.key, reload),
+    }, flow.paused ? 'Resume' : 'Pause'))));
+  const table = h('div', { class: 'scroll' }, h('table', {},
+    h('caption', {}, 'Paused flows, and those with tasks waiting or calls in flight'),
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col' }, 'Key'), h('th', { scope: 'col' }, 'State'),
+      h('th', { scope: 'col' }, 'Waiting'), h('th', { scope: 'col' }, 'In flight'),
+      h('th', { scope: 'col' }, 'Actions'))),
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'No flow is paused or busy.')))));
+  const keyInput = h('input', { id: 'flow-key', name: 'key', placeholder: 'partner-api', maxlength: 255, required: true });
+  const pauseForm = h('form', {
+    class: 'filters',
+    onsubmit: (event) => {
+      event.preventDefault();
+      const key = keyInput.value.trim();
+      if (key) flowAction('pause', key, reload);
+    },
+  },
+  h('div', {}, h('label', { for: 'flow-key' }, 'Flow key'), keyInput),
+  h('button', { type: 'submit' }, 'Pause flow'));
+  main.replaceChildren(title, table, h('h3', {}, 'Pause any flow'), pauseForm);
+  // The figures move on their own: look again while this view is shown.
+  viewTimer = setTimeout(reload, LIVE_EVERY_MS);
 }
 
 // ---------------------------------------------------------------- one task
@@ -510,6 +582,30 @@ async function refreshStats() {
   }
   drawCounts(stats.counts);
   drawLive(stats.deliveries);
+  drawDestinations(stats.destinations);
+}
+
+/** Your destinations now busy or paused: calls in flight of the limit, waiting, paused. */
+function drawDestinations(destinations) {
+  if (!destinations) {
+    destinationsBox.replaceChildren(h('p', { class: 'empty' }, 'Per-destination figures are kept by the local server; on AWS, each delivery function sees only its own calls.'));
+    return;
+  }
+  const rows = destinations.map((d) => h('tr', { 'data-destination': d.destination },
+    h('td', { class: 'mono' }, d.destination),
+    h('td', {}, `${d.in_flight} of ${d.limit}`),
+    h('td', {}, String(d.waiting)),
+    h('td', {}, d.paused_until ? `until ${when(d.paused_until)}` : '—')));
+  if (!rows.length) {
+    destinationsBox.replaceChildren(h('p', {}, 'Destinations: none busy or paused.'));
+    return;
+  }
+  destinationsBox.replaceChildren(h('div', { class: 'scroll' }, h('table', { class: 'destinations' },
+    h('caption', {}, 'Destinations now busy or paused'),
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col' }, 'Destination'), h('th', { scope: 'col' }, 'In flight'),
+      h('th', { scope: 'col' }, 'Waiting'), h('th', { scope: 'col' }, 'Paused (Retry-After)'))),
+    h('tbody', {}, rows))));
 }
 
 function drawCounts(counts) {
