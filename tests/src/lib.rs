@@ -94,6 +94,10 @@ pub struct ServerOptions {
     /// Embedded: no `--api-key` or `--signing-secret`, so `serve` generates both and keeps
     /// them in its data directory (where `boomerang tasks` finds the key).
     pub generated_credentials: bool,
+    /// More flags for `serve` (`--shutdown-grace 1s`).
+    pub extra_args: Vec<String>,
+    /// The server's open-file limit, soft and hard (so it cannot raise it), if set.
+    pub open_files: Option<u64>,
 }
 
 impl ServerOptions {
@@ -106,6 +110,8 @@ impl ServerOptions {
             alert_url: None,
             destination_limit: None,
             generated_credentials: false,
+            extra_args: Vec::new(),
+            open_files: None,
         }
     }
 }
@@ -121,6 +127,7 @@ impl Default for ServerOptions {
 struct Launch {
     args: Vec<String>,
     env: Vec<(String, String)>,
+    open_files: Option<u64>,
 }
 
 /// A running `boomerang serve` on its own data directory and a free port.
@@ -156,6 +163,7 @@ impl Server {
         if let Some(limit) = options.destination_limit {
             args.extend(["--destination-limit".into(), limit.to_string()]);
         }
+        args.extend(options.extra_args);
         let (secret, api_key, env) = match options.backend {
             Backend::Embedded => {
                 let secret = SigningSecret::generate();
@@ -180,7 +188,11 @@ impl Server {
                 aws_resources()
             }
         };
-        let launch = Launch { args, env };
+        let launch = Launch {
+            args,
+            env,
+            open_files: options.open_files,
+        };
         let (child, base) = spawn(&data_dir, &launch);
         let (secret, api_key) = if options.generated_credentials {
             generated_credentials(&data_dir)
@@ -220,14 +232,38 @@ impl Server {
         }
     }
 
-    /// `kill -9`, then start again on the same data (directory, or table and queues).
-    pub fn kill9_and_restart(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().unwrap();
+    /// Sends SIGTERM and waits for the server to exit (at most `within`): how it exited,
+    /// and how long after the signal. Async, so that the test's receivers keep answering.
+    pub async fn terminate(&mut self, within: Duration) -> (std::process::ExitStatus, Duration) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
+        let sent = Instant::now();
+        // SAFETY: kill(2) with our own child's pid and a signal number has no memory effects.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM");
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return (status, sent.elapsed());
+            }
+            assert!(
+                sent.elapsed() < within,
+                "the server did not exit within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Starts the server again on the same data, after it exited.
+    pub fn restart(&mut self) {
         let (child, base) = spawn(&self.data_dir, &self.launch);
         self.child = child;
         self.api = self.api.at(&base).expect("the server's URL");
         self.base = base;
+    }
+
+    /// `kill -9`, then start again on the same data (directory, or table and queues).
+    pub fn kill9_and_restart(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().unwrap();
+        self.restart();
     }
 
     /// `boomerang tenants alert`: sets the test tenant's default alert destination (AWS
@@ -490,6 +526,22 @@ fn spawn(data_dir: &Path, launch: &Launch) -> (Child, String) {
         .env_remove("BOOMERANG_DEV")
         .stdout(Stdio::piped())
         .stderr(stderr);
+    if let Some(limit) = launch.open_files {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else.
+        unsafe {
+            cmd.pre_exec(move || {
+                let rlim = libc::rlimit {
+                    rlim_cur: limit,
+                    rlim_max: limit,
+                };
+                match libc::setrlimit(libc::RLIMIT_NOFILE, &rlim) {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            });
+        }
+    }
     let mut child = cmd.spawn().expect("spawn boomerang serve");
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();

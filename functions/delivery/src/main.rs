@@ -11,7 +11,11 @@ async fn main() -> Result<(), Error> {
     let backend = start::backend().await?;
     let engine = &*backend.engine;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| async move {
-        // Each attempt records the invocation's request id as its worker.
+        // No call starts that could not end before the invocation's deadline; those are
+        // armed again at once, for another invocation. Each attempt records the
+        // invocation's request id as its worker.
+        let deadline = i64::try_from(event.context.deadline).ok();
+        engine.deliver_until(deadline.and_then(chrono::DateTime::from_timestamp_millis));
         let worker = event.context.request_id;
         Ok::<Value, Error>(handle_delivery(engine, event.payload, Some(&worker)).await?)
     }))

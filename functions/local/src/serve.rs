@@ -65,6 +65,20 @@ pub struct ServeArgs {
     /// Deliveries beyond it wait for a slot, uncounted, holding none of the others.
     #[arg(long, env = "BOOMERANG_DESTINATION_LIMIT", default_value_t = DEFAULT_PER_DESTINATION)]
     destination_limit: usize,
+    /// How long a connection has to send a request's headers, from its start or from its
+    /// previous response; a slow sender and an idle kept-alive connection are closed after
+    /// it (1s–10min).
+    #[arg(long, env = "BOOMERANG_HEADER_TIMEOUT", default_value = "10s", value_parser = duration)]
+    header_timeout: Duration,
+    /// Most API connections open at once (16–65536); beyond it a new connection takes an
+    /// idle one's place. Default: the open-file limit less room for deliveries and the
+    /// store.
+    #[arg(long, env = "BOOMERANG_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// On SIGTERM or Ctrl-C, how long the calls under way get to end before they are
+    /// handed back for the next start (0s–1h).
+    #[arg(long, env = "BOOMERANG_SHUTDOWN_GRACE", default_value = "30s", value_parser = duration)]
+    shutdown_grace: Duration,
     /// AWS backend against an emulator: fire due schedules and poll the timer queue here,
     /// and run the sweeper, as Scheduler, the SQS trigger and the sweeper Lambda would.
     #[arg(long)]
@@ -93,6 +107,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         destination_limit: args.destination_limit,
         retention: args.retention,
         alert_url: args.alert_url,
+        header_timeout: args.header_timeout,
+        max_connections: args.max_connections,
+        shutdown_grace: args.shutdown_grace,
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(args.addr)
@@ -105,5 +122,6 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     }
     println!("  console:        http://{addr}/console");
     println!("  API document:   http://{addr}/openapi.json");
-    Ok(service.serve(listener).await?)
+    service.serve(listener).await;
+    Ok(())
 }

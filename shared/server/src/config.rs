@@ -20,6 +20,12 @@ pub const RETENTION_RANGE: (Duration, Duration) = (
     Duration::from_secs(1),
     Duration::from_secs(3650 * 24 * 3600),
 );
+pub const HEADER_TIMEOUT_RANGE: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(600));
+pub const MAX_CONNECTIONS_RANGE: (usize, usize) = (16, 65_536);
+pub const SHUTDOWN_GRACE_RANGE: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(3600));
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// The tenant of the local binary's single API key.
 pub const LOCAL_TENANT: &str = "default";
 
@@ -43,6 +49,13 @@ pub struct ServiceConfig {
     pub retention: Option<Duration>,
     /// Where failure alerts go when neither a task nor its tenant names a destination.
     pub alert_url: Option<String>,
+    /// How long a connection has to send a request's headers, from its start or from its
+    /// previous response (so also how long an idle kept-alive connection stays open).
+    pub header_timeout: Duration,
+    /// Most API connections open at once; `None`: what fits under the open-file limit.
+    pub max_connections: Option<usize>,
+    /// How long a shutdown waits for the calls under way before handing them back.
+    pub shutdown_grace: Duration,
 }
 
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -104,6 +117,19 @@ impl ServiceConfig {
         if let Some(url) = &self.alert_url {
             alert_destination(ALERT_URL_FLAG, url)?;
         }
+        within(
+            "--header-timeout",
+            self.header_timeout,
+            HEADER_TIMEOUT_RANGE,
+        )?;
+        if let Some(max) = self.max_connections {
+            count_within("--max-connections", max, MAX_CONNECTIONS_RANGE)?;
+        }
+        within(
+            "--shutdown-grace",
+            self.shutdown_grace,
+            SHUTDOWN_GRACE_RANGE,
+        )?;
         Ok(())
     }
 
@@ -176,6 +202,9 @@ mod tests {
             destination_limit: 16,
             retention: None,
             alert_url: None,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_connections: None,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 
@@ -224,5 +253,14 @@ mod tests {
         let mut c = config();
         c.retention = Some(Duration::ZERO);
         assert!(refused(c).starts_with("--retention"));
+        let mut c = config();
+        c.header_timeout = Duration::ZERO;
+        assert!(refused(c).starts_with("--header-timeout"));
+        let mut c = config();
+        c.max_connections = Some(2);
+        assert!(refused(c).starts_with("--max-connections must be between 16"));
+        let mut c = config();
+        c.shutdown_grace = Duration::from_secs(7200);
+        assert!(refused(c).starts_with("--shutdown-grace"));
     }
 }

@@ -3,6 +3,7 @@
 //! that backend needs; and the server's own metrics (Prometheus).
 
 pub mod config;
+pub mod connections;
 mod lock;
 mod loops;
 mod open_files;

@@ -18,9 +18,14 @@ use boomerang_embedded::{EmbeddedConfig, StaticTenants};
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
-use crate::config::{BackendChoice, ConfigError, ServiceConfig, DEFAULT_RETENTION, LOCAL_TENANT};
+use crate::config::{
+    BackendChoice, ConfigError, ServiceConfig, DEFAULT_HEADER_TIMEOUT, DEFAULT_RETENTION,
+    DEFAULT_SHUTDOWN_GRACE, LOCAL_TENANT, MAX_CONNECTIONS_RANGE,
+};
+use crate::connections::{self, ConnectionLimits};
 use crate::prometheus::PrometheusMetrics;
 use crate::{lock, loops, open_files};
+use tokio::sync::watch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -46,19 +51,61 @@ pub enum ServiceError {
 pub struct Service {
     pub engine: Arc<Engine>,
     pub summary: Vec<String>,
+    connections: ConnectionLimits,
+    shutdown_grace: Duration,
     /// Held for as long as the service lives: the data directory's lock (embedded backend).
     _owner: Option<std::fs::File>,
 }
 
 impl Service {
-    /// Serves the API on `listener` until Ctrl-C or SIGTERM. Deliveries in flight then are
-    /// retried after their lease, at the next start.
-    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        axum::serve(listener, boomerang_http::router(self.engine))
-            .with_graceful_shutdown(shutdown_signal())
-            .await
+    /// A service with the default connection limits and grace; `start` sets them.
+    fn new(engine: Arc<Engine>, summary: Vec<String>, owner: Option<std::fs::File>) -> Self {
+        Self {
+            engine,
+            summary,
+            connections: ConnectionLimits {
+                header_timeout: DEFAULT_HEADER_TIMEOUT,
+                max_connections: MAX_CONNECTIONS_RANGE.0,
+            },
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            _owner: owner,
+        }
+    }
+
+    /// Serves the API on `listener` until Ctrl-C or SIGTERM, then stops: no new
+    /// connection, no new call; the calls under way get up to the shutdown grace to end
+    /// (their results written), and those still under way then are handed back, due at
+    /// once for the next start. The API's open connections finish their requests.
+    pub async fn serve(self, listener: tokio::net::TcpListener) {
+        let (stop, stopping) = watch::channel(false);
+        let router = boomerang_http::router(self.engine.clone());
+        let api = tokio::spawn(connections::serve(
+            listener,
+            router,
+            self.connections,
+            stopping,
+        ));
+        shutdown_signal().await;
+        let _ = stop.send(true);
+        tracing::info!(grace = ?self.shutdown_grace, "stopping: no new connections or calls; waiting for the calls under way");
+        match self.engine.drain(self.shutdown_grace).await {
+            Ok(drained) => tracing::info!(
+                finished = drained.finished,
+                handed_back = drained.handed_back,
+                "deliveries stopped"
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "handing back the calls under way failed; their leases will")
+            }
+        }
+        // Requests under way get a moment to be answered; a connection left idle is
+        // already closed.
+        let _ = tokio::time::timeout(API_CLOSE, api).await;
     }
 }
+
+/// How long a shutdown waits for the API's requests under way, after the deliveries.
+const API_CLOSE: Duration = Duration::from_secs(5);
 
 async fn shutdown_signal() {
     let ctrl_c = async {
@@ -74,7 +121,6 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     let term = std::future::pending::<()>();
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
-    tracing::info!("shutting down; unfinished tasks resume at the next start");
 }
 
 /// Checks the configuration, builds the backend and starts its background loops. Must run
@@ -82,7 +128,7 @@ async fn shutdown_signal() {
 pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
     config.validate()?;
     // Before anything opens a file or a socket.
-    let open_files = open_files::raise_to_hard_limit();
+    let (open_files, file_limit) = open_files::raise_to_hard_limit();
     let mut service = match &config.backend {
         BackendChoice::Embedded {
             data_dir,
@@ -100,6 +146,19 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
         } => start_aws(&config, *emulate_triggers, *sweep_lag).await,
     }?;
     service.summary.push(open_files);
+    let max_connections = config.max_connections.unwrap_or_else(|| {
+        let limit = file_limit.unwrap_or(1024);
+        connections::max_connections_for(limit, config.concurrency)
+    });
+    service.connections = ConnectionLimits {
+        header_timeout: config.header_timeout,
+        max_connections,
+    };
+    service.shutdown_grace = config.shutdown_grace;
+    service.summary.push(format!(
+        "connections:    at most {max_connections}; headers within {}",
+        humantime::format_duration(config.header_timeout)
+    ));
     service.summary.push(format!(
         "deliveries:     at most {} at once, {} per destination",
         config.concurrency, config.destination_limit
@@ -160,11 +219,7 @@ fn start_embedded(
     if let Some(file) = &creds.file {
         summary.push(format!("(kept in {})", file.display()));
     }
-    Ok(Service {
-        engine,
-        summary,
-        _owner: Some(owner),
-    })
+    Ok(Service::new(engine, summary, Some(owner)))
 }
 
 async fn start_aws(
@@ -209,11 +264,7 @@ async fn start_aws(
         summary
             .push("triggers:       emulated (schedules, timer queue and sweeper run here)".into());
     }
-    Ok(Service {
-        engine: backend.engine,
-        summary,
-        _owner: None,
-    })
+    Ok(Service::new(backend.engine, summary, None))
 }
 
 /// For durations bounded by [`ServiceConfig::validate`], so always in range.

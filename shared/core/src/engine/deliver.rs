@@ -57,6 +57,9 @@ pub enum DeliverOutcome {
     /// The task's destination had all its calls in flight: the attempt waits in its queue,
     /// and a delivery holding one of its slots makes it next.
     Queued,
+    /// Deliveries are stopping (a shutdown, or the end of a Lambda's time): the attempt
+    /// was not claimed and is left due, armed again at once where the timer is durable.
+    Stopped,
 }
 
 impl Engine {
@@ -198,6 +201,9 @@ impl Engine {
         task: Task,
         worker: &str,
     ) -> Result<Option<DeliverOutcome>, EngineError> {
+        if let Some(stopped) = self.past_stop_line(&at, &task).await {
+            return Ok(Some(stopped));
+        }
         if task.status == Status::Held {
             return self.check_hold(at, task).await;
         }
@@ -243,6 +249,7 @@ impl Engine {
             Err(StoreError::Conflict) => return Ok(None),
             Err(e) => return Err(e.into()),
         }
+        let _claimed = self.stopping.hold(&claimed);
 
         self.record(MetricEvent::DeliveryStarted);
         let result = self.call(&claimed).await;
@@ -252,7 +259,12 @@ impl Engine {
         }
         self.record(MetricEvent::DeliveryFinished);
         if let Some(WebhookError::Local(why)) = &result.error {
-            return self.give_back(&claimed, why).await.map(Some);
+            let again = self.ports.clock.now() + LOCAL_RETRY;
+            let outcome = self.give_back(&claimed, again, why).await?;
+            if outcome == DeliverOutcome::GivenBack {
+                self.record(MetricEvent::GivenBack);
+            }
+            return Ok(Some(outcome));
         }
         let finished = self.ports.clock.now();
         self.pause_if_asked(&lane, &destination, &result, finished);
@@ -322,17 +334,18 @@ impl Engine {
         lane.pause(now + wait);
     }
 
-    /// Gives back a claimed attempt whose call never left this machine: no attempt is
-    /// recorded and none counted; the task is due again shortly, for the same attempt.
-    async fn give_back(&self, claimed: &Task, why: &str) -> Result<DeliverOutcome, EngineError> {
+    /// Gives back a claimed attempt: no attempt is recorded and none counted; the task is
+    /// due again at `again`, for the same attempt. For a call that never left this machine,
+    /// and for one still under way when a shutdown's grace ends.
+    pub(super) async fn give_back(
+        &self,
+        claimed: &Task,
+        again: DateTime<Utc>,
+        why: &str,
+    ) -> Result<DeliverOutcome, EngineError> {
         let now = self.ports.clock.now();
-        let mut next = claimed
-            .unclaim(now + LOCAL_RETRY, now)
-            .map_err(EngineError::Conflict)?;
-        tracing::warn!(
-            task = %claimed.id, attempt = claimed.attempt, error = why,
-            "attempt given back: this machine ran out of resources before the call left"
-        );
+        let mut next = claimed.unclaim(again, now).map_err(EngineError::Conflict)?;
+        tracing::warn!(task = %claimed.id, attempt = claimed.attempt, why, "attempt given back, uncounted");
         self.arm_before_write(&mut next).await;
         match self.ports.store.update(&next, claimed.version).await {
             Ok(()) => {}
@@ -341,7 +354,6 @@ impl Engine {
             Err(e) => return Err(e.into()),
         }
         self.arm_after_write(&next).await;
-        self.record(MetricEvent::GivenBack);
         Ok(DeliverOutcome::GivenBack)
     }
 

@@ -9,6 +9,7 @@ mod holds;
 mod keys;
 mod policies;
 mod retention;
+mod stopping;
 mod sweep;
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub use flow_controls::FlowState;
 pub use gate::{DeliveryLimits, WorkSlot, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE};
 pub use holds::Release;
 pub use keys::KeyOutcome;
+pub use stopping::Drained;
 pub use sweep::SweepReport;
 
 /// Writes of one batch registration in flight at once.
@@ -184,12 +186,14 @@ pub struct Engine {
     ports: Ports,
     settings: EngineSettings,
     gate: gate::Gate,
+    stopping: stopping::Stopping,
 }
 
 impl Engine {
     pub fn new(ports: Ports, settings: EngineSettings) -> Self {
         Self {
             gate: gate::Gate::new(settings.limits),
+            stopping: stopping::Stopping::default(),
             ports,
             settings,
         }

@@ -1,0 +1,118 @@
+//! Stopping deliveries: a shutdown waits for the calls under way, hands back those its
+//! grace does not cover, and starts no new one.
+
+use boomerang_core::domain::Task;
+use boomerang_core::testing::harness::*;
+
+const SLOW: &str = "https://slow.test/hook";
+
+/// A harness whose calls to `SLOW` wait for the returned gate.
+fn slow_harness() -> (Harness, Arc<Semaphore>) {
+    let gate = Arc::new(Semaphore::new(0));
+    let webhooks = ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        gated_url: Some(SLOW.into()),
+        ..ScriptedWebhooks::default()
+    };
+    (harness(webhooks), gate)
+}
+
+async fn register_slow(h: &Harness) -> Task {
+    let mut new = new_task(FireTime::Now, RetryPolicy::default());
+    new.spec.request.url = SLOW.into();
+    h.engine.register(&h.tenant, new).await.unwrap().task
+}
+
+fn spawn_delivery(
+    h: &Harness,
+    task: &Task,
+) -> tokio::task::JoinHandle<Result<DeliverOutcome, EngineError>> {
+    let (engine, attempt) = (h.engine.clone(), task.attempt_ref(1));
+    tokio::spawn(async move { engine.deliver(attempt).await })
+}
+
+#[tokio::test]
+async fn a_drain_waits_for_the_calls_under_way_and_starts_no_new_one() {
+    let (h, gate) = slow_harness();
+    let task = register_slow(&h).await;
+    let run = spawn_delivery(&h, &task);
+    wait_until(|| h.webhooks.calls() == 1).await;
+    let engine = h.engine.clone();
+    let drain = tokio::spawn(async move { engine.drain(Duration::from_secs(5)).await });
+    // The receiver answers within the grace: the result is written, nothing handed back.
+    gate.add_permits(1);
+    let drained = drain.await.unwrap().unwrap();
+    assert_eq!((drained.finished, drained.handed_back), (1, 0));
+    let outcome = run.await.unwrap().unwrap();
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+
+    // Past the stop line, a fire claims nothing and calls nothing.
+    let late = register_slow(&h).await;
+    assert_eq!(
+        h.engine.deliver(late.attempt_ref(1)).await.unwrap(),
+        DeliverOutcome::Stopped
+    );
+    let left = h.engine.get(&h.tenant, &late.id).await.unwrap();
+    assert_eq!(
+        (left.task.status, left.task.attempt),
+        (Status::Scheduled, 1)
+    );
+    assert_eq!(h.webhooks.calls(), 1);
+}
+
+#[tokio::test]
+async fn a_call_still_under_way_when_the_grace_ends_is_handed_back_due_at_once() {
+    let (h, gate) = slow_harness();
+    let task = register_slow(&h).await;
+    let run = spawn_delivery(&h, &task);
+    wait_until(|| h.webhooks.calls() == 1).await;
+    h.timer.clear();
+    let drained = h.engine.drain(Duration::from_millis(50)).await.unwrap();
+    assert_eq!((drained.finished, drained.handed_back), (0, 1));
+    let back = h.engine.get(&h.tenant, &task.id).await.unwrap();
+    assert_eq!(
+        (back.task.status, back.task.attempt),
+        (Status::Scheduled, 1)
+    );
+    assert!(back.attempts.is_empty(), "no attempt recorded");
+    assert_eq!(back.task.next_attempt_at, Some(t0()), "due at once");
+    // The call that was under way ends after all: its write loses to the hand-back.
+    gate.add_permits(1);
+    assert_eq!(run.await.unwrap().unwrap(), DeliverOutcome::Stale);
+    let back = h.engine.get(&h.tenant, &task.id).await.unwrap();
+    assert_eq!(back.task.status, Status::Scheduled);
+}
+
+#[tokio::test]
+async fn a_call_that_cannot_end_before_the_invocations_deadline_is_left_for_another() {
+    let (h, _gate) = slow_harness();
+    let task = register_slow(&h).await;
+    // An invocation of 60 s, 55 s of which have gone: no room left for a 10 s call.
+    h.engine
+        .deliver_until(Some(t0() + chrono::Duration::seconds(60)));
+    h.clock.advance(Duration::from_secs(55));
+    h.timer.clear();
+    assert_eq!(
+        h.engine.deliver(task.attempt_ref(1)).await.unwrap(),
+        DeliverOutcome::Stopped
+    );
+    assert_eq!(h.webhooks.calls(), 0);
+    // A fresh invocation has room.
+    h.engine
+        .deliver_until(Some(t0() + chrono::Duration::seconds(55 + 60)));
+    let run = spawn_delivery(&h, &task);
+    wait_until(|| h.webhooks.calls() == 1).await;
+    run.abort();
+}
+
+#[tokio::test]
+async fn a_call_longer_than_a_whole_invocation_still_starts() {
+    let (h, _gate) = slow_harness();
+    let task = register_slow(&h).await;
+    // A 3 s invocation can never hold a 10 s call: stopping it would only loop.
+    h.engine
+        .deliver_until(Some(t0() + chrono::Duration::seconds(3)));
+    let run = spawn_delivery(&h, &task);
+    wait_until(|| h.webhooks.calls() == 1).await;
+    run.abort();
+}
