@@ -98,6 +98,8 @@ pub struct ServerOptions {
     pub extra_args: Vec<String>,
     /// The server's open-file limit, soft and hard (so it cannot raise it), if set.
     pub open_files: Option<u64>,
+    /// Where the data directory goes (embedded backend); a fresh temporary one if unset.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl ServerOptions {
@@ -112,6 +114,7 @@ impl ServerOptions {
             generated_credentials: false,
             extra_args: Vec::new(),
             open_files: None,
+            data_dir: None,
         }
     }
 }
@@ -145,7 +148,8 @@ pub struct Server {
 
 impl Server {
     pub fn start(options: ServerOptions) -> Self {
-        let data_dir = std::env::temp_dir().join(format!("boomerang-e2e-{}", ulid::Ulid::new()));
+        let fresh = || std::env::temp_dir().join(format!("boomerang-e2e-{}", ulid::Ulid::new()));
+        let data_dir = options.data_dir.clone().unwrap_or_else(fresh);
         std::fs::create_dir_all(&data_dir).unwrap();
         let mut args: Vec<String> = ["serve", "--addr", "127.0.0.1:0", "--sweep-interval", "1s"]
             .map(String::from)

@@ -166,6 +166,7 @@ async fn atomic_ports(
         random: Arc::new(ThreadRandom),
         metrics: Arc::new(NoMetrics),
         metrics_view: None,
+        readiness: Arc::new(boomerang_core::testing::AlwaysReady),
     }
 }
 

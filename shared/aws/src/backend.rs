@@ -13,6 +13,7 @@ use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
 use crate::dead_letters::SqsDeadLetters;
 use crate::flows::DynamoFlowCounters;
+use crate::readiness::AwsReadiness;
 use crate::settings::AwsSettings;
 use crate::store::DynamoStore;
 use crate::system_failures::SystemFailures;
@@ -80,6 +81,7 @@ pub fn aws_with_clients(
         settings.retention,
     ));
     let flows = Arc::new(DynamoFlowCounters::new(ddb.clone(), &settings.table));
+    let readiness = Arc::new(AwsReadiness::new(ddb.clone(), &settings.table));
     let tenants = Arc::new(DynamoTenants::new(ddb, &settings.table));
     let timer = AwsTimer::new(
         sqs.clone(),
@@ -115,6 +117,7 @@ pub fn aws_with_clients(
         random: Arc::new(ThreadRandom),
         metrics: config.metrics,
         metrics_view: config.metrics_view,
+        readiness,
     };
     Ok(AwsBackend {
         engine: Arc::new(Engine::new(ports, config.engine)),

@@ -20,6 +20,7 @@ pub mod capacity;
 pub mod dead_letters;
 pub mod flows;
 pub mod lambda;
+pub mod readiness;
 pub mod sdk;
 pub mod settings;
 pub mod store;

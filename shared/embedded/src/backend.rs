@@ -11,6 +11,7 @@ use boomerang_core::metrics::{Metrics, MetricsView};
 use boomerang_core::ports::{FlowPorts, ProcessFlowCounters, StoreError, Tenants, Webhooks};
 use tokio::sync::mpsc;
 
+use crate::readiness::EmbeddedReadiness;
 use crate::store::SqliteStore;
 use crate::timer::LocalTimer;
 
@@ -52,6 +53,11 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreErro
             counters: Arc::new(ProcessFlowCounters::default()),
             pauses: store.clone(),
         }),
+        readiness: Arc::new(EmbeddedReadiness::new(
+            store.clone(),
+            config.data_dir,
+            timer.clone(),
+        )),
         timer,
         dead_letters: store,
         tenants: config.tenants,

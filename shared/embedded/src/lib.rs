@@ -5,10 +5,12 @@
 //! - `dead_letters`: a table in that file;
 //! - `timer`: the in-process timer, which holds only what falls due soon;
 //! - `tenants`: the one API key and signing secret, kept in the data directory;
+//! - `readiness`: the store takes a write, the data directory has room, the timer runs;
 //! - `backend`: those adapters wired to an engine.
 
 pub mod backend;
 pub mod dead_letters;
+pub mod readiness;
 pub mod store;
 pub mod tenants;
 pub mod timer;

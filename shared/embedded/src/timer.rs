@@ -21,7 +21,12 @@ pub struct LocalTimer {
     horizon: Duration,
     state: Mutex<State>,
     wake: Notify,
+    /// When its loop last ran: it runs at least every [`BEAT`].
+    beat: Mutex<std::time::Instant>,
 }
+
+/// The timer's loop runs at least this often, so that a stalled loop shows.
+pub const BEAT: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct State {
@@ -37,6 +42,7 @@ impl LocalTimer {
             horizon,
             state: Mutex::new(State::default()),
             wake: Notify::new(),
+            beat: Mutex::new(std::time::Instant::now()),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(timer.clone().run(tx));
@@ -48,8 +54,14 @@ impl LocalTimer {
         self.state.lock().expect("timer lock").armed.len()
     }
 
+    /// How long its loop has not run.
+    pub fn silent_for(&self) -> Duration {
+        self.beat.lock().expect("timer lock").elapsed()
+    }
+
     async fn run(self: Arc<Self>, fires: mpsc::UnboundedSender<AttemptRef>) {
         loop {
+            *self.beat.lock().expect("timer lock") = std::time::Instant::now();
             let next = self.pop_due(Utc::now());
             match next {
                 Ok(fire) => {
@@ -57,8 +69,8 @@ impl LocalTimer {
                         return; // nobody is listening any more
                     }
                 }
-                Err(None) => self.wake.notified().await,
-                Err(Some(wait)) => {
+                Err(wait) => {
+                    let wait = wait.unwrap_or(BEAT).min(BEAT);
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
                         _ = self.wake.notified() => {}

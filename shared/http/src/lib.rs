@@ -27,7 +27,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use boomerang_core::engine::Engine;
-use openapi::NotFound;
+use openapi::{NotFound, Unready};
 use problem::Problem;
 
 type Routes = OpenApiRouter<Arc<Engine>>;
@@ -77,6 +77,7 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
         .routes(routes!(metrics));
     let public: Routes = OpenApiRouter::new()
         .routes(routes!(healthz))
+        .routes(routes!(readyz))
         .routes(routes!(openapi::openapi_json))
         .merge(console::routes());
     let (public, public_doc) = public.split_for_parts();
@@ -97,13 +98,35 @@ pub struct Health {
     pub status: String,
 }
 
-/// Whether the server is up (no key needed).
+/// Whether the server is up (no key needed): its process answers. For a liveness check;
+/// `/readyz` says whether it can take work.
 #[utoipa::path(get, path = "/healthz", tag = "service", operation_id = "healthz",
     responses((status = 200, description = "The server is up", body = Health)))]
 async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok".into(),
     })
+}
+
+/// Whether the server can take work now (no key needed): the store takes a write, the
+/// data directory has room, the timer runs (on AWS: the table answers). For a load
+/// balancer's health check: `503` while any check fails, naming it.
+#[utoipa::path(get, path = "/readyz", tag = "service", operation_id = "readyz",
+    responses(
+        (status = 200, description = "Ready", body = Health),
+        (status = 503, response = Unready),
+    ))]
+async fn readyz(State(engine): State<Arc<Engine>>) -> Result<Json<Health>, Problem> {
+    let failing = engine.unready().await;
+    if failing.is_empty() {
+        return Ok(Json(Health {
+            status: "ready".into(),
+        }));
+    }
+    Err(Problem::unavailable(format!(
+        "not ready: {}",
+        failing.join("; ")
+    )))
 }
 
 /// Logged when a request reached the last line of defence; the end-to-end harness fails

@@ -47,7 +47,7 @@ pub const API_KEY: &str = "api_key";
     ),
     components(
         schemas(Problem),
-        responses(Malformed, BadQuery, Invalid, TooLarge, Unauthorized, NotFound, Conflict, Unavailable),
+        responses(Malformed, BadQuery, Invalid, TooLarge, Unauthorized, NotFound, Conflict, Unavailable, Unready),
     ),
 )]
 struct Base;
@@ -170,6 +170,9 @@ problem_responses! {
         => Problem::conflict("the task is canceled; only a held task can be released");
     Unavailable: "The store cannot be reached; nothing was done: send the request again."
         => Problem::unavailable("the task store is unavailable");
+    Unready: "A check fails (the store takes no write, the disk is nearly full, the timer \
+              stalled); `detail` names each."
+        => Problem::unavailable("not ready: disk: 12 MiB free in ./.boomerang, under the 64 MiB needed");
 }
 
 /// A string schema with these values.

@@ -54,6 +54,7 @@ fn engine() -> Arc<Engine> {
         random: Arc::new(FixedRandom(0.5)),
         metrics: Arc::new(NoMetrics),
         metrics_view: None,
+        readiness: Arc::new(boomerang_core::testing::AlwaysReady),
     };
     Arc::new(Engine::new(ports, EngineSettings::default()))
 }

@@ -26,8 +26,9 @@ use crate::domain::{
 };
 use crate::metrics::{DeliveryWindow, DestinationFigures, MetricEvent, Metrics, MetricsView};
 use crate::ports::{
-    CreateOutcome, DeadLetters, FlowPorts, ListQuery, Page, PolicyStore, Retention, StatusCounts,
-    StoreError, SweepIndex, TaskStore, Tenants, TenantsError, Timer, TimerError, Webhooks,
+    CreateOutcome, DeadLetters, FlowPorts, ListQuery, Page, PolicyStore, Readiness, Retention,
+    StatusCounts, StoreError, SweepIndex, TaskStore, Tenants, TenantsError, Timer, TimerError,
+    Webhooks,
 };
 use futures_util::StreamExt;
 
@@ -180,6 +181,8 @@ pub struct Ports {
     pub metrics: Arc<dyn Metrics>,
     /// `None`: the metrics are not kept here (the Lambdas print them as lines).
     pub metrics_view: Option<Arc<dyn MetricsView>>,
+    /// Whether the backend can take work now (`/readyz`).
+    pub readiness: Arc<dyn Readiness>,
 }
 
 pub struct Engine {
@@ -197,6 +200,11 @@ impl Engine {
             ports,
             settings,
         }
+    }
+
+    /// The backend's checks that fail now (`/readyz`); empty when it can take work.
+    pub async fn unready(&self) -> Vec<String> {
+        self.ports.readiness.failing().await
     }
 
     /// The destinations with calls in flight or waiting, or paused, as of now: `tenant`'s,

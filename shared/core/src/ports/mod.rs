@@ -8,6 +8,7 @@
 mod dead_letters;
 mod flows;
 mod process_flows;
+mod readiness;
 mod store;
 mod tenants;
 mod timer;
@@ -16,6 +17,7 @@ mod webhooks;
 pub use dead_letters::{DeadLetterError, DeadLetters};
 pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
 pub use process_flows::ProcessFlowCounters;
+pub use readiness::{Readiness, RecentAnswer};
 pub use store::{
     CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
     SweepIndex, SweepMark, TaskStore,

@@ -222,6 +222,7 @@ fn build(
         random: Arc::new(FixedRandom(0.5)),
         metrics: metrics.clone(),
         metrics_view: None,
+        readiness: Arc::new(crate::testing::AlwaysReady),
     };
     let settings = EngineSettings {
         lease_margin: Duration::from_secs(30),

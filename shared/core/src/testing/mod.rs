@@ -15,6 +15,16 @@ pub use memory_store::MemoryStore;
 pub use memory_tenants::MemoryTenants;
 pub use recording_timer::RecordingTimer;
 
+/// A backend that is always ready: for the engine's unit tests.
+pub struct AlwaysReady;
+
+#[async_trait::async_trait]
+impl crate::ports::Readiness for AlwaysReady {
+    async fn failing(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
 use std::sync::Arc;
 use std::time::Duration;
 

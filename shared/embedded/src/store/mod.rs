@@ -70,6 +70,10 @@ CREATE TABLE IF NOT EXISTS paused_flows (
     key TEXT NOT NULL,
     PRIMARY KEY (tenant, key)
 );
+CREATE TABLE IF NOT EXISTS ready_probe (
+    id INTEGER PRIMARY KEY,
+    at_ms INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS dead_letters (
     task_id TEXT PRIMARY KEY,
     tenant TEXT NOT NULL,
@@ -137,6 +141,21 @@ impl SqliteStore {
     /// Transactions the writer has committed (each may hold many writes).
     pub fn commits(&self) -> u64 {
         self.writer.commits()
+    }
+
+    /// A durable write of one small row, to tell that the store takes writes (`/readyz`).
+    pub async fn probe_write(&self) -> Result<(), StoreError> {
+        let now = chrono::Utc::now().timestamp_millis();
+        self.write(move |w| {
+            w.conn
+                .execute(
+                    "INSERT OR REPLACE INTO ready_probe (id, at_ms) VALUES (1, ?1)",
+                    [now],
+                )
+                .map(|_| ())
+                .map_err(unavailable)
+        })
+        .await
     }
 
     /// A durable write, answered after the commit that holds it.

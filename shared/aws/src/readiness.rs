@@ -1,0 +1,50 @@
+//! The AWS backend's readiness: the table answers a read. (The API behind API Gateway is
+//! not probed by a load balancer; `serve --backend aws` is, and the Lambdas answer the
+//! same route.)
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+
+use crate::sdk::items::get_item;
+use boomerang_core::ports::{Readiness, RecentAnswer};
+
+/// A read slower than this counts as failed.
+const PROBE_READ: Duration = Duration::from_secs(2);
+/// How long an answer is reused: a flood of `/readyz` must not become a flood of reads.
+const REUSE: Duration = Duration::from_secs(1);
+
+pub struct AwsReadiness {
+    client: Client,
+    table: String,
+    last: RecentAnswer,
+}
+
+impl AwsReadiness {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            last: RecentAnswer::new(REUSE),
+        }
+    }
+
+    async fn check(&self) -> Vec<String> {
+        // An item that never exists: an eventually consistent read of it costs half a unit.
+        let key = ("READY".to_string(), "PROBE".to_string());
+        let read = get_item(&self.client, &self.table, key, false);
+        match tokio::time::timeout(PROBE_READ, read).await {
+            Ok(Ok(_)) => Vec::new(),
+            Ok(Err(e)) => vec![format!("table: a read failed: {e}")],
+            Err(_) => vec![format!("table: a read took over {PROBE_READ:?}")],
+        }
+    }
+}
+
+#[async_trait]
+impl Readiness for AwsReadiness {
+    async fn failing(&self) -> Vec<String> {
+        self.last.or_check(self.check()).await
+    }
+}

@@ -1,0 +1,96 @@
+//! End-to-end: `/readyz` on the real `boomerang serve`, whose data directory is a small
+//! file system of its own that fills up and empties again. `/healthz` stays up meanwhile.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use boomerang_e2e::{wait_for, Backend, Server, ServerOptions};
+use reqwest::Method;
+
+/// A tmpfs of `mib` MiB mounted at a fresh directory, unmounted when dropped.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(mib: u32) -> Self {
+        let dir = std::env::temp_dir().join(format!("boomerang-disk-{}", ulid::Ulid::new()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let size = format!("size={mib}m");
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &size, "tmpfs"])
+            .arg(&dir)
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "mounting a tmpfs needs root (as CI runs)");
+        Self(dir)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Writes `path` until the file system is full.
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).unwrap();
+    let block = vec![7u8; 1 << 20];
+    while file.write_all(&block).is_ok() {}
+    let _ = file.sync_all();
+}
+
+async fn readyz(server: &Server) -> u16 {
+    let answer = server.request(Method::GET, "/readyz").send().await.unwrap();
+    answer.status().as_u16()
+}
+
+#[tokio::test]
+async fn readyz_turns_503_while_the_disk_is_full_and_200_when_space_returns() {
+    let disk = SmallDisk::mount(128);
+    let server = Server::start(ServerOptions {
+        data_dir: Some(disk.0.join("data")),
+        ..ServerOptions::on(Backend::Embedded)
+    });
+    assert_eq!(readyz(&server).await, 200);
+
+    let ballast = disk.0.join("ballast");
+    fill(&ballast);
+    let filled = Instant::now();
+    wait_for("/readyz to answer 503", Duration::from_secs(2), || async {
+        (readyz(&server).await == 503).then_some(())
+    })
+    .await;
+    println!(
+        "/readyz turned 503 {:?} after the disk filled",
+        filled.elapsed()
+    );
+    let problem: serde_json::Value = server
+        .request(Method::GET, "/readyz")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains("disk:"), "{detail}");
+    assert_eq!(
+        server.api().health().await.unwrap().status,
+        "ok",
+        "alive all along"
+    );
+
+    std::fs::remove_file(&ballast).unwrap();
+    let freed = Instant::now();
+    wait_for("/readyz to answer 200", Duration::from_secs(5), || async {
+        (readyz(&server).await == 200).then_some(())
+    })
+    .await;
+    println!(
+        "/readyz turned 200 {:?} after space returned",
+        freed.elapsed()
+    );
+}
