@@ -61,6 +61,10 @@ fn spawn_with(
     Ok((child, rest))
 }
 
+/// The benches measure what the server can do, not what one tenant is allowed: its
+/// per-tenant limits are lifted.
+const UNTHROTTLED: [&str; 4] = ["--tenant-rate", "1000000", "--max-pending", "1000000000"];
+
 pub struct Server {
     child: Child,
     /// The program and its arguments (`prlimit … -- boomerang serve …` under a limit).
@@ -88,6 +92,7 @@ impl Server {
         args.push(SigningSecret::generate().expose());
         args.push("--data-dir".into());
         args.push(data_dir.display().to_string());
+        args.extend(UNTHROTTLED.map(String::from));
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut program = boomerang_binary()?;
         if let Some(n) = open_files {
@@ -144,8 +149,10 @@ impl Server {
             "aws",
             "--emulate-triggers",
         ]
+        .into_iter()
+        .chain(UNTHROTTLED)
         .map(String::from)
-        .into();
+        .collect();
         (0..n)
             .map(|_| {
                 let (child, base) = spawn_with(&program, &args, &env, "Boomerang listening on ")?;

@@ -289,6 +289,15 @@ impl Server {
         assert!(out.contains(url), "{out}");
     }
 
+    /// `boomerang keys create --tenant NAME` (AWS backend): an API key of another tenant.
+    pub fn mint_key(&self, tenant: &str) -> String {
+        let minted = cli(&["keys", "create", "--tenant", tenant], &self.launch.env);
+        (minted.lines())
+            .find_map(|l| l.strip_prefix("API key:"))
+            .map(|k| k.trim().to_string())
+            .expect("keys create prints the key")
+    }
+
     /// `boomerang tenants destination-limit`: the test tenant's own limit of calls at once
     /// to one destination (AWS backend; do it before any delivery, as above).
     pub fn set_tenant_destination_limit(&self, limit: usize) {

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use boomerang_core::engine::DEFAULT_PER_DESTINATION;
+use boomerang_core::engine::{
+    TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_PER_DESTINATION, DEFAULT_TENANT_RATE,
+};
 use boomerang_server::{BackendChoice, ServiceConfig};
 use humantime::parse_duration as duration;
 use ipnet::IpNet;
@@ -79,6 +81,15 @@ pub struct ServeArgs {
     /// handed back for the next start (0s–1h).
     #[arg(long, env = "BOOMERANG_SHUTDOWN_GRACE", default_value = "30s", value_parser = duration)]
     shutdown_grace: Duration,
+    /// Most API requests one tenant makes a second (1–1000000; it may save up two
+    /// seconds' worth); beyond it the API answers 429 with Retry-After.
+    #[arg(long, env = "BOOMERANG_TENANT_RATE", default_value_t = DEFAULT_TENANT_RATE)]
+    tenant_rate: u32,
+    /// Most unfinished (held, scheduled or delivering) tasks one tenant may have
+    /// (1–1000000000; embedded store: DynamoDB cannot count them cheaply); beyond it a
+    /// registration answers 429.
+    #[arg(long, env = "BOOMERANG_MAX_PENDING", default_value_t = DEFAULT_MAX_PENDING)]
+    max_pending: u64,
     /// AWS backend against an emulator: fire due schedules and poll the timer queue here,
     /// and run the sweeper, as Scheduler, the SQS trigger and the sweeper Lambda would.
     #[arg(long)]
@@ -110,6 +121,10 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         header_timeout: args.header_timeout,
         max_connections: args.max_connections,
         shutdown_grace: args.shutdown_grace,
+        tenant_limits: TenantLimits {
+            requests_per_second: args.tenant_rate,
+            max_pending: args.max_pending,
+        },
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(args.addr)

@@ -157,6 +157,9 @@ async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next:
     };
     match engine.authenticate(key).await {
         Ok(Some(tenant)) => {
+            if let Err(over) = engine.admit_request(&tenant) {
+                return Problem::from(over).into_response();
+            }
             req.extensions_mut().insert(tenant);
             next.run(req).await
         }

@@ -47,13 +47,13 @@ pub const API_KEY: &str = "api_key";
     ),
     components(
         schemas(Problem),
-        responses(Malformed, BadQuery, Invalid, TooLarge, Unauthorized, NotFound, Conflict, Unavailable, Unready),
+        responses(Malformed, BadQuery, Invalid, TooLarge, Unauthorized, NotFound, Conflict, Unavailable, Unready, TooMany),
     ),
 )]
 struct Base;
 
 /// The document for the Router's routes: `public` as they are, and `authenticated` with the
-/// API key, and the 401 and 503 answers its check can give, on every operation.
+/// API key, and the 401, 429 and 503 answers its check can give, on every operation.
 pub fn document(public: Document, mut authenticated: Document) -> Document {
     for item in authenticated.paths.paths.values_mut() {
         operations_mut(item).for_each(require_api_key);
@@ -94,7 +94,12 @@ fn require_api_key(op: &mut Operation) {
         API_KEY,
         Vec::<String>::new(),
     )]);
-    for (status, response) in [("401", "Unauthorized"), ("503", "Unavailable")] {
+    let answers = [
+        ("401", "Unauthorized"),
+        ("429", "TooMany"),
+        ("503", "Unavailable"),
+    ];
+    for (status, response) in answers {
         op.responses.responses.insert(
             status.to_string(),
             RefOr::Ref(Ref::from_response_name(response)),
@@ -170,6 +175,9 @@ problem_responses! {
         => Problem::conflict("the task is canceled; only a held task can be released");
     Unavailable: "The store cannot be reached; nothing was done: send the request again."
         => Problem::unavailable("the task store is unavailable");
+    TooMany: "Over one of your limits (requests a second, or unfinished tasks); nothing was \
+              done: try again after `Retry-After` seconds."
+        => Problem::too_many("more than 5000 requests a second for this tenant", std::time::Duration::from_secs(1));
     Unready: "A check fails (the store takes no write, the disk is nearly full, the timer \
               stalled); `detail` names each."
         => Problem::unavailable("not ready: disk: 12 MiB free in ./.boomerang, under the 64 MiB needed");

@@ -24,6 +24,9 @@ pub struct Problem {
     /// The request field at fault, as a path (`retry.schedule[2]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// Sent as the `Retry-After` header (seconds), not in the body.
+    #[serde(skip)]
+    pub retry_after: Option<u64>,
 }
 
 impl Problem {
@@ -34,6 +37,22 @@ impl Problem {
             status: status.as_u16(),
             detail,
             field: None,
+            retry_after: None,
+        }
+    }
+
+    /// Over one of the tenant's limits (429): nothing was done; `Retry-After` says when
+    /// to try again.
+    pub fn too_many(detail: impl Into<String>, retry_after: std::time::Duration) -> Self {
+        let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+        Self {
+            retry_after: Some(seconds.max(1)),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "urn:boomerang:problem:too-many-requests",
+                "Over a limit of yours; try again later",
+                detail.into(),
+            )
         }
     }
 
@@ -161,6 +180,10 @@ impl IntoResponse for Problem {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let Some(seconds) = self.retry_after {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         if status == StatusCode::UNAUTHORIZED {
             res.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -199,6 +222,10 @@ impl From<EngineError> for Problem {
             EngineError::Conflict(why) => Problem::conflict(why.to_string()),
             EngineError::IdempotencyMismatch => Problem::idempotency_mismatch(),
             EngineError::Invalid { field, detail } => Problem::invalid(field, detail),
+            EngineError::Limited {
+                detail,
+                retry_after,
+            } => Problem::too_many(detail, retry_after),
             EngineError::Store(e) => {
                 tracing::error!(error = %e, "store error");
                 // Nothing was acknowledged, so the client may safely retry.

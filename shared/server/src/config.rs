@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use boomerang_core::engine::{DeliveryLimits, EngineSettings, PER_DESTINATION_RANGE};
+use boomerang_core::engine::{
+    DeliveryLimits, EngineSettings, TenantLimits, MAX_PENDING_RANGE, PER_DESTINATION_RANGE,
+    TENANT_RATE_RANGE,
+};
 use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
 use ipnet::IpNet;
 
@@ -56,6 +59,8 @@ pub struct ServiceConfig {
     pub max_connections: Option<usize>,
     /// How long a shutdown waits for the calls under way before handing them back.
     pub shutdown_grace: Duration,
+    /// What one tenant may ask of this server.
+    pub tenant_limits: TenantLimits,
 }
 
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -130,6 +135,17 @@ impl ServiceConfig {
             self.shutdown_grace,
             SHUTDOWN_GRACE_RANGE,
         )?;
+        let limits = self.tenant_limits;
+        let show = |n: u64| n.to_string();
+        let rate = u64::from(limits.requests_per_second);
+        let (min, max) = TENANT_RATE_RANGE;
+        bounded(
+            "--tenant-rate",
+            rate,
+            (u64::from(min), u64::from(max)),
+            show,
+        )?;
+        bounded("--max-pending", limits.max_pending, MAX_PENDING_RANGE, show)?;
         Ok(())
     }
 
@@ -143,6 +159,7 @@ impl ServiceConfig {
                 concurrency: self.concurrency,
                 per_destination: self.destination_limit,
             },
+            tenant_limits: self.tenant_limits,
             ..EngineSettings::default()
         }
     }
@@ -205,6 +222,7 @@ mod tests {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_connections: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            tenant_limits: TenantLimits::default(),
         }
     }
 
@@ -262,5 +280,11 @@ mod tests {
         let mut c = config();
         c.shutdown_grace = Duration::from_secs(7200);
         assert!(refused(c).starts_with("--shutdown-grace"));
+        let mut c = config();
+        c.tenant_limits.requests_per_second = 0;
+        assert!(refused(c).starts_with("--tenant-rate must be between 1"));
+        let mut c = config();
+        c.tenant_limits.max_pending = 0;
+        assert!(refused(c).starts_with("--max-pending must be between 1"));
     }
 }

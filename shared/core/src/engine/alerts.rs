@@ -75,7 +75,9 @@ impl Engine {
             // Every repeat of a notice is the same alert, whatever its summary says now.
             request_hash: "alert".into(),
         };
-        let registration = self.register(&task.tenant, new).await?;
+        // Not held to the tenant's limit of unfinished tasks: the alert is owed.
+        let prepared = self.prepare(&task.tenant, new).await?;
+        let registration = self.register_prepared(prepared).await?;
         tracing::info!(
             task = %task.id, alert = %registration.task.id, attempt = notice.attempt(),
             "alert raised"

@@ -11,6 +11,7 @@ mod policies;
 mod retention;
 mod stopping;
 mod sweep;
+mod tenant_limits;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +40,9 @@ pub use holds::Release;
 pub use keys::KeyOutcome;
 pub use stopping::Drained;
 pub use sweep::SweepReport;
+pub use tenant_limits::{
+    TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_TENANT_RATE, MAX_PENDING_RANGE, TENANT_RATE_RANGE,
+};
 
 /// Writes of one batch registration in flight at once.
 const BATCH_WRITES: usize = 16;
@@ -54,6 +58,12 @@ pub enum EngineError {
     IdempotencyMismatch,
     #[error("{field}: {detail}")]
     Invalid { field: &'static str, detail: String },
+    /// Over one of the tenant's limits: nothing was done; try again after `retry_after`.
+    #[error("{detail}")]
+    Limited {
+        detail: String,
+        retry_after: Duration,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -133,6 +143,8 @@ pub struct EngineSettings {
     pub alert: Option<AlertTarget>,
     /// How many deliveries run at once, in all and per destination.
     pub limits: DeliveryLimits,
+    /// What one tenant may ask of this process.
+    pub tenant_limits: TenantLimits,
 }
 
 impl Default for EngineSettings {
@@ -144,6 +156,7 @@ impl Default for EngineSettings {
             worker: this_process(),
             alert: None,
             limits: DeliveryLimits::default(),
+            tenant_limits: TenantLimits::default(),
         }
     }
 }
@@ -190,6 +203,7 @@ pub struct Engine {
     settings: EngineSettings,
     gate: gate::Gate,
     stopping: stopping::Stopping,
+    guards: tenant_limits::TenantGuards,
 }
 
 impl Engine {
@@ -197,6 +211,7 @@ impl Engine {
         Self {
             gate: gate::Gate::new(settings.limits),
             stopping: stopping::Stopping::default(),
+            guards: tenant_limits::TenantGuards::default(),
             ports,
             settings,
         }
@@ -232,7 +247,14 @@ impl Engine {
         tenant: &TenantId,
         new: NewTask,
     ) -> Result<Registration, EngineError> {
-        let mut task = self.prepare(tenant, new).await?;
+        let task = self.prepare(tenant, new).await?;
+        self.admit_pending(tenant, 1).await?;
+        self.register_prepared(task).await
+    }
+
+    /// Stores and arms a task [`Self::prepare`] made, within its tenant's limits or (an
+    /// alert, owed whatever the tenant's backlog) past them.
+    async fn register_prepared(&self, mut task: Task) -> Result<Registration, EngineError> {
         self.arm_before_write(&mut task).await;
         let registration = self.store_new(task).await?;
         if registration.created {
@@ -254,6 +276,8 @@ impl Engine {
         for (i, new) in batch.into_iter().enumerate() {
             prepared.push(self.prepare(tenant, new).await.map_err(|e| (i, e))?);
         }
+        let n = prepared.len() as u64;
+        self.admit_pending(tenant, n).await.map_err(|e| (0, e))?;
         if self.ports.timer.durable() {
             let mut tasks: Vec<&mut Task> = prepared.iter_mut().collect();
             let arms: Vec<(AttemptRef, DateTime<Utc>)> = tasks

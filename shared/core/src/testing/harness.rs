@@ -15,7 +15,7 @@ pub use crate::domain::{
 };
 pub use crate::engine::{
     DeliverOutcome, DeliveryLimits, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports,
-    RetrySource,
+    RetrySource, TenantLimits,
 };
 pub use crate::metrics::MetricEvent;
 pub use crate::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
@@ -163,6 +163,14 @@ pub fn harness_full(
     )
 }
 
+/// A harness whose engine holds each tenant to `limits`.
+pub fn harness_tenant_limits(limits: TenantLimits) -> Harness {
+    let mut h = harness(ScriptedWebhooks::default());
+    let engine = Arc::get_mut(&mut h.engine).expect("the harness's engine is not shared yet");
+    engine.set_tenant_limits(limits);
+    h
+}
+
 /// A harness whose engine runs deliveries within `limits`.
 pub fn harness_limited(webhooks: ScriptedWebhooks, limits: DeliveryLimits) -> Harness {
     build(
@@ -231,6 +239,7 @@ fn build(
         worker: "test-worker".into(),
         alert,
         limits,
+        tenant_limits: TenantLimits::default(),
     };
     Harness {
         engine: Arc::new(Engine::new(ports, settings)),

@@ -1,0 +1,63 @@
+//! Per-tenant limits: requests a second, and unfinished tasks.
+
+use boomerang_core::testing::harness::*;
+
+fn limits(requests_per_second: u32, max_pending: u64) -> TenantLimits {
+    TenantLimits {
+        requests_per_second,
+        max_pending,
+    }
+}
+
+#[tokio::test]
+async fn a_tenant_over_its_rate_is_told_when_to_come_back_and_others_are_not() {
+    let h = harness_tenant_limits(limits(2, 100));
+    // Two seconds' worth may be saved up: four at once.
+    for _ in 0..4 {
+        h.engine.admit_request(&h.tenant).unwrap();
+    }
+    let refused = h.engine.admit_request(&h.tenant).unwrap_err();
+    let EngineError::Limited { retry_after, .. } = refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(retry_after, Duration::from_secs(1));
+    let other = TenantId::parse("globex").unwrap();
+    h.engine.admit_request(&other).unwrap();
+    // A second later, two more.
+    h.clock.advance(Duration::from_secs(1));
+    h.engine.admit_request(&h.tenant).unwrap();
+    h.engine.admit_request(&h.tenant).unwrap();
+    assert!(h.engine.admit_request(&h.tenant).is_err());
+}
+
+#[tokio::test]
+async fn a_tenant_at_its_limit_of_unfinished_tasks_registers_again_once_one_ends() {
+    let h = harness_tenant_limits(limits(1000, 2));
+    let later = FireTime::After(Duration::from_secs(3600));
+    let first = h.register(later, RetryPolicy::default()).await;
+    h.register(later, RetryPolicy::default()).await;
+    let refused = h
+        .engine
+        .register(&h.tenant, new_task(later, RetryPolicy::default()))
+        .await;
+    assert!(
+        matches!(refused, Err(EngineError::Limited { .. })),
+        "{refused:?}"
+    );
+    // Another tenant is not held to this one's count.
+    let other = TenantId::parse("globex").unwrap();
+    let theirs = h
+        .engine
+        .register(&other, new_task(later, RetryPolicy::default()))
+        .await;
+    assert!(theirs.is_ok(), "{theirs:?}");
+
+    h.engine.cancel(&h.tenant, &first.id).await.unwrap();
+    // The count is taken again from the store within five seconds.
+    h.clock.advance(Duration::from_secs(5));
+    let again = h
+        .engine
+        .register(&h.tenant, new_task(later, RetryPolicy::default()))
+        .await;
+    assert!(again.is_ok(), "{again:?}");
+}
