@@ -1,35 +1,14 @@
 //! The engine's gate: how many calls go to one destination at once, what waiting costs a
 //! task (nothing), and a destination's request for a pause.
 
-use boomerang_core::domain::Task;
 use boomerang_core::testing::harness::*;
 
 const SLOW: &str = "https://slow.test/hook";
 const FAST: &str = "https://fast.test/hook";
 
-async fn register_to(h: &Harness, url: &str) -> Task {
-    let mut new = new_task(FireTime::Now, RetryPolicy::default());
-    new.spec.request.url = url.into();
-    h.engine.register(&h.tenant, new).await.unwrap().task
-}
-
-fn spawn_delivery(
-    h: &Harness,
-    task: &Task,
-) -> tokio::task::JoinHandle<Result<DeliverOutcome, EngineError>> {
-    let (engine, attempt) = (h.engine.clone(), task.attempt_ref(1));
-    tokio::spawn(async move { engine.deliver(attempt).await })
-}
-
 /// A harness within `limits` whose calls to `SLOW` wait for the returned gate.
 fn slow_harness(limits: DeliveryLimits) -> (Harness, Arc<Semaphore>) {
-    let gate = Arc::new(Semaphore::new(0));
-    let webhooks = ScriptedWebhooks {
-        gate: Some(gate.clone()),
-        gated_url: Some(SLOW.into()),
-        ..ScriptedWebhooks::default()
-    };
-    (harness_limited(webhooks, limits), gate)
+    gated_harness(SLOW, limits)
 }
 
 #[tokio::test]
@@ -42,8 +21,8 @@ async fn a_hanging_destination_holds_only_its_own_slots() {
     let mut slow = vec![];
     let mut holders = vec![];
     for _ in 0..6 {
-        let task = register_to(&h, SLOW).await;
-        let run = spawn_delivery(&h, &task);
+        let task = h.register_to(SLOW).await;
+        let run = h.spawn_delivery(&task);
         // Two call, two more wait for a call slot (to write while the next calls go).
         if holders.len() < 4 {
             holders.push(run);
@@ -63,8 +42,8 @@ async fn a_hanging_destination_holds_only_its_own_slots() {
     // The hanging receiver holds four of the six work slots: another destination's
     // deliveries still run.
     for _ in 0..3 {
-        let task = register_to(&h, FAST).await;
-        let outcome = spawn_delivery(&h, &task).await.unwrap().unwrap();
+        let task = h.register_to(FAST).await;
+        let outcome = h.spawn_delivery(&task).await.unwrap().unwrap();
         assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     }
 
@@ -103,8 +82,8 @@ async fn a_tenant_with_a_destination_limit_of_its_own_gets_that_many_calls() {
     let h = harness_tenant_limited(webhooks, limits, 1);
     let mut runs = Vec::new();
     for n in 0..3 {
-        let task = register_to(&h, SLOW).await;
-        let run = spawn_delivery(&h, &task);
+        let task = h.register_to(SLOW).await;
+        let run = h.spawn_delivery(&task);
         // One call and one place to write: the third queues.
         if n < 2 {
             runs.push(run);
@@ -140,12 +119,12 @@ async fn a_queued_delivery_reads_its_task_again_and_sees_a_cancel() {
         per_destination: 1,
     });
     // One calls, one waits for the call slot, the third queues.
-    let first = register_to(&h, SLOW).await;
-    let first_run = spawn_delivery(&h, &first);
-    let second = register_to(&h, SLOW).await;
-    let second_run = spawn_delivery(&h, &second);
+    let first = h.register_to(SLOW).await;
+    let first_run = h.spawn_delivery(&first);
+    let second = h.register_to(SLOW).await;
+    let second_run = h.spawn_delivery(&second);
     wait_until(|| h.webhooks.calls() == 1).await;
-    let third = register_to(&h, SLOW).await;
+    let third = h.register_to(SLOW).await;
     assert_eq!(h.fire_attempt(&third, 1).await, DeliverOutcome::Queued);
     h.engine.cancel(&h.tenant, &third.id).await.unwrap();
 
@@ -165,9 +144,9 @@ async fn retry_after_on_429_pauses_the_destination_not_only_the_task() {
         ..status(429)
     };
     let h = harness(ScriptedWebhooks::answering(vec![busy]));
-    let first = register_to(&h, SLOW).await;
-    let second = register_to(&h, SLOW).await;
-    let elsewhere = register_to(&h, FAST).await;
+    let first = h.register_to(SLOW).await;
+    let second = h.register_to(SLOW).await;
+    let elsewhere = h.register_to(FAST).await;
     assert_eq!(
         h.fire_attempt(&first, 1).await,
         DeliverOutcome::Attempted(Status::Scheduled)
@@ -209,7 +188,7 @@ async fn a_pause_is_bounded_however_long_the_receiver_asks_for() {
         ..status(503)
     };
     let h = harness(ScriptedWebhooks::answering(vec![busy]));
-    let first = register_to(&h, SLOW).await;
+    let first = h.register_to(SLOW).await;
     h.fire_attempt(&first, 1).await;
     let paused = h.engine.destinations(None)[0].paused_until.unwrap();
     let max = boomerang_core::domain::limits::MAX_DESTINATION_PAUSE;

@@ -1,41 +1,19 @@
 //! Stopping deliveries: a shutdown waits for the calls under way, hands back those its
 //! grace does not cover, and starts no new one.
 
-use boomerang_core::domain::Task;
 use boomerang_core::testing::harness::*;
 
 const SLOW: &str = "https://slow.test/hook";
 
-/// A harness whose calls to `SLOW` wait for the returned gate.
 fn slow_harness() -> (Harness, Arc<Semaphore>) {
-    let gate = Arc::new(Semaphore::new(0));
-    let webhooks = ScriptedWebhooks {
-        gate: Some(gate.clone()),
-        gated_url: Some(SLOW.into()),
-        ..ScriptedWebhooks::default()
-    };
-    (harness(webhooks), gate)
-}
-
-async fn register_slow(h: &Harness) -> Task {
-    let mut new = new_task(FireTime::Now, RetryPolicy::default());
-    new.spec.request.url = SLOW.into();
-    h.engine.register(&h.tenant, new).await.unwrap().task
-}
-
-fn spawn_delivery(
-    h: &Harness,
-    task: &Task,
-) -> tokio::task::JoinHandle<Result<DeliverOutcome, EngineError>> {
-    let (engine, attempt) = (h.engine.clone(), task.attempt_ref(1));
-    tokio::spawn(async move { engine.deliver(attempt).await })
+    gated_harness(SLOW, DeliveryLimits::default())
 }
 
 #[tokio::test]
 async fn a_drain_waits_for_the_calls_under_way_and_starts_no_new_one() {
     let (h, gate) = slow_harness();
-    let task = register_slow(&h).await;
-    let run = spawn_delivery(&h, &task);
+    let task = h.register_to(SLOW).await;
+    let run = h.spawn_delivery(&task);
     wait_until(|| h.webhooks.calls() == 1).await;
     let engine = h.engine.clone();
     let drain = tokio::spawn(async move { engine.drain(Duration::from_secs(5)).await });
@@ -47,7 +25,7 @@ async fn a_drain_waits_for_the_calls_under_way_and_starts_no_new_one() {
     assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
 
     // Past the stop line, a fire claims nothing and calls nothing.
-    let late = register_slow(&h).await;
+    let late = h.register_to(SLOW).await;
     assert_eq!(
         h.engine.deliver(late.attempt_ref(1)).await.unwrap(),
         DeliverOutcome::Stopped
@@ -63,8 +41,8 @@ async fn a_drain_waits_for_the_calls_under_way_and_starts_no_new_one() {
 #[tokio::test]
 async fn a_call_still_under_way_when_the_grace_ends_is_handed_back_due_at_once() {
     let (h, gate) = slow_harness();
-    let task = register_slow(&h).await;
-    let run = spawn_delivery(&h, &task);
+    let task = h.register_to(SLOW).await;
+    let run = h.spawn_delivery(&task);
     wait_until(|| h.webhooks.calls() == 1).await;
     h.timer.clear();
     let drained = h.engine.drain(Duration::from_millis(50)).await.unwrap();
@@ -86,7 +64,7 @@ async fn a_call_still_under_way_when_the_grace_ends_is_handed_back_due_at_once()
 #[tokio::test]
 async fn a_call_that_cannot_end_before_the_invocations_deadline_is_left_for_another() {
     let (h, _gate) = slow_harness();
-    let task = register_slow(&h).await;
+    let task = h.register_to(SLOW).await;
     // An invocation of 60 s, 55 s of which have gone: no room left for a 10 s call.
     h.engine
         .deliver_until(Some(t0() + chrono::Duration::seconds(60)));
@@ -100,7 +78,7 @@ async fn a_call_that_cannot_end_before_the_invocations_deadline_is_left_for_anot
     // A fresh invocation has room.
     h.engine
         .deliver_until(Some(t0() + chrono::Duration::seconds(55 + 60)));
-    let run = spawn_delivery(&h, &task);
+    let run = h.spawn_delivery(&task);
     wait_until(|| h.webhooks.calls() == 1).await;
     run.abort();
 }
@@ -108,11 +86,11 @@ async fn a_call_that_cannot_end_before_the_invocations_deadline_is_left_for_anot
 #[tokio::test]
 async fn a_call_longer_than_a_whole_invocation_still_starts() {
     let (h, _gate) = slow_harness();
-    let task = register_slow(&h).await;
+    let task = h.register_to(SLOW).await;
     // A 3 s invocation can never hold a 10 s call: stopping it would only loop.
     h.engine
         .deliver_until(Some(t0() + chrono::Duration::seconds(3)));
-    let run = spawn_delivery(&h, &task);
+    let run = h.spawn_delivery(&task);
     wait_until(|| h.webhooks.calls() == 1).await;
     run.abort();
 }

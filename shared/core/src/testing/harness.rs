@@ -163,6 +163,17 @@ pub fn harness_full(
     )
 }
 
+/// A harness within `limits` whose calls to `url` wait for the returned gate's permits.
+pub fn gated_harness(url: &str, limits: DeliveryLimits) -> (Harness, Arc<Semaphore>) {
+    let gate = Arc::new(Semaphore::new(0));
+    let webhooks = ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        gated_url: Some(url.into()),
+        ..ScriptedWebhooks::default()
+    };
+    (harness_limited(webhooks, limits), gate)
+}
+
 /// A harness whose engine holds each tenant to `limits`.
 pub fn harness_tenant_limits(limits: TenantLimits) -> Harness {
     let mut h = harness(ScriptedWebhooks::default());
@@ -297,6 +308,22 @@ pub fn secs(s: u64) -> Duration {
 }
 
 impl Harness {
+    /// Registers a task due now that calls `url`.
+    pub async fn register_to(&self, url: &str) -> crate::domain::Task {
+        let mut new = new_task(FireTime::Now, RetryPolicy::default());
+        new.spec.request.url = url.into();
+        self.engine.register(&self.tenant, new).await.unwrap().task
+    }
+
+    /// Delivers attempt 1 of `task` on a task of its own.
+    pub fn spawn_delivery(
+        &self,
+        task: &crate::domain::Task,
+    ) -> tokio::task::JoinHandle<Result<DeliverOutcome, EngineError>> {
+        let (engine, attempt) = (self.engine.clone(), task.attempt_ref(1));
+        tokio::spawn(async move { engine.deliver(attempt).await })
+    }
+
     pub async fn register(&self, when: FireTime, retry: RetryPolicy) -> crate::domain::Task {
         self.engine
             .register(&self.tenant, new_task(when, retry))
