@@ -249,6 +249,7 @@ impl Engine {
             Err(StoreError::Conflict) => return Ok(None),
             Err(e) => return Err(e.into()),
         }
+        let claimed = Arc::new(claimed);
         let _claimed = self.stopping.hold(&claimed);
 
         self.record(MetricEvent::DeliveryStarted);

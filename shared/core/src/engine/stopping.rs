@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -26,8 +26,9 @@ pub(crate) struct Stopping {
     /// start, unless it could not end before it even when the line was drawn (an
     /// invocation shorter than a call: stopping would only send the call round again).
     line: Mutex<Option<(DateTime<Utc>, DateTime<Utc>)>>,
-    /// The attempts claimed here whose result is not yet written, as claimed.
-    claimed: Mutex<HashMap<TaskId, Task>>,
+    /// The attempts claimed here whose result is not yet written, as claimed (shared with
+    /// their deliveries, not copied: a task's body may be large).
+    claimed: Mutex<HashMap<TaskId, Arc<Task>>>,
     /// Told each time a claimed attempt is settled.
     settled: Notify,
 }
@@ -68,7 +69,7 @@ impl Stopping {
         ends_by(now) || !ends_by(drawn)
     }
 
-    pub(crate) fn hold(&self, claimed: &Task) -> Claimed<'_> {
+    pub(crate) fn hold(&self, claimed: &Arc<Task>) -> Claimed<'_> {
         let mut all = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
         all.insert(claimed.id, claimed.clone());
         Claimed {
@@ -77,7 +78,7 @@ impl Stopping {
         }
     }
 
-    fn still_claimed(&self) -> Vec<Task> {
+    fn still_claimed(&self) -> Vec<Arc<Task>> {
         let claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
         claimed.values().cloned().collect()
     }
