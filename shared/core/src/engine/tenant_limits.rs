@@ -73,11 +73,6 @@ fn limited(detail: String, retry_after: Duration) -> EngineError {
 }
 
 impl Engine {
-    /// Holds each tenant to `limits` from now on (tests; a server sets them at start).
-    pub fn set_tenant_limits(&mut self, limits: TenantLimits) {
-        self.settings.tenant_limits = limits;
-    }
-
     /// Counts one API request of `tenant`; refused if it is over its rate, saying when the
     /// next one will be allowed.
     pub fn admit_request(&self, tenant: &TenantId) -> Result<(), EngineError> {

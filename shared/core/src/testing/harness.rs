@@ -154,13 +154,7 @@ pub fn harness_full(
     start: DateTime<Utc>,
     alert: Option<crate::domain::AlertTarget>,
 ) -> Harness {
-    build(
-        webhooks,
-        timer,
-        start,
-        alert,
-        (DeliveryLimits::default(), None),
-    )
+    build(webhooks, timer, start, alert, Limits::default())
 }
 
 /// A harness within `limits` whose calls to `url` wait for the returned gate's permits.
@@ -176,21 +170,26 @@ pub fn gated_harness(url: &str, limits: DeliveryLimits) -> (Harness, Arc<Semapho
 
 /// A harness whose engine holds each tenant to `limits`.
 pub fn harness_tenant_limits(limits: TenantLimits) -> Harness {
-    let mut h = harness(ScriptedWebhooks::default());
-    let engine = Arc::get_mut(&mut h.engine).expect("the harness's engine is not shared yet");
-    engine.set_tenant_limits(limits);
-    h
+    let limits = Limits {
+        tenant: limits,
+        ..Limits::default()
+    };
+    build(
+        ScriptedWebhooks::default(),
+        RecordingTimer::default(),
+        t0(),
+        None,
+        limits,
+    )
 }
 
 /// A harness whose engine runs deliveries within `limits`.
 pub fn harness_limited(webhooks: ScriptedWebhooks, limits: DeliveryLimits) -> Harness {
-    build(
-        webhooks,
-        RecordingTimer::default(),
-        t0(),
-        None,
-        (limits, None),
-    )
+    let limits = Limits {
+        delivery: limits,
+        ..Limits::default()
+    };
+    build(webhooks, RecordingTimer::default(), t0(), None, limits)
 }
 
 /// A harness whose engine runs deliveries within `limits`, and whose tenant has a
@@ -200,8 +199,21 @@ pub fn harness_tenant_limited(
     limits: DeliveryLimits,
     tenant_limit: usize,
 ) -> Harness {
-    let limits = (limits, Some(tenant_limit));
+    let limits = Limits {
+        delivery: limits,
+        tenant_destination: Some(tenant_limit),
+        ..Limits::default()
+    };
     build(webhooks, RecordingTimer::default(), t0(), None, limits)
+}
+
+/// The limits a harness's engine and tenant run with.
+#[derive(Default)]
+struct Limits {
+    delivery: DeliveryLimits,
+    /// The tenant's own destination limit, if it has one.
+    tenant_destination: Option<usize>,
+    tenant: TenantLimits,
 }
 
 fn build(
@@ -209,7 +221,7 @@ fn build(
     timer: RecordingTimer,
     start: DateTime<Utc>,
     alert: Option<crate::domain::AlertTarget>,
-    (limits, tenant_limit): (DeliveryLimits, Option<usize>),
+    limits: Limits,
 ) -> Harness {
     let clock = Arc::new(ManualClock::new(start));
     // Tests make the store misbehave through its hooks (`Harness::store`).
@@ -219,7 +231,7 @@ fn build(
     let webhooks = Arc::new(webhooks);
     let tenant = TenantId::parse("acme").unwrap();
     let mut tenants = MemoryTenants::new("key", tenant.clone(), SigningSecret::generate());
-    if let Some(limit) = tenant_limit {
+    if let Some(limit) = limits.tenant_destination {
         tenants = tenants.with_destination_limit(limit);
     }
     let metrics = Arc::new(RecordedMetrics::default());
@@ -249,8 +261,8 @@ fn build(
         sweep_batch: 100,
         worker: "test-worker".into(),
         alert,
-        limits,
-        tenant_limits: TenantLimits::default(),
+        limits: limits.delivery,
+        tenant_limits: limits.tenant,
     };
     Harness {
         engine: Arc::new(Engine::new(ports, settings)),
