@@ -18,10 +18,7 @@ use boomerang_embedded::{EmbeddedConfig, StaticTenants};
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
-use crate::config::{
-    BackendChoice, ConfigError, ServiceConfig, DEFAULT_HEADER_TIMEOUT, DEFAULT_RETENTION,
-    DEFAULT_SHUTDOWN_GRACE, LOCAL_TENANT, MAX_CONNECTIONS_RANGE,
-};
+use crate::config::{BackendChoice, ConfigError, ServiceConfig, DEFAULT_RETENTION, LOCAL_TENANT};
 use crate::connections::{self, ConnectionLimits};
 use crate::prometheus::PrometheusMetrics;
 use crate::{lock, loops, open_files};
@@ -58,20 +55,6 @@ pub struct Service {
 }
 
 impl Service {
-    /// A service with the default connection limits and grace; `start` sets them.
-    fn new(engine: Arc<Engine>, summary: Vec<String>, owner: Option<std::fs::File>) -> Self {
-        Self {
-            engine,
-            summary,
-            connections: ConnectionLimits {
-                header_timeout: DEFAULT_HEADER_TIMEOUT,
-                max_connections: MAX_CONNECTIONS_RANGE.0,
-            },
-            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
-            _owner: owner,
-        }
-    }
-
     /// Serves the API on `listener` until Ctrl-C or SIGTERM, then stops: no new
     /// connection, no new call; the calls under way get up to the shutdown grace to end
     /// (their results written), and those still under way then are handed back, due at
@@ -129,7 +112,7 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
     config.validate()?;
     // Before anything opens a file or a socket.
     let (open_files, file_limit) = open_files::raise_to_hard_limit();
-    let mut service = match &config.backend {
+    let mut started = match &config.backend {
         BackendChoice::Embedded {
             data_dir,
             api_key,
@@ -145,30 +128,41 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
             sweep_lag,
         } => start_aws(&config, *emulate_triggers, *sweep_lag).await,
     }?;
-    service.summary.push(open_files);
+    started.summary.push(open_files);
     let max_connections = config.max_connections.unwrap_or_else(|| {
         let limit = file_limit.unwrap_or(1024);
         connections::max_connections_for(limit, config.concurrency)
     });
-    service.connections = ConnectionLimits {
-        header_timeout: config.header_timeout,
-        max_connections,
-    };
-    service.shutdown_grace = config.shutdown_grace;
-    service.summary.push(format!(
+    started.summary.push(format!(
         "connections:    at most {max_connections}; headers within {}",
         humantime::format_duration(config.header_timeout)
     ));
-    service.summary.push(format!(
+    started.summary.push(format!(
         "deliveries:     at most {} at once, {} per destination",
         config.concurrency, config.destination_limit
     ));
-    service.summary.push(if config.dev {
+    started.summary.push(if config.dev {
         "dev mode: http:// and private/loopback targets are allowed".into()
     } else {
         "callback URLs must be public https:// (use --dev for local receivers)".into()
     });
-    Ok(service)
+    Ok(Service {
+        engine: started.engine,
+        summary: started.summary,
+        connections: ConnectionLimits {
+            header_timeout: config.header_timeout,
+            max_connections,
+        },
+        shutdown_grace: config.shutdown_grace,
+        _owner: started.owner,
+    })
+}
+
+/// A backend built and its loops started: what `start` makes a [`Service`] of.
+struct Started {
+    engine: Arc<Engine>,
+    summary: Vec<String>,
+    owner: Option<std::fs::File>,
 }
 
 fn start_embedded(
@@ -176,7 +170,7 @@ fn start_embedded(
     data_dir: &std::path::Path,
     (api_key, signing_secret): (Option<String>, Option<String>),
     retention: Duration,
-) -> Result<Service, ServiceError> {
+) -> Result<Started, ServiceError> {
     std::fs::create_dir_all(data_dir).map_err(|e| ServiceError::DataDir(data_dir.into(), e))?;
     let owner = lock::lock_data_dir(data_dir)?;
     let creds = credentials::load_or_create(data_dir, api_key, signing_secret)?;
@@ -219,14 +213,18 @@ fn start_embedded(
     if let Some(file) = &creds.file {
         summary.push(format!("(kept in {})", file.display()));
     }
-    Ok(Service::new(engine, summary, Some(owner)))
+    Ok(Started {
+        engine,
+        summary,
+        owner: Some(owner),
+    })
 }
 
 async fn start_aws(
     config: &ServiceConfig,
     emulate_triggers: bool,
     sweep_lag: Duration,
-) -> Result<Service, ServiceError> {
+) -> Result<Started, ServiceError> {
     let mut settings = AwsSettings::from_env()?;
     settings
         .allowed_cidrs
@@ -264,7 +262,11 @@ async fn start_aws(
         summary
             .push("triggers:       emulated (schedules, timer queue and sweeper run here)".into());
     }
-    Ok(Service::new(backend.engine, summary, None))
+    Ok(Started {
+        engine: backend.engine,
+        summary,
+        owner: None,
+    })
 }
 
 /// For durations bounded by [`ServiceConfig::validate`], so always in range.
