@@ -13,6 +13,7 @@ use utoipa_axum::routes;
 
 use super::openapi::Invalid;
 use super::problem::Problem;
+use super::task_request;
 use boomerang_core::domain::{FlowKey, TenantId};
 use boomerang_core::engine::{Engine, FlowState};
 
@@ -48,7 +49,7 @@ impl<S: Send + Sync> FromRequestParts<S> for KeyPath {
 
 impl KeyPath {
     fn parse(self) -> Result<FlowKey, Problem> {
-        FlowKey::parse(self.key).map_err(|e| Problem::invalid("key", e.to_string()))
+        FlowKey::parse(self.key).map_err(task_request::invalid)
     }
 }
 

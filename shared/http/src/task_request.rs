@@ -565,7 +565,7 @@ impl RetryRequest {
 }
 
 /// The domain's refusal as the API answers it: 422, naming the field.
-fn invalid(e: Invalid) -> Problem {
+pub(crate) fn invalid(e: Invalid) -> Problem {
     Problem::invalid(e.field, e.detail)
 }
 
