@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use boomerang_aws::lambda::{handle_queue, handle_scheduled};
+use boomerang_aws::buckets::BucketFire;
+use boomerang_aws::lambda::Delivery;
 use boomerang_aws::settings::SWEEP_LAG;
 use boomerang_aws::triggers::TriggerEmulator;
 use boomerang_aws::AwsSettings;
@@ -124,12 +125,13 @@ impl DeadLetters for FailsOnce {
     }
 }
 
-/// Ports with the store on dynalite (atomic conditional writes) and queues on moto.
+/// Ports with the store on dynalite (atomic conditional writes) and queues on moto, and
+/// the bucket fire on the same store and timer.
 async fn atomic_ports(
     settings: &AwsSettings,
     dead_letters: Arc<dyn DeadLetters>,
     clock: Arc<dyn Clock>,
-) -> Ports {
+) -> (Ports, Arc<BucketFire>) {
     let table = fresh_dynalite_table("atomic").await;
     let ddb = aws_sdk_dynamodb::Client::new(&dynalite());
     let tenants = DynamoTenants::new(ddb.clone(), &table);
@@ -140,19 +142,21 @@ async fn atomic_ports(
         table,
         Duration::from_secs(7 * 24 * 3600),
     ));
-    Ports {
+    let timer = Arc::new(AwsTimer::new(
+        aws_sdk_sqs::Client::new(&sdk),
+        aws_sdk_scheduler::Client::new(&sdk),
+        settings,
+        clock.clone(),
+    ));
+    let buckets = Arc::new(BucketFire::new(store.clone(), timer.clone()));
+    let ports = Ports {
         store: store.clone(),
         sweep: store.clone(),
         policies: store,
         retention: None,
         counts: None,
         flows: None,
-        timer: Arc::new(AwsTimer::new(
-            aws_sdk_sqs::Client::new(&sdk),
-            aws_sdk_scheduler::Client::new(&sdk),
-            settings,
-            clock.clone(),
-        )),
+        timer,
         dead_letters,
         tenants: Arc::new(tenants),
         webhooks: Arc::new(
@@ -167,7 +171,8 @@ async fn atomic_ports(
         metrics: Arc::new(NoMetrics),
         metrics_view: None,
         readiness: Arc::new(boomerang_core::testing::AlwaysReady),
-    }
+    };
+    (ports, buckets)
 }
 
 #[tokio::test]
@@ -175,8 +180,12 @@ async fn one_attempt_fired_by_scheduler_and_sqs_at_once_calls_the_webhook_once()
     let settings = fresh_moto_resources("double").await;
     let sqs = aws_sdk_sqs::Client::new(&moto());
     let dead_letters = Arc::new(SqsDeadLetters::new(sqs, &settings.dead_letter_queue_url));
-    let ports = atomic_ports(&settings, dead_letters, Arc::new(SystemClock)).await;
-    let engine = Engine::new(ports, EngineSettings::default());
+    let (ports, buckets) = atomic_ports(&settings, dead_letters, Arc::new(SystemClock)).await;
+    let engine = Arc::new(Engine::new(ports, EngineSettings::default()));
+    let delivery = Delivery {
+        engine: engine.clone(),
+        buckets,
+    };
     let rx = boomerang_e2e::Receiver::start(|_, _| boomerang_e2e::Reply {
         delay: Duration::from_millis(200),
         ..boomerang_e2e::Reply::status(200)
@@ -196,8 +205,8 @@ async fn one_attempt_fired_by_scheduler_and_sqs_at_once_calls_the_webhook_once()
         let mut batch = SqsEvent::default();
         batch.records = vec![record];
         let (scheduled, queued) = tokio::join!(
-            handle_scheduled(&engine, &message, None),
-            handle_queue(&engine, &batch, None)
+            delivery.scheduled(&message, None),
+            delivery.queue(&batch, None)
         );
         scheduled.unwrap();
         assert!(queued.batch_item_failures.is_empty());
@@ -219,7 +228,7 @@ async fn a_dead_letter_send_that_fails_once_is_retried_into_one_record() {
         inner: SqsDeadLetters::new(sqs.clone(), &settings.dead_letter_queue_url),
         failed: AtomicBool::new(false),
     });
-    let ports = atomic_ports(&settings, dead_letters.clone(), Arc::new(SystemClock)).await;
+    let (ports, _) = atomic_ports(&settings, dead_letters.clone(), Arc::new(SystemClock)).await;
     let engine = Engine::new(ports, EngineSettings::default());
     let rx = Receiver::always(410).await;
     let task = engine

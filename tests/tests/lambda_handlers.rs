@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use boomerang_aws::lambda::{handle_queue, handle_scheduled, DeliveryEvent};
+use boomerang_aws::lambda::DeliveryEvent;
 use boomerang_aws::AwsSettings;
 use boomerang_core::clock::SystemClock;
 use boomerang_core::domain::{Status, TenantId};
@@ -313,7 +313,7 @@ async fn sqs_batches_report_only_transient_failures() {
     let DeliveryEvent::Queue(batch) = DeliveryEvent::from_json(event.clone()) else {
         panic!("an SQS event is recognised as one");
     };
-    let response = handle_queue(&s.backend.engine, &batch, Some("req-5f1c")).await;
+    let response = s.backend.delivery().queue(&batch, Some("req-5f1c")).await;
     assert!(
         response.batch_item_failures.is_empty(),
         "nothing transient failed"
@@ -340,7 +340,7 @@ async fn sqs_batches_report_only_transient_failures() {
     broken.table = "no-such-table".into();
     let down = moto_backend(&broken, Arc::new(SystemClock));
     let batch: SqsEvent = serde_json::from_value(event).unwrap();
-    let response = handle_queue(&down.engine, &batch, None).await;
+    let response = down.delivery().queue(&batch, None).await;
     let mut failed: Vec<_> = response
         .batch_item_failures
         .iter()
@@ -365,13 +365,19 @@ async fn scheduler_input_is_delivered_and_malformed_input_is_acknowledged() {
         DeliveryEvent::from_json(input.clone()),
         DeliveryEvent::Scheduled(_)
     ));
-    handle_scheduled(&s.backend.engine, &input, None)
+    s.backend
+        .delivery()
+        .scheduled(&input, None)
         .await
         .expect("unknown task: acknowledged");
-    handle_scheduled(&s.backend.engine, &json!({"unexpected": true}), None)
+    s.backend
+        .delivery()
+        .scheduled(&json!({"unexpected": true}), None)
         .await
         .expect("not ours: acknowledged");
-    handle_scheduled(&s.backend.engine, &json!("just a string"), None)
+    s.backend
+        .delivery()
+        .scheduled(&json!("just a string"), None)
         .await
         .expect("not ours: acknowledged");
 
@@ -379,7 +385,7 @@ async fn scheduler_input_is_delivered_and_malformed_input_is_acknowledged() {
     broken.table = "no-such-table".into();
     let down = moto_backend(&broken, Arc::new(SystemClock));
     assert!(
-        handle_scheduled(&down.engine, &input, None).await.is_err(),
+        down.delivery().scheduled(&input, None).await.is_err(),
         "transient: the invocation fails"
     );
 }

@@ -1,13 +1,14 @@
 //! The timer contract against the in-process timer and the AWS timer (SQS on moto), and
-//! the AWS timer's precision plan: long waits become a Scheduler schedule set early, to the
-//! minute; its early fire re-arms through SQS for the rest.
+//! the AWS timer's plan: short waits are SQS delays, long ones go to the bucket of their
+//! minute, whose one schedule fires two minutes early (its fire: `tests/buckets.rs`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_sqs::types::QueueAttributeName;
-use boomerang_aws::timer::{at_expression, AwsTimer};
+use boomerang_aws::buckets::{BucketWork, TimerMessage};
+use boomerang_aws::timer::{at_expression, bucket_schedule_name, AwsTimer};
 use boomerang_aws::AwsSettings;
 use boomerang_core::clock::{Clock, ManualClock, SystemClock};
 use boomerang_core::domain::{AttemptRef, TaskId};
@@ -160,31 +161,49 @@ async fn a_five_minute_wait_uses_the_queue_only() {
 }
 
 #[tokio::test]
-async fn a_twenty_minute_wait_is_scheduled_two_minutes_early_to_the_minute() {
+async fn far_waits_make_sure_their_minute_has_one_bucket_schedule() {
     let settings = fresh_moto_resources("twenty").await;
     let now = Utc::now()
         .duration_trunc(chrono::Duration::minutes(1))
         .unwrap()
         + chrono::Duration::seconds(10);
     let clock = Arc::new(ManualClock::new(now));
-    let timer = aws_timer(&settings, clock);
-    let id = TaskId::new();
+    let tenant = boomerang_core::testing::unique_tenant("twenty");
     let due = now + chrono::Duration::minutes(20); // hh:mm:10, twenty minutes on
-    let attempt = AttemptRef::new(boomerang_core::testing::unique_tenant("twenty"), id, 3);
-    timer.arm(attempt.clone(), due).await.unwrap();
-    timer.arm(attempt.clone(), due).await.unwrap(); // an existing schedule counts as success
+    let minute = due.duration_trunc(chrono::Duration::minutes(1)).unwrap();
+    let timer = aws_timer(&settings, clock.clone());
+    for (n, at) in [(1, due), (3, due + chrono::Duration::seconds(40))] {
+        timer
+            .arm(AttemptRef::new(tenant.clone(), TaskId::new(), n), at)
+            .await
+            .unwrap();
+    }
+    // Another function instance arming into the same minute finds the schedule there.
+    aws_timer(&settings, clock)
+        .arm(AttemptRef::new(tenant.clone(), TaskId::new(), 1), due)
+        .await
+        .unwrap();
 
-    let schedule = aws_sdk_scheduler::Client::new(&moto())
-        .get_schedule()
-        .name(format!("{id}-3"))
+    let scheduler = aws_sdk_scheduler::Client::new(&moto());
+    let listed = scheduler
+        .list_schedules()
         .group_name(&settings.schedule_group)
         .send()
         .await
         .unwrap();
-    let expected = now + chrono::Duration::minutes(18) - chrono::Duration::seconds(10);
+    let names: Vec<_> = listed.schedules().iter().filter_map(|s| s.name()).collect();
+    assert_eq!(names, vec![bucket_schedule_name(minute)], "one per minute");
+    let schedule = scheduler
+        .get_schedule()
+        .name(bucket_schedule_name(minute))
+        .group_name(&settings.schedule_group)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(
         schedule.schedule_expression(),
-        Some(at_expression(expected).as_str())
+        Some(at_expression(minute - chrono::Duration::minutes(2)).as_str()),
+        "two minutes before the minute"
     );
     assert_eq!(
         schedule.action_after_completion().map(|a| a.as_str()),
@@ -193,85 +212,16 @@ async fn a_twenty_minute_wait_is_scheduled_two_minutes_early_to_the_minute() {
     let target = schedule.target().unwrap();
     assert_eq!(target.arn(), settings.delivery_target_arn);
     assert_eq!(target.role_arn(), settings.scheduler_role_arn);
-    let input: AttemptRef = serde_json::from_str(target.input().unwrap()).unwrap();
-    assert_eq!(input, attempt);
+    let input: TimerMessage = serde_json::from_str(target.input().unwrap()).unwrap();
+    assert_eq!(
+        input,
+        TimerMessage::Bucket {
+            bucket: BucketWork::whole(minute)
+        }
+    );
     assert_eq!(
         probe(&settings).counts().await,
         (0, 0),
         "nothing on the queue"
-    );
-}
-
-/// Scheduler's (early) fire reaches `deliver`, which re-arms the rest through SQS with the
-/// remaining seconds as `DelaySeconds`: the message appears only when the attempt is due.
-#[tokio::test]
-async fn an_early_schedule_fire_re_arms_through_the_queue_for_the_rest() {
-    use boomerang_aws::backend::{aws, AwsBackendConfig};
-    use boomerang_core::engine::{EngineSettings, FireTime, NewTask};
-    use boomerang_core::metrics::NoMetrics;
-
-    let settings = fresh_moto_resources("early").await;
-    let start = Utc::now();
-    let clock = Arc::new(ManualClock::new(start));
-    let backend = aws(
-        &moto(),
-        AwsBackendConfig {
-            settings: settings.clone(),
-            dev: true,
-            clock: clock.clone(),
-            metrics: Arc::new(NoMetrics),
-            metrics_view: None,
-            engine: EngineSettings::default(),
-        },
-    )
-    .unwrap();
-    let tenant = boomerang_core::domain::TenantId::parse("acme").unwrap();
-    let spec = boomerang_core::testing::sample_task(&tenant, None, start).spec;
-    let registered = backend
-        .engine
-        .register(
-            &tenant,
-            NewTask {
-                spec,
-                retry_from: Default::default(),
-                when: FireTime::After(Duration::from_secs(20 * 60)),
-                idempotency_key: None,
-                request_hash: "h".into(),
-            },
-        )
-        .await
-        .unwrap()
-        .task;
-    let due = registered.next_attempt_at.unwrap();
-
-    // Scheduler fires late in its window, three seconds before the attempt is due.
-    clock.set(due - chrono::Duration::seconds(3));
-    let emulator = boomerang_aws::triggers::TriggerEmulator::for_backend(&backend);
-    assert_eq!(emulator.fire_due_schedules().await.unwrap(), 1);
-    let fired = Instant::now();
-    let queue = probe(&settings);
-    assert_eq!(
-        queue.counts().await,
-        (0, 1),
-        "re-armed as one delayed message"
-    );
-    let message = loop {
-        assert!(
-            fired.elapsed() < Duration::from_secs(20),
-            "the re-armed message never came"
-        );
-        if let Some(m) = queue.receive().await.pop() {
-            break m;
-        }
-    };
-    assert!(
-        fired.elapsed() >= Duration::from_millis(2500),
-        "DelaySeconds was honoured"
-    );
-    assert_eq!(message, registered.attempt_ref(1));
-    assert_eq!(
-        emulator.fire_due_schedules().await.unwrap(),
-        0,
-        "the schedule was deleted"
     );
 }

@@ -454,7 +454,7 @@ impl Bench {
             sqs: backend.sqs.clone(),
             group: backend.settings.schedule_group.clone(),
             queue_url: backend.settings.timer_queue_url.clone(),
-            engine: backend.engine.clone(),
+            delivery: backend.delivery(),
             clock: clock.clone(),
         });
         Ok(Bench {

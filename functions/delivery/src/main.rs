@@ -1,7 +1,7 @@
-//! The delivery Lambda: invoked by Scheduler (one timer message) and by the SQS timer
-//! queue (a batch, answered with partial batch failures).
+//! The delivery Lambda: invoked by Scheduler (a bucket's fire) and by the SQS timer queue
+//! (a batch of attempts and bucket work, answered with partial batch failures).
 
-use boomerang_aws::lambda::{handle_delivery, start};
+use boomerang_aws::lambda::start;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
@@ -10,6 +10,7 @@ async fn main() -> Result<(), Error> {
     start::init_tracing();
     let backend = start::backend().await?;
     let engine = &*backend.engine;
+    let delivery = &backend.delivery();
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| async move {
         // No call starts that could not end before the invocation's deadline; those are
         // armed again at once, for another invocation. Each attempt records the
@@ -17,7 +18,7 @@ async fn main() -> Result<(), Error> {
         let deadline = i64::try_from(event.context.deadline).ok();
         engine.deliver_until(deadline.and_then(chrono::DateTime::from_timestamp_millis));
         let worker = event.context.request_id;
-        Ok::<Value, Error>(handle_delivery(engine, event.payload, Some(&worker)).await?)
+        Ok::<Value, Error>(delivery.handle(event.payload, Some(&worker)).await?)
     }))
     .await
 }

@@ -11,6 +11,7 @@ use boomerang_core::ports::FlowPorts;
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
+use crate::buckets::BucketFire;
 use crate::dead_letters::SqsDeadLetters;
 use crate::flows::DynamoFlowCounters;
 use crate::readiness::AwsReadiness;
@@ -25,6 +26,9 @@ pub struct AwsBackend {
     pub engine: Arc<Engine>,
     pub store: Arc<DynamoStore>,
     pub tenants: Arc<DynamoTenants>,
+    pub timer: Arc<AwsTimer>,
+    /// Reads a bucket's minute and arms its attempts (the delivery function's other job).
+    pub buckets: Arc<BucketFire>,
     pub settings: AwsSettings,
     pub sqs: aws_sdk_sqs::Client,
     pub scheduler: aws_sdk_scheduler::Client,
@@ -83,12 +87,13 @@ pub fn aws_with_clients(
     let flows = Arc::new(DynamoFlowCounters::new(ddb.clone(), &settings.table));
     let readiness = Arc::new(AwsReadiness::new(ddb.clone(), &settings.table));
     let tenants = Arc::new(DynamoTenants::new(ddb, &settings.table));
-    let timer = AwsTimer::new(
+    let timer = Arc::new(AwsTimer::new(
         sqs.clone(),
         scheduler.clone(),
         &settings,
         config.clock.clone(),
-    );
+    ));
+    let buckets = Arc::new(BucketFire::new(store.clone(), timer.clone()));
     let webhooks = HttpWebhooks::new(DestinationPolicy {
         dev: config.dev,
         allowed_cidrs: settings.allowed_cidrs.clone(),
@@ -106,7 +111,7 @@ pub fn aws_with_clients(
             counters: flows.clone(),
             pauses: flows,
         }),
-        timer: Arc::new(timer),
+        timer: timer.clone(),
         dead_letters: Arc::new(SqsDeadLetters::new(
             sqs.clone(),
             &settings.dead_letter_queue_url,
@@ -123,6 +128,8 @@ pub fn aws_with_clients(
         engine: Arc::new(Engine::new(ports, config.engine)),
         store,
         tenants,
+        timer,
+        buckets,
         settings,
         sqs,
         scheduler,
@@ -139,6 +146,15 @@ impl AwsBackend {
             .map(|queue_url| SystemFailures {
                 sqs: self.sqs.clone(),
                 queue_url,
+                timer: self.timer.clone(),
             })
+    }
+
+    /// What the delivery function runs on: the engine, and the bucket fires.
+    pub fn delivery(&self) -> crate::lambda::Delivery {
+        crate::lambda::Delivery {
+            engine: self.engine.clone(),
+            buckets: self.buckets.clone(),
+        }
     }
 }

@@ -16,6 +16,7 @@
 pub mod attr;
 pub mod backend;
 pub mod bootstrap;
+pub mod buckets;
 pub mod capacity;
 pub mod dead_letters;
 pub mod flows;

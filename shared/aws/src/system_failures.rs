@@ -1,14 +1,16 @@
 //! The system-failures queue collects timer messages that failed over and over, fires
 //! Scheduler could not deliver, and failed asynchronous invocations of the delivery
 //! function. A durable timer is the custody of a task's pending work (the store does not
-//! keep armed tasks where the sweep looks), so such a message may be the only record of an
-//! attempt's timer: the sweeper hands each one back to the timer queue and then deletes it.
+//! keep armed tasks where the sweep looks), and a bucket's schedule the custody of its
+//! minute, so such a message may be the only record of an attempt's timer or of a bucket's
+//! fire: the sweeper hands each one back to the timer queue and then deletes it.
 
-use serde_json::Value;
+use std::sync::Arc;
 
+use crate::buckets::TimerMessage;
 use crate::sdk::delete_messages;
 use crate::sdk::describe;
-use boomerang_core::domain::AttemptRef;
+use crate::timer::AwsTimer;
 use boomerang_core::engine::Engine;
 
 /// Most messages one sweep hands back.
@@ -17,11 +19,13 @@ const MAX_PER_SWEEP: usize = 500;
 pub struct SystemFailures {
     pub sqs: aws_sdk_sqs::Client,
     pub queue_url: String,
+    pub timer: Arc<AwsTimer>,
 }
 
 impl SystemFailures {
-    /// Re-arms the attempt of every message it can read one in; returns how many.
-    /// Messages it cannot read stay in the queue for an operator (and its alarm).
+    /// Re-arms the attempt, or re-queues the bucket, of every message it can read one in;
+    /// returns how many. Messages it cannot read stay in the queue for an operator (and
+    /// its alarm).
     pub async fn redrive(&self, engine: &Engine) -> Result<usize, String> {
         let mut redriven = 0;
         while redriven < MAX_PER_SWEEP {
@@ -40,11 +44,11 @@ impl SystemFailures {
             }
             let mut done = Vec::new();
             for m in &messages {
-                let Some(attempt) = m.body().and_then(attempt_in) else {
+                let Some(message) = m.body().and_then(TimerMessage::find_in) else {
                     tracing::warn!(message = ?m.message_id(), "system failure without a timer in it; left for an operator");
                     continue;
                 };
-                if engine.rearm(attempt).await {
+                if self.hand_back(engine, message).await {
                     redriven += 1;
                     done.push(m);
                 }
@@ -56,54 +60,17 @@ impl SystemFailures {
         }
         Ok(redriven)
     }
-}
 
-/// The timer message a system failure carries: the message itself (a timer queue
-/// redrive), the request payload of a failed invocation record, or the input inside
-/// Scheduler's dead-letter event. (A schedule's name alone would not do: it names the
-/// task and attempt but not the tenant, which finds the task.)
-pub fn attempt_in(body: &str) -> Option<AttemptRef> {
-    if let Ok(attempt) = serde_json::from_str::<AttemptRef>(body) {
-        return Some(attempt);
-    }
-    serde_json::from_str::<Value>(body)
-        .ok()
-        .as_ref()
-        .and_then(search)
-}
-
-fn search(value: &Value) -> Option<AttemptRef> {
-    if let Ok(attempt) = serde_json::from_value::<AttemptRef>(value.clone()) {
-        return Some(attempt);
-    }
-    match value {
-        Value::String(s) => serde_json::from_str::<Value>(s)
-            .ok()
-            .as_ref()
-            .and_then(search),
-        Value::Array(items) => items.iter().find_map(search),
-        Value::Object(map) => map.values().find_map(search),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use boomerang_core::domain::{TaskId, TenantId};
-
-    #[test]
-    fn finds_the_timer_in_every_shape_of_failure() {
-        let at = AttemptRef::new(TenantId::parse("acme").unwrap(), TaskId::new(), 3);
-        let plain = serde_json::to_string(&at).unwrap();
-        assert_eq!(attempt_in(&plain), Some(at.clone()));
-        let record = serde_json::json!({
-            "version": "1.0", "requestContext": {"condition": "RetriesExhausted"},
-            "requestPayload": at.clone(), "responsePayload": {"errorMessage": "boom"}
-        });
-        assert_eq!(attempt_in(&record.to_string()), Some(at.clone()));
-        let event = serde_json::json!({"detail": {"input": plain}});
-        assert_eq!(attempt_in(&event.to_string()), Some(at));
-        assert_eq!(attempt_in("not ours"), None);
+    async fn hand_back(&self, engine: &Engine, message: TimerMessage) -> bool {
+        match message {
+            TimerMessage::Attempt(attempt) => engine.rearm(attempt).await,
+            bucket @ TimerMessage::Bucket { .. } => match self.timer.send(&bucket, 0).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "could not hand a bucket back to the timer queue");
+                    false
+                }
+            },
+        }
     }
 }

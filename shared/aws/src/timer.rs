@@ -1,11 +1,17 @@
-//! The AWS timer: SQS `DelaySeconds` for waits up to ~14 minutes, a one-time EventBridge
-//! Scheduler schedule for longer ones.
+//! The AWS timer: SQS `DelaySeconds` for waits up to ~14 minutes; for longer ones, one
+//! EventBridge Scheduler schedule per minute of due time (a *bucket*), however many tasks
+//! fall in it.
 //!
-//! Scheduler fires only to the minute (up to a minute late), so a long wait is scheduled a
-//! couple of minutes *early*; that fire reaches `deliver`, which finds the attempt not yet
-//! due and re-arms for the rest, which is now short enough for SQS, precise to the second.
+//! A task due further ahead is kept in a bucket partition of the `due` index (its own write
+//! puts it there: [`held_by_bucket`]). The bucket's schedule fires [`BUCKET_LEAD`] before
+//! the minute begins, and the fire ([`crate::buckets`]) reads the minute's entries and arms
+//! each attempt through SQS with the seconds it still has to wait. So a far-future task
+//! costs no Scheduler call after the first of its minute, the schedule quota counts
+//! minutes rather than tasks, a cancel leaves nothing to delete, and every attempt is
+//! precise to the second.
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,6 +22,7 @@ use aws_sdk_scheduler::types::{
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use chrono::{DateTime, DurationRound, Utc};
 
+use crate::buckets::{BucketWork, TimerMessage};
 use crate::sdk::sdk_failure;
 use boomerang_core::clock::Clock;
 use boomerang_core::domain::time::checked_sub;
@@ -24,8 +31,15 @@ use boomerang_core::ports::{Timer, TimerError};
 
 /// Waits up to this long go through the SQS timer queue (its limit is 15 minutes).
 pub const QUEUE_MAX_WAIT: Duration = Duration::from_secs(14 * 60);
-/// How much earlier than due a schedule is set to fire.
-pub const SCHEDULE_LEAD: Duration = Duration::from_secs(2 * 60);
+/// How much earlier than its minute a bucket's schedule fires: Scheduler may fire up to a
+/// minute late, and the fire needs time to read the bucket (the rest of the wait, up to
+/// three minutes, is an SQS delay).
+pub const BUCKET_LEAD: Duration = Duration::from_secs(2 * 60);
+/// A write indexes a timed attempt in its bucket when it is due more than this after the
+/// write: a minute less than the timer's own threshold, so that every attempt the timer
+/// leaves to a bucket is indexed even if this machine's clock stepped back in between (an
+/// attempt in the minute's overlap is indexed and queued both: a claim sends it once).
+pub const BUCKET_INDEX_AFTER: Duration = Duration::from_secs(13 * 60);
 
 /// How one arm is carried out.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,14 +47,14 @@ pub enum TimerPlan {
     Queue {
         delay_seconds: i32,
     },
-    Schedule {
-        name: String,
-        fire_at: DateTime<Utc>,
+    /// The task's write indexes it in this minute's bucket; the bucket's schedule must exist.
+    Bucket {
+        minute: DateTime<Utc>,
     },
 }
 
-/// Chooses SQS or Scheduler for an attempt due at `at`.
-pub fn plan(attempt: &AttemptRef, at: DateTime<Utc>, now: DateTime<Utc>) -> TimerPlan {
+/// Chooses SQS or a bucket for an attempt due at `at`.
+pub fn plan(at: DateTime<Utc>, now: DateTime<Utc>) -> TimerPlan {
     let wait = (at - now).to_std().unwrap_or_default();
     if wait <= QUEUE_MAX_WAIT {
         // Rounded up: a second late rather than early (an early fire costs a round trip).
@@ -49,19 +63,34 @@ pub fn plan(attempt: &AttemptRef, at: DateTime<Utc>, now: DateTime<Utc>) -> Time
             delay_seconds: secs.min(900) as i32,
         };
     }
-    let early = checked_sub(at, SCHEDULE_LEAD).unwrap_or(at);
-    let fire_at = early
-        .duration_trunc(chrono::Duration::minutes(1))
-        .unwrap_or(early);
-    TimerPlan::Schedule {
-        name: schedule_name(attempt),
-        fire_at,
+    TimerPlan::Bucket {
+        minute: bucket_minute(at),
     }
 }
 
-/// Deterministic, so re-arming the same attempt finds the existing schedule (≤ 64 chars).
-pub fn schedule_name(attempt: &AttemptRef) -> String {
-    format!("{}-{}", attempt.task_id, attempt.attempt)
+/// Whether a write at `written_at` of work due at `due` (held by a timer) keeps it in its
+/// bucket ([`BUCKET_INDEX_AFTER`]).
+pub fn held_by_bucket(due: DateTime<Utc>, written_at: DateTime<Utc>) -> bool {
+    (due - written_at)
+        .to_std()
+        .is_ok_and(|wait| wait > BUCKET_INDEX_AFTER)
+}
+
+/// The minute an instant falls in: its bucket.
+pub fn bucket_minute(at: DateTime<Utc>) -> DateTime<Utc> {
+    at.duration_trunc(chrono::Duration::minutes(1))
+        .unwrap_or(at)
+}
+
+/// Deterministic, so that every function instance arming into the minute finds the same
+/// schedule (≤ 64 chars).
+pub fn bucket_schedule_name(minute: DateTime<Utc>) -> String {
+    format!("bucket-{}", minute.format("%Y%m%dT%H%M"))
+}
+
+/// When a bucket's schedule fires.
+pub fn bucket_fire_at(minute: DateTime<Utc>) -> DateTime<Utc> {
+    checked_sub(minute, BUCKET_LEAD).unwrap_or(minute)
 }
 
 /// Scheduler's one-time expression, in UTC.
@@ -77,6 +106,9 @@ pub fn parse_at_expression(expr: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.and_utc())
 }
 
+/// Minutes one instance remembers having made sure of, before it forgets the past ones.
+const ENSURED_KEPT: usize = 4096;
+
 pub struct AwsTimer {
     sqs: aws_sdk_sqs::Client,
     scheduler: aws_sdk_scheduler::Client,
@@ -86,6 +118,9 @@ pub struct AwsTimer {
     role_arn: String,
     dlq_arn: Option<String>,
     clock: Arc<dyn Clock>,
+    /// Buckets whose schedule this instance created or found: the next arm into the same
+    /// minute costs no call.
+    ensured: Mutex<BTreeSet<DateTime<Utc>>>,
 }
 
 impl AwsTimer {
@@ -104,10 +139,13 @@ impl AwsTimer {
             role_arn: settings.scheduler_role_arn.clone(),
             dlq_arn: settings.scheduler_dlq_arn.clone(),
             clock,
+            ensured: Mutex::new(BTreeSet::new()),
         }
     }
 
-    async fn enqueue(&self, body: String, delay_seconds: i32) -> Result<(), TimerError> {
+    /// Puts a message on the timer queue, to be delivered after `delay_seconds`.
+    pub async fn send(&self, message: &TimerMessage, delay_seconds: i32) -> Result<(), TimerError> {
+        let body = serde_json::to_string(message).map_err(|e| TimerError(e.into()))?;
         self.sqs
             .send_message()
             .queue_url(&self.queue_url)
@@ -177,18 +215,34 @@ impl AwsTimer {
         }
     }
 
-    async fn schedule(
-        &self,
-        name: String,
-        fire_at: DateTime<Utc>,
-        input: String,
-    ) -> Result<(), TimerError> {
+    /// Makes sure the minute's bucket has its schedule: created once by whichever instance
+    /// arms into it first; for the others, and for this one afterwards, already there.
+    async fn ensure_bucket(&self, minute: DateTime<Utc>) -> Result<(), TimerError> {
+        if self.ensured.lock().expect("not poisoned").contains(&minute) {
+            return Ok(());
+        }
+        self.create_bucket_schedule(minute).await?;
+        let mut ensured = self.ensured.lock().expect("not poisoned");
+        if ensured.len() >= ENSURED_KEPT {
+            // Past buckets have fired: no arm goes into them again.
+            let now = self.clock.now();
+            ensured.retain(|m| *m > now);
+        }
+        ensured.insert(minute);
+        Ok(())
+    }
+
+    async fn create_bucket_schedule(&self, minute: DateTime<Utc>) -> Result<(), TimerError> {
+        let input = serde_json::to_string(&TimerMessage::Bucket {
+            bucket: BucketWork::whole(minute),
+        })
+        .map_err(|e| TimerError(e.into()))?;
         let target = Target::builder()
             .arn(&self.target_arn)
             .role_arn(&self.role_arn)
             .input(input)
             // Scheduler retries a failed invoke for a while; what still fails goes to its DLQ
-            // and the sweeper re-arms the task.
+            // (the system-failures queue), and the sweeper hands it back to the timer queue.
             .retry_policy(
                 SchedulerRetryPolicy::builder()
                     .maximum_retry_attempts(10)
@@ -209,9 +263,9 @@ impl AwsTimer {
         let created = self
             .scheduler
             .create_schedule()
-            .name(name)
+            .name(bucket_schedule_name(minute))
             .group_name(&self.group)
-            .schedule_expression(at_expression(fire_at))
+            .schedule_expression(at_expression(bucket_fire_at(minute)))
             .schedule_expression_timezone("UTC")
             .flexible_time_window(window)
             .action_after_completion(ActionAfterCompletion::Delete)
@@ -220,7 +274,7 @@ impl AwsTimer {
             .await;
         match created {
             Ok(_) => Ok(()),
-            // Armed before (a retry, or the sweeper): the schedule already does the job.
+            // Another instance (or this one, before a restart) made it: it does the job.
             Err(e)
                 if e.as_service_error()
                     .is_some_and(|se| se.is_conflict_exception()) =>
@@ -235,31 +289,28 @@ impl AwsTimer {
 #[async_trait]
 impl Timer for AwsTimer {
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
-        // The attempt reference is the message's whole body.
-        let body = serde_json::to_string(&attempt).map_err(|e| TimerError(e.into()))?;
-        match plan(&attempt, at, self.clock.now()) {
-            TimerPlan::Queue { delay_seconds } => self.enqueue(body, delay_seconds).await,
-            TimerPlan::Schedule { name, fire_at } => self.schedule(name, fire_at, body).await,
+        match plan(at, self.clock.now()) {
+            TimerPlan::Queue { delay_seconds } => {
+                self.send(&TimerMessage::Attempt(attempt), delay_seconds)
+                    .await
+            }
+            TimerPlan::Bucket { minute } => self.ensure_bucket(minute).await,
         }
     }
 
     /// Waits for the queue go ten to a request (`SendMessageBatch`: SQS bills per
-    /// request); schedules are created one by one.
+    /// request); each bucket is made sure of once.
     async fn arm_many(&self, arms: &[(AttemptRef, DateTime<Utc>)]) -> Vec<Result<(), TimerError>> {
         let now = self.clock.now();
         let mut results: Vec<Option<Result<(), TimerError>>> = arms.iter().map(|_| None).collect();
         let mut queued = Vec::new();
         for (i, (attempt, at)) in arms.iter().enumerate() {
-            match plan(attempt, *at, now) {
+            match plan(*at, now) {
                 TimerPlan::Queue { delay_seconds } => {
                     queued.push((i, attempt.clone(), delay_seconds))
                 }
-                TimerPlan::Schedule { name, fire_at } => {
-                    let body = serde_json::to_string(attempt).map_err(|e| TimerError(e.into()));
-                    results[i] = Some(match body {
-                        Ok(body) => self.schedule(name, fire_at, body).await,
-                        Err(e) => Err(e),
-                    });
+                TimerPlan::Bucket { minute } => {
+                    results[i] = Some(self.ensure_bucket(minute).await);
                 }
             }
         }
@@ -274,7 +325,7 @@ impl Timer for AwsTimer {
             .collect()
     }
 
-    /// A queue message or a schedule outlives any process.
+    /// A queue message, or a bucket's schedule and index entry, outlives any process.
     fn durable(&self) -> bool {
         true
     }
@@ -293,59 +344,61 @@ mod tests {
     #[test]
     fn short_waits_use_the_queue_rounded_up() {
         let now = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap();
-        let id = AttemptRef::new(
-            boomerang_core::testing::unique_tenant("plan"),
-            boomerang_core::domain::TaskId::new(),
-            1,
-        );
         let at = |ms| now + chrono::Duration::milliseconds(ms);
+        assert_eq!(plan(at(-5000), now), TimerPlan::Queue { delay_seconds: 0 });
+        assert_eq!(plan(at(2300), now), TimerPlan::Queue { delay_seconds: 3 });
         assert_eq!(
-            plan(&id, at(-5000), now),
-            TimerPlan::Queue { delay_seconds: 0 }
-        );
-        assert_eq!(
-            plan(&id, at(2300), now),
-            TimerPlan::Queue { delay_seconds: 3 }
-        );
-        assert_eq!(
-            plan(&id, at(300_000), now),
+            plan(at(300_000), now),
             TimerPlan::Queue { delay_seconds: 300 }
         );
         assert_eq!(
-            plan(&id, at(840_000), now),
+            plan(at(840_000), now),
             TimerPlan::Queue { delay_seconds: 840 }
         );
     }
 
     #[test]
-    fn long_waits_are_scheduled_early_to_the_minute() {
+    fn long_waits_go_to_the_bucket_of_their_minute_which_fires_two_minutes_early() {
         let now = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 10).unwrap();
-        let id = AttemptRef::new(
-            boomerang_core::testing::unique_tenant("plan"),
-            boomerang_core::domain::TaskId::new(),
-            3,
+        let due = now + chrono::Duration::minutes(20) + chrono::Duration::seconds(35); // 12:20:45
+        let minute = Utc.with_ymd_and_hms(2030, 1, 1, 12, 20, 0).unwrap();
+        assert_eq!(plan(due, now), TimerPlan::Bucket { minute });
+        assert_eq!(
+            bucket_fire_at(minute),
+            Utc.with_ymd_and_hms(2030, 1, 1, 12, 18, 0).unwrap()
         );
-        let due = now + chrono::Duration::minutes(20); // 12:20:10
-        match plan(&id, due, now) {
-            TimerPlan::Schedule { name, fire_at } => {
-                assert_eq!(name, format!("{}-3", id.task_id));
-                assert!(name.len() <= 64);
-                assert_eq!(
-                    fire_at,
-                    Utc.with_ymd_and_hms(2030, 1, 1, 12, 18, 0).unwrap()
-                );
-                // Even a fire 59 s late stays early enough for the SQS re-arm to be precise.
-                let late_fire = fire_at + chrono::Duration::seconds(59);
-                assert!(matches!(
-                    plan(&id, due, late_fire),
-                    TimerPlan::Queue { delay_seconds: 71 }
-                ));
-                assert!(matches!(
-                    plan(&id, due, fire_at),
-                    TimerPlan::Queue { delay_seconds: 130 }
-                ));
+        let name = bucket_schedule_name(minute);
+        assert_eq!(name, "bucket-20300101T1220");
+        assert!(name.len() <= 64);
+        // Even a fire 59 s late leaves the rest of the wait to an SQS delay.
+        let late_fire = bucket_fire_at(minute) + chrono::Duration::seconds(59);
+        assert_eq!(
+            plan(due, late_fire),
+            TimerPlan::Queue { delay_seconds: 106 }
+        );
+    }
+
+    #[test]
+    fn every_wait_the_timer_leaves_to_a_bucket_is_indexed_by_its_write() {
+        let written = Utc.with_ymd_and_hms(2030, 1, 1, 12, 0, 0).unwrap();
+        // The timer arms a little later than the write is stamped, or a little earlier if
+        // the clock stepped back: either way, what it leaves to a bucket is indexed.
+        for secs in (12 * 60..16 * 60).step_by(5) {
+            let due = written + chrono::Duration::seconds(secs);
+            for skew in (-55..=55).step_by(5) {
+                let armed = written + chrono::Duration::seconds(skew);
+                if matches!(plan(due, armed), TimerPlan::Bucket { .. }) {
+                    assert!(held_by_bucket(due, written), "{secs} s, armed {skew} s off");
+                }
             }
-            other => panic!("expected a schedule, got {other:?}"),
+        }
+        assert!(held_by_bucket(
+            written + chrono::Duration::days(30),
+            written
+        ));
+        for secs in [-30, 0, 60, 13 * 60] {
+            let due = written + chrono::Duration::seconds(secs);
+            assert!(!held_by_bucket(due, written), "{secs}");
         }
     }
 

@@ -11,11 +11,10 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_sqs::types::Message;
 
 use crate::backend::AwsBackend;
-use crate::lambda::{handle_queue, handle_scheduled};
+use crate::lambda::Delivery;
 use crate::sdk::{delete_messages, describe};
 use crate::timer::parse_at_expression;
 use boomerang_core::clock::Clock;
-use boomerang_core::engine::Engine;
 
 /// How long a received timer message stays invisible.
 const VISIBILITY_TIMEOUT_SECS: i32 = 10;
@@ -28,7 +27,7 @@ pub struct TriggerEmulator {
     pub sqs: aws_sdk_sqs::Client,
     pub group: String,
     pub queue_url: String,
-    pub engine: Arc<Engine>,
+    pub delivery: Delivery,
     pub clock: Arc<dyn Clock>,
 }
 
@@ -40,7 +39,7 @@ impl TriggerEmulator {
             sqs: backend.sqs.clone(),
             group: backend.settings.schedule_group.clone(),
             queue_url: backend.settings.timer_queue_url.clone(),
-            engine: backend.engine.clone(),
+            delivery: backend.delivery(),
             clock: backend.clock.clone(),
         })
     }
@@ -121,8 +120,8 @@ impl TriggerEmulator {
             .unwrap_or_default();
         let input: serde_json::Value =
             serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
-        if let Err(e) = handle_scheduled(&self.engine, &input, None).await {
-            tracing::warn!(schedule = name, error = %e, "delivery failed; the sweeper will re-arm");
+        if let Err(e) = self.delivery.scheduled(&input, None).await {
+            tracing::warn!(schedule = name, error = %e, "fire failed; the sweeper will hand it back");
         }
         let _ = self
             .scheduler
@@ -138,7 +137,7 @@ impl TriggerEmulator {
     /// returns how many messages were received.
     pub async fn drain_queue_once(&self) -> Result<usize, String> {
         poll_queue(&self.sqs, &self.queue_url, |batch| async move {
-            Ok(handle_queue(&self.engine, &batch, None).await)
+            Ok(self.delivery.queue(&batch, None).await)
         })
         .await
     }

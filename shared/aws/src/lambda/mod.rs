@@ -1,47 +1,115 @@
 //! The Lambda event dispatch: the delivery handler (one event shape from Scheduler,
-//! another from the SQS timer queue, both ending in `Engine::deliver`; the local trigger
-//! emulation uses it too) and the sweeper's handler; `start` builds what every function
+//! another from the SQS timer queue, carrying an attempt for `Engine::deliver` or a bucket
+//! for its fire; the local trigger emulation uses it too) and the sweeper's handler; `start` builds what every function
 //! runs on from its environment.
 
 pub mod start;
+
+use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::buckets::{BucketError, BucketFire, TimerMessage};
 use crate::settings::SWEEP_LAG;
 use crate::system_failures::SystemFailures;
-use boomerang_core::domain::AttemptRef;
-use boomerang_core::engine::{DeliverOutcome, Engine, EngineError};
+use boomerang_core::engine::{Engine, EngineError};
 use boomerang_core::metrics::MetricEvent;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
     #[error(transparent)]
     Engine(#[from] EngineError),
+    #[error("bucket fire failed: {0}")]
+    Bucket(#[from] BucketError),
     /// Failing the invocation makes SQS redeliver the whole batch, which is safe.
     #[error("cannot encode the batch response: {0}")]
     Encode(#[from] serde_json::Error),
 }
 
-/// The delivery Lambda's handler: a Scheduler input or an SQS batch, answered with the
-/// batch's partial failures (or nothing, for Scheduler). Attempts record `worker` (the
-/// invocation's request id) as their worker; `None`: this process.
-pub async fn handle_delivery(
-    engine: &Engine,
-    event: Value,
-    worker: Option<&str>,
-) -> Result<Value, HandlerError> {
-    match DeliveryEvent::from_json(event) {
-        DeliveryEvent::Queue(batch) => {
-            let response = handle_queue(engine, &batch, worker).await;
-            Ok(serde_json::to_value(response)?)
+/// What the delivery function runs: attempts through the engine, buckets through their
+/// fire.
+#[derive(Clone)]
+pub struct Delivery {
+    pub engine: Arc<Engine>,
+    pub buckets: Arc<BucketFire>,
+}
+
+impl Delivery {
+    /// The delivery Lambda's handler: a Scheduler input or an SQS batch, answered with the
+    /// batch's partial failures (or nothing, for Scheduler). Attempts record `worker` (the
+    /// invocation's request id) as their worker; `None`: this process.
+    pub async fn handle(&self, event: Value, worker: Option<&str>) -> Result<Value, HandlerError> {
+        match DeliveryEvent::from_json(event) {
+            DeliveryEvent::Queue(batch) => {
+                let response = self.queue(&batch, worker).await;
+                Ok(serde_json::to_value(response)?)
+            }
+            DeliveryEvent::Scheduled(input) => {
+                self.scheduled(&input, worker).await?;
+                Ok(Value::Null)
+            }
         }
-        DeliveryEvent::Scheduled(input) => {
-            handle_scheduled(engine, &input, worker).await?;
-            Ok(Value::Null)
+    }
+
+    /// Handles a Scheduler invocation: a bucket's fire (or, from before buckets, one
+    /// attempt's). An error fails the invocation: with Lambda's async retries off, the
+    /// event goes to the on-failure destination, and the sweeper hands it back.
+    pub async fn scheduled(&self, input: &Value, worker: Option<&str>) -> Result<(), HandlerError> {
+        self.message(&input.to_string(), worker).await
+    }
+
+    /// Handles an SQS batch; the answer lists only the records that failed for a transient
+    /// reason, so SQS redelivers just those.
+    pub async fn queue(&self, batch: &SqsEvent, worker: Option<&str>) -> SqsBatchResponse {
+        // A batch holds at most 10 records: handle them concurrently.
+        let results = join_all(batch.records.iter().map(|r| self.record(r, worker))).await;
+        let mut response = SqsBatchResponse::default();
+        for failed in results.into_iter().flatten() {
+            let mut item = BatchItemFailure::default();
+            item.item_identifier = failed;
+            response.batch_item_failures.push(item);
         }
+        response
+    }
+
+    /// The message id if the record should be retried.
+    async fn record(&self, record: &SqsMessage, worker: Option<&str>) -> Option<String> {
+        let id = record.message_id.clone().unwrap_or_default();
+        let body = record.body.as_deref().unwrap_or_default();
+        match self.message(body, worker).await {
+            Ok(()) => None,
+            Err(e) => {
+                tracing::error!(message = %id, error = %e, "timer message failed; SQS will redeliver");
+                Some(id)
+            }
+        }
+    }
+
+    /// Handles one timer message. A message that is not ours is logged and dropped
+    /// (retrying it could never help); only transient failures are errors.
+    pub async fn message(&self, body: &str, worker: Option<&str>) -> Result<(), HandlerError> {
+        match TimerMessage::parse(body) {
+            Some(TimerMessage::Attempt(attempt)) => {
+                let (task, number) = (attempt.task_id, attempt.attempt);
+                let outcome = match worker {
+                    Some(worker) => self.engine.deliver_as(attempt, worker).await?,
+                    None => self.engine.deliver(attempt).await?,
+                };
+                tracing::debug!(task = %task, attempt = number, ?outcome, "timer fired");
+            }
+            Some(TimerMessage::Bucket { bucket }) => {
+                // Boxed: two deep futures side by side would make every caller's state
+                // machine (and the compiler's layout of it) as deep as both.
+                Box::pin(self.buckets.run(bucket)).await?;
+            }
+            None => {
+                tracing::warn!(body = %truncate(body), "ignoring a timer message that is not ours");
+            }
+        }
+        Ok(())
     }
 }
 
@@ -115,82 +183,6 @@ impl DeliveryEvent {
             }
         }
         DeliveryEvent::Scheduled(event)
-    }
-}
-
-/// Delivers one timer message. A message that is not ours is logged and dropped (retrying
-/// it could never help); only transient failures are errors.
-pub async fn deliver_message(
-    engine: &Engine,
-    body: &str,
-    worker: Option<&str>,
-) -> Result<Option<DeliverOutcome>, EngineError> {
-    let message: AttemptRef = match serde_json::from_str(body) {
-        Ok(m) => m,
-        Err(e) => {
-            tracing::warn!(error = %e, body = %truncate(body), "ignoring a timer message that is not ours");
-            return Ok(None);
-        }
-    };
-    let (task, attempt) = (message.task_id, message.attempt);
-    let outcome = match worker {
-        Some(worker) => engine.deliver_as(message, worker).await?,
-        None => engine.deliver(message).await?,
-    };
-    tracing::debug!(task = %task, attempt, ?outcome, "timer fired");
-    Ok(Some(outcome))
-}
-
-/// Handles a Scheduler invocation. An error fails the invocation: with Lambda's async
-/// retries off, the event goes to the on-failure destination and the sweeper re-arms.
-pub async fn handle_scheduled(
-    engine: &Engine,
-    input: &Value,
-    worker: Option<&str>,
-) -> Result<(), EngineError> {
-    deliver_message(engine, &input.to_string(), worker)
-        .await
-        .map(|_| ())
-}
-
-/// Handles an SQS batch; the answer lists only the records that failed for a transient
-/// reason, so SQS redelivers just those.
-pub async fn handle_queue(
-    engine: &Engine,
-    batch: &SqsEvent,
-    worker: Option<&str>,
-) -> SqsBatchResponse {
-    // A batch holds at most 10 records: deliver them concurrently.
-    let results = join_all(
-        batch
-            .records
-            .iter()
-            .map(|r| handle_record(engine, r, worker)),
-    )
-    .await;
-    let mut response = SqsBatchResponse::default();
-    for failed in results.into_iter().flatten() {
-        let mut item = BatchItemFailure::default();
-        item.item_identifier = failed;
-        response.batch_item_failures.push(item);
-    }
-    response
-}
-
-/// The message id if the record should be retried.
-async fn handle_record(
-    engine: &Engine,
-    record: &SqsMessage,
-    worker: Option<&str>,
-) -> Option<String> {
-    let id = record.message_id.clone().unwrap_or_default();
-    let body = record.body.as_deref().unwrap_or_default();
-    match deliver_message(engine, body, worker).await {
-        Ok(_) => None,
-        Err(e) => {
-            tracing::error!(message = %id, error = %e, "delivery failed; SQS will redeliver");
-            Some(id)
-        }
     }
 }
 

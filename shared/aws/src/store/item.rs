@@ -7,8 +7,10 @@
 //! - The state is short attributes, absent when empty, changed with `UpdateItem`.
 //! - The first [`EMBEDDED_ATTEMPTS`] attempt records are a list `h` inside the item (the
 //!   write that finishes an attempt appends its record); later ones are items of their own.
-//! - `ds`/`dm` key the sparse `due` index only while the task has pending work that no
-//!   durable timer holds ([`Task::timer_armed`]).
+//! - `ds`/`dm` key the sparse `due` index: in a sweep partition (`0`…`7`) while the task
+//!   has pending work that no durable timer holds ([`Task::timer_armed`]); in a bucket
+//!   partition (`b0`…`b7`) while its next attempt is due far enough ahead that the timer
+//!   leaves it to its minute's bucket ([`crate::timer::held_by_bucket`]).
 //! - The keys name the tenant and the task ([`task_pk`], [`task_sk`]): a tenant's tasks are
 //!   listed from the table itself, without an index (whose entry would cost a write unit
 //!   per task).
@@ -23,6 +25,7 @@ use chrono::{DateTime, Utc};
 
 use crate::attr::{self, record};
 use crate::sdk::items::{corrupt, get_n, get_s, n, s, Item};
+use crate::timer::held_by_bucket;
 use boomerang_core::domain::time::checked_add;
 use boomerang_core::domain::{
     AttemptOutcome, AttemptRecord, BusinessKey, PendingWork, Status, Task, TaskId, TaskSpec,
@@ -33,8 +36,11 @@ use boomerang_core::ports::StoreError;
 /// Attempt records kept inside the task item; later attempts get items of their own, so
 /// the item (and so every write of it) stays bounded.
 pub const EMBEDDED_ATTEMPTS: u32 = 10;
-/// Partitions of the `due` index: spreads sweeper reads and hot due-times.
+/// Sweep partitions of the `due` index: spreads sweeper reads and hot due-times.
 pub const DUE_SHARDS: u32 = 8;
+/// Bucket partitions of the `due` index: an index partition takes 1,000 writes a second,
+/// so eight take about 8,000 far-future registrations a second.
+pub const BUCKET_SHARDS: u32 = 8;
 /// Partitions of one tenant's tasks: a partition key takes at most 1,000 write units a
 /// second, so a tenant may write 16,000 (about 5,000 callbacks a second).
 pub const TENANT_SHARDS: u32 = 16;
@@ -65,6 +71,17 @@ pub fn attempt_sk(id: &TaskId, number: u32) -> String {
 
 fn due_shard(id: &TaskId) -> String {
     id.spread(DUE_SHARDS).to_string()
+}
+
+/// The bucket partition of the `due` index that holds a task's far-future attempts.
+pub fn bucket_shard(id: &TaskId) -> u32 {
+    id.spread(BUCKET_SHARDS)
+}
+
+/// A bucket partition's name: `b<shard>` (the sweep's are bare numbers, so it never reads
+/// these).
+pub fn bucket_partition(shard: u32) -> String {
+    format!("b{shard}")
 }
 
 /// The tenant and the task an item's keys name.
@@ -179,11 +196,19 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
             .flatten(),
     );
     optional(attr::EXPIRES, expiry(task, retention).map(n));
-    // Only work no durable timer holds goes where the sweep looks. The entry is left as it
-    // is otherwise: the sweep reads past it once (removing it would cost an index write).
-    if let Some(work) = task.pending_work().filter(|_| !task.timer_armed) {
-        set.push((attr::DUE_SHARD, s(due_shard(&task.id))));
-        set.push((attr::DUE_AT, ms(work.due_at)));
+    // Only work no durable timer holds goes where the sweep looks, and only far-future
+    // attempts into their bucket. The entry is left as it is otherwise: the sweep reads past
+    // it once, a bucket's fire skips it (removing it would cost an index write).
+    match task.pending_work() {
+        Some(work) if !task.timer_armed => {
+            set.push((attr::DUE_SHARD, s(due_shard(&task.id))));
+            set.push((attr::DUE_AT, ms(work.due_at)));
+        }
+        Some(work) if work.kind.is_timed() && held_by_bucket(work.due_at, task.updated_at) => {
+            set.push((attr::DUE_SHARD, s(bucket_partition(bucket_shard(&task.id)))));
+            set.push((attr::DUE_AT, ms(work.due_at)));
+        }
+        _ => {}
     }
     State { set, remove }
 }

@@ -16,14 +16,16 @@
 //!   `default` policy, and most tenants have none.
 //!
 //! Indexes, both keys only and sparse:
-//! - `due` (sharded): `ds` + `dm`, set while the task has work no durable timer holds; the
-//!   sweep reads it from a checkpoint;
+//! - `due` (sharded): `ds` + `dm`, set while the task has work no durable timer holds (the
+//!   sweep reads it from a checkpoint), or an attempt left to its minute's bucket (the
+//!   bucket's fire reads that minute: [`buckets`]);
 //! - `by_key`: `bk` (tenant and business key) + `sk` (the task id, so newest first), set
 //!   only on tasks that have a key.
 //!
 //! Finished tasks get `x` (TTL). DynamoDB deletes expired items only eventually, so every
 //! read also ignores them.
 
+mod buckets;
 pub mod item;
 mod sweep;
 
@@ -54,7 +56,8 @@ use item::{
 };
 
 pub use crate::attr::{DUE_INDEX, KEY_INDEX};
-pub use item::DUE_SHARDS;
+pub use buckets::BucketPage;
+pub use item::{BUCKET_SHARDS, DUE_SHARDS};
 /// How long an idempotency key is remembered, at most: never longer than the retention, so
 /// that a key cannot outlive its task (a repeat would otherwise write the task again from
 /// the key's copy).

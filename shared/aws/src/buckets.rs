@@ -1,0 +1,240 @@
+//! A bucket's fire: its schedule invokes the delivery function [`crate::timer::BUCKET_LEAD`]
+//! before the minute, with the bucket as input; the fire reads the minute's entries of the
+//! `due` index and arms each attempt through the timer queue, with the seconds it still has
+//! to wait.
+//!
+//! One invocation reads at most [`MAX_PER_FIRE`] entries. What is left goes back to the
+//! timer queue as bucket work, one message per bucket partition, so that a large minute is
+//! read by several invocations at once, each carrying on its own partition page by page.
+//! A fire that fails is retried whole (by Scheduler, or by SQS for bucket work): arming an
+//! attempt twice is harmless, its claim sends it once.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::store::{DynamoStore, BUCKET_SHARDS};
+use crate::timer::AwsTimer;
+use boomerang_core::domain::AttemptRef;
+use boomerang_core::ports::{StoreError, Timer, TimerError};
+
+/// Entries one invocation reads before it hands the rest on.
+pub const MAX_PER_FIRE: usize = 2000;
+/// Entries read per query (and per `BatchGetItem` round of a hundred).
+const PAGE: usize = 500;
+
+/// What a timer message carries: one attempt (the whole message, as it always was), or a
+/// bucket's work.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TimerMessage {
+    Attempt(AttemptRef),
+    Bucket { bucket: BucketWork },
+}
+
+impl TimerMessage {
+    /// The message a body holds, if it is one of ours.
+    pub fn parse(body: &str) -> Option<TimerMessage> {
+        serde_json::from_str(body).ok()
+    }
+
+    /// The timer message somewhere inside a failure record: the message itself, the
+    /// payload of a failed invocation, or the input inside Scheduler's dead-letter event.
+    pub fn find_in(body: &str) -> Option<TimerMessage> {
+        Self::parse(body).or_else(|| {
+            serde_json::from_str::<Value>(body)
+                .ok()
+                .as_ref()
+                .and_then(search)
+        })
+    }
+}
+
+fn search(value: &Value) -> Option<TimerMessage> {
+    if let Ok(message) = serde_json::from_value::<TimerMessage>(value.clone()) {
+        return Some(message);
+    }
+    match value {
+        Value::String(s) => serde_json::from_str::<Value>(s)
+            .ok()
+            .as_ref()
+            .and_then(search),
+        Value::Array(items) => items.iter().find_map(search),
+        Value::Object(map) => map.values().find_map(search),
+        _ => None,
+    }
+}
+
+/// A bucket's work: its minute, the partitions `first..end` still to read, and where the
+/// first of them carries on from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BucketWork {
+    pub minute: DateTime<Utc>,
+    pub first: u32,
+    pub end: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+impl BucketWork {
+    /// The whole minute: what its schedule carries.
+    pub fn whole(minute: DateTime<Utc>) -> Self {
+        Self {
+            minute,
+            first: 0,
+            end: BUCKET_SHARDS,
+            after: None,
+        }
+    }
+
+    fn partition(minute: DateTime<Utc>, shard: u32, after: Option<String>) -> Self {
+        Self {
+            minute,
+            first: shard,
+            end: shard + 1,
+            after,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BucketError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Timer(#[from] TimerError),
+}
+
+/// What one fire did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BucketReport {
+    pub read: usize,
+    pub armed: usize,
+    /// Bucket work messages left for other invocations.
+    pub handed_on: usize,
+}
+
+pub struct BucketFire {
+    pub store: Arc<DynamoStore>,
+    pub timer: Arc<AwsTimer>,
+    /// Entries one invocation reads ([`MAX_PER_FIRE`]; tests hand on sooner).
+    pub max_per_fire: usize,
+}
+
+impl BucketFire {
+    pub fn new(store: Arc<DynamoStore>, timer: Arc<AwsTimer>) -> Self {
+        Self {
+            store,
+            timer,
+            max_per_fire: MAX_PER_FIRE,
+        }
+    }
+
+    /// Arms the attempts of the bucket's entries, up to [`Self::max_per_fire`] of them;
+    /// hands the rest on.
+    pub async fn run(&self, work: BucketWork) -> Result<BucketReport, BucketError> {
+        let mut report = BucketReport::default();
+        // A message from a deployment with fewer partitions names fewer; none names more.
+        let end = work.end.min(BUCKET_SHARDS);
+        let (mut shard, mut after) = (work.first, work.after);
+        while shard < end {
+            if report.read >= self.max_per_fire {
+                report.handed_on = self.hand_on(work.minute, shard, end, after).await?;
+                break;
+            }
+            let page = self
+                .store
+                .bucket_page(
+                    work.minute,
+                    shard,
+                    after.as_deref(),
+                    PAGE.min(self.max_per_fire - report.read),
+                )
+                .await?;
+            let arms: Vec<_> = page
+                .work
+                .into_iter()
+                .map(|w| (w.attempt, w.due_at))
+                .collect();
+            for armed in self.timer.arm_many(&arms).await {
+                armed?;
+            }
+            report.read += page.read;
+            report.armed += arms.len();
+            after = page.next;
+            if after.is_none() {
+                shard += 1;
+            }
+        }
+        tracing::info!(
+            minute = %work.minute,
+            read = report.read,
+            armed = report.armed,
+            handed_on = report.handed_on,
+            "bucket fired"
+        );
+        Ok(report)
+    }
+
+    /// Puts the partitions `shard..end` back on the timer queue, one message each;
+    /// returns how many.
+    async fn hand_on(
+        &self,
+        minute: DateTime<Utc>,
+        shard: u32,
+        end: u32,
+        after: Option<String>,
+    ) -> Result<usize, TimerError> {
+        let mut after = after;
+        for s in shard..end {
+            let work = BucketWork::partition(minute, s, after.take());
+            self.timer
+                .send(&TimerMessage::Bucket { bucket: work }, 0)
+                .await?;
+        }
+        Ok((end - shard) as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use boomerang_core::domain::{TaskId, TenantId};
+    use chrono::TimeZone;
+
+    #[test]
+    fn timer_messages_keep_the_attempt_shape_and_tell_buckets_apart() {
+        let at = AttemptRef::new(TenantId::parse("acme").unwrap(), TaskId::new(), 3);
+        let plain = serde_json::to_string(&at).unwrap();
+        assert_eq!(
+            serde_json::to_string(&TimerMessage::Attempt(at.clone())).unwrap(),
+            plain
+        );
+        assert_eq!(
+            TimerMessage::parse(&plain),
+            Some(TimerMessage::Attempt(at.clone()))
+        );
+        let minute = Utc.with_ymd_and_hms(2030, 1, 1, 12, 20, 0).unwrap();
+        let bucket = TimerMessage::Bucket {
+            bucket: BucketWork::whole(minute),
+        };
+        let text = serde_json::to_string(&bucket).unwrap();
+        assert_eq!(TimerMessage::parse(&text), Some(bucket.clone()));
+        assert_eq!(TimerMessage::parse("not ours"), None);
+        assert_eq!(TimerMessage::parse(r#"{"bucket": {"minute": 3}}"#), None);
+        // Inside a failed invocation's record, and inside Scheduler's dead-letter event.
+        let record = serde_json::json!({
+            "version": "1.0", "requestContext": {"condition": "RetriesExhausted"},
+            "requestPayload": bucket.clone(), "responsePayload": {"errorMessage": "boom"}
+        });
+        assert_eq!(TimerMessage::find_in(&record.to_string()), Some(bucket));
+        let event = serde_json::json!({"detail": {"input": plain}});
+        assert_eq!(
+            TimerMessage::find_in(&event.to_string()),
+            Some(TimerMessage::Attempt(at))
+        );
+    }
+}

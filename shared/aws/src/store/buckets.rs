@@ -1,0 +1,104 @@
+//! A bucket's reads of the `due` index: one minute of one bucket partition, a page at a
+//! time. An entry stays where its task's write put it when the task moves on (removing it
+//! would cost an index write), so each entry's task is read, and only an attempt still
+//! pending and due by the minute's end is returned.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::item::{bucket_partition, task_from};
+use super::{DynamoStore, DUE_INDEX};
+use crate::attr;
+use crate::sdk::items::{get_n, get_s, n, s, Item};
+use crate::sdk::sdk_failure;
+use boomerang_core::domain::PendingWork;
+use boomerang_core::ports::StoreError;
+
+/// One page of a bucket partition.
+#[derive(Debug, Default)]
+pub struct BucketPage {
+    /// The attempts still due in the minute (or before its end), to arm.
+    pub work: Vec<PendingWork>,
+    /// Entries read, armed or not.
+    pub read: usize,
+    /// Where the next page starts; `None` when the minute is read to its end.
+    pub next: Option<String>,
+}
+
+/// The last entry a page read: `dm`, `pk`, `sk`.
+#[derive(Serialize, Deserialize)]
+struct After(i64, String, String);
+
+impl DynamoStore {
+    /// Up to `limit` entries of `minute` in bucket partition `shard`, from `after` (a
+    /// previous page's `next`).
+    pub async fn bucket_page(
+        &self,
+        minute: DateTime<Utc>,
+        shard: u32,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<BucketPage, StoreError> {
+        let partition = bucket_partition(shard);
+        let start = after
+            .map(|a| serde_json::from_str::<After>(a).map_err(|e| StoreError::Corrupt(e.into())))
+            .transpose()?
+            .map(|After(dm, pk, sk)| {
+                Item::from([
+                    (attr::DUE_SHARD.to_string(), s(&partition)),
+                    (attr::DUE_AT.to_string(), n(dm)),
+                    (attr::PK.to_string(), s(pk)),
+                    (attr::SK.to_string(), s(sk)),
+                ])
+            });
+        let from = minute.timestamp_millis();
+        let end = minute + chrono::Duration::minutes(1);
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(DUE_INDEX)
+            .key_condition_expression(format!(
+                "{} = :p AND {} BETWEEN :from AND :to",
+                attr::DUE_SHARD,
+                attr::DUE_AT
+            ))
+            .expression_attribute_values(":p", s(&partition))
+            .expression_attribute_values(":from", n(from))
+            .expression_attribute_values(":to", n(end.timestamp_millis() - 1))
+            .set_exclusive_start_key(start)
+            .limit(limit.clamp(1, 1000) as i32)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        let entries = out.items();
+        let mut keys = Vec::with_capacity(entries.len());
+        let mut last = None;
+        for entry in entries {
+            let (pk, sk) = (get_s(entry, attr::PK)?, get_s(entry, attr::SK)?);
+            last = Some(After(get_n(entry, attr::DUE_AT)?, pk.into(), sk.into()));
+            keys.push(Item::from([
+                (attr::PK.to_string(), s(pk)),
+                (attr::SK.to_string(), s(sk)),
+            ]));
+        }
+        let mut work = Vec::new();
+        for item in self.batch_items(keys).await? {
+            let pending = task_from(&item)?.pending_work();
+            if let Some(w) = pending.filter(|w| w.kind.is_timed() && w.due_at < end) {
+                work.push(w);
+            }
+        }
+        let next = match (out.last_evaluated_key.is_some(), last) {
+            (true, Some(after)) => {
+                Some(serde_json::to_string(&after).map_err(|e| StoreError::Corrupt(e.into()))?)
+            }
+            _ => None,
+        };
+        Ok(BucketPage {
+            work,
+            read: entries.len(),
+            next,
+        })
+    }
+}
