@@ -60,10 +60,6 @@ impl Tally {
         }
     }
 
-    pub fn count(&self, service_operation: &str) -> f64 {
-        self.requests.get(service_operation).copied().unwrap_or(0.0)
-    }
-
     pub fn requests_of(&self, service: &str) -> f64 {
         let prefix = format!("{service} ");
         self.requests

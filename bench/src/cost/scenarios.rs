@@ -14,7 +14,7 @@ use boomerang_aws::backend::{aws_with_clients, AwsBackendConfig, AwsClients};
 use boomerang_aws::bootstrap::{bootstrap, env_vars};
 use boomerang_aws::triggers::{poll_queue, TriggerEmulator};
 use boomerang_core::clock::Clock;
-use boomerang_core::domain::{AttemptRef, TenantId};
+use boomerang_core::domain::TenantId;
 use boomerang_core::engine::EngineSettings;
 use boomerang_core::metrics::NoMetrics;
 use chrono::{DateTime, Utc};
@@ -63,6 +63,8 @@ struct Run {
     access_log_bytes: usize,
     /// Callbacks delivered (the denominator of "per million callbacks").
     callbacks: usize,
+    /// Scheduler invocations: one per bucket schedule that fired.
+    schedule_fires: usize,
 }
 
 /// An API request as API Gateway's access log records it (latency: the call's time, in ms).
@@ -123,10 +125,9 @@ impl Cost {
                 * (t.write_units() * DYNAMODB_PER_MILLION_WRITE_UNITS
                     + t.read_units * DYNAMODB_PER_MILLION_READ_UNITS),
             sqs: per * t.requests_of("SQS") * SQS_PER_MILLION_REQUESTS,
-            // Each one-time schedule fires once: creating it is free, its invocation is not.
-            scheduler: per
-                * t.count("Scheduler CreateSchedule")
-                * SCHEDULER_PER_MILLION_INVOCATIONS,
+            // Creating a schedule is free (and a second instance's attempt is refused);
+            // each one-time schedule's one invocation is not.
+            scheduler: per * counts.schedule_fires as f64 * SCHEDULER_PER_MILLION_INVOCATIONS,
             lambda: per
                 * (counts.api_calls + counts.delivery_invocations) as f64
                 * LAMBDA_PER_MILLION_REQUESTS
@@ -216,6 +217,8 @@ enum Via {
         functions: Functions,
         sqs: aws_sdk_sqs::Client,
         queue_url: String,
+        scheduler: aws_sdk_scheduler::Client,
+        group: String,
     },
 }
 
@@ -235,6 +238,7 @@ struct Results {
     retry: Run,
     idempotent: Run,
     scheduled: Run,
+    thirty_days: Run,
     gets: Run,
 }
 
@@ -263,10 +267,12 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
             );
             let bench = Bench::functions(&sdk, &settings, endpoint, &dir, bench.receiver).await?;
             let mut timing = bench.run_scenarios(tasks).await?;
-            // The functions cannot be sent two hours ahead: their Scheduler fire is timed,
-            // and the attempt that follows it is the first scenario's.
-            timing.scheduled.delivery_seconds += timing.first.delivery_seconds;
-            timing.scheduled.delivery_invocations += timing.first.delivery_invocations;
+            // The functions cannot be sent hours ahead: their bucket fire is timed, and the
+            // attempts that follow it are the first scenario's.
+            for far in [&mut timing.scheduled, &mut timing.thirty_days] {
+                far.delivery_seconds += timing.first.delivery_seconds;
+                far.delivery_invocations += timing.first.delivery_invocations;
+            }
             timing
         }
         None => {
@@ -288,9 +294,14 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
             Some(1.50),
         ),
         (
-            "due in 2 hours (Scheduler path)",
+            "due in 2 hours (a minute's bucket)",
             cost(|r| &r.scheduled),
-            Some(5.50),
+            Some(4.20),
+        ),
+        (
+            "due in 30 days (a minute's bucket)",
+            cost(|r| &r.thirty_days),
+            Some(4.20),
         ),
         (
             "with an Idempotency-Key",
@@ -311,7 +322,8 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
         ("one retry", |r| &r.retry),
         ("idempotency key", |r| &r.idempotent),
         ("batches of 100", |r| &r.batched),
-        ("scheduler path", |r| &r.scheduled),
+        ("due in 2 hours", |r| &r.scheduled),
+        ("due in 30 days", |r| &r.thirty_days),
         ("GET", |r| &r.gets),
     ] {
         print_breakdown(name, pick(&counts), pick(&timing));
@@ -506,6 +518,8 @@ impl Bench {
                 functions,
                 sqs: aws_sdk_sqs::Client::new(sdk),
                 queue_url: settings.timer_queue_url.clone(),
+                scheduler: aws_sdk_scheduler::Client::new(sdk),
+                group: settings.schedule_group.clone(),
             },
             api_key: minted.api_key,
             meter: Meter::default(),
@@ -547,7 +561,8 @@ impl Bench {
             .await?
             .0;
         let gets = self.gets(&ids).await?;
-        let scheduled = self.scheduled(tasks).await?;
+        let scheduled = self.far_ahead(tasks, "2h").await?;
+        let thirty_days = self.far_ahead(tasks, "30d").await?;
         let batched = self.batched(tasks).await?;
         Ok(Results {
             first,
@@ -555,6 +570,7 @@ impl Bench {
             retry,
             idempotent,
             scheduled,
+            thirty_days,
             gets,
         })
     }
@@ -683,6 +699,7 @@ impl Bench {
                     functions,
                     sqs,
                     queue_url,
+                    ..
                 } => poll_into_function(functions, sqs, queue_url, run).await?,
             };
             if handled == 0 && self.receiver.succeeded.load(Ordering::SeqCst) >= target {
@@ -739,44 +756,46 @@ impl Bench {
         Ok(run)
     }
 
-    /// Tasks due in two hours. In process, the clock jumps to just before they are due,
-    /// Scheduler's fires are played, and the rest goes through the timer queue. Through
-    /// the functions, each fire is one invocation with the schedule's input.
-    async fn scheduled(&self, tasks: usize) -> Result<Run> {
+    /// Tasks due `ahead` (a humantime duration), all in one minute's bucket or two. In
+    /// process, the clock jumps to just before they are due, the buckets' schedules fire
+    /// (one delivery invocation each), and their attempts go through the timer queue.
+    /// Through the functions, each schedule's input is one delivery invocation; the
+    /// attempts it queues come due long after the run.
+    async fn far_ahead(&self, tasks: usize, ahead: &str) -> Result<Run> {
         let before = (self.meter.tally(), self.log_bytes());
         let mut run = Run::default();
         let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
-        let mut ids = Vec::new();
         for i in 0..tasks {
-            let body = json!({"url": format!("{}/ok", self.receiver.url), "body": order_event(i), "delay": "2h"});
-            ids.push(self.register(&mut run, &body, None).await?);
+            let body = json!({"url": format!("{}/ok", self.receiver.url), "body": order_event(i), "delay": ahead});
+            self.register(&mut run, &body, None).await?;
         }
         match &self.via {
             Via::InProcess { emulator, .. } => {
-                // Scheduler fires two minutes early; a few seconds early is enough to take
-                // the same path (the fire re-arms the rest through the timer queue).
+                let wait = humantime::parse_duration(ahead)?;
+                // A bucket fires two minutes early; a few seconds early takes the same path.
                 self.clock
-                    .shift(chrono::Duration::hours(2) - chrono::Duration::seconds(5));
+                    .shift(chrono::Duration::from_std(wait)? - chrono::Duration::seconds(5));
                 let started = Instant::now();
                 let fired = emulator
                     .fire_due_schedules()
                     .await
                     .map_err(anyhow::Error::msg)?;
-                // Scheduler invokes the delivery function once per schedule.
                 for _ in 0..fired {
                     run.delivery(started.elapsed().as_secs_f64() / fired.max(1) as f64);
                 }
+                run.schedule_fires = fired;
                 self.deliver(&mut run, delivered + tasks).await?;
             }
-            Via::Functions { functions, .. } => {
-                for id in &ids {
-                    let input = serde_json::to_value(AttemptRef::new(
-                        TenantId::parse("acme")?,
-                        id.parse()?,
-                        1,
-                    ))?;
+            Via::Functions {
+                functions,
+                scheduler,
+                group,
+                ..
+            } => {
+                for input in schedule_inputs(scheduler, group).await? {
                     let (_, seconds) = functions.invoke("delivery", &input).await?;
                     run.delivery(seconds);
+                    run.schedule_fires += 1;
                 }
             }
         }
@@ -785,6 +804,32 @@ impl Bench {
         run.log_bytes = self.log_bytes() - before.1;
         Ok(run)
     }
+}
+
+/// The input of every schedule in the group, deleting each (as it would be once fired).
+async fn schedule_inputs(scheduler: &aws_sdk_scheduler::Client, group: &str) -> Result<Vec<Value>> {
+    let listed = scheduler.list_schedules().group_name(group).send().await?;
+    let mut inputs = Vec::new();
+    for name in listed.schedules().iter().filter_map(|s| s.name()) {
+        let schedule = scheduler
+            .get_schedule()
+            .name(name)
+            .group_name(group)
+            .send()
+            .await?;
+        let input = schedule
+            .target()
+            .and_then(|t| t.input())
+            .context("a schedule without input")?;
+        inputs.push(serde_json::from_str(input)?);
+        scheduler
+            .delete_schedule()
+            .name(name)
+            .group_name(group)
+            .send()
+            .await?;
+    }
+    Ok(inputs)
 }
 
 /// One receive from the timer queue, handed to the delivery function as the event source

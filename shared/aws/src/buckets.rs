@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::store::{DynamoStore, BUCKET_SHARDS};
 use crate::timer::AwsTimer;
 use boomerang_core::domain::AttemptRef;
-use boomerang_core::ports::{StoreError, Timer, TimerError};
+use boomerang_core::ports::{StoreError, TimerError};
 
 /// Entries one invocation reads before it hands the rest on.
 pub const MAX_PER_FIRE: usize = 2000;
@@ -159,9 +159,7 @@ impl BucketFire {
                 .into_iter()
                 .map(|w| (w.attempt, w.due_at))
                 .collect();
-            for armed in self.timer.arm_many(&arms).await {
-                armed?;
-            }
+            self.timer.queue_many(&arms).await?;
             report.read += page.read;
             report.armed += arms.len();
             after = page.next;

@@ -57,15 +57,21 @@ pub enum TimerPlan {
 pub fn plan(at: DateTime<Utc>, now: DateTime<Utc>) -> TimerPlan {
     let wait = (at - now).to_std().unwrap_or_default();
     if wait <= QUEUE_MAX_WAIT {
-        // Rounded up: a second late rather than early (an early fire costs a round trip).
-        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         return TimerPlan::Queue {
-            delay_seconds: secs.min(900) as i32,
+            delay_seconds: queue_delay(at, now),
         };
     }
     TimerPlan::Bucket {
         minute: bucket_minute(at),
     }
+}
+
+/// The queue's `DelaySeconds` for an attempt due at `at`: rounded up, a second late rather
+/// than early (an early fire costs a round trip), and at most the queue's 900.
+pub fn queue_delay(at: DateTime<Utc>, now: DateTime<Utc>) -> i32 {
+    let wait = (at - now).to_std().unwrap_or_default();
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    secs.min(900) as i32
 }
 
 /// Whether a write at `written_at` of work due at `due` (held by a timer) keeps it in its
@@ -215,6 +221,34 @@ impl AwsTimer {
         }
     }
 
+    /// Puts each attempt on the queue for its time, whatever the wait: a bucket's fire
+    /// (which comes two minutes early). A wait past the queue's 15 minutes (a fire far too
+    /// early) is cut to them; the attempt, not yet due then, is armed again.
+    pub async fn queue_many(&self, arms: &[(AttemptRef, DateTime<Utc>)]) -> Result<(), TimerError> {
+        let now = self.clock.now();
+        let queued: Vec<_> = arms
+            .iter()
+            .enumerate()
+            .map(|(i, (attempt, at))| (i, attempt.clone(), queue_delay(*at, now)))
+            .collect();
+        for (_, outcome) in self.enqueue_all(&queued).await {
+            outcome?;
+        }
+        Ok(())
+    }
+
+    /// Ten to a request.
+    async fn enqueue_all(
+        &self,
+        queued: &[(usize, AttemptRef, i32)],
+    ) -> Vec<(usize, Result<(), TimerError>)> {
+        let mut outcomes = Vec::with_capacity(queued.len());
+        for chunk in queued.chunks(10) {
+            outcomes.extend(self.enqueue_batch(chunk).await);
+        }
+        outcomes
+    }
+
     /// Makes sure the minute's bucket has its schedule: created once by whichever instance
     /// arms into it first; for the others, and for this one afterwards, already there.
     async fn ensure_bucket(&self, minute: DateTime<Utc>) -> Result<(), TimerError> {
@@ -314,10 +348,8 @@ impl Timer for AwsTimer {
                 }
             }
         }
-        for chunk in queued.chunks(10) {
-            for (i, outcome) in self.enqueue_batch(chunk).await {
-                results[i] = Some(outcome);
-            }
+        for (i, outcome) in self.enqueue_all(&queued).await {
+            results[i] = Some(outcome);
         }
         results
             .into_iter()
