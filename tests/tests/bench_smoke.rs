@@ -143,7 +143,8 @@ fn cost_runs_the_real_functions_and_prints_the_table() {
         &[
             "under cargo-lambda's runtime emulator",
             "1 KiB body, first-attempt success",
-            "due in 2 hours (Scheduler path)",
+            "due in 2 hours (a minute's bucket)",
+            "due in 30 days (a minute's bucket)",
             "registered in batches of 100",
             "write units (table",
             "ms API +",

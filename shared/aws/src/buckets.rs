@@ -140,9 +140,12 @@ impl BucketFire {
         // A message from a deployment with fewer partitions names fewer; none names more.
         let end = work.end.min(BUCKET_SHARDS);
         let (mut shard, mut after) = (work.first, work.after);
+        // Queued together at the end: ten to a request across partitions.
+        let mut arms = Vec::new();
+        let mut handed_on = None;
         while shard < end {
             if report.read >= self.max_per_fire {
-                report.handed_on = self.hand_on(work.minute, shard, end, after).await?;
+                handed_on = Some((shard, after.take()));
                 break;
             }
             let page = self
@@ -154,18 +157,17 @@ impl BucketFire {
                     PAGE.min(self.max_per_fire - report.read),
                 )
                 .await?;
-            let arms: Vec<_> = page
-                .work
-                .into_iter()
-                .map(|w| (w.attempt, w.due_at))
-                .collect();
-            self.timer.queue_many(&arms).await?;
             report.read += page.read;
-            report.armed += arms.len();
+            arms.extend(page.arms);
             after = page.next;
             if after.is_none() {
                 shard += 1;
             }
+        }
+        self.timer.queue_many(&arms).await?;
+        report.armed = arms.len();
+        if let Some((shard, after)) = handed_on {
+            report.handed_on = self.hand_on(work.minute, shard, end, after).await?;
         }
         tracing::info!(
             minute = %work.minute,

@@ -1,24 +1,26 @@
 //! A bucket's reads of the `due` index: one minute of one bucket partition, a page at a
-//! time. An entry stays where its task's write put it when the task moves on (removing it
-//! would cost an index write), so each entry's task is read, and only an attempt still
-//! pending and due by the minute's end is returned.
+//! time. An entry's keys name the task, and its sort key the attempt and its due time
+//! ([`bucket_sort_key`]), so a page costs one query and no read of the tasks. An entry
+//! stays where its task's write put it when the task moves on (removing it would cost an
+//! index write): a canceled or finished task's attempt is armed anyway, and its fire finds
+//! nothing to do.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::item::{bucket_partition, task_from};
+use super::item::{bucket_entry, bucket_partition, bucket_sort_key_from, key_of, task_from};
 use super::{DynamoStore, DUE_INDEX};
 use crate::attr;
 use crate::sdk::items::{get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
-use boomerang_core::domain::PendingWork;
+use boomerang_core::domain::AttemptRef;
 use boomerang_core::ports::StoreError;
 
 /// One page of a bucket partition.
 #[derive(Debug, Default)]
 pub struct BucketPage {
-    /// The attempts still due in the minute (or before its end), to arm.
-    pub work: Vec<PendingWork>,
+    /// The attempts due in the minute, and when, to arm.
+    pub arms: Vec<(AttemptRef, DateTime<Utc>)>,
     /// Entries read, armed or not.
     pub read: usize,
     /// Where the next page starts; `None` when the minute is read to its end.
@@ -51,7 +53,6 @@ impl DynamoStore {
                     (attr::SK.to_string(), s(sk)),
                 ])
             });
-        let from = minute.timestamp_millis();
         let end = minute + chrono::Duration::minutes(1);
         let out = self
             .client
@@ -64,29 +65,38 @@ impl DynamoStore {
                 attr::DUE_AT
             ))
             .expression_attribute_values(":p", s(&partition))
-            .expression_attribute_values(":from", n(from))
-            .expression_attribute_values(":to", n(end.timestamp_millis() - 1))
+            .expression_attribute_values(":from", n(bucket_sort_key_from(minute)))
+            .expression_attribute_values(":to", n(bucket_sort_key_from(end) - 1))
             .set_exclusive_start_key(start)
             .limit(limit.clamp(1, 1000) as i32)
             .send()
             .await
             .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
         let entries = out.items();
-        let mut keys = Vec::with_capacity(entries.len());
+        let mut arms = Vec::with_capacity(entries.len());
+        let mut unnumbered = Vec::new();
         let mut last = None;
         for entry in entries {
             let (pk, sk) = (get_s(entry, attr::PK)?, get_s(entry, attr::SK)?);
-            last = Some(After(get_n(entry, attr::DUE_AT)?, pk.into(), sk.into()));
-            keys.push(Item::from([
-                (attr::PK.to_string(), s(pk)),
-                (attr::SK.to_string(), s(sk)),
-            ]));
+            let sort_key = get_n(entry, attr::DUE_AT)?;
+            last = Some(After(sort_key, pk.into(), sk.into()));
+            let (due_ms, attempt) = bucket_entry(sort_key);
+            match (attempt, DateTime::from_timestamp_millis(due_ms)) {
+                (Some(number), Some(due)) => {
+                    let (tenant, id) = key_of(entry)?;
+                    arms.push((AttemptRef::new(tenant, id, number), due));
+                }
+                _ => unnumbered.push(Item::from([
+                    (attr::PK.to_string(), s(pk)),
+                    (attr::SK.to_string(), s(sk)),
+                ])),
+            }
         }
-        let mut work = Vec::new();
-        for item in self.batch_items(keys).await? {
+        // The rare entry whose attempt number had no room: its task says.
+        for item in self.batch_items(unnumbered).await? {
             let pending = task_from(&item)?.pending_work();
             if let Some(w) = pending.filter(|w| w.kind.is_timed() && w.due_at < end) {
-                work.push(w);
+                arms.push((w.attempt, w.due_at));
             }
         }
         let next = match (out.last_evaluated_key.is_some(), last) {
@@ -96,7 +106,7 @@ impl DynamoStore {
             _ => None,
         };
         Ok(BucketPage {
-            work,
+            arms,
             read: entries.len(),
             next,
         })

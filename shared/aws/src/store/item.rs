@@ -10,7 +10,8 @@
 //! - `ds`/`dm` key the sparse `due` index: in a sweep partition (`0`…`7`) while the task
 //!   has pending work that no durable timer holds ([`Task::timer_armed`]); in a bucket
 //!   partition (`b0`…`b7`) while its next attempt is due far enough ahead that the timer
-//!   leaves it to its minute's bucket ([`crate::timer::held_by_bucket`]).
+//!   leaves it to its minute's bucket ([`crate::timer::held_by_bucket`]); there `dm` holds
+//!   the attempt number too ([`bucket_sort_key`]).
 //! - The keys name the tenant and the task ([`task_pk`], [`task_sk`]): a tenant's tasks are
 //!   listed from the table itself, without an index (whose entry would cost a write unit
 //!   per task).
@@ -82,6 +83,34 @@ pub fn bucket_shard(id: &TaskId) -> u32 {
 /// these).
 pub fn bucket_partition(shard: u32) -> String {
     format!("b{shard}")
+}
+
+/// Attempt numbers a bucket entry's sort key has room for; the last means "read the task".
+const ATTEMPT_SLOTS: i64 = 1 << 20;
+
+/// A bucket entry's sort key: the due time (ms) and the attempt number in one number, so
+/// that a bucket's fire learns both from the keys-only entry and need not read the task.
+/// An attempt number too large for its slot (a task redriven a thousand times) is stored
+/// as "read the task".
+pub fn bucket_sort_key(due: DateTime<Utc>, attempt: u32) -> i64 {
+    let slot = i64::from(attempt).min(ATTEMPT_SLOTS - 1);
+    due.timestamp_millis().saturating_mul(ATTEMPT_SLOTS) + slot
+}
+
+/// The first sort key of a bucket entry due at or after `t`.
+pub fn bucket_sort_key_from(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis().saturating_mul(ATTEMPT_SLOTS)
+}
+
+/// The due time (ms) and attempt number a bucket entry's sort key holds; `None` for the
+/// attempt when the task must be read for it.
+pub fn bucket_entry(sort_key: i64) -> (i64, Option<u32>) {
+    let (due, slot) = (
+        sort_key.div_euclid(ATTEMPT_SLOTS),
+        sort_key.rem_euclid(ATTEMPT_SLOTS),
+    );
+    let attempt = (slot < ATTEMPT_SLOTS - 1).then_some(slot as u32);
+    (due, attempt)
 }
 
 /// The tenant and the task an item's keys name.
@@ -206,7 +235,10 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
         }
         Some(work) if work.kind.is_timed() && held_by_bucket(work.due_at, task.updated_at) => {
             set.push((attr::DUE_SHARD, s(bucket_partition(bucket_shard(&task.id)))));
-            set.push((attr::DUE_AT, ms(work.due_at)));
+            set.push((
+                attr::DUE_AT,
+                n(bucket_sort_key(work.due_at, work.attempt.attempt)),
+            ));
         }
         _ => {}
     }
@@ -371,4 +403,31 @@ fn decompress<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreEr
         .read_to_end(&mut json)
         .map_err(|e| StoreError::Corrupt(e.into()))?;
     serde_json::from_slice(&json).map_err(|e| StoreError::Corrupt(e.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn a_bucket_sort_key_holds_the_due_time_and_the_attempt_in_order() {
+        let due = Utc.with_ymd_and_hms(2031, 12, 31, 23, 59, 59).unwrap()
+            + chrono::Duration::milliseconds(999);
+        for attempt in [0, 1, 7, 999, 1000, (1 << 20) - 2] {
+            let key = bucket_sort_key(due, attempt);
+            assert_eq!(bucket_entry(key), (due.timestamp_millis(), Some(attempt)));
+            assert!(key >= bucket_sort_key_from(due));
+            assert!(key < bucket_sort_key_from(due + chrono::Duration::milliseconds(1)));
+        }
+        for too_many in [(1 << 20) - 1, 1 << 20, u32::MAX] {
+            assert_eq!(
+                bucket_entry(bucket_sort_key(due, too_many)),
+                (due.timestamp_millis(), None),
+                "read the task"
+            );
+        }
+        let earlier = due - chrono::Duration::milliseconds(1);
+        assert!(bucket_sort_key(earlier, u32::MAX) < bucket_sort_key(due, 0));
+    }
 }
