@@ -59,6 +59,8 @@ struct Run {
     delivery_invocations: usize,
     delivery_seconds: f64,
     log_bytes: usize,
+    /// The part of `log_bytes` the delivery function logged.
+    delivery_log_bytes: usize,
     /// What API Gateway's access log ingests (none with a function URL).
     access_log_bytes: usize,
     /// Callbacks delivered (the denominator of "per million callbacks").
@@ -272,6 +274,7 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
             for far in [&mut timing.scheduled, &mut timing.thirty_days] {
                 far.delivery_seconds += timing.first.delivery_seconds;
                 far.delivery_invocations += timing.first.delivery_invocations;
+                far.log_bytes += timing.first.delivery_log_bytes;
             }
             timing
         }
@@ -575,6 +578,13 @@ impl Bench {
         })
     }
 
+    fn delivery_log_bytes(&self) -> usize {
+        match &self.via {
+            Via::Functions { functions, .. } => functions.log_bytes("delivery"),
+            Via::InProcess { .. } => 0,
+        }
+    }
+
     fn log_bytes(&self) -> usize {
         match &self.via {
             Via::Functions { functions, .. } => {
@@ -659,6 +669,7 @@ impl Bench {
         idempotent: bool,
     ) -> Result<(Run, Vec<String>)> {
         let before = (self.meter.tally(), self.log_bytes());
+        let delivery_logs_before = self.delivery_log_bytes();
         let mut run = Run::default();
         let mut ids = Vec::new();
         let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
@@ -675,6 +686,7 @@ impl Bench {
         run.callbacks = tasks;
         run.tally = self.meter.tally().minus(&before.0);
         run.log_bytes = self.log_bytes() - before.1;
+        run.delivery_log_bytes = self.delivery_log_bytes() - delivery_logs_before;
         Ok((run, ids))
     }
 
