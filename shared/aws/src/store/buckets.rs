@@ -6,12 +6,12 @@
 //! nothing to do.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
+use super::due_entry::DueEntry;
 use super::item::{bucket_entry, bucket_partition, bucket_sort_key_from, key_of, task_from};
 use super::{DynamoStore, DUE_INDEX};
 use crate::attr;
-use crate::sdk::items::{get_n, get_s, n, s, Item};
+use crate::sdk::items::{n, s};
 use crate::sdk::sdk_failure;
 use boomerang_core::domain::AttemptRef;
 use boomerang_core::ports::StoreError;
@@ -27,10 +27,6 @@ pub struct BucketPage {
     pub next: Option<String>,
 }
 
-/// The last entry a page read: `dm`, `pk`, `sk`.
-#[derive(Serialize, Deserialize)]
-struct After(i64, String, String);
-
 impl DynamoStore {
     /// Up to `limit` entries of `minute` in bucket partition `shard`, from `after` (a
     /// previous page's `next`).
@@ -43,16 +39,9 @@ impl DynamoStore {
     ) -> Result<BucketPage, StoreError> {
         let partition = bucket_partition(shard);
         let start = after
-            .map(|a| serde_json::from_str::<After>(a).map_err(|e| StoreError::Corrupt(e.into())))
+            .map(|a| serde_json::from_str::<DueEntry>(a).map_err(|e| StoreError::Corrupt(e.into())))
             .transpose()?
-            .map(|After(dm, pk, sk)| {
-                Item::from([
-                    (attr::DUE_SHARD.to_string(), s(&partition)),
-                    (attr::DUE_AT.to_string(), n(dm)),
-                    (attr::PK.to_string(), s(pk)),
-                    (attr::SK.to_string(), s(sk)),
-                ])
-            });
+            .map(|e| e.start_key(&partition));
         let end = minute + chrono::Duration::minutes(1);
         let out = self
             .client
@@ -76,21 +65,17 @@ impl DynamoStore {
         let mut arms = Vec::with_capacity(entries.len());
         let mut unnumbered = Vec::new();
         let mut last = None;
-        for entry in entries {
-            let (pk, sk) = (get_s(entry, attr::PK)?, get_s(entry, attr::SK)?);
-            let sort_key = get_n(entry, attr::DUE_AT)?;
-            last = Some(After(sort_key, pk.into(), sk.into()));
-            let (due_ms, attempt) = bucket_entry(sort_key);
+        for item in entries {
+            let entry = DueEntry::of(item)?;
+            let (due_ms, attempt) = bucket_entry(entry.0);
             match (attempt, DateTime::from_timestamp_millis(due_ms)) {
                 (Some(number), Some(due)) => {
-                    let (tenant, id) = key_of(entry)?;
+                    let (tenant, id) = key_of(item)?;
                     arms.push((AttemptRef::new(tenant, id, number), due));
                 }
-                _ => unnumbered.push(Item::from([
-                    (attr::PK.to_string(), s(pk)),
-                    (attr::SK.to_string(), s(sk)),
-                ])),
+                _ => unnumbered.push(entry.task_key()),
             }
+            last = Some(entry);
         }
         // The rare entry whose attempt number had no room: its task says.
         for item in self.batch_items(unnumbered).await? {

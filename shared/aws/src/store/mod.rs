@@ -26,6 +26,7 @@
 //! read also ignores them.
 
 mod buckets;
+mod due_entry;
 pub mod item;
 mod sweep;
 

@@ -13,10 +13,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::due_entry::DueEntry;
 use super::item::{pending_work, DUE_SHARDS};
 use super::{DynamoStore, DUE_INDEX};
 use crate::attr;
-use crate::sdk::items::{corrupt, get_item, get_n, get_s, n, s, Item};
+use crate::sdk::items::{corrupt, get_item, get_n, n, s};
 use crate::sdk::sdk_failure;
 use boomerang_core::ports::{DueWork, StoreError, SweepMark};
 
@@ -26,8 +27,8 @@ const CHECKPOINT_KEY: &str = "SWEEP";
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Checkpoint {
     version: i64,
-    /// Shard → (`dm`, `pk`, `sk`) of the last entry handled.
-    after: BTreeMap<String, (i64, String, String)>,
+    /// Shard → the last entry handled.
+    after: BTreeMap<String, DueEntry>,
 }
 
 async fn load(store: &DynamoStore) -> Result<Checkpoint, StoreError> {
@@ -57,14 +58,7 @@ pub(super) async fn due(
     let mut keys = Vec::new();
     for shard in 0..DUE_SHARDS {
         let shard = shard.to_string();
-        let mut start = checkpoint.after.get(&shard).map(|(dm, pk, sk)| {
-            Item::from([
-                (attr::DUE_SHARD.to_string(), s(&shard)),
-                (attr::DUE_AT.to_string(), n(dm)),
-                (attr::PK.to_string(), s(pk)),
-                (attr::SK.to_string(), s(sk)),
-            ])
-        });
+        let mut start = checkpoint.after.get(&shard).map(|e| e.start_key(&shard));
         let mut read = 0;
         loop {
             let out = store
@@ -85,15 +79,9 @@ pub(super) async fn due(
                 .await
                 .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
             for entry in out.items() {
-                let (pk, sk) = (get_s(entry, attr::PK)?, get_s(entry, attr::SK)?);
-                checkpoint.after.insert(
-                    shard.clone(),
-                    (get_n(entry, attr::DUE_AT)?, pk.to_string(), sk.to_string()),
-                );
-                keys.push(Item::from([
-                    (attr::PK.to_string(), s(pk)),
-                    (attr::SK.to_string(), s(sk)),
-                ]));
+                let entry = DueEntry::of(entry)?;
+                keys.push(entry.task_key());
+                checkpoint.after.insert(shard.clone(), entry);
                 read += 1;
             }
             start = out.last_evaluated_key;
