@@ -101,8 +101,8 @@ impl Delivery {
                 tracing::debug!(task = %task, attempt = number, ?outcome, "timer fired");
             }
             Some(TimerMessage::Bucket { bucket }) => {
-                // Boxed: two deep futures side by side would make every caller's state
-                // machine (and the compiler's layout of it) as deep as both.
+                // Boxed: inline, the delivery function's future nests too deep for the
+                // compiler to lay out (it stops at its query depth limit).
                 Box::pin(self.buckets.run(bucket)).await?;
             }
             None => {

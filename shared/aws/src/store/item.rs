@@ -94,7 +94,7 @@ const ATTEMPT_SLOTS: i64 = 1 << 20;
 /// as "read the task".
 pub fn bucket_sort_key(due: DateTime<Utc>, attempt: u32) -> i64 {
     let slot = i64::from(attempt).min(ATTEMPT_SLOTS - 1);
-    due.timestamp_millis().saturating_mul(ATTEMPT_SLOTS) + slot
+    bucket_sort_key_from(due).saturating_add(slot)
 }
 
 /// The first sort key of a bucket entry due at or after `t`.
