@@ -299,3 +299,26 @@ async fn a_per_task_schedule_from_before_buckets_still_delivers_its_attempt() {
     let stored = backend.engine.get(&acme(), &task.id).await.unwrap().task;
     assert_eq!(stored.status, Status::Succeeded);
 }
+
+/// Bucket work no fire wrote (a cursor that is not one, partitions out of range) is not
+/// retried for ever: it is dropped, or reads nothing.
+#[tokio::test]
+async fn bucket_work_that_makes_no_sense_is_acknowledged() {
+    let (backend, _, now) = start("odd").await;
+    let delivery = backend.delivery();
+    let minute = serde_json::to_value(now).unwrap();
+    for odd in [
+        serde_json::json!({"bucket": {"minute": minute, "first": 0, "end": 1, "after": "not a cursor"}}),
+        serde_json::json!({"bucket": {"minute": minute, "first": 7, "end": 4294967295u32}}),
+        serde_json::json!({"bucket": {"minute": minute, "first": 5, "end": 2}}),
+        serde_json::json!({"bucket": {"minute": "+262142-12-31T23:59:00Z", "first": 0, "end": 8}}),
+    ] {
+        delivery
+            .message(&odd.to_string(), None)
+            .await
+            .unwrap_or_else(|e| panic!("{odd}: {e}"));
+    }
+    assert!(take_messages(&backend, 1, Duration::from_secs(2))
+        .await
+        .is_empty());
+}

@@ -17,6 +17,7 @@ use crate::settings::SWEEP_LAG;
 use crate::system_failures::SystemFailures;
 use boomerang_core::engine::{Engine, EngineError};
 use boomerang_core::metrics::MetricEvent;
+use boomerang_core::ports::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -103,7 +104,15 @@ impl Delivery {
             Some(TimerMessage::Bucket { bucket }) => {
                 // Boxed: inline, the delivery function's future nests too deep for the
                 // compiler to lay out (it stops at its query depth limit).
-                Box::pin(self.buckets.run(bucket)).await?;
+                match Box::pin(self.buckets.run(bucket)).await {
+                    // A cursor no page ever wrote: retrying could never help.
+                    Err(BucketError::Store(StoreError::Corrupt(e))) => {
+                        tracing::warn!(error = %e, body = %truncate(body), "dropping bucket work with a broken cursor");
+                    }
+                    outcome => {
+                        outcome?;
+                    }
+                }
             }
             None => {
                 tracing::warn!(body = %truncate(body), "ignoring a timer message that is not ours");

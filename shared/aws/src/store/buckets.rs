@@ -13,6 +13,7 @@ use super::{DynamoStore, DUE_INDEX};
 use crate::attr;
 use crate::sdk::items::{n, s};
 use crate::sdk::sdk_failure;
+use boomerang_core::domain::time::checked_add;
 use boomerang_core::domain::AttemptRef;
 use boomerang_core::ports::StoreError;
 
@@ -42,7 +43,11 @@ impl DynamoStore {
             .map(|a| serde_json::from_str::<DueEntry>(a).map_err(|e| StoreError::Corrupt(e.into())))
             .transpose()?
             .map(|e| e.start_key(&partition));
-        let end = minute + chrono::Duration::minutes(1);
+        // No task is due at the end of time: a minute there (bucket work no fire wrote)
+        // has nothing in it.
+        let Some(end) = checked_add(minute, std::time::Duration::from_secs(60)) else {
+            return Ok(BucketPage::default());
+        };
         let out = self
             .client
             .query()
