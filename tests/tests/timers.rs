@@ -225,3 +225,57 @@ async fn far_waits_make_sure_their_minute_has_one_bucket_schedule() {
         "nothing on the queue"
     );
 }
+
+/// The timer queue is fair: every attempt goes under its tenant's message group, armed
+/// alone or with others, so SQS serves a quiet tenant's callbacks ahead of another's burst.
+#[tokio::test]
+async fn every_attempt_is_queued_under_its_tenants_message_group() {
+    use aws_sdk_sqs::types::MessageSystemAttributeName;
+    let settings = fresh_moto_resources("groups").await;
+    let timer = aws_timer(&settings, Arc::new(SystemClock));
+    let (a, b) = (
+        boomerang_core::testing::unique_tenant("loud"),
+        boomerang_core::testing::unique_tenant("quiet"),
+    );
+    let now = Utc::now();
+    timer
+        .arm(AttemptRef::new(a.clone(), TaskId::new(), 1), now)
+        .await
+        .unwrap();
+    let many: Vec<_> = (0..3)
+        .map(|i| {
+            let tenant = if i == 0 { b.clone() } else { a.clone() };
+            (AttemptRef::new(tenant, TaskId::new(), 1), now)
+        })
+        .collect();
+    for outcome in timer.arm_many(&many).await {
+        outcome.unwrap();
+    }
+    let sqs = aws_sdk_sqs::Client::new(&moto());
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while seen.len() < 4 && Instant::now() < deadline {
+        let out = sqs
+            .receive_message()
+            .queue_url(&settings.timer_queue_url)
+            .max_number_of_messages(10)
+            .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        for m in out.messages() {
+            let attempt: AttemptRef = serde_json::from_str(m.body().unwrap()).unwrap();
+            let group = m
+                .attributes()
+                .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
+                .cloned();
+            seen.push((attempt.tenant.to_string(), group));
+        }
+    }
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    for (tenant, group) in &seen {
+        assert_eq!(group.as_deref(), Some(tenant.as_str()));
+    }
+    assert_eq!(seen.iter().filter(|(t, _)| *t == b.to_string()).count(), 1);
+}

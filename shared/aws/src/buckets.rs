@@ -14,11 +14,25 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::store::{DynamoStore, BUCKET_SHARDS};
 use crate::timer::AwsTimer;
 use boomerang_core::domain::AttemptRef;
 use boomerang_core::ports::{StoreError, TimerError};
+
+/// The message group of bucket work (tenant ids never contain `#`).
+pub const BUCKET_GROUP: &str = "#buckets";
+/// SQS takes a message group id of up to 128 printable ASCII characters.
+const MAX_GROUP: usize = 128;
+
+fn tenant_group(tenant: &str) -> String {
+    if tenant.len() <= MAX_GROUP && tenant.bytes().all(|b| b.is_ascii_graphic()) {
+        tenant.to_string()
+    } else {
+        format!("#{:x}", Sha256::digest(tenant.as_bytes()))
+    }
+}
 
 /// Entries one invocation reads before it hands the rest on.
 pub const MAX_PER_FIRE: usize = 2000;
@@ -38,6 +52,18 @@ impl TimerMessage {
     /// The message a body holds, if it is one of ours.
     pub fn parse(body: &str) -> Option<TimerMessage> {
         serde_json::from_str(body).ok()
+    }
+
+    /// The message group it is sent under, which makes the timer queue fair (SQS fair
+    /// queues): an attempt is grouped by its tenant, so one tenant's burst takes its turn
+    /// instead of delaying every other tenant's callbacks; bucket work is its own group.
+    /// A tenant id SQS would refuse as a group (beyond printable ASCII, or too long) is
+    /// grouped by its digest.
+    pub fn group(&self) -> String {
+        match self {
+            TimerMessage::Attempt(attempt) => tenant_group(attempt.tenant.as_str()),
+            TimerMessage::Bucket { .. } => BUCKET_GROUP.to_string(),
+        }
     }
 
     /// The timer message somewhere inside a failure record: the message itself, the
@@ -204,6 +230,28 @@ mod tests {
     use super::*;
     use boomerang_core::domain::{TaskId, TenantId};
     use chrono::TimeZone;
+
+    #[test]
+    fn attempts_are_grouped_by_tenant_in_a_form_sqs_takes() {
+        let group = |tenant: &str| {
+            TimerMessage::Attempt(AttemptRef::new(
+                TenantId::parse(tenant).unwrap(),
+                TaskId::new(),
+                1,
+            ))
+            .group()
+        };
+        assert_eq!(group("acme"), "acme");
+        assert_eq!(group("émile"), group("émile"));
+        assert_ne!(group("émile"), group("emile"));
+        for g in [group("émile"), group("acme")] {
+            assert!(g.len() <= MAX_GROUP && g.bytes().all(|b| b.is_ascii_graphic()));
+        }
+        let bucket = TimerMessage::Bucket {
+            bucket: BucketWork::whole(Utc::now()),
+        };
+        assert_eq!(bucket.group(), BUCKET_GROUP);
+    }
 
     #[test]
     fn timer_messages_keep_the_attempt_shape_and_tell_buckets_apart() {

@@ -11,6 +11,7 @@
 //! precise to the second.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -127,6 +128,14 @@ pub struct AwsTimer {
     /// Buckets whose schedule this instance created or found: the next arm into the same
     /// minute costs no call.
     ensured: Mutex<BTreeSet<DateTime<Utc>>>,
+    /// Whether messages go under their tenant's group (a fair queue); off once the queue
+    /// refuses groups, as older emulators do on a standard queue.
+    grouped: AtomicBool,
+}
+
+/// Whether a refusal is the queue's refusing a message group on a standard queue.
+fn refuses_groups(why: &str) -> bool {
+    why.contains("MessageGroupId")
 }
 
 impl AwsTimer {
@@ -146,21 +155,48 @@ impl AwsTimer {
             dlq_arn: settings.scheduler_dlq_arn.clone(),
             clock,
             ensured: Mutex::new(BTreeSet::new()),
+            grouped: AtomicBool::new(true),
         }
+    }
+
+    fn group_of(&self, message: &TimerMessage) -> Option<String> {
+        self.grouped
+            .load(Ordering::Relaxed)
+            .then(|| message.group())
+    }
+
+    /// Called when the queue refused a group: sends go ungrouped from now on.
+    fn stop_grouping(&self, why: &str) -> bool {
+        let refused = refuses_groups(why);
+        if refused && self.grouped.swap(false, Ordering::Relaxed) {
+            tracing::warn!(%why, "the timer queue refuses message groups; sending without");
+        }
+        refused
     }
 
     /// Puts a message on the timer queue, to be delivered after `delay_seconds`.
     pub async fn send(&self, message: &TimerMessage, delay_seconds: i32) -> Result<(), TimerError> {
         let body = serde_json::to_string(message).map_err(|e| TimerError(e.into()))?;
-        self.sqs
-            .send_message()
-            .queue_url(&self.queue_url)
-            .message_body(body)
-            .delay_seconds(delay_seconds)
-            .send()
-            .await
-            .map_err(|e| TimerError(sdk_failure(e)))?;
-        Ok(())
+        loop {
+            let sent = self
+                .sqs
+                .send_message()
+                .queue_url(&self.queue_url)
+                .message_body(&body)
+                .set_message_group_id(self.group_of(message))
+                .delay_seconds(delay_seconds)
+                .send()
+                .await;
+            match sent {
+                Ok(_) => return Ok(()),
+                Err(e) => {
+                    let why = crate::sdk::describe(&e);
+                    if !(self.group_of(message).is_some() && self.stop_grouping(&why)) {
+                        return Err(TimerError(sdk_failure(e)));
+                    }
+                }
+            }
+        }
     }
 
     /// Sends up to ten timer messages in one request; the outcome of each, by index.
@@ -168,13 +204,32 @@ impl AwsTimer {
         &self,
         chunk: &[(usize, AttemptRef, i32)],
     ) -> Vec<(usize, Result<(), TimerError>)> {
+        let grouped = self.grouped.load(Ordering::Relaxed);
+        let outcomes = self.enqueue_batch_once(chunk, grouped).await;
+        let refused = outcomes.iter().any(|(_, r)| match r {
+            Err(e) => self.stop_grouping(&e.to_string()),
+            Ok(()) => false,
+        });
+        if grouped && refused {
+            return self.enqueue_batch_once(chunk, false).await;
+        }
+        outcomes
+    }
+
+    async fn enqueue_batch_once(
+        &self,
+        chunk: &[(usize, AttemptRef, i32)],
+        grouped: bool,
+    ) -> Vec<(usize, Result<(), TimerError>)> {
         let entries: Result<Vec<_>, TimerError> = chunk
             .iter()
             .map(|(i, attempt, delay)| {
                 let body = serde_json::to_string(attempt).map_err(|e| TimerError(e.into()))?;
+                let group = grouped.then(|| TimerMessage::Attempt(attempt.clone()).group());
                 SendMessageBatchRequestEntry::builder()
                     .id(i.to_string())
                     .message_body(body)
+                    .set_message_group_id(group)
                     .delay_seconds(*delay)
                     .build()
                     .map_err(|e| TimerError(e.into()))
@@ -432,6 +487,16 @@ mod tests {
             let due = written + chrono::Duration::seconds(secs);
             assert!(!held_by_bucket(due, written), "{secs}");
         }
+    }
+
+    #[test]
+    fn a_queue_refusing_groups_is_told_from_other_failures() {
+        // What an older emulator answers for a group on a standard queue.
+        assert!(refuses_groups(
+            "InvalidParameterValue: Value acme for parameter MessageGroupId is invalid. \
+             Reason: The request include parameter that is not valid for this queue type."
+        ));
+        assert!(!refuses_groups("ThrottlingException: Rate exceeded"));
     }
 
     #[test]
