@@ -50,8 +50,36 @@ export interface BoomerangStackProps extends StackProps {
   readonly alarmEmail?: string;
   /** Days finished tasks are kept (at least 2). */
   readonly retentionDays?: number;
-  /** Caps the delivery function's concurrency, and so the outbound fan-out. */
+  /**
+   * Reserves (and caps) the delivery function's concurrency, and so the outbound fan-out.
+   * Default: none, the function draws on the account's pool, capped by the mapping's
+   * maximum concurrency below.
+   */
   readonly deliveryReservedConcurrency?: number;
+  /**
+   * Reserves (and caps) the API function's concurrency. Default: none. Reserve it when
+   * other functions in the account could starve it; cap it with the function-URL front
+   * door, which has no throttling of its own.
+   */
+  readonly apiReservedConcurrency?: number;
+  /**
+   * How many batches of the timer queue the delivery function handles at once (the event
+   * source mapping's maximum concurrency, 2 to 1,000). Default: 500, or the delivery
+   * function's reserved concurrency if lower. Half the account's default 1,000 leaves the
+   * API and everything else in the account room during a burst; above the reserved
+   * concurrency batches would be throttled and come back only after the visibility timeout.
+   */
+  readonly deliveryMaxConcurrency?: number;
+  /**
+   * Provisioned mode for the timer queue's mapping: at least this many event pollers kept
+   * ready (2 to 200; each handles about ten batches at once). Default: none (standard mode,
+   * which starts at five batches and adds up to 300 a minute). Pollers are billed by the
+   * hour whether busy or not; they buy a burst from idle its full rate at once. Exclusive
+   * with `deliveryMaxConcurrency`.
+   */
+  readonly deliveryMinPollers?: number;
+  /** Provisioned mode's ceiling of event pollers (default 200 when provisioned). */
+  readonly deliveryMaxPollers?: number;
   /** Private ranges webhooks may reach (comma-separated CIDRs). */
   readonly allowedCidrs?: string;
   /** Where failure alerts go when neither a task nor its tenant names a destination. */
@@ -64,6 +92,41 @@ export interface BoomerangStackProps extends StackProps {
    * $1 per million requests (and without its throttling).
    */
   readonly frontend?: 'http-api' | 'function-url';
+}
+
+/** Default maximum concurrency of the timer queue's mapping (see the props). */
+export const DEFAULT_DELIVERY_MAX_CONCURRENCY = 500;
+
+/**
+ * The timer queue mapping's scaling: provisioned pollers when asked for, else a maximum
+ * concurrency (the two are exclusive), never above the delivery function's reservation.
+ */
+function timerMapping(props: BoomerangStackProps): {
+  maxConcurrency?: number;
+  provisionedPollerConfig?: { minimumPollers: number; maximumPollers: number };
+} {
+  const reserved = props.deliveryReservedConcurrency;
+  const provisioned = props.deliveryMinPollers !== undefined || props.deliveryMaxPollers !== undefined;
+  if (provisioned) {
+    if (props.deliveryMaxConcurrency !== undefined) {
+      throw new Error('deliveryMaxConcurrency and provisioned pollers are exclusive: set one');
+    }
+    const minimumPollers = props.deliveryMinPollers ?? 2;
+    const maximumPollers = props.deliveryMaxPollers ?? 200;
+    if (minimumPollers < 2 || minimumPollers > 200 || maximumPollers < minimumPollers) {
+      throw new Error('deliveryMinPollers must be 2 to 200 and at most deliveryMaxPollers');
+    }
+    return { provisionedPollerConfig: { minimumPollers, maximumPollers } };
+  }
+  const maxConcurrency =
+    props.deliveryMaxConcurrency ?? Math.min(DEFAULT_DELIVERY_MAX_CONCURRENCY, reserved ?? Infinity);
+  if (maxConcurrency < 2 || maxConcurrency > 1000) {
+    throw new Error('deliveryMaxConcurrency must be 2 to 1,000');
+  }
+  if (reserved !== undefined && maxConcurrency > reserved) {
+    throw new Error('deliveryMaxConcurrency above deliveryReservedConcurrency: batches would be throttled');
+  }
+  return { maxConcurrency };
 }
 
 /** A function's code: the built zip if it is there, else a placeholder (synth and tests). */
@@ -90,6 +153,7 @@ export class BoomerangStack extends Stack {
     if (retentionDays < 2) {
       throw new Error('retentionDays must be at least 2');
     }
+    const mapping = timerMapping(props);
     const protect = props.deletionProtection ?? true;
     const removalPolicy = protect ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     const architecture =
@@ -224,7 +288,9 @@ export class BoomerangStack extends Stack {
       resourceName: `${stage}-boomerang-delivery`,
       arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     });
-    const apiFn = makeFunction('Api', API_MEMORY_MB, Duration.seconds(29));
+    const apiFn = makeFunction('Api', API_MEMORY_MB, Duration.seconds(29), {
+      reservedConcurrentExecutions: props.apiReservedConcurrency,
+    });
     const deliveryFn = makeFunction('Delivery', DELIVERY_MEMORY_MB, deliveryTimeout, {
       reservedConcurrentExecutions: props.deliveryReservedConcurrency,
     });
@@ -342,6 +408,7 @@ export class BoomerangStack extends Stack {
       new SqsEventSource(timerQueue, {
         batchSize: 10,
         reportBatchItemFailures: true,
+        ...mapping,
       }),
     );
 

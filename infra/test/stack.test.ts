@@ -10,6 +10,7 @@ import {
   API_MEMORY_MB,
   BoomerangStack,
   BoomerangStackProps,
+  DEFAULT_DELIVERY_MAX_CONCURRENCY,
   DELIVERY_MEMORY_MB,
   MAX_WEBHOOK_TIMEOUT_SECONDS,
 } from '../lib/boomerang-stack';
@@ -198,6 +199,35 @@ test('the timer queue feeds the delivery function with partial batch responses',
   const delivery = fnByName('delivery').Properties;
   assert.ok(timer.Properties.VisibilityTimeout >= delivery.Timeout);
   assert.ok(timer.Properties.VisibilityTimeout <= 3 * delivery.Timeout);
+});
+
+test('the timer mapping is capped at 500 batches by default, or set to provisioned pollers', () => {
+  const esm = (t: Template) => {
+    const all = Object.values(t.findResources('AWS::Lambda::EventSourceMapping')) as any[];
+    assert.equal(all.length, 1);
+    return all[0].Properties;
+  };
+  assert.deepEqual(esm(template).ScalingConfig, { MaximumConcurrency: DEFAULT_DELIVERY_MAX_CONCURRENCY });
+  assert.equal(esm(template).ProvisionedPollerConfig, undefined);
+  // Never above the function's reservation, which would throttle batches.
+  assert.deepEqual(esm(synth({ deliveryReservedConcurrency: 40 })).ScalingConfig, { MaximumConcurrency: 40 });
+  assert.throws(
+    () => synth({ deliveryReservedConcurrency: 40, deliveryMaxConcurrency: 100 }),
+    /throttled/,
+  );
+  assert.deepEqual(esm(synth({ deliveryMaxConcurrency: 1000 })).ScalingConfig, { MaximumConcurrency: 1000 });
+  assert.throws(() => synth({ deliveryMaxConcurrency: 1 }), /2 to 1,000/);
+  const provisioned = esm(synth({ deliveryMinPollers: 4 }));
+  assert.deepEqual(provisioned.ProvisionedPollerConfig, { MinimumPollers: 4, MaximumPollers: 200 });
+  assert.equal(provisioned.ScalingConfig, undefined);
+  assert.throws(() => synth({ deliveryMinPollers: 4, deliveryMaxConcurrency: 50 }), /exclusive/);
+  assert.throws(() => synth({ deliveryMinPollers: 1 }), /2 to 200/);
+  // The API function's reservation is a parameter too; none by default.
+  assert.equal(fnByName('api').Properties.ReservedConcurrentExecutions, undefined);
+  synth({ apiReservedConcurrency: 100 }).hasResourceProperties('AWS::Lambda::Function', {
+    FunctionName: 'test-boomerang-api',
+    ReservedConcurrentExecutions: 100,
+  });
 });
 
 test('async invocations of the delivery function are not retried and fail to a queue', () => {
