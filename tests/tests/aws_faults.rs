@@ -349,3 +349,46 @@ async fn a_timer_that_failed_over_and_over_is_handed_back_by_the_sweeper() {
     let task = backend.engine.get(&acme(), &task.id).await.unwrap().task;
     assert_eq!(task.status, Status::Succeeded);
 }
+
+/// Between the sweeper's once-a-minute runs, each run queues a pass half a minute later on
+/// the timer queue; that pass (run by whoever handles the queue) re-arms a lost timer, so
+/// a repair waits at most about 45 s rather than a minute and a half.
+#[tokio::test]
+async fn a_sweeper_run_queues_a_half_minute_pass_that_repairs_a_lost_timer() {
+    let settings = fresh_moto_resources("half").await;
+    let rx = Receiver::always(200).await;
+    let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
+    let healthy = moto_backend(&settings, clock.clone());
+    healthy.tenants.mint_key(&acme()).await.unwrap();
+    let mut broken_settings = settings.clone();
+    broken_settings.timer_queue_url = format!("{}-missing", settings.timer_queue_url);
+    let broken = moto_backend(&broken_settings, clock.clone());
+    let wait = Duration::from_secs(5);
+    broken
+        .engine
+        .register(&acme(), new_task(&rx.url("/half"), FireTime::After(wait)))
+        .await
+        .expect("stored even though the timer failed");
+
+    // The minute's run finds nothing overdue yet, and queues its pass.
+    let report = boomerang_aws::lambda::handle_sweep(&healthy.engine, None, &healthy.timer)
+        .await
+        .unwrap();
+    assert_eq!(report["rearmed"], 0);
+    clock.advance(wait + SWEEP_LAG.to_std().unwrap() + Duration::from_secs(1));
+    let emulator = TriggerEmulator::for_backend(&healthy);
+    assert_eq!(
+        emulator.drain_queue_once().await.unwrap(),
+        0,
+        "the pass waits its half minute"
+    );
+    wait_for(
+        "the half-minute pass to re-arm the timer and the webhook to be called",
+        Duration::from_secs(60),
+        || async {
+            emulator.drain_queue_once().await.unwrap();
+            (rx.count("/half") == 1).then_some(())
+        },
+    )
+    .await;
+}

@@ -8,6 +8,7 @@ mod functions;
 mod meter;
 mod prices;
 mod scenarios;
+mod sweeper;
 
 use std::path::PathBuf;
 

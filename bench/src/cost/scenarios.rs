@@ -25,6 +25,7 @@ use super::access_log;
 use super::functions::Functions;
 use super::meter::{Meter, Tally};
 use super::prices::*;
+use super::sweeper::{Month, Sweeper};
 use super::table_shape;
 
 /// Memory of each function in the CDK stack (`API_MEMORY_MB`, `DELIVERY_MEMORY_MB` in
@@ -84,7 +85,7 @@ fn request<'a>(
     }
 }
 
-fn billed(seconds: f64) -> f64 {
+pub(super) fn billed(seconds: f64) -> f64 {
     (seconds * 1000.0).ceil() / 1000.0
 }
 
@@ -212,6 +213,7 @@ enum Via {
     InProcess {
         router: axum::Router,
         emulator: Arc<TriggerEmulator>,
+        sweeper: Sweeper,
     },
     /// The function binaries under the runtime emulator; this process plays the SQS event
     /// source mapping and Scheduler.
@@ -256,6 +258,7 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
 
     let bench = Bench::in_process(&sdk, &settings, receiver).await?;
     let counts = bench.run_scenarios(tasks).await?;
+    let sweeper = bench.sweeper_month().await?;
     let problems = bench.meter.problems();
     if !problems.is_empty() {
         bail!("the meter could not price: {problems:?}");
@@ -319,6 +322,21 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
         ("GET of a task (per request)", cost(|r| &r.gets), None),
     ];
     print_table(&rows);
+    if let Some(m) = sweeper {
+        println!(
+            "{:<36} {:>9.2} {:>6.2} {:>9} {:>7.2} {:>7} {:>6.2} {:>7.2} {:>7}",
+            "sweeper, $ per month (idle table)",
+            m.dynamodb,
+            m.sqs,
+            "",
+            m.lambda,
+            "",
+            m.logs,
+            m.total(),
+            "≤ 1.00"
+        );
+        println!("  (a run a minute and its pass half a minute later, 20 of each timed in this process; one 400-byte log line each)");
+    }
     println!();
     for (name, pick) in [
         ("first attempt", (|r| &r.first) as fn(&Results) -> &Run),
@@ -472,10 +490,16 @@ impl Bench {
             delivery: backend.delivery(),
             clock: clock.clone(),
         });
+        let sweeper = Sweeper {
+            engine: backend.engine.clone(),
+            timer: backend.timer.clone(),
+            failures: backend.system_failures(),
+        };
         Ok(Bench {
             via: Via::InProcess {
                 router: boomerang_http::router(backend.engine.clone()),
                 emulator,
+                sweeper,
             },
             api_key: minted.api_key,
             meter,
@@ -576,6 +600,16 @@ impl Bench {
             thirty_days,
             gets,
         })
+    }
+
+    /// A month of the sweeper's runs and passes (in-process only).
+    async fn sweeper_month(&self) -> Result<Option<Month>> {
+        match &self.via {
+            Via::InProcess {
+                sweeper, emulator, ..
+            } => Ok(Some(sweeper.month(&self.meter, &emulator.delivery).await?)),
+            Via::Functions { .. } => Ok(None),
+        }
     }
 
     fn delivery_log_bytes(&self) -> usize {

@@ -49,7 +49,7 @@ pub struct ServeArgs {
     sweep_interval: Duration,
     /// AWS backend with --emulate-triggers: how overdue a task must be before the sweep
     /// re-arms it (1s–1day).
-    #[arg(long, env = "BOOMERANG_SWEEP_LAG", default_value = "90s", value_parser = duration)]
+    #[arg(long, env = "BOOMERANG_SWEEP_LAG", default_value = "15s", value_parser = duration)]
     sweep_lag: Duration,
     /// How long finished tasks and their attempts are kept (1s–3650d; default 30d, or
     /// BOOMERANG_RETENTION_DAYS on the AWS backend). A failed task is kept until its dead

@@ -1,5 +1,6 @@
 //! The sweeper Lambda, on a one-minute schedule: re-arms lost timers and unacknowledged
-//! dead letters, and hands failed timers back to the timer queue (see
+//! dead letters, hands failed timers back to the timer queue, and queues a pass half a
+//! minute later (see
 //! `boomerang_aws::lambda::handle_sweep`).
 
 use boomerang_aws::lambda::{handle_sweep, start};
@@ -12,8 +13,9 @@ async fn main() -> Result<(), Error> {
     let backend = start::backend().await?;
     let engine = &*backend.engine;
     let failures = &backend.system_failures();
+    let timer = &*backend.timer;
     lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| async move {
-        Ok::<Value, Error>(handle_sweep(engine, failures.as_ref()).await?)
+        Ok::<Value, Error>(handle_sweep(engine, failures.as_ref(), timer).await?)
     }))
     .await
 }

@@ -23,6 +23,8 @@ use boomerang_core::ports::{StoreError, TimerError};
 
 /// The message group of bucket work (tenant ids never contain `#`).
 pub const BUCKET_GROUP: &str = "#buckets";
+/// The message group of sweep passes.
+pub const SWEEP_GROUP: &str = "#sweep";
 /// SQS takes a message group id of up to 128 printable ASCII characters.
 const MAX_GROUP: usize = 128;
 
@@ -45,7 +47,22 @@ const PAGE: usize = 500;
 #[serde(untagged)]
 pub enum TimerMessage {
     Attempt(AttemptRef),
-    Bucket { bucket: BucketWork },
+    Bucket {
+        bucket: BucketWork,
+    },
+    /// A sweep pass between the sweeper's once-a-minute runs ([`SweepPass`]).
+    Sweep {
+        sweep: SweepPass,
+    },
+}
+
+/// A sweep the timer queue carries: EventBridge runs the sweeper once a minute at most,
+/// so each run queues one more pass half a minute later, which the delivery function runs.
+/// A pass queues nothing itself, so passes never multiply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepPass {
+    HalfMinute,
 }
 
 impl TimerMessage {
@@ -63,6 +80,7 @@ impl TimerMessage {
         match self {
             TimerMessage::Attempt(attempt) => tenant_group(attempt.tenant.as_str()),
             TimerMessage::Bucket { .. } => BUCKET_GROUP.to_string(),
+            TimerMessage::Sweep { .. } => SWEEP_GROUP.to_string(),
         }
     }
 
@@ -271,6 +289,18 @@ mod tests {
         };
         let text = serde_json::to_string(&bucket).unwrap();
         assert_eq!(TimerMessage::parse(&text), Some(bucket.clone()));
+        let pass = TimerMessage::Sweep {
+            sweep: SweepPass::HalfMinute,
+        };
+        assert_eq!(
+            serde_json::to_string(&pass).unwrap(),
+            r#"{"sweep":"half_minute"}"#
+        );
+        assert_eq!(
+            TimerMessage::parse(r#"{"sweep":"half_minute"}"#),
+            Some(pass)
+        );
+        assert_eq!(TimerMessage::parse(r#"{"sweep":"hourly"}"#), None);
         assert_eq!(TimerMessage::parse("not ours"), None);
         assert_eq!(TimerMessage::parse(r#"{"bucket": {"minute": 3}}"#), None);
         // Inside a failed invocation's record, and inside Scheduler's dead-letter event.

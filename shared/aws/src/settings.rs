@@ -44,9 +44,13 @@ pub const ENV_SYSTEM_FAILURES_QUEUE_URL: &str = "BOOMERANG_SYSTEM_FAILURES_QUEUE
 pub const ENV_ALLOWED_CIDRS: &str = "BOOMERANG_ALLOWED_CIDRS";
 pub const ENV_RETENTION_DAYS: &str = "BOOMERANG_RETENTION_DAYS";
 
-/// How overdue a task must be before the AWS sweeper re-arms it: timers are durable here,
-/// and Scheduler itself may fire up to a minute late.
-pub const SWEEP_LAG: chrono::Duration = chrono::Duration::seconds(90);
+/// How overdue a task's work must be, with no durable timer known to hold it, before the
+/// AWS sweeper re-arms it. It covers the index's propagation (well under a second) and the
+/// functions' clocks (synchronised far closer than this): the sweep's checkpoint relies on
+/// no entry appearing behind its cutoff. Work held by a timer is never in the sweep's
+/// partitions, and a bucket's fire comes two minutes early, so Scheduler's minute of
+/// lateness needs no room here.
+pub const SWEEP_LAG: chrono::Duration = chrono::Duration::seconds(15);
 
 /// Finished tasks are kept at least this long, so that idempotency keys (remembered for
 /// [`crate::store::IDEMPOTENCY_WINDOW`]) never outlive their task.

@@ -71,6 +71,8 @@ impl SystemFailures {
                     false
                 }
             },
+            // The run handing it back is itself a sweep: the pass is done.
+            TimerMessage::Sweep { .. } => true,
         }
     }
 }

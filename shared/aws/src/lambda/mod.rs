@@ -12,9 +12,10 @@ use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::buckets::{BucketError, BucketFire, TimerMessage};
+use crate::buckets::{BucketError, BucketFire, SweepPass, TimerMessage};
 use crate::settings::SWEEP_LAG;
 use crate::system_failures::SystemFailures;
+use crate::timer::AwsTimer;
 use boomerang_core::engine::{Engine, EngineError};
 use boomerang_core::metrics::MetricEvent;
 use boomerang_core::ports::StoreError;
@@ -114,6 +115,16 @@ impl Delivery {
                     }
                 }
             }
+            Some(TimerMessage::Sweep { sweep }) => {
+                let report = self.engine.sweep(-SWEEP_LAG).await?;
+                tracing::info!(
+                    pass = ?sweep,
+                    rearmed = report.rearmed,
+                    leases_taken_over = report.leases_taken_over,
+                    dead_letters_resent = report.dead_letters_resent,
+                    "sweep finished"
+                );
+            }
             None => {
                 tracing::warn!(body = %truncate(body), "ignoring a timer message that is not ours");
             }
@@ -124,14 +135,26 @@ impl Delivery {
 
 /// The sweeper Lambda's handler: re-arms work overdue by more than [`SWEEP_LAG`] (its timer
 /// was lost), and dead letters not yet acknowledged; then hands the timers in the
-/// system-failures queue back to the timer queue.
+/// system-failures queue back to the timer queue, and queues the next half-minute pass.
 pub async fn handle_sweep(
     engine: &Engine,
     failures: Option<&SystemFailures>,
+    timer: &AwsTimer,
 ) -> Result<Value, HandlerError> {
     let report = sweep(engine, failures, -SWEEP_LAG).await?;
+    let pass = TimerMessage::Sweep {
+        sweep: SweepPass::HalfMinute,
+    };
+    // Without it a lost timer waits for the next minute's run: late, not lost.
+    if let Err(e) = timer.send(&pass, HALF_MINUTE_PASS_DELAY).await {
+        tracing::warn!(error = %e, "could not queue the half-minute sweep");
+    }
     Ok(serde_json::to_value(report)?)
 }
+
+/// How long after a sweeper run its half-minute pass runs: with [`SWEEP_LAG`], a lost
+/// timer is re-armed at most about 45 seconds late.
+pub const HALF_MINUTE_PASS_DELAY: i32 = 30;
 
 /// What one run of the sweeper did: the function's answer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
