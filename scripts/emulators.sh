@@ -2,6 +2,8 @@
 # Installs (once, into a cache) and starts the AWS emulators on loopback, and exports their
 # endpoints for the tests. Source it: `. scripts/emulators.sh`; they stop when the shell exits.
 #   moto server  → BOOMERANG_TEST_MOTO_ENDPOINT      (DynamoDB, SQS, Scheduler)
+#   moto server  → BOOMERANG_TEST_MOTO_BULK_ENDPOINT (a second one, fresh, for the many-worker
+#                  test: moto's queue calls slow down with all that earlier tests leave in it)
 #   dynalite     → BOOMERANG_TEST_DYNALITE_ENDPOINT  (DynamoDB with atomic conditional writes)
 
 emulators_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -53,6 +55,7 @@ wait_port() {
 
 stop_emulators() {
   [ -n "${moto_pid:-}" ] && kill "$moto_pid" 2>/dev/null
+  [ -n "${moto_bulk_pid:-}" ] && kill "$moto_bulk_pid" 2>/dev/null
   [ -n "${dynalite_pid:-}" ] && kill "$dynalite_pid" 2>/dev/null
   true
 }
@@ -62,13 +65,18 @@ emulators_logs=$(mktemp -d)
 moto_port=$(free_port)
 "$emulators_cache/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$emulators_logs/moto.log" 2>&1 &
 moto_pid=$!
+moto_bulk_port=$(free_port)
+"$emulators_cache/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_bulk_port" >"$emulators_logs/moto-bulk.log" 2>&1 &
+moto_bulk_pid=$!
 dynalite_port=$(free_port)
 node "$emulators_cache/node/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$dynalite_port" \
   --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >"$emulators_logs/dynalite.log" 2>&1 &
 dynalite_pid=$!
 trap stop_emulators EXIT
 wait_port "$moto_port" "moto server"
+wait_port "$moto_bulk_port" "moto server (bulk)"
 wait_port "$dynalite_port" dynalite
 export BOOMERANG_TEST_MOTO_ENDPOINT="http://127.0.0.1:$moto_port"
+export BOOMERANG_TEST_MOTO_BULK_ENDPOINT="http://127.0.0.1:$moto_bulk_port"
 export BOOMERANG_TEST_DYNALITE_ENDPOINT="http://127.0.0.1:$dynalite_port"
 echo "== emulators: moto $BOOMERANG_TEST_MOTO_ENDPOINT, dynalite $BOOMERANG_TEST_DYNALITE_ENDPOINT (logs in $emulators_logs)"

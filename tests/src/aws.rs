@@ -23,6 +23,16 @@ pub fn dynalite_endpoint() -> String {
     endpoint("BOOMERANG_TEST_DYNALITE_ENDPOINT")
 }
 
+/// The second moto server, kept fresh for the many-worker test (or the first, if only one
+/// was started).
+pub fn bulk_moto() -> SdkConfig {
+    let var = "BOOMERANG_TEST_MOTO_BULK_ENDPOINT";
+    match std::env::var(var) {
+        Ok(_) => emulator_config(&endpoint(var)),
+        Err(_) => moto(),
+    }
+}
+
 pub fn moto() -> SdkConfig {
     emulator_config(&moto_endpoint())
 }
