@@ -76,7 +76,7 @@ async fn finished_tasks_past_retention_are_invisible() {
 #[tokio::test]
 async fn attempt_items_expire_with_their_task() {
     use aws_sdk_dynamodb::types::AttributeValue;
-    use boomerang_aws::store::item::{attempt_sk, task_pk, task_sk};
+    use boomerang_aws::store::item::{attempt_sk, task_sk};
     use boomerang_core::domain::Verdict;
     let settings = fresh_moto_resources("expiry").await;
     let client = aws_sdk_dynamodb::Client::new(&moto());
@@ -102,9 +102,9 @@ async fn attempt_items_expire_with_their_task() {
         task = next;
     }
     assert_eq!(task.status, boomerang_core::domain::Status::Failed);
+    let pk = store.task_pk(&task.tenant, &task.id).await.unwrap();
     let expiry_of = |sk: String| {
-        let (client, table) = (client.clone(), settings.table.clone());
-        let pk = task_pk(&task.tenant, &task.id);
+        let (client, table, pk) = (client.clone(), settings.table.clone(), pk.clone());
         async move {
             let item = client
                 .get_item()
@@ -167,7 +167,7 @@ fn order_event() -> String {
 #[test]
 fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
     use boomerang_aws::capacity::{item_size, write_units};
-    use boomerang_aws::store::item::{new_item, record_value};
+    use boomerang_aws::store::item::{new_item, record_value, shard_pk};
     let body = order_event();
     assert!(body.len() >= 1000, "{}", body.len());
     let now = chrono::Utc::now();
@@ -175,7 +175,9 @@ fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
     task.spec.request.url = "https://hooks.example.com/orders/paid".into();
     task.spec.request.headers = vec![("X-Api-Version".into(), "2024-06-01".into())];
     task.spec.request.body = body;
-    let registered = new_item(&task, RETENTION).unwrap();
+    // The longest partition key a tenant's plan allows.
+    let pk = shard_pk(&task.tenant, 255);
+    let registered = new_item(&task, pk.clone(), RETENTION).unwrap();
     let claimed = task.claim(1, now, Duration::from_secs(40)).unwrap();
     let verdict = boomerang_core::domain::Verdict::Retry {
         error: "HTTP 503".into(),
@@ -185,7 +187,7 @@ fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
     let mut record = claimed.attempt_record(&next, now, now, Some(503), Some("busy".into()));
     // A Lambda request id names the worker.
     record.worker = Some("3f8e2a1c-9b7d-4e6f-a5c4-1d2e3f4a5b6c".into());
-    let mut finished = new_item(&next, RETENTION).unwrap();
+    let mut finished = new_item(&next, pk, RETENTION).unwrap();
     finished.insert(
         attr::HISTORY.into(),
         aws_sdk_dynamodb::types::AttributeValue::L(vec![record_value(&record)]),
@@ -295,4 +297,124 @@ async fn flow_counters_honour_the_contract_on_dynalite() {
     let flows = Arc::new(DynamoFlowCounters::new(client, table));
     check_flow_counters(flows.clone(), "dynalite").await;
     boomerang_core::testing::flow_contract::check_flow_pauses(flows, "dynalite").await;
+}
+
+/// A tenant's tasks spread over more partitions from a change on: a task keeps the
+/// partition of the count in force when its id was made, so tasks from before and after
+/// the change are all found and all listed.
+#[tokio::test]
+async fn a_tenant_grown_to_more_partitions_finds_and_lists_every_task() {
+    use boomerang_aws::store::shards::{DEFAULT_TENANT_SHARDS, SHARD_CHANGE_DELAY};
+    use boomerang_aws::DynamoTenants;
+    use boomerang_core::domain::TaskId;
+    let settings = fresh_moto_resources("shards").await;
+    let client = aws_sdk_dynamodb::Client::new(&moto());
+    let tenant = unique_tenant("grown");
+    let tenants = DynamoTenants::new(client.clone(), &settings.table);
+    tenants.mint_key(&tenant).await.unwrap();
+    let now = chrono::Utc::now();
+    let store = || DynamoStore::new(client.clone(), settings.table.clone(), RETENTION);
+
+    // Made an hour ago, before the change: the default count placed them.
+    let old: Vec<_> = (0..20)
+        .map(|i| {
+            let made = (now - chrono::Duration::hours(1)).timestamp_millis() as u64 + i;
+            let id: TaskId = ulid::Ulid::from_parts(made, rand_bits(i))
+                .to_string()
+                .parse()
+                .unwrap();
+            let mut task = sample_task(&tenant, None, now);
+            task.id = id;
+            task
+        })
+        .collect();
+    for task in &old {
+        store().create(task).await.unwrap();
+    }
+    // The change was made long enough ago to be in force now.
+    let plan = tenants
+        .set_shards(
+            &tenant,
+            64,
+            now - SHARD_CHANGE_DELAY - chrono::Duration::minutes(1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(plan.shards_at(now), 64);
+    let grown = store();
+    let new: Vec<_> = (0..100).map(|_| sample_task(&tenant, None, now)).collect();
+    for task in &new {
+        grown.create(task).await.unwrap();
+    }
+    let mut beyond_default = 0;
+    for task in &new {
+        let pk = grown.task_pk(&tenant, &task.id).await.unwrap();
+        let shard = u32::from_str_radix(pk.rsplit('#').next().unwrap(), 16).unwrap();
+        assert!(shard < 64);
+        beyond_default += usize::from(shard >= DEFAULT_TENANT_SHARDS);
+    }
+    assert!(beyond_default > 0, "new tasks use the new partitions");
+    for task in old.iter().chain(&new) {
+        let found = grown.get(&tenant, &task.id).await.unwrap();
+        assert_eq!(found.map(|t| t.id), Some(task.id), "every task is found");
+    }
+    let mut listed = 0;
+    let mut cursor = None;
+    loop {
+        let page = grown
+            .list(
+                &tenant,
+                &ListQuery {
+                    limit: 50,
+                    cursor: cursor.take(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        listed += page.tasks.len();
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(listed, old.len() + new.len(), "every task is listed");
+
+    // The operator's command: a later change, which lists still cover.
+    let endpoint = boomerang_e2e::aws::moto_endpoint();
+    let env = [
+        ("BOOMERANG_TABLE", settings.table.as_str()),
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+    ];
+    let set = |n: &str| {
+        let args = [
+            "tenants",
+            "shards",
+            "--tenant",
+            tenant.as_str(),
+            "--shards",
+            n,
+        ];
+        boomerang_e2e::run_cli(&args, &env)
+    };
+    let out = set("32");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("32 partitions from"), "{out:?}");
+    assert!(out.stdout.contains("lists read 64"), "{out:?}");
+    let out = set("0");
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("--shards"), "{out:?}");
+
+    // Out of range, or no such tenant: refused.
+    assert!(tenants.set_shards(&tenant, 0, now).await.is_err());
+    assert!(tenants.set_shards(&tenant, 257, now).await.is_err());
+    assert!(tenants
+        .set_shards(&unique_tenant("nobody"), 32, now)
+        .await
+        .is_err());
+}
+
+fn rand_bits(i: u64) -> u128 {
+    // Any spread of the random part: the default count places by its low bits.
+    u128::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)
 }

@@ -108,6 +108,41 @@ pub async fn tenant_destination_limit(args: TenantDestinationLimitArgs) -> Resul
     Ok(())
 }
 
+#[derive(clap::Args)]
+pub struct TenantShardsArgs {
+    #[arg(long)]
+    tenant: String,
+    /// Partitions the tenant's tasks are spread over (1–256; 16 by default). Each takes
+    /// about 330 callbacks a second.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    shards: u32,
+}
+
+/// Changes how many partitions a tenant's new tasks are spread over, ten minutes from now.
+pub async fn tenant_shards(args: TenantShardsArgs) -> Result<()> {
+    let tenant = TenantId::parse(&args.tenant).context("--tenant")?;
+    let plan = tenants()
+        .await?
+        .set_shards(&tenant, args.shards, chrono::Utc::now())
+        .await?;
+    let from = plan
+        .steps()
+        .last()
+        .map(|s| s.from)
+        .context("a plan with a step")?;
+    println!(
+        "tenant {tenant}: {} partitions from {} (about {} callbacks a second); lists read {}",
+        args.shards,
+        from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        args.shards * CALLBACKS_PER_PARTITION,
+        plan.partitions()
+    );
+    Ok(())
+}
+
+/// A partition takes 1,000 write units a second; a callback writes about three.
+const CALLBACKS_PER_PARTITION: u32 = 330;
+
 /// `Name: value`, checked as an HTTP header.
 fn header(raw: &str) -> Result<(String, String)> {
     let (name, value) = raw

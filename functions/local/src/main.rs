@@ -75,6 +75,9 @@ enum TenantsCommand {
     /// Set (or with --clear remove) the tenant's own limit of calls at once to one
     /// destination, in place of the server's.
     DestinationLimit(aws_cmd::TenantDestinationLimitArgs),
+    /// Spread the tenant's new tasks over more (or fewer) partitions, from ten minutes on:
+    /// a tenant's ceiling is about 330 callbacks a second per partition.
+    Shards(aws_cmd::TenantShardsArgs),
 }
 
 #[derive(clap::Args)]
@@ -108,6 +111,7 @@ async fn main() -> Result<ExitCode> {
         Command::Tenants(TenantsCommand::DestinationLimit(args)) => {
             aws_cmd::tenant_destination_limit(args).await
         }
+        Command::Tenants(TenantsCommand::Shards(args)) => aws_cmd::tenant_shards(args).await,
         Command::Openapi => print_openapi(),
     };
     done.map(|()| ExitCode::SUCCESS)

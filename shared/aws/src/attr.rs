@@ -96,6 +96,8 @@ pub mod tenant {
     pub const SIGNING_SECRET: &str = "signing_secret";
     pub const ALERT: &str = "alert";
     pub const DESTINATION_LIMIT: &str = "destination_limit";
+    /// The tenant's partition plan (JSON: `store::shards::ShardPlan`).
+    pub const SHARDS: &str = "shards";
     pub const TENANT: &str = "tenant";
     pub const CREATED_AT: &str = "created_at";
 }

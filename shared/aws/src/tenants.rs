@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::sdk::items::{get_item, get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
+use crate::store::ShardPlan;
 use aws_sdk_dynamodb::types::AttributeValue;
 use boomerang_core::domain::{generate_api_key, AlertTarget, SigningSecret, TenantId};
 use boomerang_core::ports::{Tenants, TenantsError};
@@ -49,7 +50,7 @@ fn key_pk(api_key: &str) -> String {
     format!("K#{:x}", Sha256::digest(api_key.as_bytes()))
 }
 
-fn tenant_pk(tenant: &TenantId) -> String {
+pub(crate) fn tenant_pk(tenant: &TenantId) -> String {
     format!("N#{tenant}")
 }
 
@@ -137,6 +138,62 @@ impl DynamoTenants {
         let value = limit.map(|l| n(l as i64));
         self.set_or_remove(tenant, attr::tenant::DESTINATION_LIMIT, value)
             .await
+    }
+
+    /// Spreads the tenant's tasks over `shards` partitions from
+    /// [`SHARD_CHANGE_DELAY`](crate::store::shards::SHARD_CHANGE_DELAY) after `now` on
+    /// (tasks already made keep theirs); returns the new plan. Written only if the plan is
+    /// still the one read, so two changes at once cannot lose a step.
+    pub async fn set_shards(
+        &self,
+        tenant: &TenantId,
+        shards: u32,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<ShardPlan, TenantsError> {
+        let item = self
+            .get(tenant_pk(tenant), "TENANT")
+            .await?
+            .ok_or_else(|| TenantsError(format!("no tenant {tenant}").into()))?;
+        let old = item.get(attr::tenant::SHARDS).cloned();
+        let plan: ShardPlan = match &old {
+            None => ShardPlan::default(),
+            Some(v) => v
+                .as_s()
+                .ok()
+                .and_then(|t| serde_json::from_str(t).ok())
+                .ok_or_else(|| {
+                    TenantsError(format!("tenant {tenant}: unreadable shards").into())
+                })?,
+        };
+        let plan = plan
+            .changed(shards, now)
+            .map_err(|e| TenantsError(e.into()))?;
+        let text = serde_json::to_string(&plan).map_err(|e| TenantsError(e.into()))?;
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(tenant_pk(tenant)))
+            .key(attr::SK, s("TENANT"))
+            .update_expression("SET #p = :new")
+            .expression_attribute_names("#p", attr::tenant::SHARDS)
+            .expression_attribute_values(":new", s(text));
+        let update = match old {
+            None => update.condition_expression("attribute_not_exists(#p)"),
+            Some(old) => update
+                .condition_expression("#p = :old")
+                .expression_attribute_values(":old", old),
+        };
+        update
+            .send()
+            .await
+            .map_err(|e| match e.as_service_error() {
+                Some(se) if se.is_conditional_check_failed_exception() => TenantsError(
+                    format!("tenant {tenant}: its shards changed meanwhile; try again").into(),
+                ),
+                _ => TenantsError(sdk_failure(e)),
+            })?;
+        Ok(plan)
     }
 
     /// Sets attribute `name` of an existing tenant's item to `value`, or removes it.

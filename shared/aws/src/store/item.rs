@@ -42,15 +42,8 @@ pub const DUE_SHARDS: u32 = 8;
 /// Bucket partitions of the `due` index: an index partition takes 1,000 writes a second,
 /// so eight take about 8,000 far-future registrations a second.
 pub const BUCKET_SHARDS: u32 = 8;
-/// Partitions of one tenant's tasks: a partition key takes at most 1,000 write units a
-/// second, so a tenant may write 16,000 (about 5,000 callbacks a second).
-pub const TENANT_SHARDS: u32 = 16;
-
-/// The partition of a tenant's task: `T#<tenant>#<shard, hex>`.
-pub fn task_pk(tenant: &TenantId, id: &TaskId) -> String {
-    shard_pk(tenant, id.spread(TENANT_SHARDS))
-}
-
+/// A partition of a tenant's tasks: `T#<tenant>#<shard, hex>` (which shard: the tenant's
+/// plan, [`super::shards`]).
 pub fn shard_pk(tenant: &TenantId, shard: u32) -> String {
     format!("T#{tenant}#{shard:x}")
 }
@@ -148,9 +141,13 @@ fn flag(item: &Item, key: &str) -> bool {
 }
 
 /// The whole item of a new task: request, state and index keys.
-pub fn new_item(task: &Task, retention: std::time::Duration) -> Result<Item, StoreError> {
+pub fn new_item(
+    task: &Task,
+    pk: String,
+    retention: std::time::Duration,
+) -> Result<Item, StoreError> {
     let mut item = Item::new();
-    item.insert(attr::PK.into(), s(task_pk(&task.tenant, &task.id)));
+    item.insert(attr::PK.into(), s(pk));
     item.insert(attr::SK.into(), s(task_sk(&task.id)));
     if let Some(key) = &task.spec.key {
         item.insert(

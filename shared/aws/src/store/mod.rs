@@ -2,9 +2,10 @@
 //! laid out so that a write costs as few units as it can ([`item`]).
 //!
 //! Items (`pk`, `sk`):
-//! - `T#<tenant>#<shard>`, `<task id>`: the task ([`item`]); the shard (one of
-//!   [`item::TENANT_SHARDS`]) comes from the id, so the id and its tenant find the task, and
-//!   a tenant's tasks are listed from its shards, newest first, without an index;
+//! - `T#<tenant>#<shard>`, `<task id>`: the task ([`item`]); the shard comes from the id
+//!   and the tenant's partition plan ([`shards`]: 16 unless changed), so the id and its
+//!   tenant find the task, and a tenant's tasks are listed from its shards, newest first,
+//!   without an index;
 //! - the same partition, `<task id>#A#<attempt, 10 digits>`: an attempt record past the
 //!   embedded ones (right after its task: one query reads both);
 //! - `I#<tenant>#<key>`, `I`: an idempotency key, the id of the task it registered, and a
@@ -28,6 +29,7 @@
 mod buckets;
 mod due_entry;
 pub mod item;
+pub mod shards;
 mod sweep;
 
 use std::collections::{HashMap, VecDeque};
@@ -52,13 +54,13 @@ use boomerang_core::ports::{
     TaskStore,
 };
 use item::{
-    attempt_sk, record_from, record_value, shard_pk, task_from, task_pk, task_sk,
-    EMBEDDED_ATTEMPTS, TENANT_SHARDS,
+    attempt_sk, record_from, record_value, shard_pk, task_from, task_sk, EMBEDDED_ATTEMPTS,
 };
 
 pub use crate::attr::{DUE_INDEX, KEY_INDEX};
 pub use buckets::BucketPage;
 pub use item::{BUCKET_SHARDS, DUE_SHARDS};
+pub use shards::ShardPlan;
 /// How long an idempotency key is remembered, at most: never longer than the retention, so
 /// that a key cannot outlive its task (a repeat would otherwise write the task again from
 /// the key's copy).
@@ -70,6 +72,8 @@ pub struct DynamoStore {
     table: String,
     retention: Duration,
     policies: std::sync::Arc<Cache<Option<Policy>>>,
+    /// Tenants' partition plans, kept for [`shards::PLAN_TTL`].
+    plans: std::sync::Arc<Cache<ShardPlan>>,
 }
 
 /// A refused condition as [`StoreError::Conflict`]; any other failure as unavailable.
@@ -94,7 +98,42 @@ impl DynamoStore {
             table: table.into(),
             retention,
             policies: std::sync::Arc::new(Cache::new()),
+            plans: std::sync::Arc::new(Cache::with_ttl(shards::PLAN_TTL)),
         }
+    }
+
+    /// The tenant's partition plan (on its tenant item; the default if it has none).
+    pub async fn shard_plan(&self, tenant: &TenantId) -> Result<ShardPlan, StoreError> {
+        let key = tenant.as_str();
+        if let Some(plan) = self.plans.get(key) {
+            return Ok(plan);
+        }
+        let item = get_item(
+            &self.client,
+            &self.table,
+            (crate::tenants::tenant_pk(tenant), "TENANT".to_string()),
+            false,
+        )
+        .await
+        .map_err(StoreError::Unavailable)?;
+        let plan = match item.as_ref().and_then(|i| i.get(attr::tenant::SHARDS)) {
+            None => ShardPlan::default(),
+            Some(v) => {
+                let text = v.as_s().map_err(|_| corrupt(attr::tenant::SHARDS))?;
+                serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.into()))?
+            }
+        };
+        self.plans.put(key.to_string(), plan.clone());
+        Ok(plan)
+    }
+
+    /// The partition of a tenant's task: `T#<tenant>#<shard, hex>`, the shard by the
+    /// tenant's plan ([`shards`]).
+    pub async fn task_pk(&self, tenant: &TenantId, id: &TaskId) -> Result<String, StoreError> {
+        Ok(shard_pk(
+            tenant,
+            self.shard_plan(tenant).await?.shard_of(id),
+        ))
     }
 
     async fn put_new(&self, item: Item) -> Result<(), StoreError> {
@@ -123,7 +162,7 @@ impl DynamoStore {
             .client
             .update_item()
             .table_name(&self.table)
-            .key(attr::PK, s(task_pk(&task.tenant, &task.id)))
+            .key(attr::PK, s(self.task_pk(&task.tenant, &task.id).await?))
             .key(attr::SK, s(task_sk(&task.id)))
             .condition_expression("#v = :expected")
             .expression_attribute_names("#v", attr::VERSION)
@@ -181,7 +220,7 @@ impl DynamoStore {
         consistent: bool,
     ) -> Result<Option<Task>, StoreError> {
         let item = self
-            .get_item((task_pk(tenant, id), task_sk(id)), consistent)
+            .get_item((self.task_pk(tenant, id).await?, task_sk(id)), consistent)
             .await?;
         item.map(|i| task_from(&i)).transpose()
     }
@@ -275,11 +314,15 @@ impl DynamoStore {
                     .and_then(|c| c.as_m().ok())
                     .cloned()
                     .ok_or_else(|| corrupt(attr::idempotency::COPY))?;
-                copy.insert(attr::PK.into(), s(task_pk(tenant, &id)));
+                let pk = self.task_pk(tenant, &id).await?;
+                copy.insert(attr::PK.into(), s(&pk));
                 copy.insert(attr::SK.into(), s(task_sk(&id)));
                 let mut task = task_from(&copy)?;
                 task.timer_armed = false;
-                match self.put_new(item::new_item(&task, self.retention)?).await {
+                match self
+                    .put_new(item::new_item(&task, pk, self.retention)?)
+                    .await
+                {
                     Ok(()) | Err(StoreError::Conflict) => {}
                     Err(e) => return Err(e),
                 }
@@ -336,7 +379,11 @@ impl DynamoStore {
 #[async_trait]
 impl TaskStore for DynamoStore {
     async fn create(&self, task: &Task) -> Result<CreateOutcome, StoreError> {
-        let item = item::new_item(task, self.retention)?;
+        let item = item::new_item(
+            task,
+            self.task_pk(&task.tenant, &task.id).await?,
+            self.retention,
+        )?;
         if let Some(key) = &task.idempotency_key {
             if let Some(winner) = self.claim_idempotency_key(task, key, &item).await? {
                 let existing = self.registered_by(&task.tenant, &winner).await?;
@@ -362,7 +409,7 @@ impl TaskStore for DynamoStore {
         id: &TaskId,
     ) -> Result<Option<(Task, Vec<AttemptRecord>)>, StoreError> {
         let items = self
-            .partition(task_pk(tenant, id), Some(task_sk(id)))
+            .partition(self.task_pk(tenant, id).await?, Some(task_sk(id)))
             .await?;
         let sk = task_sk(id);
         let Some(task_item) = items
@@ -422,7 +469,8 @@ impl TaskStore for DynamoStore {
             AttributeValue::M(m) => m,
             _ => unreachable!("a record is a map"),
         };
-        item.insert(attr::PK.into(), s(task_pk(tenant, &record.task_id)));
+        let pk = self.task_pk(tenant, &record.task_id).await?;
+        item.insert(attr::PK.into(), s(pk));
         item.insert(
             attr::SK.into(),
             s(attempt_sk(&record.task_id, record.number)),
@@ -463,8 +511,9 @@ impl TaskStore for DynamoStore {
             return self.list_by_key(tenant, key, query).await;
         }
         let want = query.limit as usize + 1;
-        let chunk = (want / TENANT_SHARDS as usize + 2) as i32;
-        let mut shards: Vec<ShardRead> = (0..TENANT_SHARDS)
+        let partitions = self.shard_plan(tenant).await?.partitions();
+        let chunk = (want / partitions as usize + 2) as i32;
+        let mut shards: Vec<ShardRead> = (0..partitions)
             .map(|shard| ShardRead::new(shard_pk(tenant, shard)))
             .collect();
         let mut tasks = Vec::with_capacity(want);
@@ -603,7 +652,9 @@ impl DynamoStore {
         if task.attempt <= EMBEDDED_ATTEMPTS || (expiry.is_none() && !redriven) {
             return;
         }
-        let pk = task_pk(&task.tenant, &task.id);
+        let Ok(pk) = self.task_pk(&task.tenant, &task.id).await else {
+            return;
+        };
         let last = task.attempt.min(MAX_ATTEMPTS);
         let updates = (EMBEDDED_ATTEMPTS + 1..=last).map(|number| {
             let req = self
