@@ -42,6 +42,8 @@ new BoomerangStack(app, `Boomerang-${stage}`, {
   deliveryMaxConcurrency: num('deliveryMaxConcurrency'),
   deliveryMinPollers: num('deliveryMinPollers'),
   deliveryMaxPollers: num('deliveryMaxPollers'),
+  apiRateLimit: num('apiRateLimit'),
+  apiBurstLimit: num('apiBurstLimit'),
   allowedCidrs: ctx('allowedCidrs'),
   alertUrl: ctx('alertUrl'),
   deletionProtection: ctx('deletionProtection') !== 'false',

@@ -80,6 +80,14 @@ export interface BoomerangStackProps extends StackProps {
   readonly deliveryMinPollers?: number;
   /** Provisioned mode's ceiling of event pollers (default 200 when provisioned). */
   readonly deliveryMaxPollers?: number;
+  /**
+   * The HTTP API's steady request rate and burst (default 100 a second, burst 200): a
+   * guard for a new deployment, to be raised with the traffic (a batch registration is
+   * one request for up to 100 callbacks). The account's own HTTP API quota is 10,000 a
+   * second per region.
+   */
+  readonly apiRateLimit?: number;
+  readonly apiBurstLimit?: number;
   /** Private ranges webhooks may reach (comma-separated CIDRs). */
   readonly allowedCidrs?: string;
   /** Where failure alerts go when neither a task nor its tenant names a destination. */
@@ -426,7 +434,7 @@ export class BoomerangStack extends Stack {
       const url = apiFn.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE });
       apiUrl = url.url;
     } else {
-      this.api = this.httpApi(stage, apiFn);
+      this.api = this.httpApi(stage, apiFn, props);
       apiUrl = this.api.apiEndpoint;
     }
 
@@ -539,7 +547,7 @@ export class BoomerangStack extends Stack {
    * The HTTP API: `/v1/*`, `/healthz`, `/openapi.json` and the console (`/console`,
    * `/console/*`) to the API function, logged and throttled.
    */
-  private httpApi(stage: string, apiFn: lambda.Function): apigw.HttpApi {
+  private httpApi(stage: string, apiFn: lambda.Function, props: BoomerangStackProps): apigw.HttpApi {
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
       logGroupName: `/aws/apigateway/${stage}-boomerang`,
       retention: logs.RetentionDays.THREE_MONTHS,
@@ -562,9 +570,14 @@ export class BoomerangStack extends Stack {
       destinationArn: accessLogs.logGroupArn,
       format: JSON.stringify(accessLogFormat),
     };
+    const rate = props.apiRateLimit ?? 100;
+    const burst = props.apiBurstLimit ?? Math.max(200, rate);
+    if (rate < 1 || burst < 1) {
+      throw new Error('apiRateLimit and apiBurstLimit must be at least 1');
+    }
     stageResource.defaultRouteSettings = {
-      throttlingRateLimit: 100,
-      throttlingBurstLimit: 200,
+      throttlingRateLimit: rate,
+      throttlingBurstLimit: burst,
     };
     return api;
   }

@@ -153,8 +153,13 @@ test('the HTTP API routes /v1/*, /healthz, /openapi.json and the console to the 
   const stage = only('AWS::ApiGatewayV2::Stage').Properties;
   assert.ok(stage.AccessLogSettings.DestinationArn);
   assert.match(stage.AccessLogSettings.Format, /\$context.requestId/);
-  assert.ok(stage.DefaultRouteSettings.ThrottlingRateLimit > 0);
-  assert.ok(stage.DefaultRouteSettings.ThrottlingBurstLimit > 0);
+  assert.equal(stage.DefaultRouteSettings.ThrottlingRateLimit, 100);
+  assert.equal(stage.DefaultRouteSettings.ThrottlingBurstLimit, 200);
+  // Raised with the traffic.
+  const raised = Object.values(synth({ apiRateLimit: 3000 }).findResources('AWS::ApiGatewayV2::Stage'))[0] as any;
+  assert.equal(raised.Properties.DefaultRouteSettings.ThrottlingRateLimit, 3000);
+  assert.equal(raised.Properties.DefaultRouteSettings.ThrottlingBurstLimit, 3000);
+  assert.throws(() => synth({ apiRateLimit: 0 }), /at least 1/);
   const integration = only('AWS::ApiGatewayV2::Integration').Properties;
   const apiId = logicalIdOf('AWS::Lambda::Function', (f) => f.Properties.FunctionName === 'test-boomerang-api');
   assert.deepEqual(integration.IntegrationUri, { 'Fn::GetAtt': [apiId, 'Arn'] });

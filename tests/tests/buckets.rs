@@ -323,3 +323,34 @@ async fn bucket_work_that_makes_no_sense_is_acknowledged() {
         .await
         .is_empty());
 }
+
+/// A schedule made when there were fewer bucket partitions (its input names eight) still
+/// fires the whole minute: entries written since may be in the partitions added.
+#[tokio::test]
+async fn a_schedule_from_fewer_partitions_reads_every_partition_of_its_minute() {
+    use boomerang_aws::store::item::bucket_shard;
+    let (backend, clock, now) = start("grown").await;
+    let due = now + chrono::Duration::minutes(20);
+    let mut tasks = Vec::new();
+    while !tasks.iter().any(|t: &Task| bucket_shard(&t.id) >= 8) {
+        tasks.push(register(&backend, "https://example.com/hook", due).await);
+    }
+    let minute = due.duration_trunc(chrono::Duration::minutes(1)).unwrap();
+    let old_input: BucketWork = serde_json::from_value(serde_json::json!({
+        "minute": minute, "first": 0, "end": 8
+    }))
+    .unwrap();
+    clock.set(due - chrono::Duration::seconds(3));
+    let report = backend.buckets.run(old_input).await.unwrap();
+    assert_eq!(
+        report.armed,
+        tasks.len(),
+        "every entry of the minute, in all 16 partitions"
+    );
+    assert_eq!(
+        take_messages(&backend, tasks.len(), Duration::from_secs(10))
+            .await
+            .len(),
+        tasks.len()
+    );
+}

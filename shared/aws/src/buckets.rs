@@ -134,6 +134,12 @@ impl BucketWork {
         }
     }
 
+    /// Whether this is a minute's own fire, from its schedule (handed-on work names one
+    /// partition).
+    fn is_whole(&self) -> bool {
+        self.first == 0 && self.end > 1 && self.after.is_none()
+    }
+
     fn partition(minute: DateTime<Utc>, shard: u32, after: Option<String>) -> Self {
         Self {
             minute,
@@ -181,8 +187,14 @@ impl BucketFire {
     /// hands the rest on.
     pub async fn run(&self, work: BucketWork) -> Result<BucketReport, BucketError> {
         let mut report = BucketReport::default();
-        // A message from a deployment with fewer partitions names fewer; none names more.
-        let end = work.end.min(BUCKET_SHARDS);
+        // A minute's own fire reads every partition there is now, even if its schedule was
+        // made when there were fewer (entries written since may be in the new ones); work
+        // handed on names its one partition. None reads past the partitions there are.
+        let end = if work.is_whole() {
+            BUCKET_SHARDS
+        } else {
+            work.end.min(BUCKET_SHARDS)
+        };
         let (mut shard, mut after) = (work.first, work.after);
         // Queued together at the end: ten to a request across partitions.
         let mut arms = Vec::new();

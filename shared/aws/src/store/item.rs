@@ -9,7 +9,7 @@
 //!   write that finishes an attempt appends its record); later ones are items of their own.
 //! - `ds`/`dm` key the sparse `due` index: in a sweep partition (`0`…`7`) while the task
 //!   has pending work that no durable timer holds ([`Task::timer_armed`]); in a bucket
-//!   partition (`b0`…`b7`) while its next attempt is due far enough ahead that the timer
+//!   partition (`b0`…`b15`) while its next attempt is due far enough ahead that the timer
 //!   leaves it to its minute's bucket ([`crate::timer::held_by_bucket`]); there `dm` holds
 //!   the attempt number too ([`bucket_sort_key`]).
 //! - The keys name the tenant and the task ([`task_pk`], [`task_sk`]): a tenant's tasks are
@@ -40,8 +40,9 @@ pub const EMBEDDED_ATTEMPTS: u32 = 10;
 /// Sweep partitions of the `due` index: spreads sweeper reads and hot due-times.
 pub const DUE_SHARDS: u32 = 8;
 /// Bucket partitions of the `due` index: an index partition takes 1,000 writes a second,
-/// so eight take about 8,000 far-future registrations a second.
-pub const BUCKET_SHARDS: u32 = 8;
+/// so sixteen take about 16,000 far-future registrations a second (all tenants together).
+/// The count may grow (a minute's fire reads every partition there is), never shrink.
+pub const BUCKET_SHARDS: u32 = 16;
 /// A partition of a tenant's tasks: `T#<tenant>#<shard, hex>` (which shard: the tenant's
 /// plan, [`super::shards`]).
 pub fn shard_pk(tenant: &TenantId, shard: u32) -> String {
