@@ -71,16 +71,17 @@ use boomerang_core::metrics::NoMetrics;
 
 /// The AWS backend on moto, in dev mode (webhooks may reach loopback receivers).
 pub fn moto_backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsBackend {
-    aws(
-        &moto(),
-        AwsBackendConfig {
-            settings: settings.clone(),
-            dev: true,
-            clock,
-            metrics: Arc::new(NoMetrics),
-            metrics_view: None,
-            engine: EngineSettings::default(),
-        },
-    )
-    .expect("aws backend")
+    aws(&moto(), dev_config(settings, clock)).expect("aws backend")
+}
+
+/// A backend's configuration for tests: dev mode, no metrics, the engine's defaults.
+pub fn dev_config(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsBackendConfig {
+    AwsBackendConfig {
+        settings: settings.clone(),
+        dev: true,
+        clock,
+        metrics: Arc::new(NoMetrics),
+        metrics_view: None,
+        engine: EngineSettings::default(),
+    }
 }

@@ -16,16 +16,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use boomerang_aws::backend::{aws_with_clients, AwsBackend, AwsBackendConfig, AwsClients};
+use boomerang_aws::backend::{aws_with_clients, AwsBackend, AwsClients};
 use boomerang_aws::bootstrap::bootstrap;
 use boomerang_aws::lambda::{handle_sweep, Delivery};
 use boomerang_aws::triggers::{poll_queue, TriggerEmulator};
 use boomerang_aws::AwsSettings;
 use boomerang_core::clock::{Clock, SystemClock};
 use boomerang_core::domain::{Backoff, MaxAttempts, RetryPolicy, Status, TaskId, TenantId};
-use boomerang_core::engine::{Engine, EngineSettings, FireTime, NewTask};
-use boomerang_core::metrics::NoMetrics;
-use boomerang_e2e::aws::{bulk_moto, dynalite, fresh_dynalite_table, unique_prefix};
+use boomerang_core::engine::{Engine, FireTime, NewTask};
+use boomerang_e2e::aws::{bulk_moto, dev_config, dynalite, fresh_dynalite_table, unique_prefix};
 use boomerang_e2e::{wait_for, Receiver, Reply};
 use chrono::{DateTime, Utc};
 use futures_util::{stream, StreamExt};
@@ -101,14 +100,7 @@ fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsBackend {
             sqs: aws_sdk_sqs::Client::new(&queues),
             scheduler: aws_sdk_scheduler::Client::new(&queues),
         },
-        AwsBackendConfig {
-            settings: settings.clone(),
-            dev: true,
-            clock,
-            metrics: Arc::new(NoMetrics),
-            metrics_view: None,
-            engine: EngineSettings::default(),
-        },
+        dev_config(settings, clock),
     )
     .expect("aws backend")
 }

@@ -155,26 +155,14 @@ impl DynamoTenants {
             .await?
             .ok_or_else(|| TenantsError(format!("no tenant {tenant}").into()))?;
         let old = item.get(attr::tenant::SHARDS).cloned();
-        let plan: ShardPlan = match &old {
-            None => ShardPlan::default(),
-            Some(v) => v
-                .as_s()
-                .ok()
-                .and_then(|t| serde_json::from_str(t).ok())
-                .ok_or_else(|| {
-                    TenantsError(format!("tenant {tenant}: unreadable shards").into())
-                })?,
-        };
+        let plan = ShardPlan::from_attribute(old.as_ref())
+            .map_err(|e| TenantsError(format!("tenant {tenant}: {e}").into()))?;
         let plan = plan
             .changed(shards, now)
             .map_err(|e| TenantsError(e.into()))?;
         let text = serde_json::to_string(&plan).map_err(|e| TenantsError(e.into()))?;
         let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(attr::PK, s(tenant_pk(tenant)))
-            .key(attr::SK, s("TENANT"))
+            .update_tenant(tenant)
             .update_expression("SET #p = :new")
             .expression_attribute_names("#p", attr::tenant::SHARDS)
             .expression_attribute_values(":new", s(text));
@@ -196,6 +184,18 @@ impl DynamoTenants {
         Ok(plan)
     }
 
+    /// An update of the tenant's item.
+    fn update_tenant(
+        &self,
+        tenant: &TenantId,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(tenant_pk(tenant)))
+            .key(attr::SK, s("TENANT"))
+    }
+
     /// Sets attribute `name` of an existing tenant's item to `value`, or removes it.
     async fn set_or_remove(
         &self,
@@ -204,11 +204,7 @@ impl DynamoTenants {
         value: Option<AttributeValue>,
     ) -> Result<(), TenantsError> {
         let update = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(attr::PK, s(tenant_pk(tenant)))
-            .key(attr::SK, s("TENANT"))
+            .update_tenant(tenant)
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_names("#a", name);
         let update = match value {

@@ -116,13 +116,8 @@ impl DynamoStore {
         )
         .await
         .map_err(StoreError::Unavailable)?;
-        let plan = match item.as_ref().and_then(|i| i.get(attr::tenant::SHARDS)) {
-            None => ShardPlan::default(),
-            Some(v) => {
-                let text = v.as_s().map_err(|_| corrupt(attr::tenant::SHARDS))?;
-                serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.into()))?
-            }
-        };
+        let plan =
+            ShardPlan::from_attribute(item.as_ref().and_then(|i| i.get(attr::tenant::SHARDS)))?;
         self.plans.put(key.to_string(), plan.clone());
         Ok(plan)
     }

@@ -12,7 +12,12 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use crate::attr;
+use crate::sdk::items::corrupt;
 use boomerang_core::domain::TaskId;
+use boomerang_core::ports::StoreError;
 
 /// Partitions of a tenant's tasks when its plan has no step in force.
 pub const DEFAULT_TENANT_SHARDS: u32 = 16;
@@ -44,6 +49,15 @@ pub struct ShardPlan {
 pub struct InvalidShards(pub u32);
 
 impl ShardPlan {
+    /// The plan a tenant item's `shards` attribute holds (none: the default).
+    pub fn from_attribute(value: Option<&AttributeValue>) -> Result<ShardPlan, StoreError> {
+        let Some(value) = value else {
+            return Ok(ShardPlan::default());
+        };
+        let text = value.as_s().map_err(|_| corrupt(attr::tenant::SHARDS))?;
+        serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.into()))
+    }
+
     pub fn steps(&self) -> &[ShardStep] {
         &self.steps
     }
