@@ -172,11 +172,14 @@ async fn work(
     queue: String,
     name: String,
     stop: Arc<AtomicBool>,
+    retried: Arc<AtomicUsize>,
 ) {
-    let (delivery, name) = (&delivery, name.as_str());
+    let (delivery, name, retried) = (&delivery, name.as_str(), &retried);
     while !stop.load(Ordering::Relaxed) {
         let polled = poll_queue(&sqs, &queue, |batch| async move {
-            Ok(delivery.queue(&batch, Some(name)).await)
+            let answer = delivery.queue(&batch, Some(name)).await;
+            retried.fetch_add(answer.batch_item_failures.len(), Ordering::Relaxed);
+            Ok(answer)
         })
         .await;
         if let Err(e) = polled {
@@ -208,7 +211,8 @@ async fn killed_worker(delivery: Delivery, sqs: aws_sdk_sqs::Client, queue: Stri
     held.load(Ordering::SeqCst)
 }
 
-async fn queue_is_empty(sqs: &aws_sdk_sqs::Client, queue: &str) -> bool {
+/// Messages visible, delayed and in flight.
+async fn queue_counts(sqs: &aws_sdk_sqs::Client, queue: &str) -> [u64; 3] {
     use aws_sdk_sqs::types::QueueAttributeName as A;
     let out = sqs
         .get_queue_attributes()
@@ -219,10 +223,17 @@ async fn queue_is_empty(sqs: &aws_sdk_sqs::Client, queue: &str) -> bool {
         .send()
         .await
         .unwrap();
-    out.attributes()
-        .into_iter()
-        .flatten()
-        .all(|(_, v)| v == "0")
+    let get = |name| {
+        (out.attributes())
+            .and_then(|a| a.get(&name))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    [
+        get(A::ApproximateNumberOfMessages),
+        get(A::ApproximateNumberOfMessagesDelayed),
+        get(A::ApproximateNumberOfMessagesNotVisible),
+    ]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -297,6 +308,7 @@ async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honou
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
     );
+    let retried = Arc::new(AtomicUsize::new(0));
     let mut running = Vec::new();
     for (n, w) in workers.iter().enumerate() {
         running.push(tokio::spawn(work(
@@ -305,6 +317,7 @@ async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honou
             queue.clone(),
             format!("worker-{n}"),
             stop.clone(),
+            retried.clone(),
         )));
     }
     let scheduler = TriggerEmulator::for_backend(&workers[0]);
@@ -334,7 +347,7 @@ async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honou
                     .await
                     .unwrap();
                 sweeps.fetch_add(1, Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_secs(5)).await;
+                tokio::time::sleep(Duration::from_secs(10)).await;
             }
         }));
     }
@@ -373,8 +386,24 @@ async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honou
     })
     .await;
     stop_sweeper.store(true, Ordering::Relaxed);
-    wait_for("an empty queue", Duration::from_secs(120), || async {
-        queue_is_empty(&sqs, &queue).await.then_some(())
+    let mut said = Instant::now();
+    wait_for("an empty queue", Duration::from_secs(300), || {
+        let say = said.elapsed() > Duration::from_secs(10);
+        if say {
+            said = Instant::now();
+        }
+        let (sqs, queue, retried) = (&sqs, &queue, &retried);
+        async move {
+            let counts = queue_counts(sqs, queue).await;
+            if say {
+                eprintln!(
+                    "{:.0?}: queue visible, delayed, in flight: {counts:?}; messages retried: {}",
+                    started.elapsed(),
+                    retried.load(Ordering::Relaxed)
+                );
+            }
+            (counts == [0, 0, 0]).then_some(())
+        }
     })
     .await;
     let drained = started.elapsed();
