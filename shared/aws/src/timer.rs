@@ -22,6 +22,7 @@ use aws_sdk_scheduler::types::{
 };
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use chrono::{DateTime, DurationRound, Utc};
+use futures_util::future::join_all;
 
 use crate::buckets::{BucketWork, TimerMessage};
 use crate::sdk::sdk_failure;
@@ -132,6 +133,9 @@ pub struct AwsTimer {
     /// refuses groups, as older emulators do on a standard queue.
     grouped: AtomicBool,
 }
+
+/// Batch sends to the timer queue in flight at once.
+const SENDS_AT_ONCE: usize = 8;
 
 /// Whether a refusal is the queue's refusing a message group on a standard queue.
 fn refuses_groups(why: &str) -> bool {
@@ -292,14 +296,16 @@ impl AwsTimer {
         Ok(())
     }
 
-    /// Ten to a request.
+    /// Ten to a request, several requests at once: a bucket's fire queues hundreds, and
+    /// its function is billed while it waits on them.
     async fn enqueue_all(
         &self,
         queued: &[(usize, AttemptRef, i32)],
     ) -> Vec<(usize, Result<(), TimerError>)> {
         let mut outcomes = Vec::with_capacity(queued.len());
-        for chunk in queued.chunks(10) {
-            outcomes.extend(self.enqueue_batch(chunk).await);
+        for round in queued.chunks(10 * SENDS_AT_ONCE) {
+            let sends = round.chunks(10).map(|chunk| self.enqueue_batch(chunk));
+            outcomes.extend(join_all(sends).await.into_iter().flatten());
         }
         outcomes
     }
