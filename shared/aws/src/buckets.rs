@@ -28,7 +28,9 @@ pub const SWEEP_GROUP: &str = "#sweep";
 /// SQS takes a message group id of up to 128 printable ASCII characters.
 const MAX_GROUP: usize = 128;
 
-fn tenant_group(tenant: &str) -> String {
+/// The message group of an attempt: its tenant's ([`TimerMessage::group`]).
+pub fn attempt_group(attempt: &AttemptRef) -> String {
+    let tenant = attempt.tenant.as_str();
     if tenant.len() <= MAX_GROUP && tenant.bytes().all(|b| b.is_ascii_graphic()) {
         tenant.to_string()
     } else {
@@ -78,7 +80,7 @@ impl TimerMessage {
     /// grouped by its digest.
     pub fn group(&self) -> String {
         match self {
-            TimerMessage::Attempt(attempt) => tenant_group(attempt.tenant.as_str()),
+            TimerMessage::Attempt(attempt) => attempt_group(attempt),
             TimerMessage::Bucket { .. } => BUCKET_GROUP.to_string(),
             TimerMessage::Sweep { .. } => SWEEP_GROUP.to_string(),
         }

@@ -24,7 +24,7 @@ use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use chrono::{DateTime, DurationRound, Utc};
 use futures_util::future::join_all;
 
-use crate::buckets::{BucketWork, TimerMessage};
+use crate::buckets::{attempt_group, BucketWork, TimerMessage};
 use crate::sdk::sdk_failure;
 use boomerang_core::clock::Clock;
 use boomerang_core::domain::time::checked_sub;
@@ -229,7 +229,7 @@ impl AwsTimer {
             .iter()
             .map(|(i, attempt, delay)| {
                 let body = serde_json::to_string(attempt).map_err(|e| TimerError(e.into()))?;
-                let group = grouped.then(|| TimerMessage::Attempt(attempt.clone()).group());
+                let group = grouped.then(|| attempt_group(attempt));
                 SendMessageBatchRequestEntry::builder()
                     .id(i.to_string())
                     .message_body(body)

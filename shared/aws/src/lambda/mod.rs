@@ -115,15 +115,10 @@ impl Delivery {
                     }
                 }
             }
-            Some(TimerMessage::Sweep { sweep }) => {
-                let report = self.engine.sweep(-SWEEP_LAG).await?;
-                tracing::info!(
-                    pass = ?sweep,
-                    rearmed = report.rearmed,
-                    leases_taken_over = report.leases_taken_over,
-                    dead_letters_resent = report.dead_letters_resent,
-                    "sweep finished"
-                );
+            // The pass hands nothing back from the system-failures queue: the minute's run
+            // does, and only the sweeper may read it.
+            Some(TimerMessage::Sweep { .. }) => {
+                sweep(&self.engine, None, -SWEEP_LAG).await?;
             }
             None => {
                 tracing::warn!(body = %truncate(body), "ignoring a timer message that is not ours");

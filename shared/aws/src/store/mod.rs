@@ -647,8 +647,12 @@ impl DynamoStore {
         if task.attempt <= EMBEDDED_ATTEMPTS || (expiry.is_none() && !redriven) {
             return;
         }
-        let Ok(pk) = self.task_pk(&task.tenant, &task.id).await else {
-            return;
+        let pk = match self.task_pk(&task.tenant, &task.id).await {
+            Ok(pk) => pk,
+            Err(e) => {
+                tracing::warn!(task = %task.id, error = %e, "attempt records keep their old expiry");
+                return;
+            }
         };
         let last = task.attempt.min(MAX_ATTEMPTS);
         let updates = (EMBEDDED_ATTEMPTS + 1..=last).map(|number| {
