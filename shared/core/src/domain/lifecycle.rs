@@ -54,6 +54,10 @@ pub enum Refusal {
     NotHeld(Status),
     #[error("the {0} would fall outside the supported range of times")]
     TimeOutOfRange(&'static str),
+    /// A task of the same key that an `on_key: replace` registration cannot replace: an
+    /// attempt of it has been made (or is under way), or it is finished.
+    #[error("the task has been attempted or is {}; it is not replaced", .0.as_str())]
+    NotReplaceable(Status),
 }
 
 /// How the response to one attempt is judged.
@@ -336,6 +340,30 @@ impl Task {
     }
 
     /// A copy prepared for the next write: version bumped, `updated_at` set.
+    /// Replaces a pending task with a newer registration of its key (`on_key: replace`):
+    /// the new spec, due at `due` but no later than `latest` (the first registration plus
+    /// `max_delay`), and never before `now`. Only a task none of whose attempts has begun
+    /// is replaced: one under way (or retrying) keeps its course, and the registration
+    /// makes a new task instead.
+    pub fn replace(
+        &self,
+        spec: super::TaskSpec,
+        due: DateTime<Utc>,
+        latest: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Result<Task, Refusal> {
+        if self.status != Status::Scheduled || self.attempt != 1 {
+            return Err(Refusal::NotReplaceable(self.status));
+        }
+        let due = latest.map_or(due, |l| due.min(l)).max(now);
+        let mut next = self.next_version(now);
+        next.spec = spec;
+        next.next_attempt_at = Some(due);
+        next.round_started_at = due;
+        next.timer_armed = false;
+        Ok(next)
+    }
+
     pub(super) fn next_version(&self, now: DateTime<Utc>) -> Task {
         let mut t = self.clone();
         t.version += 1;
@@ -379,6 +407,7 @@ mod tests {
             alert_of: None,
             hold: None,
             flow: None,
+            occurrence: None,
         };
         let tenant = TenantId::parse("acme").unwrap();
         Task::new_scheduled(tenant, spec, None, "h".into(), t0() + secs(60), t0())

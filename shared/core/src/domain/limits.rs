@@ -31,6 +31,12 @@ pub const MAX_IDEMPOTENCY_KEY: usize = 255;
 /// The furthest ahead a task may be scheduled.
 pub const MAX_SCHEDULE_AHEAD: Duration = Duration::from_secs(365 * 24 * 3600);
 
+// A schedule.
+/// The longest cron pattern.
+pub const MAX_CRON_LEN: usize = 200;
+/// The shortest interval of an `every` schedule (a cron pattern may fire every second).
+pub const MIN_EVERY: Duration = Duration::from_secs(1);
+
 // Ids.
 /// The longest tenant id, in bytes.
 pub const MAX_TENANT_ID: usize = 64;

@@ -12,6 +12,7 @@ pub mod lifecycle;
 pub mod limits;
 pub mod policy;
 pub mod retry_policy;
+pub mod schedule;
 pub mod spec_rules;
 pub mod task;
 pub mod tenant;
@@ -26,6 +27,9 @@ pub use invalid::Invalid;
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use policy::Policy;
 pub use retry_policy::{Backoff, BackoffKind, MaxAttempts, RetryPolicy};
+pub use schedule::{
+    CatchUp, Occurrence, Recurrence, Schedule, ScheduleId, ScheduleRefusal, ScheduleState, Step,
+};
 pub use spec_rules::SpecDraft;
 pub use task::{
     AttemptOutcome, AttemptRecord, CallbackRequest, DeadLetter, Status, Task, TaskSpec,

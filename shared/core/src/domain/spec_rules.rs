@@ -100,6 +100,7 @@ impl TaskSpec {
             alert_of: None,
             hold: draft.hold,
             flow: draft.flow,
+            occurrence: None,
         })
     }
 }

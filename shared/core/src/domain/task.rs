@@ -12,6 +12,7 @@ use super::flow::FlowSpec;
 use super::hold::{CheckRecord, HoldSpec};
 use super::ids::{BusinessKey, TaskId, TenantId};
 use super::retry_policy::RetryPolicy;
+use super::schedule::Occurrence;
 
 /// Where a task is in its lifecycle.
 ///
@@ -97,6 +98,9 @@ pub struct TaskSpec {
     /// The flow whose limits the task shares ([`super::flow`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<FlowSpec>,
+    /// Set on a schedule's occurrence: its schedule and slot ([`super::schedule`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurrence: Option<Occurrence>,
 }
 
 impl TaskSpec {
@@ -132,6 +136,7 @@ impl TaskSpec {
             alert_of: None,
             hold: None,
             flow: None,
+            occurrence: None,
         }
     }
 }

@@ -57,6 +57,9 @@ pub enum DeliverOutcome {
     /// The task's destination had all its calls in flight: the attempt waits in its queue,
     /// and a delivery holding one of its slots makes it next.
     Queued,
+    /// A schedule's occurrence came due but does not call (its schedule is paused or
+    /// deleted, or it was missed and the schedule does not catch up): it ended canceled.
+    Skipped,
     /// Deliveries are stopping (a shutdown, or the end of a Lambda's time): the attempt
     /// was not claimed and is left due, armed again at once where the timer is durable.
     Stopped,
@@ -206,6 +209,17 @@ impl Engine {
         }
         if task.status == Status::Held {
             return self.check_hold(at, task).await;
+        }
+        if let Some(occurrence) = task.spec.occurrence.as_ref() {
+            let due = task
+                .next_attempt_at
+                .is_some_and(|due| due <= self.ports.clock.now());
+            if due && task.status == Status::Scheduled && task.attempt == 1 && at.attempt == 1 {
+                if let Some(why) = self.occurrence_due(&task, occurrence).await? {
+                    let skipped = self.skip_occurrence(&task, why).await?;
+                    return Ok(skipped.map(|_| DeliverOutcome::Skipped));
+                }
+            }
         }
         // From the claim to the call's end, the task holds one of its destination's call
         // slots: waiting for one happens before the lease starts.

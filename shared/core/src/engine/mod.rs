@@ -8,7 +8,9 @@ mod gate;
 mod holds;
 mod keys;
 mod policies;
+mod replace;
 mod retention;
+mod schedules;
 mod stopping;
 mod sweep;
 mod tenant_limits;
@@ -27,9 +29,9 @@ use crate::domain::{
 };
 use crate::metrics::{DeliveryWindow, DestinationFigures, MetricEvent, Metrics, MetricsView};
 use crate::ports::{
-    CreateOutcome, DeadLetters, FlowPorts, ListQuery, Page, PolicyStore, Readiness, Retention,
-    StatusCounts, StoreError, SweepIndex, TaskStore, Tenants, TenantsError, Timer, TimerError,
-    Webhooks,
+    CreateOutcome, DeadLetters, FlowPorts, KeyedTasks, ListQuery, Page, PolicyStore, Readiness,
+    Retention, ScheduleStore, StatusCounts, StoreError, SweepIndex, TaskStore, Tenants,
+    TenantsError, Timer, TimerError, Webhooks,
 };
 use futures_util::StreamExt;
 
@@ -38,6 +40,7 @@ pub use flow_controls::FlowState;
 pub use gate::{DeliveryLimits, WorkSlot, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE};
 pub use holds::Release;
 pub use keys::KeyOutcome;
+pub use schedules::NewSchedule;
 pub use stopping::Drained;
 pub use sweep::SweepReport;
 pub use tenant_limits::{
@@ -64,6 +67,9 @@ pub enum EngineError {
         detail: String,
         retry_after: Duration,
     },
+    /// The schedule is not in a state that allows the operation.
+    #[error(transparent)]
+    ScheduleConflict(crate::domain::ScheduleRefusal),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -177,6 +183,8 @@ pub struct Ports {
     pub store: Arc<dyn TaskStore>,
     pub sweep: Arc<dyn SweepIndex>,
     pub policies: Arc<dyn PolicyStore>,
+    pub schedules: Arc<dyn ScheduleStore>,
+    pub keyed: Arc<dyn KeyedTasks>,
     /// `None`: the store removes finished tasks by itself (DynamoDB's TTL).
     pub retention: Option<Arc<dyn Retention>>,
     /// `None`: the store cannot count tasks by state cheaply (DynamoDB would read every
@@ -309,26 +317,7 @@ impl Engine {
     /// A new task from a validated registration: its destination checked again by the
     /// webhook client's rules, its first attempt's time and its retry policy resolved.
     async fn prepare(&self, tenant: &TenantId, mut new: NewTask) -> Result<Task, EngineError> {
-        let spec = &new.spec;
-        let destinations = [
-            ("url", Some(spec.request.url.as_str())),
-            (
-                "hold.check_url",
-                spec.hold.as_ref().and_then(|h| h.check_url()),
-            ),
-            (
-                "on_failure.url",
-                spec.on_failure.as_ref().map(|a| a.url.as_str()),
-            ),
-        ];
-        for (field, url) in destinations {
-            if let Some(url) = url {
-                self.ports
-                    .webhooks
-                    .check_destination(url)
-                    .map_err(|detail| EngineError::Invalid { field, detail })?;
-            }
-        }
+        self.check_destinations(&new.spec)?;
         let now = self.ports.clock.now();
         let fire_at = resolve_fire_time(new.when, now)?;
         self.apply_policy(tenant, &new.retry_from, &mut new.spec)
@@ -354,6 +343,30 @@ impl Engine {
             field: "hold.timeout",
             detail: e.to_string(),
         })
+    }
+
+    /// Each URL of a spec, checked again by the webhook client's rules.
+    fn check_destinations(&self, spec: &TaskSpec) -> Result<(), EngineError> {
+        let destinations = [
+            ("url", Some(spec.request.url.as_str())),
+            (
+                "hold.check_url",
+                spec.hold.as_ref().and_then(|h| h.check_url()),
+            ),
+            (
+                "on_failure.url",
+                spec.on_failure.as_ref().map(|a| a.url.as_str()),
+            ),
+        ];
+        for (field, url) in destinations {
+            if let Some(url) = url {
+                self.ports
+                    .webhooks
+                    .check_destination(url)
+                    .map_err(|detail| EngineError::Invalid { field, detail })?;
+            }
+        }
+        Ok(())
     }
 
     /// Writes a new task (or finds the one its idempotency key registered) and, for an

@@ -9,6 +9,7 @@ mod dead_letters;
 mod flows;
 mod process_flows;
 mod readiness;
+mod schedules;
 mod store;
 mod tenants;
 mod timer;
@@ -18,6 +19,7 @@ pub use dead_letters::{DeadLetterError, DeadLetters};
 pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
 pub use process_flows::ProcessFlowCounters;
 pub use readiness::{Readiness, RecentAnswer};
+pub use schedules::{KeyedTasks, SchedulePage, ScheduleStore};
 pub use store::{
     CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
     SweepIndex, SweepMark, TaskStore,

@@ -239,6 +239,8 @@ fn build(
         store: store.clone(),
         sweep: store.clone(),
         policies: store.clone(),
+        schedules: store.clone(),
+        keyed: store.clone(),
         retention: None,
         counts: Some(store.clone()),
         flows: Some(crate::ports::FlowPorts {
@@ -295,6 +297,7 @@ pub fn new_task(when: FireTime, retry: RetryPolicy) -> NewTask {
             alert_of: None,
             hold: None,
             flow: None,
+            occurrence: None,
         },
         retry_from: RetrySource::Given,
         when,

@@ -10,10 +10,13 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{AttemptRecord, FlowKey, Policy, PolicyName, Status, Task, TaskId, TenantId};
+use crate::domain::{
+    AttemptRecord, BusinessKey, FlowKey, Policy, PolicyName, Schedule, ScheduleId, Status, Task,
+    TaskId, TenantId,
+};
 use crate::ports::{
-    CreateOutcome, DueWork, FlowPauses, ListQuery, Page, PolicyStore, StatusCounts, StoreError,
-    SweepIndex, SweepMark, TaskStore,
+    CreateOutcome, DueWork, FlowPauses, KeyedTasks, ListQuery, Page, PolicyStore, SchedulePage,
+    ScheduleStore, StatusCounts, StoreError, SweepIndex, SweepMark, TaskStore,
 };
 
 #[derive(Default)]
@@ -42,6 +45,8 @@ struct Inner {
     attempts: BTreeMap<(TaskId, u32), AttemptRecord>,
     policies: BTreeMap<(TenantId, PolicyName), Policy>,
     paused_flows: BTreeSet<(TenantId, FlowKey)>,
+    schedules: BTreeMap<(TenantId, ScheduleId), Schedule>,
+    keyed: HashMap<(TenantId, BusinessKey), TaskId>,
 }
 
 impl MemoryStore {
@@ -297,5 +302,106 @@ impl StatusCounts for MemoryStore {
             })
             .collect();
         Ok(counts)
+    }
+}
+
+#[async_trait]
+impl ScheduleStore for MemoryStore {
+    async fn create_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+        let key = (schedule.tenant.clone(), schedule.id);
+        self.lock().schedules.insert(key, schedule.clone());
+        Ok(())
+    }
+
+    async fn schedule(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+    ) -> Result<Option<Schedule>, StoreError> {
+        Ok(self.lock().schedules.get(&(tenant.clone(), *id)).cloned())
+    }
+
+    async fn update_schedule(
+        &self,
+        schedule: &Schedule,
+        expected_version: u64,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        match inner
+            .schedules
+            .get_mut(&(schedule.tenant.clone(), schedule.id))
+        {
+            Some(stored) if stored.version == expected_version => {
+                *stored = schedule.clone();
+                Ok(())
+            }
+            _ => Err(StoreError::Conflict),
+        }
+    }
+
+    async fn delete_schedule(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+    ) -> Result<bool, StoreError> {
+        Ok(self
+            .lock()
+            .schedules
+            .remove(&(tenant.clone(), *id))
+            .is_some())
+    }
+
+    async fn schedules(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<ScheduleId>,
+        limit: u32,
+    ) -> Result<SchedulePage, StoreError> {
+        let inner = self.lock();
+        let mut mine: Vec<Schedule> = inner
+            .schedules
+            .values()
+            .filter(|s| &s.tenant == tenant && cursor.is_none_or(|c| s.id < c))
+            .cloned()
+            .collect();
+        mine.sort_by_key(|s| std::cmp::Reverse(s.id));
+        let more = mine.len() > limit as usize;
+        mine.truncate(limit as usize);
+        Ok(SchedulePage {
+            next_cursor: if more {
+                mine.last().map(|s| s.id)
+            } else {
+                None
+            },
+            schedules: mine,
+        })
+    }
+}
+
+#[async_trait]
+impl KeyedTasks for MemoryStore {
+    async fn keyed(
+        &self,
+        tenant: &TenantId,
+        key: &BusinessKey,
+    ) -> Result<Option<Task>, StoreError> {
+        let inner = self.lock();
+        let id = inner.keyed.get(&(tenant.clone(), key.clone()));
+        Ok(id.and_then(|id| inner.tasks.get(id)).cloned())
+    }
+
+    async fn create_keyed(&self, task: &Task, previous: Option<TaskId>) -> Result<(), StoreError> {
+        let Some(key) = task.spec.key.clone() else {
+            return Err(StoreError::Corrupt("a keyed task without a key".into()));
+        };
+        self.wrote("create");
+        let mut inner = self.lock();
+        let head = (task.tenant.clone(), key);
+        if inner.keyed.get(&head).copied() != previous {
+            return Err(StoreError::Conflict);
+        }
+        inner.keyed.insert(head, task.id);
+        inner.tasks.insert(task.id, task.clone());
+        Ok(())
     }
 }

@@ -9,6 +9,7 @@ mod memory_dead_letters;
 mod memory_store;
 mod memory_tenants;
 mod recording_timer;
+pub mod schedules;
 
 pub use memory_dead_letters::MemoryDeadLetters;
 pub use memory_store::MemoryStore;
@@ -68,6 +69,7 @@ pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>)
         alert_of: None,
         hold: None,
         flow: None,
+        occurrence: None,
     };
     let key = key.map(str::to_string);
     // The digest is only kept with an idempotency key (it is only ever compared then).

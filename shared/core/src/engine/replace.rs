@@ -1,0 +1,99 @@
+//! Replace-by-key (debounce): a registration with `on_key: replace` takes the place of the
+//! key's pending task instead of adding one. While none of that task's attempts has begun,
+//! it is replaced in one conditional write (its spec, and its fire time, which moves to the
+//! new registration's but never past the first registration plus `max_delay`); once one
+//! has begun, the registration makes a new task, which becomes the key's newest in one
+//! atomic write with it. Either write loses to a concurrent one and is tried again, so a
+//! burst of registrations leaves exactly one pending task.
+
+use std::time::Duration;
+
+use super::{Engine, EngineError, NewTask, Registration};
+use crate::domain::time::checked_add;
+use crate::domain::{Task, TenantId};
+use crate::metrics::MetricEvent;
+use crate::ports::StoreError;
+
+impl Engine {
+    /// Registers `new` under its key, replacing the key's pending task if it has one
+    /// (`created: false` then, and the task is the replaced one, as it now stands).
+    pub async fn register_replacing(
+        &self,
+        tenant: &TenantId,
+        new: NewTask,
+        max_delay: Option<Duration>,
+    ) -> Result<Registration, EngineError> {
+        let Some(key) = new.spec.key.clone() else {
+            return Err(EngineError::Invalid {
+                field: "key",
+                detail: "`on_key: replace` needs a `key`".into(),
+            });
+        };
+        let fresh = self.prepare(tenant, new).await?;
+        loop {
+            let newest = self.ports.keyed.keyed(tenant, &key).await?;
+            if let Some(old) = &newest {
+                if let Some(done) = self.try_replace(old, &fresh, max_delay).await? {
+                    return Ok(done);
+                }
+                if old.status == crate::domain::Status::Scheduled && old.attempt == 1 {
+                    continue; // a concurrent write changed it: read it again
+                }
+            }
+            self.admit_pending(tenant, 1).await?;
+            let mut task = fresh.clone();
+            let due = task.next_attempt_at.unwrap_or(task.created_at);
+            if let Some(latest) = max_delay.and_then(|d| checked_add(task.created_at, d)) {
+                task.next_attempt_at = Some(due.min(latest));
+                task.round_started_at = due.min(latest);
+            }
+            self.arm_before_write(&mut task).await;
+            match self
+                .ports
+                .keyed
+                .create_keyed(&task, newest.map(|t| t.id))
+                .await
+            {
+                Ok(()) => {
+                    self.arm_after_write(&task).await;
+                    self.record(MetricEvent::Registered { count: 1 });
+                    return Ok(Registration {
+                        task,
+                        created: true,
+                    });
+                }
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Replaces `old` with `fresh` if none of its attempts has begun. `Ok(None)`: it cannot
+    /// be replaced (it has been attempted), or a concurrent write changed it first.
+    async fn try_replace(
+        &self,
+        old: &Task,
+        fresh: &Task,
+        max_delay: Option<Duration>,
+    ) -> Result<Option<Registration>, EngineError> {
+        let now = self.ports.clock.now();
+        let latest = max_delay.and_then(|d| checked_add(old.created_at, d));
+        let due = fresh.next_attempt_at.unwrap_or(now);
+        let Ok(mut next) = old.replace(fresh.spec.clone(), due, latest, now) else {
+            return Ok(None);
+        };
+        self.arm_before_write(&mut next).await;
+        match self.ports.store.update(&next, old.version).await {
+            Ok(()) => {
+                tracing::debug!(task = %next.id, "task replaced by a newer registration of its key");
+                self.arm_after_write(&next).await;
+                Ok(Some(Registration {
+                    task: next,
+                    created: false,
+                }))
+            }
+            Err(StoreError::Conflict) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

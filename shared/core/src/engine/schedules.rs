@@ -1,0 +1,243 @@
+//! Schedules: recurring callbacks. Each occurrence is an ordinary task; when one comes due,
+//! its schedule says whether it calls and which occurrence follows, and the engine
+//! registers that one before the call ([`Engine::occurrence_due`]). An occurrence's task
+//! is registered under an idempotency key of its slot, so workers that race to register it
+//! (a repeated timer fire, a lease taken over) make one task.
+
+use chrono::{DateTime, Utc};
+
+use super::{Engine, EngineError, NewTask};
+use crate::domain::{
+    CatchUp, Occurrence, Recurrence, Schedule, ScheduleId, ScheduleRefusal, Status, Task, TenantId,
+};
+use crate::ports::{SchedulePage, StoreError};
+
+/// A validated `POST /v1/schedules`.
+#[derive(Clone, Debug)]
+pub struct NewSchedule {
+    pub recurrence: Recurrence,
+    pub start_at: Option<DateTime<Utc>>,
+    pub end_at: Option<DateTime<Utc>>,
+    pub catch_up: CatchUp,
+    /// What each occurrence calls (its `when`, idempotency key and hold are unused).
+    pub task: NewTask,
+}
+
+impl Engine {
+    /// Stores a schedule and registers its first occurrence. The schedule is written first,
+    /// so an occurrence always finds it; if the occurrence cannot be registered, the
+    /// schedule is removed again and the error returned.
+    pub async fn create_schedule(
+        &self,
+        tenant: &TenantId,
+        new: NewSchedule,
+    ) -> Result<Schedule, EngineError> {
+        let mut spec = new.task.spec;
+        self.check_destinations(&spec)?;
+        self.apply_policy(tenant, &new.task.retry_from, &mut spec)
+            .await?;
+        if spec.flow.is_some() && self.ports.flows.is_none() {
+            return Err(super::policies::no_flows());
+        }
+        let now = self.ports.clock.now();
+        let schedule = Schedule::new(
+            tenant.clone(),
+            new.recurrence,
+            new.start_at,
+            new.end_at,
+            new.catch_up,
+            spec,
+            now,
+        )
+        .map_err(|e| EngineError::Invalid {
+            field: field_name(&e.field),
+            detail: e.detail,
+        })?;
+        self.ports.schedules.create_schedule(&schedule).await?;
+        if let Some(first) = schedule.first(now) {
+            if let Err(e) = self.register_occurrence(&schedule, first).await {
+                let _ = self
+                    .ports
+                    .schedules
+                    .delete_schedule(tenant, &schedule.id)
+                    .await;
+                return Err(e);
+            }
+        }
+        tracing::info!(schedule = %schedule.id, tenant = %tenant, "schedule created");
+        Ok(schedule)
+    }
+
+    pub async fn schedule(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+    ) -> Result<Schedule, EngineError> {
+        self.ports
+            .schedules
+            .schedule(tenant, id)
+            .await?
+            .ok_or(EngineError::NotFound)
+    }
+
+    pub async fn schedules(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<ScheduleId>,
+        limit: u32,
+    ) -> Result<SchedulePage, EngineError> {
+        Ok(self
+            .ports
+            .schedules
+            .schedules(tenant, cursor, limit)
+            .await?)
+    }
+
+    /// Pauses a schedule: its pending occurrence is skipped when it comes due, and none
+    /// follows until it is resumed.
+    pub async fn pause_schedule(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+    ) -> Result<Schedule, EngineError> {
+        self.change_schedule(tenant, id, Schedule::pause).await
+    }
+
+    /// Resumes a paused schedule from its next slot to come (slots that passed while it was
+    /// paused do not fire).
+    pub async fn resume_schedule(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+    ) -> Result<Schedule, EngineError> {
+        let schedule = self.change_schedule(tenant, id, Schedule::resume).await?;
+        if let Some(first) = schedule.first(self.ports.clock.now()) {
+            self.register_occurrence(&schedule, first).await?;
+        }
+        Ok(schedule)
+    }
+
+    /// Deletes a schedule: its pending occurrence is skipped when it comes due (an
+    /// occurrence already under way finishes).
+    pub async fn delete_schedule(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+    ) -> Result<(), EngineError> {
+        match self.ports.schedules.delete_schedule(tenant, id).await? {
+            true => Ok(()),
+            false => Err(EngineError::NotFound),
+        }
+    }
+
+    async fn change_schedule<F>(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+        change: F,
+    ) -> Result<Schedule, EngineError>
+    where
+        F: Fn(&Schedule, DateTime<Utc>) -> Result<Schedule, ScheduleRefusal>,
+    {
+        loop {
+            let schedule = self.schedule(tenant, id).await?;
+            let next = change(&schedule, self.ports.clock.now())?;
+            match self
+                .ports
+                .schedules
+                .update_schedule(&next, schedule.version)
+                .await
+            {
+                Ok(()) => return Ok(next),
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// An occurrence's first attempt is due: registers the occurrence that follows it and
+    /// says whether this one calls (`Some(why)`: it is skipped). Only a due, untried
+    /// occurrence comes here; registering the next one first means a crash after it loses
+    /// nothing (the next is registered once, whoever gets there).
+    pub(super) async fn occurrence_due(
+        &self,
+        task: &Task,
+        occurrence: &Occurrence,
+    ) -> Result<Option<&'static str>, EngineError> {
+        let found = self
+            .ports
+            .schedules
+            .schedule(&task.tenant, &occurrence.schedule)
+            .await?;
+        let Some(schedule) = found else {
+            return Ok(Some("its schedule was deleted"));
+        };
+        let step = schedule.step(occurrence.at, self.ports.clock.now());
+        if let Some(next) = step.next {
+            self.register_occurrence(&schedule, next).await?;
+        }
+        Ok(step.skipped)
+    }
+
+    /// Registers one occurrence of `schedule` as a task, once per slot. Owed by a schedule
+    /// the tenant already has, it is not held to the tenant's limit of pending tasks.
+    async fn register_occurrence(
+        &self,
+        schedule: &Schedule,
+        occurrence: Occurrence,
+    ) -> Result<(), EngineError> {
+        let mut spec = schedule.spec.clone();
+        let key = occurrence.idempotency_key();
+        let at = occurrence.at;
+        spec.occurrence = Some(occurrence);
+        let now = self.ports.clock.now();
+        let task = Task::new_scheduled(
+            schedule.tenant.clone(),
+            spec,
+            Some(key),
+            String::new(),
+            at.max(now),
+            now,
+        );
+        self.register_prepared(task).await?;
+        Ok(())
+    }
+
+    /// Skips a due occurrence: it ends canceled, with the reason as its last error.
+    /// `None` when a concurrent write got there first.
+    pub(super) async fn skip_occurrence(
+        &self,
+        task: &Task,
+        why: &str,
+    ) -> Result<Option<Status>, EngineError> {
+        let mut skipped = task
+            .cancel(self.ports.clock.now())
+            .map_err(EngineError::Conflict)?;
+        skipped.last_error = Some(format!("skipped: {why}"));
+        match self.ports.store.update(&skipped, task.version).await {
+            Ok(()) => {
+                tracing::info!(task = %task.id, reason = why, "occurrence skipped");
+                Ok(Some(skipped.status))
+            }
+            Err(StoreError::Conflict) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// The static name of a field a schedule refuses.
+fn field_name(field: &str) -> &'static str {
+    match field {
+        "cron" => "cron",
+        "timezone" => "timezone",
+        "every" => "every",
+        "start_at" => "start_at",
+        _ => "end_at",
+    }
+}
+
+impl From<ScheduleRefusal> for EngineError {
+    fn from(refusal: ScheduleRefusal) -> Self {
+        EngineError::ScheduleConflict(refusal)
+    }
+}
