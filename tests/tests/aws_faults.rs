@@ -152,7 +152,9 @@ async fn atomic_ports(
     let ports = Ports {
         store: store.clone(),
         sweep: store.clone(),
-        policies: store,
+        policies: store.clone(),
+        schedules: store.clone(),
+        keyed: store,
         retention: None,
         counts: None,
         flows: None,

@@ -70,6 +70,19 @@ pub mod idempotency {
 /// A retry policy's item: the policy as JSON.
 pub const POLICY: &str = "p";
 
+/// A schedule's item (`S#<tenant>`, sort key its id): the schedule as JSON, and its
+/// version (each change is conditional on it).
+pub mod schedule {
+    pub const DOC: &str = "sd";
+    pub const VERSION: &str = "v";
+}
+
+/// A key's newest task registered with `on_key: replace` (`K#<tenant>#<key>`, sort key
+/// `K`): the task's id.
+pub mod keyed {
+    pub const TASK: &str = "t";
+}
+
 /// The sweep's checkpoint item: each shard's position, and the checkpoint's version.
 pub mod checkpoint {
     pub const POSITIONS: &str = "p";

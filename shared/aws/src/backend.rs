@@ -102,6 +102,8 @@ pub fn aws_with_clients(
         store: store.clone(),
         sweep: store.clone(),
         policies: store.clone(),
+        schedules: store.clone(),
+        keyed: store.clone(),
         // DynamoDB's TTL removes finished tasks; counting them by state would read every
         // item.
         retention: None,

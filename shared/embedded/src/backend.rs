@@ -46,6 +46,8 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreErro
         store: store.clone(),
         sweep: store.clone(),
         policies: store.clone(),
+        schedules: store.clone(),
+        keyed: store.clone(),
         retention: Some(store.clone()),
         counts: Some(store.clone()),
         // This process alone delivers the data directory's tasks: its memory is exact.

@@ -220,6 +220,7 @@ impl From<EngineError> for Problem {
         match e {
             EngineError::NotFound => Problem::not_found("no such task"),
             EngineError::Conflict(why) => Problem::conflict(why.to_string()),
+            EngineError::ScheduleConflict(why) => Problem::conflict(why.to_string()),
             EngineError::IdempotencyMismatch => Problem::idempotency_mismatch(),
             EngineError::Invalid { field, detail } => Problem::invalid(field, detail),
             EngineError::Limited {

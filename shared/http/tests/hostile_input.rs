@@ -41,6 +41,8 @@ fn engine() -> Arc<Engine> {
         store: store.clone(),
         sweep: store.clone(),
         policies: store.clone(),
+        schedules: store.clone(),
+        keyed: store.clone(),
         retention: None,
         counts: Some(store),
         flows: None,

@@ -30,6 +30,7 @@ mod buckets;
 mod due_entry;
 pub mod item;
 pub mod shards;
+mod schedules;
 mod sweep;
 
 use std::collections::{HashMap, VecDeque};
@@ -131,7 +132,7 @@ impl DynamoStore {
         ))
     }
 
-    async fn put_new(&self, item: Item) -> Result<(), StoreError> {
+    pub(crate) async fn put_new(&self, item: Item) -> Result<(), StoreError> {
         self.client
             .put_item()
             .table_name(&self.table)
@@ -197,7 +198,7 @@ impl DynamoStore {
     }
 
     /// One item, unless it has expired.
-    async fn get_item(
+    pub(crate) async fn get_item(
         &self,
         key: (String, String),
         consistent: bool,
@@ -208,7 +209,7 @@ impl DynamoStore {
         Ok(item.filter(|i| !expired(i, Utc::now())))
     }
 
-    async fn task(
+    pub(crate) async fn task(
         &self,
         tenant: &TenantId,
         id: &TaskId,
@@ -222,7 +223,7 @@ impl DynamoStore {
 
     /// Every item of partition `pk` (whose sort key begins with `prefix`, if given), read
     /// consistently, in sort-key order.
-    async fn partition(&self, pk: String, prefix: Option<String>) -> Result<Vec<Item>, StoreError> {
+    pub(crate) async fn partition(&self, pk: String, prefix: Option<String>) -> Result<Vec<Item>, StoreError> {
         let mut req = self
             .client
             .query()

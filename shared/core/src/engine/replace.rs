@@ -83,7 +83,7 @@ impl Engine {
             return Ok(None);
         };
         self.arm_before_write(&mut next).await;
-        match self.ports.store.update(&next, old.version).await {
+        match self.ports.keyed.replace_keyed(&next, old.version).await {
             Ok(()) => {
                 tracing::debug!(task = %next.id, "task replaced by a newer registration of its key");
                 self.arm_after_write(&next).await;

@@ -61,4 +61,9 @@ pub trait KeyedTasks: Send + Sync {
     /// write, only if the key's newest is still `previous` (`None`: it had none);
     /// otherwise [`StoreError::Conflict`] and nothing is written.
     async fn create_keyed(&self, task: &Task, previous: Option<TaskId>) -> Result<(), StoreError>;
+
+    /// Writes the whole task, its spec included (a replaced task's spec changes, which no
+    /// other write does), only if its stored version is `expected_version`; otherwise
+    /// [`StoreError::Conflict`].
+    async fn replace_keyed(&self, task: &Task, expected_version: u64) -> Result<(), StoreError>;
 }

@@ -404,4 +404,9 @@ impl KeyedTasks for MemoryStore {
         inner.tasks.insert(task.id, task.clone());
         Ok(())
     }
+
+    async fn replace_keyed(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
+        self.wrote("update");
+        self.write(task, expected_version)
+    }
 }

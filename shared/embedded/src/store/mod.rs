@@ -11,6 +11,7 @@
 //! disagree with the document.
 
 mod codec;
+mod schedules;
 pub(crate) mod writer;
 
 use std::path::{Path, PathBuf};
@@ -68,6 +69,19 @@ CREATE TABLE IF NOT EXISTS policies (
 CREATE TABLE IF NOT EXISTS paused_flows (
     tenant TEXT NOT NULL,
     key TEXT NOT NULL,
+    PRIMARY KEY (tenant, key)
+);
+CREATE TABLE IF NOT EXISTS schedules (
+    tenant TEXT NOT NULL,
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE TABLE IF NOT EXISTS keyed_tasks (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    task_id TEXT NOT NULL,
     PRIMARY KEY (tenant, key)
 );
 CREATE TABLE IF NOT EXISTS ready_probe (
@@ -168,7 +182,7 @@ impl SqliteStore {
     }
 
     /// Runs `f` on a read connection, off the async threads.
-    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
@@ -274,7 +288,7 @@ fn all_tasks(conn: &Connection) -> Result<Vec<Task>, StoreError> {
 }
 
 /// The columns the queries use, derived from the task.
-struct TaskRow {
+pub(crate) struct TaskRow {
     id: String,
     status: &'static str,
     version: i64,
@@ -291,7 +305,7 @@ struct TaskRow {
 }
 
 impl TaskRow {
-    fn of(t: &Task) -> Result<TaskRow, StoreError> {
+    pub(crate) fn of(t: &Task) -> Result<TaskRow, StoreError> {
         let work = t.pending_work();
         Ok(TaskRow {
             id: t.id.to_string(),
@@ -334,28 +348,7 @@ impl TaskStore for SqliteStore {
         let tenant = task.tenant.to_string();
         let key = task.idempotency_key.clone();
         self.write(move |w| {
-            let inserted = w
-                .conn
-                .execute(
-                    "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
-                        due_kind, due_ms, business_key, finished_ms, doc)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-                     ON CONFLICT DO NOTHING",
-                    params![
-                        row.id,
-                        tenant,
-                        row.status,
-                        row.version,
-                        row.attempt,
-                        key,
-                        row.due_kind,
-                        row.due_ms,
-                        row.business_key,
-                        row.finished_ms,
-                        row.doc
-                    ],
-                )
-                .map_err(unavailable)?;
+            let inserted = insert_task(&w.conn, &row, &tenant, key.as_deref())?;
             if inserted == 1 {
                 return Ok(CreateOutcome::Created);
             }
@@ -810,6 +803,35 @@ fn write_task(w: &Writer, id: &TaskId, row: &TaskRow, expected: u64) -> Result<(
     }
     lock(&w.claims).remove(id);
     Ok(())
+}
+
+/// Inserts a new task's row; 0 rows when its idempotency key (or id) is taken.
+pub(crate) fn insert_task(
+    conn: &Connection,
+    row: &TaskRow,
+    tenant: &str,
+    idempotency_key: Option<&str>,
+) -> Result<usize, StoreError> {
+    conn.execute(
+        "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
+            due_kind, due_ms, business_key, finished_ms, doc)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         ON CONFLICT DO NOTHING",
+        params![
+            row.id,
+            tenant,
+            row.status,
+            row.version,
+            row.attempt,
+            idempotency_key,
+            row.due_kind,
+            row.due_ms,
+            row.business_key,
+            row.finished_ms,
+            row.doc
+        ],
+    )
+    .map_err(unavailable)
 }
 
 fn put_attempt(conn: &Connection, id: &str, number: u32, doc: &str) -> Result<(), StoreError> {

@@ -1,0 +1,213 @@
+//! Schedules (one item each, in the tenant's `S#` partition) and the newest task of each
+//! key registered with `on_key: replace` (one small item per key, written in the same
+//! transaction as the task that becomes the newest).
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{Put, ReturnValue, TransactWriteItem};
+
+use super::item::new_item;
+use super::{conflict_or_unavailable, DynamoStore};
+use crate::attr;
+use crate::sdk::items::{get_s, n, s, Item};
+use crate::sdk::sdk_failure;
+use boomerang_core::domain::{BusinessKey, Schedule, ScheduleId, Task, TaskId, TenantId};
+use boomerang_core::ports::{KeyedTasks, SchedulePage, ScheduleStore, StoreError};
+
+fn schedule_pk(tenant: &TenantId) -> String {
+    format!("S#{tenant}")
+}
+
+fn keyed_pk(tenant: &TenantId, key: &BusinessKey) -> String {
+    format!("K#{tenant}#{key}")
+}
+
+const KEYED_SK: &str = "K";
+
+fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Corrupt(e.into())
+}
+
+fn schedule_item(schedule: &Schedule) -> Result<Item, StoreError> {
+    let doc = serde_json::to_string(schedule).map_err(corrupt)?;
+    Ok(Item::from([
+        (attr::PK.to_string(), s(schedule_pk(&schedule.tenant))),
+        (attr::SK.to_string(), s(schedule.id.to_string())),
+        (attr::schedule::DOC.to_string(), s(doc)),
+        (attr::schedule::VERSION.to_string(), n(schedule.version)),
+    ]))
+}
+
+fn schedule_from(item: &Item) -> Result<Schedule, StoreError> {
+    serde_json::from_str(get_s(item, attr::schedule::DOC)?).map_err(corrupt)
+}
+
+#[async_trait]
+impl ScheduleStore for DynamoStore {
+    async fn create_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+        self.put_new(schedule_item(schedule)?).await
+    }
+
+    async fn schedule(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+    ) -> Result<Option<Schedule>, StoreError> {
+        let item = self
+            .get_item((schedule_pk(tenant), id.to_string()), true)
+            .await?;
+        item.as_ref().map(schedule_from).transpose()
+    }
+
+    async fn update_schedule(
+        &self,
+        schedule: &Schedule,
+        expected_version: u64,
+    ) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(schedule_item(schedule)?))
+            .condition_expression(format!("{} = :expected", attr::schedule::VERSION))
+            .expression_attribute_values(":expected", n(expected_version))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(conflict_or_unavailable)
+    }
+
+    async fn delete_schedule(
+        &self,
+        tenant: &TenantId,
+        id: &ScheduleId,
+    ) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(attr::PK, s(schedule_pk(tenant)))
+            .key(attr::SK, s(id.to_string()))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn schedules(
+        &self,
+        tenant: &TenantId,
+        cursor: Option<ScheduleId>,
+        limit: u32,
+    ) -> Result<SchedulePage, StoreError> {
+        let mut req = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression(format!("{} = :pk", attr::PK))
+            .expression_attribute_values(":pk", s(schedule_pk(tenant)))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(limit as i32 + 1);
+        if let Some(cursor) = cursor {
+            req = req
+                .key_condition_expression(format!("{} = :pk AND {} < :after", attr::PK, attr::SK))
+                .expression_attribute_values(":after", s(cursor.to_string()));
+        }
+        let out = req
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        let mut schedules = out
+            .items()
+            .iter()
+            .map(schedule_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        let more = schedules.len() > limit as usize;
+        schedules.truncate(limit as usize);
+        Ok(SchedulePage {
+            next_cursor: if more { schedules.last().map(|s| s.id) } else { None },
+            schedules,
+        })
+    }
+}
+
+#[async_trait]
+impl KeyedTasks for DynamoStore {
+    async fn keyed(
+        &self,
+        tenant: &TenantId,
+        key: &BusinessKey,
+    ) -> Result<Option<Task>, StoreError> {
+        let Some(head) = self
+            .get_item((keyed_pk(tenant, key), KEYED_SK.into()), true)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let id: TaskId = get_s(&head, attr::keyed::TASK)?.parse().map_err(corrupt)?;
+        self.task(tenant, &id, true).await
+    }
+
+    async fn create_keyed(&self, task: &Task, previous: Option<TaskId>) -> Result<(), StoreError> {
+        let Some(key) = &task.spec.key else {
+            return Err(StoreError::Corrupt("a keyed task without a key".into()));
+        };
+        let pk = self.task_pk(&task.tenant, &task.id).await?;
+        let task_put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(new_item(task, pk, self.retention)?))
+            .condition_expression(format!("attribute_not_exists({})", attr::PK));
+        let head = Put::builder()
+            .table_name(&self.table)
+            .item(attr::PK, s(keyed_pk(&task.tenant, key)))
+            .item(attr::SK, s(KEYED_SK))
+            .item(attr::keyed::TASK, s(task.id.to_string()));
+        let head = match previous {
+            None => head.condition_expression(format!("attribute_not_exists({})", attr::PK)),
+            Some(previous) => head
+                .condition_expression(format!("{} = :previous", attr::keyed::TASK))
+                .expression_attribute_values(":previous", s(previous.to_string())),
+        };
+        let items = [task_put, head]
+            .into_iter()
+            .map(|put| {
+                let put = put.build().map_err(corrupt)?;
+                Ok(TransactWriteItem::builder().put(put).build())
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let written = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        match written {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let canceled = e
+                    .as_service_error()
+                    .is_some_and(|se| se.is_transaction_canceled_exception());
+                if canceled {
+                    Err(StoreError::Conflict)
+                } else {
+                    Err(StoreError::Unavailable(sdk_failure(e)))
+                }
+            }
+        }
+    }
+
+    async fn replace_keyed(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
+        let pk = self.task_pk(&task.tenant, &task.id).await?;
+        let item = new_item(task, pk, self.retention)?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression(format!("{} = :expected", attr::VERSION))
+            .expression_attribute_values(":expected", n(expected_version))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(conflict_or_unavailable)
+    }
+}
