@@ -1,6 +1,7 @@
 //! Schedules and replace-by-key, played on a manual clock against any store: the same
 //! scenarios run on the in-memory store (the engine's own tests) and on each real backend.
-//! Timers are played by hand: each step fires every scheduled task that is due.
+//! Timers are played by hand: each step fires every scheduled task that is due. The times
+//! lie ahead (a store may expire finished tasks by the real clock).
 
 use std::time::Duration;
 
@@ -119,25 +120,25 @@ impl Scene<'_> {
     }
 }
 
-/// A daily 02:30 in Paris across both changes of 2026: once at 03:00 on the day 02:30 does
+/// A daily 02:30 in Paris across both changes of 2027: once at 03:00 on the day 02:30 does
 /// not exist, once on the day it happens twice.
 pub async fn daylight_saving_both_ways(scene: &Scene<'_>) {
-    scene.clock.set(utc("2026-03-27T12:00:00Z"));
+    scene.clock.set(utc("2027-03-26T12:00:00Z"));
     let schedule = scene
         .engine
         .create_schedule(&scene.tenant, scene.cron("30 2 * * *", "Europe/Paris"))
         .await
         .unwrap();
     let spring = [
-        "2026-03-28T01:30:00Z", // 02:30 CET
-        "2026-03-29T01:00:00Z", // 02:30 does not exist: 03:00 CEST
-        "2026-03-30T00:30:00Z", // 02:30 CEST
+        "2027-03-27T01:30:00Z", // 02:30 CET
+        "2027-03-28T01:00:00Z", // 02:30 does not exist: 03:00 CEST
+        "2027-03-29T00:30:00Z", // 02:30 CEST
     ]
     .map(utc);
     // Every quarter hour around the change, so any extra occurrence would fire too.
     let mut steps = Vec::new();
-    let mut t = utc("2026-03-28T00:00:00Z");
-    while t <= utc("2026-03-30T01:00:00Z") {
+    let mut t = utc("2027-03-27T00:00:00Z");
+    while t <= utc("2027-03-29T01:00:00Z") {
         steps.push(t);
         t += chrono::Duration::minutes(15);
     }
@@ -149,7 +150,7 @@ pub async fn daylight_saving_both_ways(scene: &Scene<'_>) {
         .delete_schedule(&scene.tenant, &schedule.id)
         .await
         .unwrap();
-    scene.clock.set(utc("2026-10-23T12:00:00Z"));
+    scene.clock.set(utc("2027-10-29T12:00:00Z"));
     scene.fire_due().await; // the deleted schedule's pending occurrence is skipped
     scene
         .engine
@@ -157,14 +158,14 @@ pub async fn daylight_saving_both_ways(scene: &Scene<'_>) {
         .await
         .unwrap();
     let autumn = [
-        "2026-10-24T00:30:00Z", // 02:30 CEST
-        "2026-10-25T00:30:00Z", // 02:30 CEST; its second pass (01:30Z) does not fire
-        "2026-10-26T01:30:00Z", // 02:30 CET
+        "2027-10-30T00:30:00Z", // 02:30 CEST
+        "2027-10-31T00:30:00Z", // 02:30 CEST; its second pass (01:30Z) does not fire
+        "2027-11-01T01:30:00Z", // 02:30 CET
     ]
     .map(utc);
     let mut steps = Vec::new();
-    let mut t = utc("2026-10-24T00:00:00Z");
-    while t <= utc("2026-10-26T02:00:00Z") {
+    let mut t = utc("2027-10-30T00:00:00Z");
+    while t <= utc("2027-11-01T02:00:00Z") {
         steps.push(t);
         t += chrono::Duration::minutes(15);
     }
@@ -177,14 +178,14 @@ pub async fn daylight_saving_both_ways(scene: &Scene<'_>) {
 /// Pause skips the pending occurrence and registers none; resume goes on from the next
 /// slot; delete skips the pending one for good; a missed occurrence fires once.
 pub async fn pause_resume_delete_and_catch_up(scene: &Scene<'_>) {
-    let start = utc("2026-06-01T00:00:30Z");
+    let start = utc("2027-06-01T00:00:30Z");
     scene.clock.set(start);
     let s = scene
         .engine
         .create_schedule(&scene.tenant, scene.cron("0 * * * * *", "America/New_York"))
         .await
         .unwrap();
-    let minute = |m: i64| utc("2026-06-01T00:00:00Z") + chrono::Duration::minutes(m);
+    let minute = |m: i64| utc("2027-06-01T00:00:00Z") + chrono::Duration::minutes(m);
     scene.play(&[minute(1), minute(2)]).await;
     assert_eq!(scene.called().await, vec![minute(1), minute(2)]);
 
@@ -245,7 +246,7 @@ pub async fn pause_resume_delete_and_catch_up(scene: &Scene<'_>) {
 /// Rapid registrations of one key with `on_key: replace`: one task, due after the last
 /// one's delay; and while they never stop, it comes due `max_delay` after the first.
 pub async fn replace_by_key(scene: &Scene<'_>) {
-    let t0 = utc("2026-06-01T00:00:00Z");
+    let t0 = utc("2027-06-01T00:00:00Z");
     scene.clock.set(t0);
     let key = BusinessKey::parse(format!("sync-{}", ulid::Ulid::new())).unwrap();
     let keyed = |body: usize| {
