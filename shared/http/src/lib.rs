@@ -8,6 +8,7 @@ pub mod holds;
 pub mod openapi;
 pub mod policies;
 pub mod problem;
+pub mod schedules;
 pub mod stats;
 pub mod task_request;
 pub mod tasks;
@@ -69,6 +70,7 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
     let v1: Routes = OpenApiRouter::new()
         .merge(tasks::routes())
         .merge(policies::routes())
+        .merge(schedules::routes())
         .merge(flows::routes())
         .merge(holds::routes())
         .merge(stats::routes());

@@ -40,6 +40,7 @@ pub const API_KEY: &str = "api_key";
     tags(
         (name = "tasks", description = "Register, inspect, list, cancel and redrive callbacks."),
         (name = "holds", description = "Release held tasks (registered with `hold`)."),
+        (name = "schedules", description = "Recurring callbacks: cron in a time zone, or a fixed interval."),
         (name = "policies", description = "A tenant's named policies: retries, and a flow."),
         (name = "flows", description = "A tenant's flows: what waits in them; pause and resume."),
         (name = "service", description = "Health, metrics and this document."),

@@ -15,10 +15,11 @@ use super::problem::Problem;
 use boomerang_core::domain::invalid::within;
 use boomerang_core::domain::limits::*;
 use boomerang_core::domain::{
-    AlertTarget, Backoff, BackoffKind, BusinessKey, FlowSpec, HoldSpec, Invalid, MaxAttempts,
-    Notify, OnUnknown, Policy, PolicyName, RetryPolicy, SpecDraft, TaskSpec,
+    AlertTarget, Backoff, BackoffKind, BusinessKey, CatchUp, FlowSpec, HoldSpec, Invalid,
+    MaxAttempts, Notify, OnUnknown, Policy, PolicyName, Recurrence, RetryPolicy, SpecDraft,
+    TaskSpec,
 };
-use boomerang_core::engine::{FireTime, NewTask, RetrySource};
+use boomerang_core::engine::{FireTime, NewSchedule, NewTask, RetrySource};
 
 /// `headers` as the OpenAPI document shows it: at most [`MAX_HEADERS`] string values.
 fn headers_schema() -> Object {
@@ -145,6 +146,16 @@ pub struct TaskRequest {
     /// `parallelism` in flight, at most `rate` started per `period`. Tasks over a limit
     /// wait; none is refused.
     pub flow: Option<FlowRequest>,
+    /// `replace`: a task registered before under the same `key` with `replace`, none of
+    /// whose attempts has begun, is replaced by this one (its body, headers and fire time;
+    /// answered 200 with that task) instead of adding one. Once an attempt of it has
+    /// begun, this registration makes a new task. Needs `key`; not in a batch.
+    #[schema(pattern = "^replace$", example = "replace")]
+    pub on_key: Option<String>,
+    /// With `on_key: replace`: the replaced task fires at most this long after the first
+    /// registration it replaced (1s to 365days), however often it is replaced.
+    #[schema(example = "2m")]
+    pub max_delay: Option<String>,
 }
 
 /// `flow`: the flow key whose limits the task shares.
@@ -315,6 +326,108 @@ pub fn parse(body: &[u8]) -> Result<TaskRequest, Problem> {
     parse_json(body)
 }
 
+/// The fields of `POST /v1/schedules` that are the schedule's own; the others are a task's.
+pub const SCHEDULE_FIELDS: [&str; 6] = [
+    "cron", "every", "timezone", "start_at", "end_at", "catch_up",
+];
+
+/// `POST /v1/schedules`: the schedule's own fields, and a task's (as `POST /v1/tasks` takes
+/// them, without its time, hold or keys of registration).
+pub fn parse_schedule(body: &[u8]) -> Result<NewSchedule, Problem> {
+    let mut object: serde_json::Map<String, serde_json::Value> = parse_json(body)?;
+    let mut own = serde_json::Map::new();
+    for field in SCHEDULE_FIELDS {
+        if let Some(v) = object.remove(field) {
+            own.insert(field.to_string(), v);
+        }
+    }
+    let own: ScheduleFields = from_value(serde_json::Value::Object(own), "")?;
+    for field in [
+        "delay",
+        "fire_at",
+        "hold",
+        "idempotency_key",
+        "on_key",
+        "max_delay",
+    ] {
+        if object.get(field).is_some_and(|v| !v.is_null()) {
+            return Err(Problem::invalid(
+                field,
+                "not on a schedule: its occurrences give each task its time",
+            ));
+        }
+    }
+    let task: TaskRequest = from_value(serde_json::Value::Object(object), "")?;
+    let recurrence = match (own.cron, own.every) {
+        (Some(_), Some(_)) => {
+            return Err(Problem::invalid(
+                "every",
+                "give either `cron` or `every`, not both",
+            ))
+        }
+        (None, None) => return Err(Problem::invalid("cron", "give `cron` or `every`")),
+        (Some(cron), None) => {
+            Recurrence::cron(&cron, own.timezone.as_deref().unwrap_or("UTC")).map_err(invalid)?
+        }
+        (None, Some(every)) => {
+            if own.timezone.is_some() {
+                return Err(Problem::invalid("timezone", "only with `cron`"));
+            }
+            Recurrence::every(duration("every", &every)?).map_err(invalid)?
+        }
+    };
+    let catch_up = match own.catch_up.as_deref() {
+        None => CatchUp::One,
+        Some(c) => CatchUp::parse(c)
+            .ok_or_else(|| Problem::invalid("catch_up", "must be `one` or `none`"))?,
+    };
+    Ok(NewSchedule {
+        recurrence,
+        start_at: own.start_at.map(|t| instant("start_at", &t)).transpose()?,
+        end_at: own.end_at.map(|t| instant("end_at", &t)).transpose()?,
+        catch_up,
+        task: task.validate(None)?,
+    })
+}
+
+/// A schedule's own fields in `POST /v1/schedules`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleFields {
+    /// A cron pattern: five fields (minute hour day month weekday), or six with seconds
+    /// first; `L`, `#`, `W`, names and `@daily`-style nicknames are understood. Not with
+    /// `every`.
+    #[schema(example = "0 9 * * MON-FRI")]
+    pub cron: Option<String>,
+    /// A fixed interval instead of `cron` (at least 1s), counted from `start_at`.
+    #[schema(example = "15m")]
+    pub every: Option<String>,
+    /// The IANA time zone `cron` is read in (default `UTC`).
+    #[schema(example = "Europe/Paris")]
+    pub timezone: Option<String>,
+    /// No occurrence before this (RFC 3339; default now).
+    #[schema(format = DateTime)]
+    pub start_at: Option<String>,
+    /// No occurrence after this (RFC 3339).
+    #[schema(format = DateTime)]
+    pub end_at: Option<String>,
+    /// `one` (default): an occurrence missed while the server was down fires once, late;
+    /// `none`: it is skipped. Either way the schedule goes on from the next slot.
+    #[schema(pattern = "^(one|none)$")]
+    pub catch_up: Option<String>,
+}
+
+fn instant(field: &'static str, raw: &str) -> Result<DateTime<Utc>, Problem> {
+    DateTime::parse_from_rfc3339(raw.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| {
+            Problem::invalid(
+                field,
+                "must be an RFC 3339 time such as 2030-01-01T12:00:00Z",
+            )
+        })
+}
+
 /// A named policy (the body of `PUT /v1/policies/{name}`): a retry policy's fields, as a
 /// task's `retry` takes them, and optionally the `flow` its tasks share. Problems name the
 /// field within it (`max_attempts`, `flow.rate`).
@@ -400,6 +513,15 @@ impl TaskRequest {
     /// request's shape and its durations are read here; the rules of a task are the
     /// domain's ([`TaskSpec::new`]).
     pub fn validate(self, header_key: Option<&str>) -> Result<NewTask, Problem> {
+        if self.on_key.is_some() {
+            return Err(Problem::invalid(
+                "on_key",
+                "not taken here (a batch, a schedule): register the task alone",
+            ));
+        }
+        if self.max_delay.is_some() {
+            return Err(Problem::invalid("max_delay", "only with `on_key: replace`"));
+        }
         let idempotency_key = idempotency_key(header_key, self.idempotency_key.as_deref())?;
         let request_hash = self.digest();
         let (body, content_type) = body(self.body)?;
@@ -446,6 +568,43 @@ impl TaskRequest {
             idempotency_key,
             request_hash,
         })
+    }
+
+    /// Takes `on_key` and `max_delay` out of a single registration: `Some(max_delay)` for
+    /// `on_key: replace`, `None` for an ordinary one. Refuses what cannot go with them.
+    pub fn take_replace(
+        &mut self,
+        header_key: Option<&str>,
+    ) -> Result<Option<Option<Duration>>, Problem> {
+        let (on_key, max_delay) = (self.on_key.take(), self.max_delay.take());
+        match on_key.as_deref() {
+            None if max_delay.is_some() => {
+                Err(Problem::invalid("max_delay", "only with `on_key: replace`"))
+            }
+            None => Ok(None),
+            Some("replace") => {
+                if self.key.is_none() {
+                    return Err(Problem::invalid(
+                        "key",
+                        "`on_key: replace` replaces the task of a key: give `key`",
+                    ));
+                }
+                if header_key.is_some() || self.idempotency_key.is_some() {
+                    return Err(Problem::invalid(
+                        "idempotency_key",
+                        "not with `on_key: replace` (a repeat replaces the task again)",
+                    ));
+                }
+                if self.hold.is_some() {
+                    return Err(Problem::invalid("hold", "not with `on_key: replace`"));
+                }
+                let max = max_delay
+                    .map(|d| bounded("max_delay", &d, MIN_STEP, MAX_SCHEDULE_AHEAD))
+                    .transpose()?;
+                Ok(Some(max))
+            }
+            Some(_) => Err(Problem::invalid("on_key", "must be `replace`")),
+        }
     }
 
     /// A digest of the request without its idempotency key. Object keys are sorted by the

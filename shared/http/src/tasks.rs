@@ -79,8 +79,13 @@ async fn create_task(
         ),
         None => None,
     };
-    let new = task_request::parse(&body)?.validate(header_key)?;
-    let registration = engine.register(&tenant, new).await?;
+    let mut request = task_request::parse(&body)?;
+    let replace = request.take_replace(header_key)?;
+    let new = request.validate(header_key)?;
+    let registration = match replace {
+        Some(max_delay) => engine.register_replacing(&tenant, new, max_delay).await?,
+        None => engine.register(&tenant, new).await?,
+    };
     let view = TaskView::new(&registration.task, Some(&[]));
     let status = if registration.created {
         StatusCode::CREATED

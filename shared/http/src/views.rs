@@ -35,6 +35,9 @@ pub struct TaskView {
     pub expect_body: Option<String>,
     pub retry: RetryView,
     pub metadata: BTreeMap<String, String>,
+    /// Set on a schedule's occurrence: its schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -272,6 +275,11 @@ impl TaskView {
             expect_body: task.spec.expect_body.clone(),
             retry: RetryView::new(&task.spec.retry),
             metadata: task.spec.metadata.clone(),
+            schedule_id: task
+                .spec
+                .occurrence
+                .as_ref()
+                .map(|o| o.schedule.to_string()),
             key: task.spec.key.as_ref().map(|k| k.to_string()),
             idempotency_key: task.idempotency_key.clone(),
             attempt: task.attempt,

@@ -29,8 +29,8 @@
 mod buckets;
 mod due_entry;
 pub mod item;
-pub mod shards;
 mod schedules;
+pub mod shards;
 mod sweep;
 
 use std::collections::{HashMap, VecDeque};
@@ -223,7 +223,11 @@ impl DynamoStore {
 
     /// Every item of partition `pk` (whose sort key begins with `prefix`, if given), read
     /// consistently, in sort-key order.
-    pub(crate) async fn partition(&self, pk: String, prefix: Option<String>) -> Result<Vec<Item>, StoreError> {
+    pub(crate) async fn partition(
+        &self,
+        pk: String,
+        prefix: Option<String>,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut req = self
             .client
             .query()

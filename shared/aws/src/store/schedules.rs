@@ -125,7 +125,11 @@ impl ScheduleStore for DynamoStore {
         let more = schedules.len() > limit as usize;
         schedules.truncate(limit as usize);
         Ok(SchedulePage {
-            next_cursor: if more { schedules.last().map(|s| s.id) } else { None },
+            next_cursor: if more {
+                schedules.last().map(|s| s.id)
+            } else {
+                None
+            },
             schedules,
         })
     }

@@ -115,7 +115,11 @@ impl ScheduleStore for SqliteStore {
         let more = schedules.len() > limit as usize;
         schedules.truncate(limit as usize);
         Ok(SchedulePage {
-            next_cursor: if more { schedules.last().map(|s| s.id) } else { None },
+            next_cursor: if more {
+                schedules.last().map(|s| s.id)
+            } else {
+                None
+            },
             schedules,
         })
     }
@@ -141,7 +145,9 @@ impl KeyedTasks for SqliteStore {
             })
             .await?;
         let Some(id) = id else { return Ok(None) };
-        let id: TaskId = id.parse().map_err(|e: ulid::DecodeError| StoreError::Corrupt(e.into()))?;
+        let id: TaskId = id
+            .parse()
+            .map_err(|e: ulid::DecodeError| StoreError::Corrupt(e.into()))?;
         // Through `get`, so a claimed task shows as claimed.
         self.get(tenant, &id).await
     }

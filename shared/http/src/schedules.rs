@@ -1,0 +1,289 @@
+//! `/v1/schedules`: recurring callbacks. Each occurrence is an ordinary task (listed with
+//! the tenant's tasks, with its `schedule_id`).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::openapi::{Conflict, Invalid, Malformed, NotFound, TooLarge};
+use super::problem::Problem;
+use super::task_request::{self, ScheduleFields, TaskRequest};
+use boomerang_core::domain::{Recurrence, Schedule, ScheduleId, TenantId};
+use boomerang_core::engine::Engine;
+
+pub fn routes() -> OpenApiRouter<Arc<Engine>> {
+    OpenApiRouter::new()
+        .routes(routes!(create_schedule, list_schedules))
+        .routes(routes!(get_schedule, delete_schedule))
+        .routes(routes!(pause_schedule))
+        .routes(routes!(resume_schedule))
+}
+
+/// A schedule's id in a path.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+struct SchedulePath {
+    /// The schedule's id (a ULID).
+    #[param(value_type = String, example = "01JD0Q5ZQ7N0Z8B6W4Y3X2V1TS")]
+    id: ScheduleId,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for SchedulePath {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+        let not_found = || Problem::not_found("no such schedule");
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| not_found())?;
+        let id = raw.parse().map_err(|_| not_found())?;
+        Ok(SchedulePath { id })
+    }
+}
+
+/// A schedule as the API shows it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ScheduleView {
+    pub id: String,
+    /// `active` or `paused`.
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// The interval of an `every` schedule, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every_ms: Option<u64>,
+    pub start_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_at: Option<DateTime<Utc>>,
+    /// `one` or `none`.
+    pub catch_up: String,
+    /// When the next occurrence is due (none while paused or past the end).
+    pub next_at: Option<DateTime<Utc>>,
+    /// What each occurrence calls.
+    pub url: String,
+    pub method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl ScheduleView {
+    pub fn new(s: &Schedule, now: DateTime<Utc>) -> Self {
+        let (cron, timezone, every_ms) = match &s.recurrence {
+            Recurrence::Cron { pattern, timezone } => {
+                (Some(pattern.clone()), Some(timezone.clone()), None)
+            }
+            Recurrence::Every { interval } => (None, None, Some(interval.as_millis() as u64)),
+        };
+        ScheduleView {
+            id: s.id.to_string(),
+            state: s.state.as_str().into(),
+            cron,
+            timezone,
+            every_ms,
+            start_at: s.start_at,
+            end_at: s.end_at,
+            catch_up: s.catch_up.as_str().into(),
+            next_at: s.next_at(now),
+            url: s.spec.request.url.clone(),
+            method: s.spec.request.method.clone(),
+            key: s.spec.key.as_ref().map(|k| k.to_string()),
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ScheduleListView {
+    pub schedules: Vec<ScheduleView>,
+    /// Send as `cursor` for the next page; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListParams {
+    /// At most this many (1–100, default 50).
+    limit: Option<u32>,
+    /// A previous page's `next_cursor`.
+    cursor: Option<String>,
+}
+
+/// The body of `POST /v1/schedules`, for the document: the schedule's own fields and a
+/// task's (without `delay`, `fire_at`, `hold`, `idempotency_key`, `on_key`, `max_delay`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+struct ScheduleRequest {
+    #[schema(inline)]
+    schedule: ScheduleFields,
+    #[schema(inline)]
+    task: TaskRequest,
+}
+
+/// Create a recurring callback.
+///
+/// Each occurrence is an ordinary task, with its own attempts, alerts and flow limits, and
+/// `schedule_id` set. Daylight-saving changes follow the zone: a local time a change skips
+/// fires once right after the gap, one it repeats fires once.
+#[utoipa::path(post, path = "/schedules", tag = "schedules", operation_id = "create_schedule",
+    request_body(content = ScheduleRequest, example = json!({
+        "cron": "0 9 * * MON-FRI", "timezone": "Europe/Paris",
+        "url": "https://example.com/hooks/daily-report", "body": {"report": "daily"}
+    })),
+    responses(
+        (status = 201, description = "Created", body = ScheduleView),
+        (status = 400, response = Malformed),
+        (status = 413, response = TooLarge),
+        (status = 422, response = Invalid),
+    ))]
+async fn create_schedule(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Problem> {
+    let body = super::extract::read_body(&headers, body).await?;
+    let new = task_request::parse_schedule(&body)?;
+    let schedule = engine.create_schedule(&tenant, new).await?;
+    let location = format!("/v1/schedules/{}", schedule.id);
+    let view = ScheduleView::new(&schedule, Utc::now());
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(view),
+    )
+        .into_response())
+}
+
+/// List the tenant's schedules, newest first.
+#[utoipa::path(get, path = "/schedules", tag = "schedules", operation_id = "list_schedules",
+    params(ListParams),
+    responses(
+        (status = 200, description = "A page of schedules", body = ScheduleListView),
+        (status = 422, response = Invalid),
+    ))]
+async fn list_schedules(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    Query(params): Query<ListParams>,
+) -> Result<Json<ScheduleListView>, Problem> {
+    let limit = params.limit.unwrap_or(50);
+    if !(1..=100).contains(&limit) {
+        return Err(Problem::invalid("limit", "must be between 1 and 100"));
+    }
+    let cursor = params
+        .cursor
+        .map(|c| {
+            c.parse()
+                .map_err(|_| Problem::invalid("cursor", "not a cursor from a list"))
+        })
+        .transpose()?;
+    let page = engine.schedules(&tenant, cursor, limit).await?;
+    let now = Utc::now();
+    Ok(Json(ScheduleListView {
+        schedules: page
+            .schedules
+            .iter()
+            .map(|s| ScheduleView::new(s, now))
+            .collect(),
+        next_cursor: page.next_cursor.map(|c| c.to_string()),
+    }))
+}
+
+/// A schedule.
+#[utoipa::path(get, path = "/schedules/{id}", tag = "schedules", operation_id = "get_schedule",
+    params(SchedulePath),
+    responses(
+        (status = 200, description = "The schedule", body = ScheduleView),
+        (status = 404, response = NotFound),
+    ))]
+async fn get_schedule(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    SchedulePath { id }: SchedulePath,
+) -> Result<Json<ScheduleView>, Problem> {
+    let schedule = engine.schedule(&tenant, &id).await.map_err(not_found)?;
+    Ok(Json(ScheduleView::new(&schedule, Utc::now())))
+}
+
+/// Delete a schedule: its pending occurrence is skipped (one under way finishes).
+#[utoipa::path(delete, path = "/schedules/{id}", tag = "schedules", operation_id = "delete_schedule",
+    params(SchedulePath),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, response = NotFound),
+    ))]
+async fn delete_schedule(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    SchedulePath { id }: SchedulePath,
+) -> Result<StatusCode, Problem> {
+    engine
+        .delete_schedule(&tenant, &id)
+        .await
+        .map_err(not_found)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Pause a schedule: its pending occurrence is skipped, and none follows until resumed.
+#[utoipa::path(post, path = "/schedules/{id}/pause", tag = "schedules", operation_id = "pause_schedule",
+    params(SchedulePath),
+    responses(
+        (status = 200, description = "Paused", body = ScheduleView),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+    ))]
+async fn pause_schedule(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    SchedulePath { id }: SchedulePath,
+) -> Result<Json<ScheduleView>, Problem> {
+    let schedule = engine
+        .pause_schedule(&tenant, &id)
+        .await
+        .map_err(not_found)?;
+    Ok(Json(ScheduleView::new(&schedule, Utc::now())))
+}
+
+/// Resume a paused schedule from its next slot (slots passed while paused do not fire).
+#[utoipa::path(post, path = "/schedules/{id}/resume", tag = "schedules", operation_id = "resume_schedule",
+    params(SchedulePath),
+    responses(
+        (status = 200, description = "Resumed", body = ScheduleView),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+    ))]
+async fn resume_schedule(
+    State(engine): State<Arc<Engine>>,
+    Extension(tenant): Extension<TenantId>,
+    SchedulePath { id }: SchedulePath,
+) -> Result<Json<ScheduleView>, Problem> {
+    let schedule = engine
+        .resume_schedule(&tenant, &id)
+        .await
+        .map_err(not_found)?;
+    Ok(Json(ScheduleView::new(&schedule, Utc::now())))
+}
+
+/// A missing schedule is named as one (the engine's "no such task" is generic).
+fn not_found(e: boomerang_core::engine::EngineError) -> Problem {
+    match e {
+        boomerang_core::engine::EngineError::NotFound => Problem::not_found("no such schedule"),
+        other => other.into(),
+    }
+}
