@@ -126,12 +126,12 @@ struct ListParams {
 
 /// The body of `POST /v1/schedules`, for the document: the schedule's own fields and a
 /// task's (without `delay`, `fire_at`, `hold`, `idempotency_key`, `on_key`, `max_delay`).
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 #[allow(dead_code)]
 struct ScheduleRequest {
-    #[schema(inline)]
+    #[serde(flatten)]
     schedule: ScheduleFields,
-    #[schema(inline)]
+    #[serde(flatten)]
     task: TaskRequest,
 }
 
