@@ -35,6 +35,8 @@ enum Command {
     Tasks(tasks_cmd::TasksArgs),
     /// List flows with what waits in them; pause and resume one, through the API.
     Flows(tasks_cmd::flows::FlowsArgs),
+    /// Create, list, pause, resume and delete recurring callbacks, through the API.
+    Schedules(tasks_cmd::schedules::SchedulesArgs),
     /// Set up the AWS code path against an emulator.
     #[command(subcommand)]
     Aws(AwsCommand),
@@ -101,6 +103,7 @@ async fn main() -> Result<ExitCode> {
     let done = match cli.command {
         Command::Tasks(args) => return tasks_cmd::run(args).await,
         Command::Flows(args) => return tasks_cmd::flows::run(args).await,
+        Command::Schedules(args) => return tasks_cmd::schedules::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {

@@ -78,9 +78,10 @@ pub mod schedule {
 }
 
 /// A key's newest task registered with `on_key: replace` (`K#<tenant>#<key>`, sort key
-/// `K`): the task's id.
+/// `K`): the task's id, and when this item was written (ms).
 pub mod keyed {
     pub const TASK: &str = "t";
+    pub const WRITTEN_AT: &str = "w";
 }
 
 /// The sweep's checkpoint item: each shard's position, and the checkpoint's version.

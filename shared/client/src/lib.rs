@@ -7,8 +7,9 @@ use std::time::Duration;
 use boomerang_http::flows::{FlowStateView, FlowsView};
 use boomerang_http::policies::{PoliciesView, PolicyView};
 use boomerang_http::problem::Problem;
+use boomerang_http::schedules::{ScheduleListView, ScheduleView};
 use boomerang_http::stats::StatsView;
-use boomerang_http::task_request::{BatchRequest, PolicyRequest, TaskRequest};
+use boomerang_http::task_request::{BatchRequest, PolicyRequest, ScheduleFields, TaskRequest};
 use boomerang_http::views::{BatchView, KeyCancelView, KeyReleaseView, PageView, TaskView};
 use boomerang_http::Health;
 use reqwest::{Method, Url};
@@ -252,6 +253,54 @@ impl Client {
     pub async fn resume_flow(&self, key: &str) -> Result<FlowStateView, ClientError> {
         let path = flow_path(key, Some("resume"));
         self.send(Method::POST, &path, &[], None::<&()>).await
+    }
+
+    /// `POST /v1/schedules`: the schedule's own fields and the task each occurrence is.
+    pub async fn create_schedule(
+        &self,
+        schedule: &ScheduleFields,
+        task: &TaskRequest,
+    ) -> Result<Answer<ScheduleView>, ClientError> {
+        let mut body = serde_json::Map::new();
+        for part in [serde_json::to_value(task), serde_json::to_value(schedule)] {
+            if let Ok(serde_json::Value::Object(fields)) = part {
+                body.extend(fields.into_iter().filter(|(_, v)| !v.is_null()));
+            }
+        }
+        let request = self
+            .request(Method::POST, "/v1/schedules", &[])?
+            .json(&body);
+        self.answer(request).await
+    }
+
+    /// `GET /v1/schedules`: one page, newest first.
+    pub async fn schedules(&self, cursor: Option<&str>) -> Result<ScheduleListView, ClientError> {
+        let query: Vec<(&str, &str)> = cursor.map(|c| ("cursor", c)).into_iter().collect();
+        self.send(Method::GET, "/v1/schedules", &query, None::<&()>)
+            .await
+    }
+
+    /// `GET /v1/schedules/{id}`.
+    pub async fn schedule(&self, id: &str) -> Result<ScheduleView, ClientError> {
+        self.send(
+            Method::GET,
+            &format!("/v1/schedules/{id}"),
+            &[],
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `POST /v1/schedules/{id}/pause` or `…/resume`.
+    pub async fn set_schedule(&self, id: &str, verb: &str) -> Result<ScheduleView, ClientError> {
+        let path = format!("/v1/schedules/{id}/{verb}");
+        self.send(Method::POST, &path, &[], None::<&()>).await
+    }
+
+    /// `DELETE /v1/schedules/{id}` (204, no body).
+    pub async fn delete_schedule(&self, id: &str) -> Result<(), ClientError> {
+        let request = self.request(Method::DELETE, &format!("/v1/schedules/{id}"), &[])?;
+        self.body(request).await.map(|_| ())
     }
 
     /// `GET /v1/stats`.

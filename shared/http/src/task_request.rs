@@ -391,7 +391,7 @@ pub fn parse_schedule(body: &[u8]) -> Result<NewSchedule, Problem> {
 }
 
 /// A schedule's own fields in `POST /v1/schedules`.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFields {
     /// A cron pattern: five fields (minute hour day month weekday), or six with seconds

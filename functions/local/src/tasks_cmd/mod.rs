@@ -6,6 +6,7 @@
 mod client;
 pub mod flows;
 mod request;
+pub mod schedules;
 mod show;
 
 use std::path::PathBuf;

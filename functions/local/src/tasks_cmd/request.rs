@@ -41,6 +41,14 @@ pub struct CreateArgs {
     /// Your own id for the task (list, cancel and release by it).
     #[arg(long)]
     key: Option<String>,
+    /// With --key: replace the key's pending task (none of whose attempts has begun)
+    /// instead of adding one: "call once, after the last trigger".
+    #[arg(long, requires = "key")]
+    replace: bool,
+    /// With --replace: the task fires at most this long after the first registration it
+    /// replaced, however often it is replaced.
+    #[arg(long, requires = "replace")]
+    max_delay: Option<String>,
     /// Registers once per key: a repeat answers the task the first one made.
     #[arg(long)]
     idempotency_key: Option<String>,
@@ -79,6 +87,8 @@ impl CreateArgs {
             key: self.key,
             retry: retry(self.retry, self.max_attempts, self.policy),
             hold,
+            on_key: self.replace.then(|| "replace".to_string()),
+            max_delay: self.max_delay,
             ..TaskRequest::default()
         };
         Ok((task, self.idempotency_key))

@@ -216,7 +216,7 @@ fn one_line<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-fn print_json<T: Serialize>(v: &T) {
+pub(super) fn print_json<T: Serialize>(v: &T) {
     match serde_json::to_string_pretty(v) {
         Ok(text) => println!("{text}"),
         Err(e) => eprintln!("error: cannot print the answer as JSON: {e}"),

@@ -1,14 +1,14 @@
 //! Schedules (one item each, in the tenant's `S#` partition) and the newest task of each
-//! key registered with `on_key: replace` (one small item per key, written in the same
-//! transaction as the task that becomes the newest).
+//! key registered with `on_key: replace` (one small item per key, naming it).
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{Put, ReturnValue, TransactWriteItem};
+use aws_sdk_dynamodb::types::ReturnValue;
+use chrono::Utc;
 
 use super::item::new_item;
 use super::{conflict_or_unavailable, DynamoStore};
 use crate::attr;
-use crate::sdk::items::{get_s, n, s, Item};
+use crate::sdk::items::{get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
 use boomerang_core::domain::{BusinessKey, Schedule, ScheduleId, Task, TaskId, TenantId};
 use boomerang_core::ports::{KeyedTasks, SchedulePage, ScheduleStore, StoreError};
@@ -22,6 +22,10 @@ fn keyed_pk(tenant: &TenantId, key: &BusinessKey) -> String {
 }
 
 const KEYED_SK: &str = "K";
+
+/// A key's item whose task is still missing this long after it was written names a task
+/// that will never be written (its registration failed between the two writes).
+const DANGLING_AFTER: chrono::Duration = chrono::Duration::seconds(30);
 
 fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Corrupt(e.into())
@@ -137,67 +141,73 @@ impl ScheduleStore for DynamoStore {
 
 #[async_trait]
 impl KeyedTasks for DynamoStore {
+    /// The key's item names its newest task. The item is written before the task (below),
+    /// so for a moment it names a task not yet written: a young item's missing task is
+    /// read again for a while, then the registration is refused as unavailable; an item
+    /// older than [`DANGLING_AFTER`] whose task is missing was left by a registration that
+    /// never wrote its task, and counts as none.
     async fn keyed(
         &self,
         tenant: &TenantId,
         key: &BusinessKey,
     ) -> Result<Option<Task>, StoreError> {
-        let Some(head) = self
-            .get_item((keyed_pk(tenant, key), KEYED_SK.into()), true)
-            .await?
-        else {
-            return Ok(None);
-        };
-        let id: TaskId = get_s(&head, attr::keyed::TASK)?.parse().map_err(corrupt)?;
-        self.task(tenant, &id, true).await
+        for _ in 0..20 {
+            let Some(head) = self
+                .get_item((keyed_pk(tenant, key), KEYED_SK.into()), true)
+                .await?
+            else {
+                return Ok(None);
+            };
+            let id: TaskId = get_s(&head, attr::keyed::TASK)?.parse().map_err(corrupt)?;
+            if let Some(task) = self.task(tenant, &id, true).await? {
+                return Ok(Some(task));
+            }
+            let written = get_n(&head, attr::keyed::WRITTEN_AT)?;
+            if Utc::now().timestamp_millis() - written > DANGLING_AFTER.num_milliseconds() {
+                return Ok(None);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        Err(StoreError::Unavailable(
+            "the key's newest task is still being written; retry".into(),
+        ))
     }
 
+    /// Two conditional writes, the key's item first: DynamoDB's transactions would do it in
+    /// one, but the local emulators lack them. The key's item moves only from the task the
+    /// caller saw (or from none, or from one whose task was never written), so concurrent
+    /// registrations serialize on it; the task is written after it wins.
     async fn create_keyed(&self, task: &Task, previous: Option<TaskId>) -> Result<(), StoreError> {
         let Some(key) = &task.spec.key else {
             return Err(StoreError::Corrupt("a keyed task without a key".into()));
         };
-        let pk = self.task_pk(&task.tenant, &task.id).await?;
-        let task_put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(new_item(task, pk, self.retention)?))
-            .condition_expression(format!("attribute_not_exists({})", attr::PK));
-        let head = Put::builder()
+        let now = Utc::now().timestamp_millis();
+        let head = self
+            .client
+            .put_item()
             .table_name(&self.table)
             .item(attr::PK, s(keyed_pk(&task.tenant, key)))
             .item(attr::SK, s(KEYED_SK))
-            .item(attr::keyed::TASK, s(task.id.to_string()));
+            .item(attr::keyed::TASK, s(task.id.to_string()))
+            .item(attr::keyed::WRITTEN_AT, n(now));
         let head = match previous {
-            None => head.condition_expression(format!("attribute_not_exists({})", attr::PK)),
+            None => head
+                .condition_expression(format!(
+                    "attribute_not_exists({}) OR {} < :dangling",
+                    attr::PK,
+                    attr::keyed::WRITTEN_AT
+                ))
+                .expression_attribute_values(
+                    ":dangling",
+                    n(now - DANGLING_AFTER.num_milliseconds()),
+                ),
             Some(previous) => head
                 .condition_expression(format!("{} = :previous", attr::keyed::TASK))
                 .expression_attribute_values(":previous", s(previous.to_string())),
         };
-        let items = [task_put, head]
-            .into_iter()
-            .map(|put| {
-                let put = put.build().map_err(corrupt)?;
-                Ok(TransactWriteItem::builder().put(put).build())
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        let written = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
-        match written {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let canceled = e
-                    .as_service_error()
-                    .is_some_and(|se| se.is_transaction_canceled_exception());
-                if canceled {
-                    Err(StoreError::Conflict)
-                } else {
-                    Err(StoreError::Unavailable(sdk_failure(e)))
-                }
-            }
-        }
+        head.send().await.map_err(conflict_or_unavailable)?;
+        let pk = self.task_pk(&task.tenant, &task.id).await?;
+        self.put_new(new_item(task, pk, self.retention)?).await
     }
 
     async fn replace_keyed(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
