@@ -283,6 +283,30 @@ test('a paused flow is listed with its waiting task, and resuming it sends the t
   await context.close();
 });
 
+test('a schedule is listed with its recurrence, and paused and deleted from its row', async () => {
+  const { status, body: sch } = await call('POST', '/v1/schedules',
+    { cron: '0 9 * * MON-FRI', timezone: 'Europe/Paris', url: `${hook}/daily` });
+  assert.equal(status, 201, JSON.stringify(sch));
+  const { page, requested, context } = await openConsole();
+  await signIn(page);
+  await page.getByRole('link', { name: 'Schedules', exact: true }).click();
+  const row = page.locator(`tr[data-schedule="${sch.id}"]`);
+  await row.locator('.badge', { hasText: 'active' }).waitFor();
+  assert.deepEqual(await row.locator('td').evaluateAll((tds) => [tds[2].textContent, tds[4].textContent]),
+    ['0 9 * * MON-FRI (Europe/Paris)', `${hook}/daily`]);
+  await shot(page, 'schedules');
+  await page.getByRole('button', { name: `Pause schedule ${sch.id}` }).click();
+  await page.getByRole('alert').filter({ hasText: 'Pause: done' }).waitFor();
+  await row.locator('.badge', { hasText: 'paused' }).waitFor();
+  assert.equal((await call('GET', `/v1/schedules/${sch.id}`)).body.state, 'paused');
+  await page.getByRole('button', { name: `Delete schedule ${sch.id}` }).click();
+  await page.getByRole('alert').filter({ hasText: 'Delete: done' }).waitFor();
+  await row.waitFor({ state: 'detached' });
+  assert.equal((await call('GET', `/v1/schedules/${sch.id}`)).status, 404);
+  assert.deepEqual(requested.filter((url) => !url.startsWith(`${base}/`)), []);
+  await context.close();
+});
+
 test('a busy destination shows its calls in flight of its limit', async () => {
   await register({ url: `${hook}/hang` });
   const end = Date.now() + DEADLINE_MS;

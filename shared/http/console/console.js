@@ -195,6 +195,7 @@ function route() {
   const task = path.match(/^\/tasks\/([0-9A-Za-z]{26})$/);
   if (task) return showTask(task[1], true);
   if (path === '/flows') return showFlows();
+  if (path === '/schedules') return showSchedules();
   return showList(params);
 }
 
@@ -410,6 +411,71 @@ async function showFlows() {
   h('button', { type: 'submit' }, 'Pause flow'));
   main.replaceChildren(title, table, h('h3', {}, 'Pause any flow'), pauseForm);
   // The figures move on their own: look again while this view is shown.
+  viewTimer = setTimeout(reload, LIVE_EVERY_MS);
+}
+
+// ---------------------------------------------------------------- schedules
+
+async function scheduleAction(method, id, verb, done) {
+  const label = { pause: 'Pause', resume: 'Resume', '': 'Delete' }[verb];
+  if (!confirm(`${label} schedule ${id}?`)) return;
+  try {
+    await api(method, `/v1/schedules/${id}${verb ? `/${verb}` : ''}`);
+    say(`${label}: done (schedule ${id}).`, 'ok');
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return;
+    say(`${label} refused: ${refusal(error)}`);
+  }
+  done();
+}
+
+/** The tenant's schedules: when each fires next; pause, resume or delete one. */
+async function showSchedules() {
+  const title = h('h2', {}, 'Schedules');
+  const mine = view;
+  let answer;
+  try {
+    answer = await api('GET', '/v1/schedules?limit=100');
+    if (mine !== view) return;
+  } catch (error) {
+    if (mine !== view) return;
+    if (!(error instanceof ApiError && error.status === 401)) {
+      main.replaceChildren(title, h('p', { class: 'empty' }, `Cannot list schedules: ${refusal(error)}`));
+    }
+    return;
+  }
+  const reload = () => { if (mine === view) showSchedules(); };
+  const rows = answer.schedules.map((sch) => {
+    const recurrence = sch.cron ? `${sch.cron} (${sch.timezone})` : `every ${span(sch.every_ms)}`;
+    const paused = sch.state === 'paused';
+    return h('tr', { 'data-schedule': sch.id },
+      h('td', { class: 'mono' }, sch.id),
+      h('td', {}, h('span', { class: `badge ${paused ? 'held' : 'succeeded'}` }, sch.state)),
+      h('td', { class: 'mono' }, recurrence),
+      h('td', {}, sch.next_at ? when(sch.next_at) : '—'),
+      h('td', { class: 'mono' }, sch.url),
+      h('td', {},
+        h('button', {
+          type: 'button',
+          class: `action ${paused ? 'resume' : 'pause'}`,
+          'aria-label': `${paused ? 'Resume' : 'Pause'} schedule ${sch.id}`,
+          onclick: () => scheduleAction('POST', sch.id, paused ? 'resume' : 'pause', reload),
+        }, paused ? 'Resume' : 'Pause'),
+        h('button', {
+          type: 'button',
+          class: 'action cancel',
+          'aria-label': `Delete schedule ${sch.id}`,
+          onclick: () => scheduleAction('DELETE', sch.id, '', reload),
+        }, 'Delete')));
+  });
+  const table = h('div', { class: 'scroll' }, h('table', {},
+    h('caption', {}, 'Recurring callbacks; each occurrence is a task in the list'),
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col' }, 'Id'), h('th', { scope: 'col' }, 'State'),
+      h('th', { scope: 'col' }, 'When'), h('th', { scope: 'col' }, 'Next'),
+      h('th', { scope: 'col' }, 'URL'), h('th', { scope: 'col' }, 'Actions'))),
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 6, class: 'empty' }, 'No schedule yet (POST /v1/schedules, or boomerang schedules create).')))));
+  main.replaceChildren(title, table);
   viewTimer = setTimeout(reload, LIVE_EVERY_MS);
 }
 
