@@ -30,3 +30,57 @@ async fn rapid_registrations_of_a_key_replace_one_task() {
     let h = harness(ScriptedWebhooks::default());
     schedules::replace_by_key(&scene(&h)).await;
 }
+
+#[tokio::test]
+async fn a_replacement_that_moves_the_fire_time_later_arms_no_timer_of_its_own() {
+    let h = harness_with(ScriptedWebhooks::default(), RecordingTimer::durable(), t0());
+    let key = boomerang_core::domain::BusinessKey::parse("debounced").unwrap();
+    let keyed = |delay: u64| {
+        let mut new = new_task(FireTime::After(secs(delay)), RetryPolicy::default());
+        new.spec.key = Some(key.clone());
+        new
+    };
+    let first = h
+        .engine
+        .register_replacing(&h.tenant, keyed(10), None)
+        .await
+        .unwrap();
+    for n in 1..=20 {
+        h.clock.set(t0() + chrono::Duration::seconds(n));
+        h.engine
+            .register_replacing(&h.tenant, keyed(10), None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        h.timer.armed().len(),
+        1,
+        "the first registration's timer only"
+    );
+    // That timer fires early and is armed again for the task's time; the call happens once.
+    h.clock.set(t0() + chrono::Duration::seconds(10));
+    assert_eq!(h.fire_attempt(&first.task, 1).await, DeliverOutcome::Early);
+    h.clock.set(t0() + chrono::Duration::seconds(30));
+    assert_eq!(
+        h.fire_attempt(&first.task, 1).await,
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+    assert_eq!(h.webhooks.calls(), 1);
+    // Moving it earlier (a shorter delay) arms a timer for the earlier time.
+    let second = h
+        .engine
+        .register_replacing(&h.tenant, keyed(60), None)
+        .await
+        .unwrap();
+    h.engine
+        .register_replacing(&h.tenant, keyed(5), None)
+        .await
+        .unwrap();
+    let arms: Vec<_> = h
+        .timer
+        .armed()
+        .into_iter()
+        .filter(|(id, _, _)| *id == second.task.id)
+        .collect();
+    assert_eq!(arms.len(), 2, "{arms:?}");
+}

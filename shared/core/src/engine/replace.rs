@@ -82,11 +82,22 @@ impl Engine {
         let Ok(mut next) = old.replace(fresh.spec.clone(), due, latest, now) else {
             return Ok(None);
         };
-        self.arm_before_write(&mut next).await;
+        // A fire time that moves later needs no timer of its own: the one armed for the
+        // earlier time fires early and is armed again for the task's time then. So a burst
+        // of replacements costs no timer each (on AWS, no queue message each).
+        let later = next.next_attempt_at >= old.next_attempt_at;
+        let covered = later && (old.timer_armed || !self.ports.timer.durable());
+        if covered {
+            next.timer_armed = old.timer_armed;
+        } else {
+            self.arm_before_write(&mut next).await;
+        }
         match self.ports.keyed.replace_keyed(&next, old.version).await {
             Ok(()) => {
                 tracing::debug!(task = %next.id, "task replaced by a newer registration of its key");
-                self.arm_after_write(&next).await;
+                if !covered {
+                    self.arm_after_write(&next).await;
+                }
                 Ok(Some(Registration {
                     task: next,
                     created: false,
