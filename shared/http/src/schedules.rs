@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -15,7 +15,8 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::openapi::{Conflict, Invalid, Malformed, NotFound, TooLarge};
+use super::extract::QueryParams;
+use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
 use super::problem::Problem;
 use super::task_request::{self, ScheduleFields, TaskRequest};
 use boomerang_core::domain::{Recurrence, Schedule, ScheduleId, TenantId};
@@ -119,6 +120,7 @@ pub struct ScheduleListView {
 #[into_params(parameter_in = Query)]
 struct ListParams {
     /// At most this many (1–100, default 50).
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
     /// A previous page's `next_cursor`.
     cursor: Option<String>,
@@ -175,12 +177,13 @@ async fn create_schedule(
     params(ListParams),
     responses(
         (status = 200, description = "A page of schedules", body = ScheduleListView),
+        (status = 400, response = BadQuery),
         (status = 422, response = Invalid),
     ))]
 async fn list_schedules(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    Query(params): Query<ListParams>,
+    QueryParams(params): QueryParams<ListParams>,
 ) -> Result<Json<ScheduleListView>, Problem> {
     let limit = params.limit.unwrap_or(50);
     if !(1..=100).contains(&limit) {
