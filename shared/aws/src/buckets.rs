@@ -9,9 +9,11 @@
 //! A fire that fails is retried whole (by Scheduler, or by SQS for bucket work): arming an
 //! attempt twice is harmless, its claim sends it once.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -186,7 +188,9 @@ impl BucketFire {
     }
 
     /// Arms the attempts of the bucket's entries, up to [`Self::max_per_fire`] of them;
-    /// hands the rest on.
+    /// hands the rest on. The partitions are read side by side, each a share of what is
+    /// left to read: an invocation is billed while it waits, and a minute's sixteen reads
+    /// one after another would be most of its time.
     pub async fn run(&self, work: BucketWork) -> Result<BucketReport, BucketError> {
         let mut report = BucketReport::default();
         // A minute's own fire reads every partition there is now, even if its schedule was
@@ -197,36 +201,36 @@ impl BucketFire {
         } else {
             work.end.min(BUCKET_SHARDS)
         };
-        let (mut shard, mut after) = (work.first, work.after);
+        // Each partition still to read, and where it goes on from.
+        let mut cursors: VecDeque<(u32, Option<String>)> =
+            (work.first..end).map(|shard| (shard, None)).collect();
+        if let Some(first) = cursors.front_mut() {
+            first.1 = work.after;
+        }
         // Queued together at the end: ten to a request across partitions.
         let mut arms = Vec::new();
-        let mut handed_on = None;
-        while shard < end {
-            if report.read >= self.max_per_fire {
-                handed_on = Some((shard, after.take()));
-                break;
-            }
-            let page = self
-                .store
-                .bucket_page(
-                    work.minute,
-                    shard,
-                    after.as_deref(),
-                    PAGE.min(self.max_per_fire - report.read),
-                )
-                .await?;
-            report.read += page.read;
-            arms.extend(page.arms);
-            after = page.next;
-            if after.is_none() {
-                shard += 1;
+        while !cursors.is_empty() && report.read < self.max_per_fire {
+            let budget = self.max_per_fire - report.read;
+            let n = cursors.len().min(budget);
+            let limit = (budget / n).min(PAGE);
+            let round: Vec<_> = cursors.drain(..n).collect();
+            let pages = join_all(round.iter().map(|(shard, after)| {
+                self.store
+                    .bucket_page(work.minute, *shard, after.as_deref(), limit)
+            }))
+            .await;
+            for ((shard, _), page) in round.into_iter().zip(pages) {
+                let page = page?;
+                report.read += page.read;
+                arms.extend(page.arms);
+                if let Some(next) = page.next {
+                    cursors.push_back((shard, Some(next)));
+                }
             }
         }
         self.timer.queue_many(&arms).await?;
         report.armed = arms.len();
-        if let Some((shard, after)) = handed_on {
-            report.handed_on = self.hand_on(work.minute, shard, end, after).await?;
-        }
+        report.handed_on = self.hand_on(work.minute, cursors).await?;
         tracing::info!(
             minute = %work.minute,
             read = report.read,
@@ -237,23 +241,21 @@ impl BucketFire {
         Ok(report)
     }
 
-    /// Puts the partitions `shard..end` back on the timer queue, one message each;
+    /// Puts each partition left to read back on the timer queue, one message each;
     /// returns how many.
     async fn hand_on(
         &self,
         minute: DateTime<Utc>,
-        shard: u32,
-        end: u32,
-        after: Option<String>,
+        cursors: VecDeque<(u32, Option<String>)>,
     ) -> Result<usize, TimerError> {
-        let mut after = after;
-        for s in shard..end {
-            let work = BucketWork::partition(minute, s, after.take());
+        let count = cursors.len();
+        for (shard, after) in cursors {
+            let work = BucketWork::partition(minute, shard, after);
             self.timer
                 .send(&TimerMessage::Bucket { bucket: work }, 0)
                 .await?;
         }
-        Ok((end - shard) as usize)
+        Ok(count)
     }
 }
 
