@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::{Object, RefOr, Schema};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -18,7 +19,7 @@ use utoipa_axum::routes;
 use super::extract::QueryParams;
 use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
 use super::problem::Problem;
-use super::task_request::{self, ScheduleFields, TaskRequest};
+use super::task_request::{self, ScheduleFields, TaskRequest, NOT_ON_A_SCHEDULE};
 use boomerang_core::domain::{Recurrence, Schedule, ScheduleId, TenantId};
 use boomerang_core::engine::Engine;
 
@@ -126,16 +127,35 @@ struct ListParams {
     cursor: Option<String>,
 }
 
-/// The body of `POST /v1/schedules`, for the document: the schedule's own fields and a
-/// task's (without `delay`, `fire_at`, `hold`, `idempotency_key`, `on_key`, `max_delay`).
-#[derive(Deserialize, ToSchema)]
-#[allow(dead_code)]
-struct ScheduleRequest {
-    #[serde(flatten)]
-    schedule: ScheduleFields,
-    #[serde(flatten)]
-    task: TaskRequest,
+/// The body of `POST /v1/schedules`, for the document: one object, the schedule's own
+/// fields and a task's, without those a schedule does not take.
+struct ScheduleRequest;
+
+impl utoipa::PartialSchema for ScheduleRequest {
+    fn schema() -> RefOr<Schema> {
+        let mut merged = match TaskRequest::schema() {
+            RefOr::T(Schema::Object(task)) => task,
+            _ => Object::new(),
+        };
+        for field in NOT_ON_A_SCHEDULE {
+            merged.properties.remove(field);
+            merged.required.retain(|r| r != field);
+        }
+        if let RefOr::T(Schema::Object(own)) = ScheduleFields::schema() {
+            merged.properties.extend(own.properties);
+        }
+        merged.description = Some(
+            "A schedule's own fields (`cron` or `every`, `timezone`, `start_at`, `end_at`, \
+             `catch_up`) and the fields of the task each occurrence is."
+                .into(),
+        );
+        merged.example = None;
+        merged.examples = Vec::new();
+        RefOr::T(Schema::Object(merged))
+    }
 }
+
+impl ToSchema for ScheduleRequest {}
 
 /// Create a recurring callback.
 ///

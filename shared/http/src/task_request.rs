@@ -331,6 +331,16 @@ pub const SCHEDULE_FIELDS: [&str; 6] = [
     "cron", "every", "timezone", "start_at", "end_at", "catch_up",
 ];
 
+/// A task's fields a schedule does not take: its occurrences give each task its time.
+pub const NOT_ON_A_SCHEDULE: [&str; 6] = [
+    "delay",
+    "fire_at",
+    "hold",
+    "idempotency_key",
+    "on_key",
+    "max_delay",
+];
+
 /// `POST /v1/schedules`: the schedule's own fields, and a task's (as `POST /v1/tasks` takes
 /// them, without its time, hold or keys of registration).
 pub fn parse_schedule(body: &[u8]) -> Result<NewSchedule, Problem> {
@@ -342,14 +352,7 @@ pub fn parse_schedule(body: &[u8]) -> Result<NewSchedule, Problem> {
         }
     }
     let own: ScheduleFields = from_value(serde_json::Value::Object(own), "")?;
-    for field in [
-        "delay",
-        "fire_at",
-        "hold",
-        "idempotency_key",
-        "on_key",
-        "max_delay",
-    ] {
+    for field in NOT_ON_A_SCHEDULE {
         if object.get(field).is_some_and(|v| !v.is_null()) {
             return Err(Problem::invalid(
                 field,
