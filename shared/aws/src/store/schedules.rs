@@ -121,21 +121,12 @@ impl ScheduleStore for DynamoStore {
             .send()
             .await
             .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-        let mut schedules = out
+        let schedules = out
             .items()
             .iter()
             .map(schedule_from)
             .collect::<Result<Vec<_>, _>>()?;
-        let more = schedules.len() > limit as usize;
-        schedules.truncate(limit as usize);
-        Ok(SchedulePage {
-            next_cursor: if more {
-                schedules.last().map(|s| s.id)
-            } else {
-                None
-            },
-            schedules,
-        })
+        Ok(SchedulePage::from_overfetch(schedules, limit))
     }
 }
 

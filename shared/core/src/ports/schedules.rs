@@ -14,6 +14,23 @@ pub struct SchedulePage {
     pub next_cursor: Option<ScheduleId>,
 }
 
+impl SchedulePage {
+    /// A page from a list fetched with one row more than `limit`: the extra row only says
+    /// that another page follows.
+    pub fn from_overfetch(mut schedules: Vec<Schedule>, limit: u32) -> SchedulePage {
+        let more = schedules.len() > limit as usize;
+        schedules.truncate(limit as usize);
+        SchedulePage {
+            next_cursor: if more {
+                schedules.last().map(|s| s.id)
+            } else {
+                None
+            },
+            schedules,
+        }
+    }
+}
+
 /// Each tenant's schedules.
 #[async_trait]
 pub trait ScheduleStore: Send + Sync {

@@ -365,16 +365,7 @@ impl ScheduleStore for MemoryStore {
             .cloned()
             .collect();
         mine.sort_by_key(|s| std::cmp::Reverse(s.id));
-        let more = mine.len() > limit as usize;
-        mine.truncate(limit as usize);
-        Ok(SchedulePage {
-            next_cursor: if more {
-                mine.last().map(|s| s.id)
-            } else {
-                None
-            },
-            schedules: mine,
-        })
+        Ok(SchedulePage::from_overfetch(mine, limit))
     }
 }
 

@@ -8,11 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::clock::{Clock, ManualClock};
-use crate::domain::{
-    BusinessKey, CallbackRequest, CatchUp, Recurrence, RetryPolicy, Status, Task, TaskSpec,
-    TenantId,
-};
-use crate::engine::{DeliverOutcome, Engine, FireTime, NewSchedule, NewTask, RetrySource};
+use crate::domain::{BusinessKey, CatchUp, Recurrence, RetryPolicy, Status, Task, TenantId};
+use crate::engine::{DeliverOutcome, Engine, FireTime, NewSchedule, NewTask};
 use crate::ports::ListQuery;
 
 /// An engine, the manual clock it runs on, and a tenant to work as.
@@ -30,31 +27,11 @@ fn utc(s: &str) -> DateTime<Utc> {
 
 impl Scene<'_> {
     pub fn task(&self, when: FireTime) -> NewTask {
-        NewTask {
-            spec: TaskSpec {
-                request: CallbackRequest {
-                    url: self.url.clone(),
-                    method: "POST".into(),
-                    headers: vec![],
-                    body: "{}".into(),
-                },
-                timeout: Duration::from_secs(5),
-                expect_body: None,
-                retry: RetryPolicy::default(),
-                metadata: Default::default(),
-                key: None,
-                on_failure: None,
-                notify: Default::default(),
-                alert_of: None,
-                hold: None,
-                flow: None,
-                occurrence: None,
-            },
-            retry_from: RetrySource::Given,
-            when,
-            idempotency_key: None,
-            request_hash: String::new(),
-        }
+        let mut new = crate::testing::harness::new_task(when, RetryPolicy::default());
+        new.spec.request.url = self.url.clone();
+        new.spec.timeout = Duration::from_secs(5);
+        new.request_hash = String::new();
+        new
     }
 
     pub fn cron(&self, pattern: &str, zone: &str) -> NewSchedule {

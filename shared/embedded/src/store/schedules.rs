@@ -98,7 +98,7 @@ impl ScheduleStore for SqliteStore {
         // Past every ULID, so a first page starts at the newest.
         let after = cursor.map_or_else(|| "~".to_string(), |c| c.to_string());
         let rows = limit as i64 + 1;
-        let mut schedules: Vec<Schedule> = self
+        let schedules: Vec<Schedule> = self
             .read(move |c| {
                 let mut stmt = c
                     .prepare_cached(
@@ -112,16 +112,7 @@ impl ScheduleStore for SqliteStore {
                 docs.map(|d| decode(&d.map_err(unavailable)?)).collect()
             })
             .await?;
-        let more = schedules.len() > limit as usize;
-        schedules.truncate(limit as usize);
-        Ok(SchedulePage {
-            next_cursor: if more {
-                schedules.last().map(|s| s.id)
-            } else {
-                None
-            },
-            schedules,
-        })
+        Ok(SchedulePage::from_overfetch(schedules, limit))
     }
 }
 
