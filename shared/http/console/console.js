@@ -222,17 +222,25 @@ function actionsFor(task, done) {
   return buttons;
 }
 
-async function act1(label, task, method, path, done) {
-  if (!confirm(`${label} task ${task.id}?\n${task.url}`)) return;
+/**
+ * Asks to confirm `label` on `subject` ("task 01…", "flow partner-api"), makes the call
+ * and says how it went; `done` runs after it either way. `detail` follows the question.
+ */
+async function confirmedCall(label, subject, method, path, done, detail = '') {
+  if (!confirm(`${label} ${subject}?${detail}`)) return;
   try {
     await api(method, path);
-    say(`${label}: done (task ${task.id}).`, 'ok');
+    say(`${label}: done (${subject}).`, 'ok');
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return;
     say(`${label} refused: ${refusal(error)}`);
   }
-  refreshStats();
   done();
+}
+
+async function act1(label, task, method, path, done) {
+  const after = () => { refreshStats(); done(); };
+  await confirmedCall(label, `task ${task.id}`, method, path, after, `\n${task.url}`);
 }
 
 async function retryAll(tasks, done) {
@@ -353,15 +361,7 @@ function flowPath(key, action) {
 
 async function flowAction(action, key, done) {
   const label = action === 'pause' ? 'Pause' : 'Resume';
-  if (!confirm(`${label} flow ${key}?`)) return;
-  try {
-    await api('POST', flowPath(key, action));
-    say(`${label}: done (flow ${key}).`, 'ok');
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 401) return;
-    say(`${label} refused: ${refusal(error)}`);
-  }
-  done();
+  await confirmedCall(label, `flow ${key}`, 'POST', flowPath(key, action), done);
 }
 
 /** The flows that are paused or busy, with what waits in them; pause or resume one. */
@@ -418,15 +418,8 @@ async function showFlows() {
 
 async function scheduleAction(method, id, verb, done) {
   const label = { pause: 'Pause', resume: 'Resume', '': 'Delete' }[verb];
-  if (!confirm(`${label} schedule ${id}?`)) return;
-  try {
-    await api(method, `/v1/schedules/${id}${verb ? `/${verb}` : ''}`);
-    say(`${label}: done (schedule ${id}).`, 'ok');
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 401) return;
-    say(`${label} refused: ${refusal(error)}`);
-  }
-  done();
+  const path = `/v1/schedules/${id}${verb ? `/${verb}` : ''}`;
+  await confirmedCall(label, `schedule ${id}`, method, path, done);
 }
 
 /** The tenant's schedules: when each fires next; pause, resume or delete one. */

@@ -339,7 +339,12 @@ impl Task {
         }
     }
 
-    /// A copy prepared for the next write: version bumped, `updated_at` set.
+    /// Scheduled, and none of its attempts has begun: what a replace registration may
+    /// replace, and what a schedule's occurrence is until its first call.
+    pub fn is_untried(&self) -> bool {
+        self.status == Status::Scheduled && self.attempt == 1
+    }
+
     /// Replaces a pending task with a newer registration of its key (`on_key: replace`):
     /// the new spec, due at `due` but no later than `latest` (the first registration plus
     /// `max_delay`), and never before `now`. Only a task none of whose attempts has begun
@@ -352,7 +357,7 @@ impl Task {
         latest: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
     ) -> Result<Task, Refusal> {
-        if self.status != Status::Scheduled || self.attempt != 1 {
+        if !self.is_untried() {
             return Err(Refusal::NotReplaceable(self.status));
         }
         let due = latest.map_or(due, |l| due.min(l)).max(now);
@@ -364,6 +369,7 @@ impl Task {
         Ok(next)
     }
 
+    /// A copy prepared for the next write: version bumped, `updated_at` set.
     pub(super) fn next_version(&self, now: DateTime<Utc>) -> Task {
         let mut t = self.clone();
         t.version += 1;

@@ -214,7 +214,7 @@ impl Engine {
             let due = task
                 .next_attempt_at
                 .is_some_and(|due| due <= self.ports.clock.now());
-            if due && task.status == Status::Scheduled && task.attempt == 1 && at.attempt == 1 {
+            if due && task.is_untried() && at.attempt == 1 {
                 if let Some(why) = self.occurrence_due(&task, occurrence).await? {
                     let skipped = self.skip_occurrence(&task, why).await?;
                     return Ok(skipped.map(|_| DeliverOutcome::Skipped));

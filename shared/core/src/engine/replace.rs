@@ -36,7 +36,7 @@ impl Engine {
                 if let Some(done) = self.try_replace(old, &fresh, max_delay).await? {
                     return Ok(done);
                 }
-                if old.status == crate::domain::Status::Scheduled && old.attempt == 1 {
+                if old.is_untried() {
                     continue; // a concurrent write changed it: read it again
                 }
             }

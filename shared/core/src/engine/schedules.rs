@@ -49,8 +49,10 @@ impl Engine {
             spec,
             now,
         )
+        // The recurrence was checked as the request was read; what is left to refuse
+        // here is an end that leaves no occurrence.
         .map_err(|e| EngineError::Invalid {
-            field: field_name(&e.field),
+            field: "end_at",
             detail: e.detail,
         })?;
         self.ports.schedules.create_schedule(&schedule).await?;
@@ -222,17 +224,6 @@ impl Engine {
             Err(StoreError::Conflict) => Ok(None),
             Err(e) => Err(e.into()),
         }
-    }
-}
-
-/// The static name of a field a schedule refuses.
-fn field_name(field: &str) -> &'static str {
-    match field {
-        "cron" => "cron",
-        "timezone" => "timezone",
-        "every" => "every",
-        "start_at" => "start_at",
-        _ => "end_at",
     }
 }
 

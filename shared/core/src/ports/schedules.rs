@@ -18,15 +18,10 @@ impl SchedulePage {
     /// A page from a list fetched with one row more than `limit`: the extra row only says
     /// that another page follows.
     pub fn from_overfetch(mut schedules: Vec<Schedule>, limit: u32) -> SchedulePage {
-        let more = schedules.len() > limit as usize;
-        schedules.truncate(limit as usize);
+        let next_cursor = super::store::cut_overfetch(&mut schedules, limit, |s| s.id);
         SchedulePage {
-            next_cursor: if more {
-                schedules.last().map(|s| s.id)
-            } else {
-                None
-            },
             schedules,
+            next_cursor,
         }
     }
 }

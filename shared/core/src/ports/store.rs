@@ -50,17 +50,21 @@ impl Page {
     /// A page from a list fetched with one row more than `limit`: the extra row only says
     /// that another page follows.
     pub fn from_overfetch(mut tasks: Vec<Task>, limit: u32) -> Page {
-        let more = tasks.len() > limit as usize;
-        tasks.truncate(limit as usize);
-        Page {
-            next_cursor: if more {
-                tasks.last().map(|t| t.id)
-            } else {
-                None
-            },
-            tasks,
-        }
+        let next_cursor = cut_overfetch(&mut tasks, limit, |t| t.id);
+        Page { next_cursor, tasks }
     }
+}
+
+/// Cuts a list fetched with one row more than `limit` down to `limit`; returns the next
+/// page's cursor (the last row kept's) when the extra row was there.
+pub(crate) fn cut_overfetch<T, C>(
+    rows: &mut Vec<T>,
+    limit: u32,
+    cursor: impl Fn(&T) -> C,
+) -> Option<C> {
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    rows.last().filter(|_| more).map(cursor)
 }
 
 /// The core every store has: tasks, their attempts, and lists. The provided methods are
