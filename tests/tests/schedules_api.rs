@@ -174,6 +174,11 @@ async fn bad_schedules_and_replace_registrations_name_their_field(backend: Backe
         ("/v1/schedules", serde_json::json!({"url": url}), "cron"),
         (
             "/v1/schedules",
+            serde_json::json!({"cron": "0 0 30 2 *", "url": url}),
+            "cron",
+        ),
+        (
+            "/v1/schedules",
             serde_json::json!({"cron": "* * * * *", "delay": "1m", "url": url}),
             "delay",
         ),

@@ -285,10 +285,11 @@ impl Schedule {
             updated_at: now,
         };
         if schedule.first(now).is_none() {
-            return Err(Invalid::new(
-                "end_at",
-                "the schedule has no occurrence before it",
-            ));
+            // With no end, only a pattern that matches no date (30 February) has none.
+            return Err(match end_at {
+                Some(_) => Invalid::new("end_at", "the schedule has no occurrence before it"),
+                None => Invalid::new("cron", "matches no time from start_at on"),
+            });
         }
         Ok(schedule)
     }
@@ -547,5 +548,16 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.field, "end_at");
+        let never = Schedule::new(
+            TenantId::parse("t").unwrap(),
+            Recurrence::cron("0 0 30 2 *", "UTC").unwrap(),
+            None,
+            None,
+            CatchUp::One,
+            spec(),
+            now,
+        )
+        .unwrap_err();
+        assert_eq!(never.field, "cron");
     }
 }

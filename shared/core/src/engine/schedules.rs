@@ -49,10 +49,10 @@ impl Engine {
             spec,
             now,
         )
-        // The recurrence was checked as the request was read; what is left to refuse
-        // here is an end that leaves no occurrence.
+        // The recurrence was read with the request; what is left to refuse here is a
+        // schedule with no occurrence: a pattern that matches no date, or an end too soon.
         .map_err(|e| EngineError::Invalid {
-            field: "end_at",
+            field: if e.field == "cron" { "cron" } else { "end_at" },
             detail: e.detail,
         })?;
         self.ports.schedules.create_schedule(&schedule).await?;
