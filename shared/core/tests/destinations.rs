@@ -137,6 +137,40 @@ async fn a_queued_delivery_reads_its_task_again_and_sees_a_cancel() {
     assert_eq!(h.webhooks.calls(), 2, "the canceled task was not called");
 }
 
+/// A fire can overtake its task's write (the timer is armed before it): the read that
+/// finds the task at last still sends the call through its destination's places.
+#[tokio::test]
+async fn a_fire_that_overtook_its_write_still_queues_behind_its_destination() {
+    let (h, gate) = slow_harness(DeliveryLimits {
+        concurrency: 4,
+        per_destination: 1,
+    });
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let task = h.register_to(SLOW).await;
+        runs.push(h.spawn_delivery(&task));
+    }
+    wait_until(|| h.webhooks.calls() == 1).await;
+    let late = h.register_to(SLOW).await;
+    h.store.lag_next_peek(None);
+    // Queued at once; a fire that went around the queue would wait for the call slot.
+    let queued = tokio::time::timeout(Duration::from_secs(10), h.fire_attempt(&late, 1));
+    assert_eq!(
+        queued.await.expect("queued, not waiting"),
+        DeliverOutcome::Queued
+    );
+    let figures = h.engine.destinations(None);
+    assert_eq!((figures[0].in_flight, figures[0].waiting), (1, 2));
+
+    gate.add_permits(3);
+    for run in runs {
+        let outcome = run.await.unwrap().unwrap();
+        assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    }
+    assert_eq!(h.status_of(&late).await, Status::Succeeded);
+    assert!(h.engine.destinations(None).is_empty());
+}
+
 #[tokio::test]
 async fn retry_after_on_429_pauses_the_destination_not_only_the_task() {
     let busy = WebhookResult {

@@ -108,11 +108,17 @@ impl Engine {
         // That is safe: a lagging read can only show an earlier state, never a later one;
         // what it shows is claimed conditionally; and a missing task or a lost claim is read
         // again, consistently, before anything is dropped.
-        let found = self.ports.store.peek(&at.tenant, &at.task_id).await?;
+        let (found, consistent) = match self.ports.store.peek(&at.tenant, &at.task_id).await? {
+            Some(task) => (Some(task), false),
+            // A fire may overtake its task's write (the timer is armed first): read again,
+            // consistently, before choosing the path, so that the call still takes its
+            // place at its destination instead of going around the queue.
+            None => (self.ports.store.get(&at.tenant, &at.task_id).await?, true),
+        };
         let task = match found {
             Some(task) if task.status != Status::Held => task,
-            // A held task's check goes to its own URL, ungated; a missing task is read again.
-            other => return self.deliver_found(at, other, worker).await,
+            // A held task's check goes to its own URL, ungated; a missing task is unknown.
+            other => return self.deliver_found(at, other, consistent, worker).await,
         };
         let now = self.ports.clock.now();
         let (_, lane) = self.lane_of(&task).await;
@@ -124,7 +130,7 @@ impl Engine {
             Entry::Queued => return Ok(DeliverOutcome::Queued),
             Entry::Full => return Ok(self.defer(at, now + LOCAL_RETRY).await),
         };
-        let outcome = self.deliver_found(at, Some(task), worker).await;
+        let outcome = self.deliver_found(at, Some(task), consistent, worker).await;
         while let Some(next) = lane_slot.next() {
             self.deliver_queued(next, &lane, worker).await;
         }
@@ -157,7 +163,7 @@ impl Engine {
         }
         let (task, number) = (at.task_id, at.attempt);
         let delivered = match self.ports.store.peek(&at.tenant, &at.task_id).await {
-            Ok(found) => self.deliver_found(at, found, worker).await,
+            Ok(found) => self.deliver_found(at, found, false, worker).await,
             Err(e) => Err(e.into()),
         };
         if let Err(e) = delivered {
@@ -165,15 +171,15 @@ impl Engine {
         }
     }
 
-    /// Delivers attempt `at` of the task as first read (`found`), reading it again
-    /// consistently where that read may have lagged.
+    /// Delivers attempt `at` of the task as first read (`found`, by a `consistent` read or
+    /// not), reading it again consistently where that read may have lagged.
     async fn deliver_found(
         &self,
         at: AttemptRef,
         mut found: Option<Task>,
+        mut consistent: bool,
         worker: &str,
     ) -> Result<DeliverOutcome, EngineError> {
-        let mut consistent = false;
         loop {
             match found {
                 Some(task) => match self.attempt(at.clone(), task, worker).await? {

@@ -206,9 +206,13 @@ impl Lane {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Nothing under way, queued or paused. Calls are counted as well as places, so that
+    /// no call, however it came in, is hidden from the figures.
     fn idle(&self, now: DateTime<Utc>) -> bool {
         let state = self.state();
         state.places == 0
+            && self.calls.available_permits() == self.limit
+            && self.awaiting_call.load(Ordering::SeqCst) == 0
             && state.queue.is_empty()
             && state.paused_until.is_none_or(|until| until <= now)
     }
