@@ -92,7 +92,12 @@ impl Recurrence {
                 format!("must be at most {MAX_CRON_LEN} characters"),
             ));
         }
-        parse_cron(pattern)?;
+        if !matches_some_date(&parse_cron(pattern)?) {
+            return Err(Invalid::new(
+                "cron",
+                format!("`{pattern}` matches no date (such as 30 February)"),
+            ));
+        }
         zone(timezone)?;
         Ok(Recurrence::Cron {
             pattern: pattern.to_string(),
@@ -146,6 +151,24 @@ fn parse_cron(pattern: &str) -> Result<croner::Cron, Invalid> {
         .build()
         .parse(pattern)
         .map_err(|e| Invalid::new("cron", format!("`{pattern}` is not a cron pattern: {e}")))
+}
+
+/// Whether the pattern matches any date at all. Which days of a month match depends only
+/// on its length and the weekday it starts on, and 2000 to 2027 (one 28-year cycle of
+/// the calendar) show every month with every length and first weekday it can have: a
+/// refusal costs a millisecond, where croner's own search for a first time runs on to
+/// the year 5000.
+fn matches_some_date(cron: &croner::Cron) -> bool {
+    let pattern = &cron.pattern;
+    let months: Vec<u32> = (1..=12)
+        .filter(|m| pattern.month_match(*m).unwrap_or(false))
+        .collect();
+    (2000..2028).any(|year| {
+        months.iter().any(|month| {
+            // An impossible date (31 April) is an error, so no match.
+            (1..=31).any(|day| pattern.day_match(year, *month, day).unwrap_or(false))
+        })
+    })
 }
 
 fn zone(name: &str) -> Result<Tz, Invalid> {
@@ -548,16 +571,26 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.field, "end_at");
-        let never = Schedule::new(
-            TenantId::parse("t").unwrap(),
-            Recurrence::cron("0 0 30 2 *", "UTC").unwrap(),
-            None,
-            None,
-            CatchUp::One,
-            spec(),
-            now,
-        )
-        .unwrap_err();
-        assert_eq!(never.field, "cron");
+        for never in ["0 0 30 2 *", "0 0 31 2,4,6,9,11 *"] {
+            let err = Recurrence::cron(never, "UTC").unwrap_err();
+            assert_eq!(err.field, "cron");
+            assert!(err.detail.contains("matches no date"), "{}", err.detail);
+        }
+    }
+
+    #[test]
+    fn a_rare_but_possible_date_is_found_however_far_ahead() {
+        // 2100 is no leap year: from March 2097 the next 29 February is in 2104.
+        let s = cron("0 0 29 2 *", "UTC", utc("2097-03-01T00:00:00Z"));
+        assert_eq!(
+            s.first(utc("2097-03-01T00:00:00Z")).unwrap().at,
+            utc("2104-02-29T00:00:00Z")
+        );
+        // A fifth Monday in February: only a leap year whose February starts on a Monday.
+        let s = cron("0 0 * 2 MON#5", "UTC", utc("2026-01-01T00:00:00Z"));
+        assert_eq!(
+            s.first(utc("2026-01-01T00:00:00Z")).unwrap().at,
+            utc("2044-02-29T00:00:00Z")
+        );
     }
 }
