@@ -61,3 +61,56 @@ async fn a_tenant_at_its_limit_of_unfinished_tasks_registers_again_once_one_ends
         .await;
     assert!(again.is_ok(), "{again:?}");
 }
+
+/// Occurrences are owed by a schedule the tenant has, so they are registered whatever its
+/// count; one that comes due while the tenant is over its limit is skipped instead of
+/// called, and the schedule goes on.
+#[tokio::test]
+async fn an_occurrence_due_past_the_tenants_limit_is_skipped_and_the_schedule_goes_on() {
+    use boomerang_core::testing::schedules::Scene;
+    let h = harness_tenant_limits(limits(1000, 2));
+    let later = FireTime::After(Duration::from_secs(3600));
+    let first = h.register(later, RetryPolicy::default()).await;
+    h.register(later, RetryPolicy::default()).await;
+    let scene = Scene {
+        engine: &h.engine,
+        clock: &h.clock,
+        tenant: h.tenant.clone(),
+        url: "https://example.com/hook".into(),
+    };
+    h.engine
+        .create_schedule(&h.tenant, scene.cron("0 * * * * *", "UTC"))
+        .await
+        .expect("a schedule is not refused for the count");
+
+    h.clock.advance(Duration::from_secs(60));
+    assert_eq!(scene.fire_due().await, vec![DeliverOutcome::Skipped]);
+    assert_eq!(h.webhooks.calls(), 0);
+    let occurrences = |status| {
+        let tasks = scene.tasks();
+        async move {
+            let tasks = tasks.await;
+            let occurrences = tasks.into_iter().filter(|t| t.spec.occurrence.is_some());
+            occurrences
+                .filter(|t| t.status == status)
+                .collect::<Vec<_>>()
+        }
+    };
+    let skipped = occurrences(Status::Canceled).await;
+    assert_eq!(skipped.len(), 1);
+    assert!(
+        (skipped[0].last_error.as_deref()).is_some_and(|e| e.contains("unfinished tasks")),
+        "{:?}",
+        skipped[0].last_error
+    );
+    assert_eq!(occurrences(Status::Scheduled).await.len(), 1, "the next");
+
+    // Once the tenant is under its limit again, the next occurrence calls.
+    h.engine.cancel(&h.tenant, &first.id).await.unwrap();
+    h.clock.advance(Duration::from_secs(60));
+    assert_eq!(
+        scene.fire_due().await,
+        vec![DeliverOutcome::Attempted(Status::Succeeded)]
+    );
+    assert_eq!(h.webhooks.calls(), 1);
+}

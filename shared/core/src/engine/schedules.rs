@@ -12,6 +12,9 @@ use crate::domain::{
 };
 use crate::ports::{SchedulePage, StoreError};
 
+/// Why an occurrence due while its tenant is over its limit of unfinished tasks is skipped.
+const OVER_PENDING: &str = "the tenant has as many unfinished tasks as it may";
+
 /// A validated `POST /v1/schedules`.
 #[derive(Clone, Debug)]
 pub struct NewSchedule {
@@ -175,14 +178,30 @@ impl Engine {
             return Ok(Some("its schedule was deleted"));
         };
         let step = schedule.step(occurrence.at, self.ports.clock.now());
+        let skipped = match step.skipped {
+            Some(why) => Some(why),
+            None => self.over_pending(&task.tenant).await?,
+        };
         if let Some(next) = step.next {
             self.register_occurrence(&schedule, next).await?;
         }
-        Ok(step.skipped)
+        Ok(skipped)
+    }
+
+    /// Occurrences still retrying pile up behind a receiver that is down: past the
+    /// tenant's limit of unfinished tasks (this occurrence included), one is skipped
+    /// rather than called, and its schedule goes on.
+    async fn over_pending(&self, tenant: &TenantId) -> Result<Option<&'static str>, EngineError> {
+        match self.admit_pending(tenant, 0).await {
+            Ok(()) => Ok(None),
+            Err(EngineError::Limited { .. }) => Ok(Some(OVER_PENDING)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Registers one occurrence of `schedule` as a task, once per slot. Owed by a schedule
-    /// the tenant already has, it is not held to the tenant's limit of pending tasks.
+    /// the tenant already has, it is not refused for the tenant's limit of unfinished
+    /// tasks: the occurrence skips when it comes due instead ([`Self::occurrence_due`]).
     async fn register_occurrence(
         &self,
         schedule: &Schedule,
