@@ -261,6 +261,7 @@ struct Results {
     scheduled: Run,
     thirty_days: Run,
     gets: Run,
+    occurrences: Run,
 }
 
 pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf>) -> Result<()> {
@@ -337,6 +338,7 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
             Some(2.50),
         ),
         ("GET of a task (per request)", cost(|r| &r.gets), None),
+        ("a schedule's occurrence", cost(|r| &r.occurrences), None),
     ];
     print_table(&rows);
     if let Some(m) = sweeper {
@@ -369,6 +371,7 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
         ("due in 2 hours", |r| &r.scheduled),
         ("due in 30 days", |r| &r.thirty_days),
         ("GET", |r| &r.gets),
+        ("schedule occurrence", |r| &r.occurrences),
     ] {
         print_breakdown(name, pick(&counts), pick(&timing));
     }
@@ -614,6 +617,7 @@ impl Bench {
         let scheduled = self.far_ahead(tasks, "2h").await?;
         let thirty_days = self.far_ahead(tasks, "30d").await?;
         let batched = self.batched(tasks).await?;
+        let occurrences = self.occurrences(tasks).await?;
         Ok(Results {
             first,
             batched,
@@ -622,6 +626,7 @@ impl Bench {
             scheduled,
             thirty_days,
             gets,
+            occurrences,
         })
     }
 
@@ -752,34 +757,103 @@ impl Bench {
     async fn deliver(&self, run: &mut Run, target: usize) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
-            let handled = match &self.via {
-                Via::InProcess { emulator, .. } => {
-                    let started = Instant::now();
-                    let handled = emulator
-                        .drain_queue_once()
-                        .await
-                        .map_err(anyhow::Error::msg)?;
-                    if handled > 0 {
-                        run.delivery(started.elapsed().as_secs_f64());
-                    }
-                    handled
-                }
-                Via::Functions {
-                    functions,
-                    sqs,
-                    queue_url,
-                    ..
-                } => poll_into_function(functions, sqs, queue_url, run).await?,
-            };
-            if handled == 0 {
-                run.idle_receives += 1;
-            }
+            let handled = self.poll_once(run).await?;
             if handled == 0 && self.receiver.succeeded.load(Ordering::SeqCst) >= target {
                 return Ok(());
             }
             if Instant::now() > deadline {
                 bail!("deliveries did not finish within 3 minutes");
             }
+        }
+    }
+
+    /// One receive from the timer queue, handled as the event source mapping would hand
+    /// it to the delivery function; returns how many messages it held.
+    async fn poll_once(&self, run: &mut Run) -> Result<usize> {
+        let handled = match &self.via {
+            Via::InProcess { emulator, .. } => {
+                let started = Instant::now();
+                let handled = emulator
+                    .drain_queue_once()
+                    .await
+                    .map_err(anyhow::Error::msg)?;
+                if handled > 0 {
+                    run.delivery(started.elapsed().as_secs_f64());
+                }
+                handled
+            }
+            Via::Functions {
+                functions,
+                sqs,
+                queue_url,
+                ..
+            } => poll_into_function(functions, sqs, queue_url, run).await?,
+        };
+        if handled == 0 {
+            run.idle_receives += 1;
+        }
+        Ok(handled)
+    }
+
+    /// About `n` occurrences of ten schedules that fire every second (so that occurrences
+    /// share batches, as at volume). Only the occurrences are counted: creating and
+    /// deleting a schedule happens once in its life, not once per occurrence. Each
+    /// occurrence registers the next before its call, so the window holds as many
+    /// registrations as calls.
+    async fn occurrences(&self, n: usize) -> Result<Run> {
+        const SCHEDULES: usize = 10;
+        let mut ids = Vec::new();
+        for i in 0..SCHEDULES {
+            let body = json!({"every": "1s", "url": format!("{}/ok", self.receiver.url), "body": order_event(i)});
+            let (status, answer, _) = self
+                .call("POST", "/v1/schedules", Some(&body), None)
+                .await?;
+            if status != StatusCode::CREATED {
+                bail!("creating a schedule answered {status}: {answer}");
+            }
+            ids.push(answer["id"].as_str().context("no id")?.to_string());
+        }
+        let before = (self.meter.tally(), self.log_bytes());
+        let delivery_logs_before = self.delivery_log_bytes();
+        let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
+        let mut run = Run::default();
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while self.receiver.succeeded.load(Ordering::SeqCst) < delivered + n {
+            self.poll_once(&mut run).await?;
+            if Instant::now() > deadline {
+                bail!("the schedules' occurrences did not come within 3 minutes");
+            }
+        }
+        run.callbacks = self.receiver.succeeded.load(Ordering::SeqCst) - delivered;
+        run.settle(self.meter.tally().minus(&before.0));
+        run.log_bytes = self.log_bytes() - before.1;
+        run.delivery_log_bytes = self.delivery_log_bytes() - delivery_logs_before;
+        for id in ids {
+            let path = format!("/v1/schedules/{id}");
+            let (status, answer, _) = self.call("DELETE", &path, None, None).await?;
+            if !status.is_success() {
+                bail!("deleting a schedule answered {status}: {answer}");
+            }
+        }
+        self.drain_skipped_occurrences().await?;
+        Ok(run)
+    }
+
+    /// Fires the occurrences the deleted schedules left (each is skipped), uncounted,
+    /// until none is scheduled: they are the newest tasks, so the first page shows them.
+    async fn drain_skipped_occurrences(&self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let path = "/v1/tasks?status=scheduled&limit=100";
+        loop {
+            let (_, answer, _) = self.call("GET", path, None, None).await?;
+            let tasks = answer["tasks"].as_array().context("a page of tasks")?;
+            if !tasks.iter().any(|t| t["schedule_id"].is_string()) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the deleted schedules' occurrences did not end within a minute");
+            }
+            self.poll_once(&mut Run::default()).await?;
         }
     }
 
