@@ -62,6 +62,17 @@ async fn a_tenant_at_its_limit_of_unfinished_tasks_registers_again_once_one_ends
     assert!(again.is_ok(), "{again:?}");
 }
 
+/// The tenant's schedule occurrences in `status`.
+async fn occurrences(
+    scene: &boomerang_core::testing::schedules::Scene<'_>,
+    status: Status,
+) -> Vec<boomerang_core::domain::Task> {
+    let tasks = scene.tasks().await.into_iter();
+    tasks
+        .filter(|t| t.spec.occurrence.is_some() && t.status == status)
+        .collect()
+}
+
 /// Occurrences are owed by a schedule the tenant has, so they are registered whatever its
 /// count; one that comes due while the tenant is over its limit is skipped instead of
 /// called, and the schedule goes on.
@@ -86,24 +97,18 @@ async fn an_occurrence_due_past_the_tenants_limit_is_skipped_and_the_schedule_go
     h.clock.advance(Duration::from_secs(60));
     assert_eq!(scene.fire_due().await, vec![DeliverOutcome::Skipped]);
     assert_eq!(h.webhooks.calls(), 0);
-    let occurrences = |status| {
-        let tasks = scene.tasks();
-        async move {
-            let tasks = tasks.await;
-            let occurrences = tasks.into_iter().filter(|t| t.spec.occurrence.is_some());
-            occurrences
-                .filter(|t| t.status == status)
-                .collect::<Vec<_>>()
-        }
-    };
-    let skipped = occurrences(Status::Canceled).await;
+    let skipped = occurrences(&scene, Status::Canceled).await;
     assert_eq!(skipped.len(), 1);
     assert!(
         (skipped[0].last_error.as_deref()).is_some_and(|e| e.contains("unfinished tasks")),
         "{:?}",
         skipped[0].last_error
     );
-    assert_eq!(occurrences(Status::Scheduled).await.len(), 1, "the next");
+    assert_eq!(
+        occurrences(&scene, Status::Scheduled).await.len(),
+        1,
+        "the next"
+    );
 
     // Once the tenant is under its limit again, the next occurrence calls.
     h.engine.cancel(&h.tenant, &first.id).await.unwrap();

@@ -52,8 +52,8 @@ impl Engine {
             spec,
             now,
         )
-        // The recurrence was read with the request; what is left to refuse here is a
-        // schedule with no occurrence: a pattern that matches no date, or an end too soon.
+        // The recurrence was read (and a pattern that matches no date refused) with the
+        // request; what is left to refuse here is an end before the first occurrence.
         .map_err(|e| EngineError::Invalid {
             field: if e.field == "cron" { "cron" } else { "end_at" },
             detail: e.detail,
