@@ -1,6 +1,8 @@
 //! Per-tenant limits: requests a second, and unfinished tasks.
 
+use boomerang_core::domain::Task;
 use boomerang_core::testing::harness::*;
+use boomerang_core::testing::schedules::Scene;
 
 fn limits(requests_per_second: u32, max_pending: u64) -> TenantLimits {
     TenantLimits {
@@ -30,12 +32,19 @@ async fn a_tenant_over_its_rate_is_told_when_to_come_back_and_others_are_not() {
     assert!(h.engine.admit_request(&h.tenant).is_err());
 }
 
-#[tokio::test]
-async fn a_tenant_at_its_limit_of_unfinished_tasks_registers_again_once_one_ends() {
+/// A tenant limited to two unfinished tasks, with two due in an hour; the first of them.
+async fn at_a_limit_of_two() -> (Harness, Task) {
     let h = harness_tenant_limits(limits(1000, 2));
     let later = FireTime::After(Duration::from_secs(3600));
     let first = h.register(later, RetryPolicy::default()).await;
     h.register(later, RetryPolicy::default()).await;
+    (h, first)
+}
+
+#[tokio::test]
+async fn a_tenant_at_its_limit_of_unfinished_tasks_registers_again_once_one_ends() {
+    let (h, first) = at_a_limit_of_two().await;
+    let later = FireTime::After(Duration::from_secs(3600));
     let refused = h
         .engine
         .register(&h.tenant, new_task(later, RetryPolicy::default()))
@@ -63,10 +72,7 @@ async fn a_tenant_at_its_limit_of_unfinished_tasks_registers_again_once_one_ends
 }
 
 /// The tenant's schedule occurrences in `status`.
-async fn occurrences(
-    scene: &boomerang_core::testing::schedules::Scene<'_>,
-    status: Status,
-) -> Vec<boomerang_core::domain::Task> {
+async fn occurrences(scene: &Scene<'_>, status: Status) -> Vec<Task> {
     let tasks = scene.tasks().await.into_iter();
     tasks
         .filter(|t| t.spec.occurrence.is_some() && t.status == status)
@@ -78,17 +84,8 @@ async fn occurrences(
 /// called, and the schedule goes on.
 #[tokio::test]
 async fn an_occurrence_due_past_the_tenants_limit_is_skipped_and_the_schedule_goes_on() {
-    use boomerang_core::testing::schedules::Scene;
-    let h = harness_tenant_limits(limits(1000, 2));
-    let later = FireTime::After(Duration::from_secs(3600));
-    let first = h.register(later, RetryPolicy::default()).await;
-    h.register(later, RetryPolicy::default()).await;
-    let scene = Scene {
-        engine: &h.engine,
-        clock: &h.clock,
-        tenant: h.tenant.clone(),
-        url: "https://example.com/hook".into(),
-    };
+    let (h, first) = at_a_limit_of_two().await;
+    let scene = h.scene();
     h.engine
         .create_schedule(&h.tenant, scene.cron("0 * * * * *", "UTC"))
         .await

@@ -21,6 +21,19 @@ pub struct Scene<'a> {
     pub url: String,
 }
 
+impl crate::testing::harness::Harness {
+    /// The harness as a scene: its engine, clock and tenant, calling `example.com` (the
+    /// in-memory webhooks answer every URL).
+    pub fn scene(&self) -> Scene<'_> {
+        Scene {
+            engine: &self.engine,
+            clock: &self.clock,
+            tenant: self.tenant.clone(),
+            url: "https://example.com/hook".into(),
+        }
+    }
+}
+
 fn utc(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
 }
