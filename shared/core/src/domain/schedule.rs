@@ -278,7 +278,7 @@ pub struct Step {
 }
 
 impl Schedule {
-    /// A new, active schedule; `Err` names the field when it would never fire.
+    /// A new, active schedule; `Err` (naming `end_at`) when it would never fire.
     pub fn new(
         tenant: TenantId,
         recurrence: Recurrence,
@@ -307,12 +307,13 @@ impl Schedule {
             created_at: now,
             updated_at: now,
         };
+        // Every recurrence has a next time (a cron pattern that matches no date is refused
+        // when it is read): only an end can leave the schedule without an occurrence.
         if schedule.first(now).is_none() {
-            // With no end, only a pattern that matches no date (30 February) has none.
-            return Err(match end_at {
-                Some(_) => Invalid::new("end_at", "the schedule has no occurrence before it"),
-                None => Invalid::new("cron", "matches no time from start_at on"),
-            });
+            return Err(Invalid::new(
+                "end_at",
+                "the schedule has no occurrence before it",
+            ));
         }
         Ok(schedule)
     }

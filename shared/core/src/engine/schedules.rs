@@ -55,7 +55,7 @@ impl Engine {
         // The recurrence was read (and a pattern that matches no date refused) with the
         // request; what is left to refuse here is an end before the first occurrence.
         .map_err(|e| EngineError::Invalid {
-            field: if e.field == "cron" { "cron" } else { "end_at" },
+            field: "end_at",
             detail: e.detail,
         })?;
         self.ports.schedules.create_schedule(&schedule).await?;
