@@ -116,6 +116,13 @@ impl Run {
     }
 }
 
+/// What the meter had counted and the functions had logged when a scenario began.
+struct Window {
+    tally: Tally,
+    log_bytes: usize,
+    delivery_log_bytes: usize,
+}
+
 /// The timer queue's idle polling in a month: the mapping's five pollers, each a 20 s long
 /// poll at a time (3 a minute).
 pub const IDLE_POLLS_PER_MONTH: f64 = 5.0 * 3.0 * 60.0 * 24.0 * 30.0;
@@ -640,6 +647,23 @@ impl Bench {
         }
     }
 
+    /// Opens a scenario's window on what the meter counted and the functions logged.
+    fn open_window(&self) -> Window {
+        Window {
+            tally: self.meter.tally(),
+            log_bytes: self.log_bytes(),
+            delivery_log_bytes: self.delivery_log_bytes(),
+        }
+    }
+
+    /// Gives `run` what the window saw: the requests and units counted, and the bytes the
+    /// functions logged, since it opened.
+    fn close_window(&self, window: Window, run: &mut Run) {
+        run.settle(self.meter.tally().minus(&window.tally));
+        run.log_bytes = self.log_bytes() - window.log_bytes;
+        run.delivery_log_bytes = self.delivery_log_bytes() - window.delivery_log_bytes;
+    }
+
     fn delivery_log_bytes(&self) -> usize {
         match &self.via {
             Via::Functions { functions, .. } => functions.log_bytes("delivery"),
@@ -730,8 +754,7 @@ impl Bench {
         extra: Value,
         idempotent: bool,
     ) -> Result<(Run, Vec<String>)> {
-        let before = (self.meter.tally(), self.log_bytes());
-        let delivery_logs_before = self.delivery_log_bytes();
+        let window = self.open_window();
         let mut run = Run::default();
         let mut ids = Vec::new();
         let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
@@ -746,9 +769,7 @@ impl Bench {
         }
         self.deliver(&mut run, delivered + tasks).await?;
         run.callbacks = tasks;
-        run.settle(self.meter.tally().minus(&before.0));
-        run.log_bytes = self.log_bytes() - before.1;
-        run.delivery_log_bytes = self.delivery_log_bytes() - delivery_logs_before;
+        self.close_window(window, &mut run);
         Ok((run, ids))
     }
 
@@ -813,8 +834,7 @@ impl Bench {
             }
             ids.push(answer["id"].as_str().context("no id")?.to_string());
         }
-        let before = (self.meter.tally(), self.log_bytes());
-        let delivery_logs_before = self.delivery_log_bytes();
+        let window = self.open_window();
         let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
         let mut run = Run::default();
         let deadline = Instant::now() + Duration::from_secs(180);
@@ -825,9 +845,7 @@ impl Bench {
             }
         }
         run.callbacks = self.receiver.succeeded.load(Ordering::SeqCst) - delivered;
-        run.settle(self.meter.tally().minus(&before.0));
-        run.log_bytes = self.log_bytes() - before.1;
-        run.delivery_log_bytes = self.delivery_log_bytes() - delivery_logs_before;
+        self.close_window(window, &mut run);
         for id in ids {
             let path = format!("/v1/schedules/{id}");
             let (status, answer, _) = self.call("DELETE", &path, None, None).await?;
@@ -859,7 +877,7 @@ impl Bench {
 
     /// The first scenario's tasks, registered through the batch route, 100 to a request.
     async fn batched(&self, tasks: usize) -> Result<Run> {
-        let before = (self.meter.tally(), self.log_bytes());
+        let window = self.open_window();
         let mut run = Run::default();
         let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
         let bodies: Vec<Value> = (0..tasks)
@@ -880,13 +898,12 @@ impl Bench {
         }
         self.deliver(&mut run, delivered + tasks).await?;
         run.callbacks = tasks;
-        run.settle(self.meter.tally().minus(&before.0));
-        run.log_bytes = self.log_bytes() - before.1;
+        self.close_window(window, &mut run);
         Ok(run)
     }
 
     async fn gets(&self, ids: &[String]) -> Result<Run> {
-        let before = (self.meter.tally(), self.log_bytes());
+        let window = self.open_window();
         let mut run = Run::default();
         for id in ids {
             let path = format!("/v1/tasks/{id}");
@@ -897,8 +914,7 @@ impl Bench {
             run.api(&request("GET", &path, 200, seconds), seconds)?;
         }
         run.callbacks = ids.len();
-        run.settle(self.meter.tally().minus(&before.0));
-        run.log_bytes = self.log_bytes() - before.1;
+        self.close_window(window, &mut run);
         Ok(run)
     }
 
@@ -908,7 +924,7 @@ impl Bench {
     /// Through the functions, each schedule's input is one delivery invocation; the
     /// attempts it queues come due long after the run.
     async fn far_ahead(&self, tasks: usize, ahead: &str) -> Result<Run> {
-        let before = (self.meter.tally(), self.log_bytes());
+        let window = self.open_window();
         let mut run = Run::default();
         let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
         for i in 0..tasks {
@@ -946,8 +962,7 @@ impl Bench {
             }
         }
         run.callbacks = tasks;
-        run.settle(self.meter.tally().minus(&before.0));
-        run.log_bytes = self.log_bytes() - before.1;
+        self.close_window(window, &mut run);
         Ok(run)
     }
 }
