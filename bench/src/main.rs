@@ -3,6 +3,7 @@
 //! dir and a receiver in a separate process (this binary again), drives them over loopback
 //! HTTP, and asserts nothing. Run it as `cargo run --release -p boomerang-bench -- burst`.
 
+mod burst;
 mod capacity;
 mod cost;
 mod measure;
@@ -15,7 +16,7 @@ use anyhow::{bail, Result};
 use chrono::{DateTime, DurationRound, Utc};
 use serde_json::{json, Value};
 
-use measure::{percentiles, Usage};
+use measure::Usage;
 use procs::{ReceiverProcess, Server};
 
 #[derive(clap::Parser)]
@@ -32,10 +33,13 @@ struct Cli {
 pub enum BenchCommand {
     /// N tasks all due on one whole second a few seconds ahead: registration/s,
     /// deliveries/s, lateness of first attempts, server CPU and peak RSS.
-    Burst(BurstArgs),
+    Burst(burst::BurstArgs),
     /// The burst, with every receiver failing twice on a 1 s schedule: the gap between
     /// attempts, and the lateness of the final success.
-    Retry(BurstArgs),
+    Retry(burst::BurstArgs),
+    /// Tasks that come due while the server is stopped: how fast the backlog drains after
+    /// the restart, in what order, and how late callbacks registered meanwhile run.
+    Backlog(burst::BacklogArgs),
     /// Many tasks due in 30 days: RSS, data-dir size, registration/s of the first and the
     /// last 10 %, and how long a restart takes to be ready.
     Pending(PendingArgs),
@@ -61,16 +65,6 @@ pub enum BenchCommand {
 }
 
 #[derive(clap::Args)]
-pub struct BurstArgs {
-    /// How many tasks.
-    #[arg(long, default_value_t = 2000)]
-    tasks: usize,
-    /// Concurrent keep-alive clients registering them.
-    #[arg(long, default_value_t = 32)]
-    clients: usize,
-}
-
-#[derive(clap::Args)]
 pub struct PendingArgs {
     #[arg(long, default_value_t = 1_000_000)]
     tasks: usize,
@@ -87,8 +81,9 @@ async fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match <Cli as clap::Parser>::parse().command {
-        BenchCommand::Burst(args) => burst(args, 0).await,
-        BenchCommand::Retry(args) => burst(args, 2).await,
+        BenchCommand::Burst(args) => burst::burst(args, 0).await,
+        BenchCommand::Retry(args) => burst::burst(args, 2).await,
+        BenchCommand::Backlog(args) => burst::backlog(args).await,
         BenchCommand::Pending(args) => pending(args).await,
         BenchCommand::Crash => crash().await,
         BenchCommand::Cost(args) => cost::run(args).await,
@@ -153,97 +148,6 @@ fn due_after_registering(tasks: usize) -> Result<DateTime<Utc>> {
         (Utc::now() + lead).duration_trunc(chrono::Duration::seconds(1))?
             + chrono::Duration::seconds(1),
     )
-}
-
-async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
-    let receiver = ReceiverProcess::start(&receiver::ReceiverArgs {
-        fail_first,
-        ..Default::default()
-    })?;
-    let server = Server::start(&[])?;
-    let usage_before = Usage::of(server.pid())?;
-    let due = due_after_registering(args.tasks)?;
-    let retry = json!({"schedule": ["1s"], "max_attempts": fail_first + 1});
-    let url = receiver.url.clone();
-    let started = Instant::now();
-    let finished = register_all(&server, args.tasks, args.clients, move |i| {
-        json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339(), "retry": retry})
-    })
-    .await?;
-    let took = finished.iter().max().copied().unwrap_or(started) - started;
-    if Utc::now() > due {
-        println!("warning: registration outlasted the lead; lateness includes the overrun");
-    }
-    let want = args.tasks * (fail_first as usize + 1);
-    let arrivals = receiver.wait_for(want, Duration::from_secs(120)).await?;
-    let usage = Usage::of(server.pid())?;
-
-    let firsts: Vec<i64> = arrivals
-        .iter()
-        .filter(|a| a.attempt == 1)
-        .map(|a| a.at_ms)
-        .collect();
-    let lateness: Vec<i64> = firsts
-        .iter()
-        .map(|at| at - due.timestamp_millis())
-        .collect();
-    let window = (firsts.iter().max().unwrap_or(&0) - firsts.iter().min().unwrap_or(&0)).max(1);
-    println!(
-        "mode:              {}",
-        if fail_first > 0 { "retry" } else { "burst" }
-    );
-    println!(
-        "tasks:             {} ({} clients, keep-alive)",
-        args.tasks, args.clients
-    );
-    println!(
-        "registration:      {:.0}/s ({:.2} s)",
-        args.tasks as f64 / took.as_secs_f64(),
-        took.as_secs_f64()
-    );
-    println!(
-        "deliveries:        {:.0}/s over the busy window of {window} ms",
-        firsts.len() as f64 * 1000.0 / window as f64
-    );
-    println!("lateness (ms):     {}", percentiles(&lateness));
-    if fail_first > 0 {
-        let gaps = receiver::gaps(&arrivals);
-        println!("retry gap (ms):    {}", percentiles(&gaps));
-        let finals = final_lateness(&server, &receiver, fail_first + 1).await?;
-        println!("final success lateness (ms): {}", percentiles(&finals));
-    }
-    println!(
-        "server CPU:        {:.2} s",
-        usage.cpu_seconds - usage_before.cpu_seconds
-    );
-    println!("server peak RSS:   {} MB", usage.peak_rss_kb / 1024);
-    Ok(())
-}
-
-/// The recorded lateness of each task's final attempt, from the task's attempt log.
-async fn final_lateness(
-    server: &Server,
-    receiver: &ReceiverProcess,
-    attempt: u32,
-) -> Result<Vec<i64>> {
-    let http = reqwest::Client::new();
-    let mut out = Vec::new();
-    for id in receiver.task_ids().await? {
-        let task: Value = http
-            .get(format!("{}/v1/tasks/{id}", server.base))
-            .bearer_auth(&server.api_key)
-            .send()
-            .await?
-            .json()
-            .await?;
-        let last = task["attempts"]
-            .as_array()
-            .and_then(|a| a.iter().find(|x| x["number"] == attempt));
-        if let Some(ms) = last.and_then(|a| a["lateness_ms"].as_i64()) {
-            out.push(ms);
-        }
-    }
-    Ok(out)
 }
 
 async fn pending(args: PendingArgs) -> Result<()> {

@@ -188,8 +188,20 @@ impl Server {
     /// Stops the server (SIGTERM), starts it again on the same data, and returns how long
     /// the new one took from spawn to answering `/healthz`.
     pub fn restart(&mut self) -> Result<Duration> {
+        self.stop()?;
+        self.start_again()
+    }
+
+    /// Stops the server (SIGTERM) and waits for it to exit.
+    pub fn stop(&mut self) -> Result<()> {
         Command::new("kill").arg(self.pid().to_string()).status()?;
         self.child.wait()?;
+        Ok(())
+    }
+
+    /// Starts the stopped server again on the same data; how long it took from spawn to
+    /// answering `/healthz`.
+    pub fn start_again(&mut self) -> Result<Duration> {
         let started = Instant::now();
         let (child, base) = spawn(&self.program, &self.args, "Boomerang listening on ")?;
         self.child = child;

@@ -12,7 +12,7 @@ use boomerang_core::metrics::NoMetrics;
 use boomerang_core::testing::schedules::{self, Scene};
 use boomerang_e2e::aws::{fresh_moto_resources, moto_backend};
 use boomerang_e2e::{Receiver, Reply};
-use boomerang_embedded::{EmbeddedConfig, StaticTenants};
+use boomerang_embedded::{EmbeddedConfig, LoadSettings, StaticTenants};
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 use chrono::Utc;
 
@@ -37,7 +37,10 @@ fn sqlite_engine(clock: Arc<ManualClock>) -> (Arc<Engine>, TenantId, tempdir::Di
         ),
         metrics: Arc::new(NoMetrics),
         metrics_view: None,
-        timer_horizon: std::time::Duration::from_secs(60),
+        load: LoadSettings {
+            ahead: std::time::Duration::from_secs(60),
+            ..LoadSettings::default()
+        },
         clock,
         settings: EngineSettings::default(),
     })

@@ -15,19 +15,17 @@ use boomerang_core::domain::{AttemptRef, TaskId};
 use boomerang_core::ports::Timer;
 use boomerang_core::testing::{timer_contract, TimerProbe};
 use boomerang_e2e::aws::{fresh_moto_resources, moto};
-use boomerang_embedded::LocalTimer;
+use boomerang_embedded::{Fire, LocalTimer};
 use chrono::{DurationRound, Utc};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-struct ChannelProbe(UnboundedReceiver<AttemptRef>);
+struct ChannelProbe(UnboundedReceiver<Fire>);
 
 #[async_trait]
 impl TimerProbe for ChannelProbe {
     async fn next_fire(&mut self, within: Duration) -> Option<AttemptRef> {
-        tokio::time::timeout(within, self.0.recv())
-            .await
-            .ok()
-            .flatten()
+        let fire = tokio::time::timeout(within, self.0.recv()).await.ok()??;
+        Some(fire.attempt.clone())
     }
 }
 

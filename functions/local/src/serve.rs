@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use boomerang_core::engine::{
     TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_PER_DESTINATION, DEFAULT_TENANT_RATE,
 };
+use boomerang_embedded::LoadSettings;
 use boomerang_server::{BackendChoice, ServiceConfig};
 use humantime::parse_duration as duration;
 use ipnet::IpNet;
@@ -44,9 +45,22 @@ pub struct ServeArgs {
     /// Extra time past a task's timeout before a stalled delivery is taken over (1s–1h).
     #[arg(long, env = "BOOMERANG_LEASE_MARGIN", default_value = "30s", value_parser = duration)]
     lease_margin: Duration,
-    /// How often the store is swept for work that is near, overdue or interrupted (100ms–1h).
+    /// How often the store is swept for work whose timer was lost, dead letters to send
+    /// again and owed alerts (100ms–1h).
     #[arg(long, env = "BOOMERANG_SWEEP_INTERVAL", default_value = "5s", value_parser = duration)]
     sweep_interval: Duration,
+    /// Embedded backend: how long before its due time stored work is loaded into memory
+    /// (1s–1h).
+    #[arg(long, env = "BOOMERANG_LOAD_AHEAD", default_value = "5s", value_parser = duration)]
+    load_ahead: Duration,
+    /// Embedded backend: most rows one read of the due index takes (10 up to half of
+    /// --load-window).
+    #[arg(long, env = "BOOMERANG_LOAD_PAGE", default_value_t = 1000)]
+    load_page: usize,
+    /// Embedded backend: most attempts held in memory, waiting or being delivered, before
+    /// loading waits for them to drain (1000–10000000).
+    #[arg(long, env = "BOOMERANG_LOAD_WINDOW", default_value_t = 100_000)]
+    load_window: usize,
     /// AWS backend with --emulate-triggers: how overdue a task must be before the sweep
     /// re-arms it (1s–1day).
     #[arg(long, env = "BOOMERANG_SWEEP_LAG", default_value = "15s", value_parser = duration)]
@@ -106,6 +120,12 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             data_dir: args.data_dir,
             api_key: args.api_key,
             signing_secret: args.signing_secret,
+            load: LoadSettings {
+                ahead: args.load_ahead,
+                page: args.load_page,
+                window: args.load_window,
+                repair_every: args.sweep_interval,
+            },
         },
     };
     let service = boomerang_server::start(ServiceConfig {

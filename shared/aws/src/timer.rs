@@ -393,6 +393,15 @@ impl Timer for AwsTimer {
         }
     }
 
+    /// Always through the queue: a bucket holds only what a write indexed in it, and a
+    /// put-off attempt stays indexed at its stored due time. A wait past the queue's 15
+    /// minutes is cut to them: the fire then finds the attempt due, and whatever put it off
+    /// decides again.
+    async fn put_off(&self, attempt: AttemptRef, until: DateTime<Utc>) -> Result<(), TimerError> {
+        let delay = queue_delay(until, self.clock.now());
+        self.send(&TimerMessage::Attempt(attempt), delay).await
+    }
+
     /// Waits for the queue go ten to a request (`SendMessageBatch`: SQS bills per
     /// request); each bucket is made sure of once.
     async fn arm_many(&self, arms: &[(AttemptRef, DateTime<Utc>)]) -> Vec<Result<(), TimerError>> {

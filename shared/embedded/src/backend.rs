@@ -5,24 +5,28 @@ use std::path::Path;
 use std::sync::Arc;
 
 use boomerang_core::clock::{Clock, ThreadRandom};
-use boomerang_core::domain::AttemptRef;
 use boomerang_core::engine::{Engine, EngineSettings, Ports};
 use boomerang_core::metrics::{Metrics, MetricsView};
 use boomerang_core::ports::{FlowPorts, ProcessFlowCounters, StoreError, Tenants, Webhooks};
 use tokio::sync::mpsc;
 
+use crate::loader::{LoadSettings, Loader};
 use crate::readiness::EmbeddedReadiness;
 use crate::store::SqliteStore;
-use crate::timer::LocalTimer;
+use crate::timer::{Fire, LocalTimer};
 
 /// The database file inside the data directory.
 pub const DB_FILE: &str = "boomerang.db";
 
 /// The engine on the embedded store and the in-process timer, plus the timer's fires
-/// (which the local runtime hands to `Engine::deliver`).
+/// (which the local runtime hands to `Engine::deliver`, keeping each fire until its
+/// delivery ends) and the loader that brings stored work back (which the local runtime
+/// runs).
 pub struct EmbeddedBackend {
     pub engine: Arc<Engine>,
-    pub fires: mpsc::UnboundedReceiver<AttemptRef>,
+    pub fires: mpsc::UnboundedReceiver<Fire>,
+    pub loader: Arc<Loader>,
+    pub timer: Arc<LocalTimer>,
 }
 
 pub struct EmbeddedConfig<'a> {
@@ -31,8 +35,8 @@ pub struct EmbeddedConfig<'a> {
     pub webhooks: Arc<dyn Webhooks>,
     pub metrics: Arc<dyn Metrics>,
     pub metrics_view: Option<Arc<dyn MetricsView>>,
-    /// How far ahead the in-process timer holds work in memory.
-    pub timer_horizon: std::time::Duration,
+    /// How stored work is brought back into memory.
+    pub load: LoadSettings,
     pub clock: Arc<dyn Clock>,
     pub settings: EngineSettings,
 }
@@ -40,8 +44,11 @@ pub struct EmbeddedConfig<'a> {
 pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreError> {
     let store =
         SqliteStore::open_with_metrics(&config.data_dir.join(DB_FILE), config.metrics.clone())?;
-    let (timer, fires) = LocalTimer::new(config.timer_horizon);
+    // A second past the loader's reach: an arm is held even if this machine's clock
+    // stepped back a little since the loader read.
+    let (timer, fires) = LocalTimer::new(config.load.ahead + std::time::Duration::from_secs(1));
     let store = Arc::new(store);
+    let loader = Arc::new(Loader::new(store.clone(), timer.clone(), config.load));
     let ports = Ports {
         store: store.clone(),
         sweep: store.clone(),
@@ -60,7 +67,7 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreErro
             config.data_dir,
             timer.clone(),
         )),
-        timer,
+        timer: timer.clone(),
         dead_letters: store,
         tenants: config.tenants,
         webhooks: config.webhooks,
@@ -72,5 +79,7 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreErro
     Ok(EmbeddedBackend {
         engine: Arc::new(Engine::new(ports, config.settings)),
         fires,
+        loader,
+        timer,
     })
 }

@@ -1,12 +1,18 @@
 //! The in-process timer of the local binary.
 //!
-//! It keeps in memory only what falls due within `horizon`; anything later is left to the
-//! store, from which the local sweep loads it as it comes near. So a million far-future
-//! tasks cost no memory, and after a restart the sweep re-arms everything from disk.
+//! It holds in memory only what falls due soon. Later work stays in the store, and the
+//! loader ([`crate::loader`]) pages it in as it comes near; so a million far-future tasks
+//! cost no memory, and after a restart the loader brings back everything from disk.
+//!
+//! The timer keeps custody of an attempt from the moment it holds it until its delivery
+//! ends: a fire carries a [`Custody`] that the delivery keeps while it runs, and an attempt
+//! the engine puts off ([`Timer::put_off`]) is held whatever its time, since the store
+//! shows it due already and would not bring it back. What the timer holds or has in hand
+//! is what the loader and the repair pass skip.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,8 +24,10 @@ use boomerang_core::domain::AttemptRef;
 use boomerang_core::ports::{Timer, TimerError};
 
 pub struct LocalTimer {
+    /// How far ahead an arm is held; later ones are left to the loader.
     horizon: Duration,
     state: Mutex<State>,
+    fires: mpsc::UnboundedSender<Fire>,
     wake: Notify,
     /// When its loop last ran: it runs at least every [`BEAT`].
     beat: Mutex<std::time::Instant>,
@@ -28,30 +36,80 @@ pub struct LocalTimer {
 /// The timer's loop runs at least this often, so that a stalled loop shows.
 pub const BEAT: Duration = Duration::from_secs(1);
 
+/// A fire: the attempt is due. Its delivery keeps it until the delivery ends, so that
+/// the timer still counts the attempt as in hand.
+pub struct Fire {
+    pub attempt: AttemptRef,
+    _custody: Custody,
+}
+
+/// An attempt fired and not yet delivered, counted in [`LocalTimer::in_hand`] while it
+/// lives.
+struct Custody {
+    timer: Arc<LocalTimer>,
+    attempt: AttemptRef,
+}
+
+impl Drop for Custody {
+    fn drop(&mut self) {
+        let mut state = self.timer.state();
+        if let Some(n) = state.in_hand.get_mut(&self.attempt) {
+            *n -= 1;
+            if *n == 0 {
+                state.in_hand.remove(&self.attempt);
+            }
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     queue: BinaryHeap<Reverse<(DateTime<Utc>, AttemptRef)>>,
-    /// The earliest armed time per attempt; duplicates of an armed attempt are dropped.
+    /// The time each held attempt fires at; a queue entry at another time was superseded.
     armed: HashMap<AttemptRef, DateTime<Utc>>,
+    /// Attempts fired whose delivery has not ended, with how many fires of each.
+    in_hand: HashMap<AttemptRef, u32>,
+    /// The furthest due time a read of the loader has covered or is covering: an arm up
+    /// to it is held, since that read may have missed the write behind the arm.
+    ceiling: Option<DateTime<Utc>>,
 }
 
 impl LocalTimer {
-    /// The timer and the receiving end of its fires.
-    pub fn new(horizon: Duration) -> (Arc<Self>, mpsc::UnboundedReceiver<AttemptRef>) {
+    /// The timer and the receiving end of its fires. Arms due within `horizon` are held;
+    /// later ones are left to the loader, which must read at most that far ahead.
+    pub fn new(horizon: Duration) -> (Arc<Self>, mpsc::UnboundedReceiver<Fire>) {
+        let (fires, rx) = mpsc::unbounded_channel();
         let timer = Arc::new(Self {
             horizon,
             state: Mutex::new(State::default()),
+            fires,
             wake: Notify::new(),
             beat: Mutex::new(std::time::Instant::now()),
         });
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(timer.clone().run(tx));
+        tokio::spawn(timer.clone().run());
         (timer, rx)
     }
 
-    /// How many fires are held in memory.
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Every change under this lock is a single insert or remove: a panic elsewhere
+        // cannot leave it half-made, so a poisoned lock is still good.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many attempts are held, waiting for their time.
     pub fn pending(&self) -> usize {
-        self.state.lock().expect("timer lock").armed.len()
+        self.state().armed.len()
+    }
+
+    /// How many fired attempts are still being delivered (or wait for a work slot).
+    pub fn in_hand(&self) -> usize {
+        self.state().in_hand.len()
+    }
+
+    /// Whether the attempt is held or in hand.
+    pub fn has(&self, attempt: &AttemptRef) -> bool {
+        let state = self.state();
+        state.armed.contains_key(attempt) || state.in_hand.contains_key(attempt)
     }
 
     /// How long its loop has not run.
@@ -59,50 +117,89 @@ impl LocalTimer {
         self.beat.lock().expect("timer lock").elapsed()
     }
 
-    async fn run(self: Arc<Self>, fires: mpsc::UnboundedSender<AttemptRef>) {
+    /// The loader is about to read the store up to `until`: arms up to there are held
+    /// from now on.
+    pub(crate) fn cover(&self, until: DateTime<Utc>) {
+        let mut state = self.state();
+        state.ceiling = state.ceiling.max(Some(until));
+    }
+
+    /// Takes work the loader read from the store, unless the attempt is already held or
+    /// in hand (the held time, perhaps one the engine put it off to, stands). Work
+    /// already due fires at once. Returns whether it was taken.
+    pub(crate) fn load(self: &Arc<Self>, attempt: AttemptRef, at: DateTime<Utc>) -> bool {
+        let mut state = self.state();
+        if state.armed.contains_key(&attempt) || state.in_hand.contains_key(&attempt) {
+            return false;
+        }
+        if at <= Utc::now() {
+            self.fire(&mut state, attempt);
+            return true;
+        }
+        Self::hold(&mut state, attempt, at);
+        drop(state);
+        self.wake.notify_one();
+        true
+    }
+
+    fn hold(state: &mut State, attempt: AttemptRef, at: DateTime<Utc>) {
+        state.armed.insert(attempt.clone(), at);
+        state.queue.push(Reverse((at, attempt)));
+    }
+
+    /// Hands the attempt to the deliveries, in custody.
+    fn fire(self: &Arc<Self>, state: &mut State, attempt: AttemptRef) {
+        *state.in_hand.entry(attempt.clone()).or_default() += 1;
+        let custody = Custody {
+            timer: self.clone(),
+            attempt: attempt.clone(),
+        };
+        // Nobody listening: the process is stopping, and the store keeps the work.
+        let _ = self.fires.send(Fire {
+            attempt,
+            _custody: custody,
+        });
+    }
+
+    async fn run(self: Arc<Self>) {
         loop {
             *self.beat.lock().expect("timer lock") = std::time::Instant::now();
-            let next = self.pop_due(Utc::now());
-            match next {
-                Ok(fire) => {
-                    if fires.send(fire).is_err() {
-                        return; // nobody is listening any more
-                    }
-                }
-                Err(wait) => {
-                    let wait = wait.unwrap_or(BEAT).min(BEAT);
-                    tokio::select! {
-                        _ = tokio::time::sleep(wait) => {}
-                        _ = self.wake.notified() => {}
-                    }
-                }
+            if self.fires.is_closed() {
+                return; // nobody is listening any more
+            }
+            let wait = self.fire_due(Utc::now());
+            let wait = wait.unwrap_or(BEAT).min(BEAT);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.wake.notified() => {}
             }
         }
     }
 
-    /// The next due fire, or how long to wait for one (`None`: nothing armed).
-    fn pop_due(&self, now: DateTime<Utc>) -> Result<AttemptRef, Option<Duration>> {
-        let mut state = self.state.lock().expect("timer lock");
+    /// Fires everything due by `now`; how long until the next is due (`None`: nothing
+    /// held).
+    fn fire_due(self: &Arc<Self>, now: DateTime<Utc>) -> Option<Duration> {
+        let mut state = self.state();
         while let Some(Reverse((at, attempt))) = state.queue.peek().cloned() {
             if state.armed.get(&attempt) != Some(&at) {
-                state.queue.pop(); // superseded by an earlier arm of the same attempt
+                state.queue.pop(); // superseded by another arm of the same attempt
                 continue;
             }
             if at > now {
-                return Err(Some((at - now).to_std().unwrap_or_default()));
+                return Some((at - now).to_std().unwrap_or_default());
             }
             state.queue.pop();
             state.armed.remove(&attempt);
-            return Ok(attempt);
+            self.fire(&mut state, attempt);
         }
-        Err(None)
+        None
     }
 }
 
 #[async_trait]
 impl Timer for LocalTimer {
-    /// Its timers live in this process only: the store keeps every task where the sweep
-    /// looks, and the sweep re-arms them after a restart.
+    /// Its timers live in this process only: the store keeps every task where the loader
+    /// looks, and the loader brings them back after a restart.
     fn durable(&self) -> bool {
         false
     }
@@ -112,17 +209,27 @@ impl Timer for LocalTimer {
         Duration::ZERO
     }
 
+    /// Held if due within the horizon or the loader's reach; an earlier arm of the same
+    /// attempt stands. Later work is left to the loader: its write is in the store, due
+    /// after anything the loader has read.
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
-        if checked_add(Utc::now(), self.horizon).is_some_and(|horizon| at > horizon) {
-            return Ok(()); // the sweep loads it when it comes near
+        let mut state = self.state();
+        let near = checked_add(Utc::now(), self.horizon);
+        if at > near.max(state.ceiling).unwrap_or(at) {
+            return Ok(());
         }
-        let mut state = self.state.lock().expect("timer lock");
         if state.armed.get(&attempt).is_some_and(|armed| *armed <= at) {
             return Ok(());
         }
-        state.armed.insert(attempt.clone(), at);
-        state.queue.push(Reverse((at, attempt)));
+        Self::hold(&mut state, attempt, at);
         drop(state);
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// Held whatever its time, replacing an earlier arm of the same attempt.
+    async fn put_off(&self, attempt: AttemptRef, until: DateTime<Utc>) -> Result<(), TimerError> {
+        Self::hold(&mut self.state(), attempt, until);
         self.wake.notify_one();
         Ok(())
     }
@@ -131,15 +238,25 @@ impl Timer for LocalTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use boomerang_core::domain::TaskId;
+
+    fn new_attempt() -> AttemptRef {
+        let tenant = boomerang_core::testing::unique_tenant("local");
+        AttemptRef::new(tenant, TaskId::new(), 1)
+    }
+
+    async fn next(fires: &mut mpsc::UnboundedReceiver<Fire>) -> Fire {
+        tokio::time::timeout(Duration::from_secs(5), fires.recv())
+            .await
+            .expect("a fire within 5 s")
+            .expect("the timer runs")
+    }
 
     #[tokio::test]
     async fn fires_in_time_order_once_per_attempt_and_skips_far_work() {
         let (timer, mut fires) = LocalTimer::new(Duration::from_secs(60));
         let now = Utc::now();
-        let tenant = boomerang_core::testing::unique_tenant("local");
-        let new_attempt =
-            |_: u8| AttemptRef::new(tenant.clone(), boomerang_core::domain::TaskId::new(), 1);
-        let (a, b, far) = (new_attempt(0), new_attempt(1), new_attempt(2));
+        let (a, b, far) = (new_attempt(), new_attempt(), new_attempt());
         let ms = chrono::Duration::milliseconds;
         timer.arm(b.clone(), now + ms(80)).await.unwrap();
         timer.arm(a.clone(), now + ms(20)).await.unwrap();
@@ -149,15 +266,70 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(timer.pending(), 2, "the far task is not held in memory");
-        let first = tokio::time::timeout(Duration::from_secs(5), fires.recv())
-            .await
-            .unwrap();
-        let second = tokio::time::timeout(Duration::from_secs(5), fires.recv())
-            .await
-            .unwrap();
-        assert_eq!(first, Some(a));
-        assert_eq!(second, Some(b));
-        assert!(Utc::now() >= now + chrono::Duration::milliseconds(80));
+        let first = next(&mut fires).await;
+        let second = next(&mut fires).await;
+        assert_eq!(first.attempt, a);
+        assert_eq!(second.attempt, b);
+        assert!(Utc::now() >= now + ms(80));
         assert_eq!(timer.pending(), 0);
+        assert_eq!(timer.in_hand(), 2, "both are being delivered");
+        drop(first);
+        assert!(!timer.has(&a) && timer.has(&b));
+        drop(second);
+        assert_eq!(timer.in_hand(), 0);
+    }
+
+    #[tokio::test]
+    async fn put_off_work_is_held_however_far_and_replaces_an_earlier_arm() {
+        let (timer, _fires) = LocalTimer::new(Duration::from_secs(1));
+        let a = new_attempt();
+        let later = Utc::now() + chrono::Duration::hours(1);
+        timer
+            .arm(a.clone(), Utc::now() + chrono::Duration::milliseconds(500))
+            .await
+            .unwrap();
+        timer.put_off(a.clone(), later).await.unwrap();
+        assert!(timer.has(&a));
+        assert_eq!(timer.state().armed.get(&a), Some(&later));
+        // The loader reading the attempt at its stored (earlier) time does not undo it.
+        assert!(!timer.load(a.clone(), Utc::now()));
+        assert_eq!(timer.state().armed.get(&a), Some(&later));
+    }
+
+    #[tokio::test]
+    async fn an_arm_within_the_loaders_reach_is_held_past_the_horizon() {
+        let (timer, _fires) = LocalTimer::new(Duration::from_secs(1));
+        let in_reach = Utc::now() + chrono::Duration::seconds(30);
+        let (inside, beyond) = (new_attempt(), new_attempt());
+        timer.cover(in_reach);
+        timer.arm(inside.clone(), in_reach).await.unwrap();
+        timer
+            .arm(beyond.clone(), in_reach + chrono::Duration::seconds(1))
+            .await
+            .unwrap();
+        assert!(
+            timer.has(&inside),
+            "the loader may have read past its write"
+        );
+        assert!(!timer.has(&beyond), "the loader will read it");
+    }
+
+    #[tokio::test]
+    async fn loaded_work_already_due_fires_at_once_and_is_not_loaded_twice() {
+        let (timer, mut fires) = LocalTimer::new(Duration::from_secs(1));
+        let a = new_attempt();
+        let overdue = Utc::now() - chrono::Duration::minutes(5);
+        assert!(timer.load(a.clone(), overdue));
+        let fire = next(&mut fires).await;
+        assert_eq!(fire.attempt, a);
+        assert!(
+            !timer.load(a.clone(), overdue),
+            "in hand while it is delivered"
+        );
+        drop(fire);
+        assert!(
+            timer.load(a.clone(), overdue),
+            "its delivery ended without a write"
+        );
     }
 }

@@ -8,6 +8,7 @@ use boomerang_core::engine::{
     DeliveryLimits, EngineSettings, TenantLimits, MAX_PENDING_RANGE, PER_DESTINATION_RANGE,
     TENANT_RATE_RANGE,
 };
+use boomerang_embedded::LoadSettings;
 use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
 use ipnet::IpNet;
 
@@ -19,6 +20,10 @@ pub const LEASE_MARGIN_RANGE: (Duration, Duration) =
 pub const SWEEP_LAG_RANGE: (Duration, Duration) =
     (Duration::from_secs(1), Duration::from_secs(24 * 3600));
 pub const CONCURRENCY_RANGE: (usize, usize) = (1, 10_000);
+pub const LOAD_AHEAD_RANGE: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(3600));
+pub const LOAD_PAGE_RANGE: (usize, usize) = (10, 100_000);
+pub const LOAD_WINDOW_RANGE: (usize, usize) = (1_000, 10_000_000);
 pub const RETENTION_RANGE: (Duration, Duration) = (
     Duration::from_secs(1),
     Duration::from_secs(3650 * 24 * 3600),
@@ -73,6 +78,9 @@ pub enum BackendChoice {
         data_dir: PathBuf,
         api_key: Option<String>,
         signing_secret: Option<String>,
+        /// How stored work comes back into memory (its repair pass runs every
+        /// `sweep_interval`, whatever this says).
+        load: LoadSettings,
     },
     /// DynamoDB, Scheduler and SQS as the environment says (AWS, or an emulator at
     /// `AWS_ENDPOINT_URL`). With `emulate_triggers`, this process also plays Scheduler,
@@ -113,8 +121,17 @@ impl ServiceConfig {
             self.destination_limit,
             PER_DESTINATION_RANGE,
         )?;
-        if let BackendChoice::Aws { sweep_lag, .. } = self.backend {
-            within("--sweep-lag", sweep_lag, SWEEP_LAG_RANGE)?;
+        match &self.backend {
+            BackendChoice::Aws { sweep_lag, .. } => {
+                within("--sweep-lag", *sweep_lag, SWEEP_LAG_RANGE)?
+            }
+            BackendChoice::Embedded { load, .. } => {
+                within("--load-ahead", load.ahead, LOAD_AHEAD_RANGE)?;
+                count_within("--load-window", load.window, LOAD_WINDOW_RANGE)?;
+                // Two pages in hand at once must fit in the window.
+                let (min, _) = LOAD_PAGE_RANGE;
+                count_within("--load-page", load.page, (min, load.window / 2))?;
+            }
         }
         if let Some(retention) = self.retention {
             within("--retention", retention, RETENTION_RANGE)?;

@@ -1,51 +1,32 @@
-//! The local server's background loops: deliveries from the in-process timer, the sweep,
-//! retention, and the AWS sweeper played locally.
+//! The local server's background loops: deliveries from the in-process timer, retention,
+//! and the AWS sweeper played locally. (The embedded backend's loader runs its own.)
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use boomerang_aws::system_failures::SystemFailures;
-use boomerang_core::domain::AttemptRef;
 use boomerang_core::engine::Engine;
+use boomerang_embedded::Fire;
 use tokio::sync::mpsc;
 
 /// Hands each timer fire to the engine once it has a work slot for it. The engine's gate
 /// bounds how many run at once, in all and per destination; a fire waiting there (or
-/// here) holds only its ids.
-pub(crate) async fn run_deliveries(
-    engine: Arc<Engine>,
-    mut fires: mpsc::UnboundedReceiver<AttemptRef>,
-) {
-    while let Some(attempt) = fires.recv().await {
+/// here) holds only its ids. The fire is kept until its delivery ends, so the timer counts
+/// the attempt as in hand until then.
+pub(crate) async fn run_deliveries(engine: Arc<Engine>, mut fires: mpsc::UnboundedReceiver<Fire>) {
+    while let Some(fire) = fires.recv().await {
         let slot = engine.work_slot().await;
         let engine = engine.clone();
         tokio::spawn(async move {
+            let attempt = fire.attempt.clone();
             let (task, number) = (attempt.task_id, attempt.attempt);
             if let Err(e) = engine.deliver_in(slot, attempt, engine.worker()).await {
-                // The task is still in the store; the sweep retries it.
+                // The task is still in the store; the repair pass arms it again.
                 tracing::error!(task = %task, attempt = number, error = %e, "delivery failed");
             }
+            drop(fire);
         });
     }
-}
-
-/// Sweeps every `period` (see `Engine::sweep` for `lookahead`). The first sweep runs at
-/// once: start-up recovery.
-pub(crate) async fn run_sweeper(
-    engine: Arc<Engine>,
-    period: Duration,
-    lookahead: chrono::Duration,
-) {
-    every(period, || async {
-        match engine.sweep(lookahead).await {
-            Ok(r) if r.leases_taken_over > 0 || r.dead_letters_resent > 0 => {
-                tracing::info!(?r, "sweep repaired work")
-            }
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "sweep failed"),
-        }
-    })
-    .await
 }
 
 /// Removes tasks finished more than `retention` ago, every `period` (where the engine's

@@ -14,7 +14,7 @@ use boomerang_core::domain::TenantId;
 use boomerang_core::engine::Engine;
 use boomerang_core::ports::StoreError;
 use boomerang_embedded::tenants::credentials::{self, CredentialsError};
-use boomerang_embedded::{EmbeddedConfig, StaticTenants};
+use boomerang_embedded::{EmbeddedConfig, LoadSettings, StaticTenants};
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
@@ -117,10 +117,12 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
             data_dir,
             api_key,
             signing_secret,
+            load,
         } => start_embedded(
             &config,
             data_dir,
             (api_key.clone(), signing_secret.clone()),
+            *load,
             config.retention.unwrap_or(DEFAULT_RETENTION),
         ),
         BackendChoice::Aws {
@@ -169,6 +171,7 @@ fn start_embedded(
     config: &ServiceConfig,
     data_dir: &std::path::Path,
     (api_key, signing_secret): (Option<String>, Option<String>),
+    load: LoadSettings,
     retention: Duration,
 ) -> Result<Started, ServiceError> {
     std::fs::create_dir_all(data_dir).map_err(|e| ServiceError::DataDir(data_dir.into(), e))?;
@@ -176,9 +179,6 @@ fn start_embedded(
     let creds = credentials::load_or_create(data_dir, api_key, signing_secret)?;
     let tenant = TenantId::parse(LOCAL_TENANT).expect("a valid constant");
     let tenants = StaticTenants::new(&creds.api_key, tenant, creds.secret.clone());
-    // The sweep loads work due within two sweep intervals, so nothing is missed between
-    // sweeps while far-future tasks stay on disk. (Both are bounded by `validate`.)
-    let lookahead = config.sweep_interval * 2;
     let metrics = Arc::new(PrometheusMetrics::new());
     let backend = boomerang_embedded::embedded(EmbeddedConfig {
         data_dir,
@@ -189,17 +189,13 @@ fn start_embedded(
         })?),
         metrics: metrics.clone(),
         metrics_view: Some(metrics),
-        timer_horizon: lookahead + Duration::from_secs(1),
+        load,
         clock: Arc::new(SystemClock),
         settings: config.engine_settings(),
     })?;
     let engine = backend.engine;
     tokio::spawn(loops::run_deliveries(engine.clone(), backend.fires));
-    tokio::spawn(loops::run_sweeper(
-        engine.clone(),
-        config.sweep_interval,
-        chrono_of(lookahead),
-    ));
+    tokio::spawn(backend.loader.run(engine.clone()));
     tokio::spawn(loops::run_retention(
         engine.clone(),
         retention,

@@ -197,7 +197,7 @@ impl Engine {
     /// Puts off an attempt whose destination asked for a pause (or whose queue is full),
     /// or whose flow is over a limit: armed again for `until`, unclaimed and uncounted.
     async fn defer(&self, at: AttemptRef, until: DateTime<Utc>) -> DeliverOutcome {
-        self.arm(at, until).await;
+        self.put_off(at, until).await;
         self.record(MetricEvent::Deferred);
         DeliverOutcome::Deferred
     }
@@ -242,7 +242,7 @@ impl Engine {
             // The timer (or the message it is) is the custody of the attempt: if the worker
             // holding the lease dies, this re-armed fire takes the attempt over.
             Err(Refusal::Leased(until)) => {
-                self.arm(at, until).await;
+                self.put_off(at, until).await;
                 return Ok(Some(DeliverOutcome::Stale));
             }
             Err(Refusal::StaleAttempt(_)) => return Ok(Some(DeliverOutcome::Stale)),

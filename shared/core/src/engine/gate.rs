@@ -58,6 +58,16 @@ pub(crate) struct Gate {
     work: Arc<Semaphore>,
     per_destination: usize,
     lanes: Mutex<HashMap<LaneKey, Arc<Lane>>>,
+    queued: Queued,
+}
+
+/// Every attempt queued at any destination: a fire for an attempt already queued (a
+/// sweep re-arms overdue work, and a queued task is overdue) is not queued twice, and a
+/// store that loads its due work skips what waits here.
+type Queued = Arc<Mutex<HashSet<AttemptRef>>>;
+
+fn lock_queued(queued: &Queued) -> MutexGuard<'_, HashSet<AttemptRef>> {
+    queued.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One destination's calls in flight, queue and pause.
@@ -68,6 +78,8 @@ pub(crate) struct Lane {
     calls: Arc<Semaphore>,
     /// Deliveries holding a place and waiting for a call slot.
     awaiting_call: AtomicUsize,
+    /// The gate's: what every lane's queue holds.
+    queued: Queued,
 }
 
 #[derive(Default)]
@@ -75,9 +87,6 @@ struct LaneState {
     /// Deliveries holding a place (calling, waiting for a call slot, or writing).
     places: usize,
     queue: VecDeque<AttemptRef>,
-    /// What `queue` holds: a fire for an attempt already queued (a sweep re-arms overdue
-    /// work, and a queued task is overdue) is not queued twice.
-    queued: HashSet<AttemptRef>,
     paused_until: Option<DateTime<Utc>>,
 }
 
@@ -109,7 +118,18 @@ impl Gate {
             work: Arc::new(Semaphore::new(limits.concurrency.max(1))),
             per_destination: limits.per_destination.max(1),
             lanes: Mutex::new(HashMap::new()),
+            queued: Queued::default(),
         }
+    }
+
+    /// How many deliveries wait in the destinations' queues, in all.
+    pub(crate) fn queued(&self) -> usize {
+        lock_queued(&self.queued).len()
+    }
+
+    /// Whether `at` waits in a destination's queue.
+    pub(crate) fn is_queued(&self, at: &AttemptRef) -> bool {
+        lock_queued(&self.queued).contains(at)
     }
 
     /// Waits for a work slot.
@@ -146,6 +166,7 @@ impl Gate {
             state: Mutex::default(),
             calls: Arc::new(Semaphore::new(limit)),
             awaiting_call: AtomicUsize::new(0),
+            queued: self.queued.clone(),
         });
         lanes.insert(key, lane.clone());
         lane
@@ -162,14 +183,15 @@ impl Gate {
                 held: true,
             });
         }
-        if state.queued.contains(at) {
+        let mut queued = lock_queued(&lane.queued);
+        if queued.contains(at) {
             return Entry::Queued;
         }
         if state.queue.len() >= MAX_QUEUED {
             return Entry::Full;
         }
         state.queue.push_back(at.clone());
-        state.queued.insert(at.clone());
+        queued.insert(at.clone());
         Entry::Queued
     }
 
@@ -251,7 +273,7 @@ impl LaneSlot {
         let mut state = self.lane.state();
         let next = state.queue.pop_front();
         if let Some(next) = &next {
-            state.queued.remove(next);
+            lock_queued(&self.lane.queued).remove(next);
         }
         if next.is_none() {
             state.places -= 1;

@@ -72,7 +72,7 @@ impl Engine {
                         "check given back: this machine ran out of resources before the call left"
                     );
                     let again = self.ports.clock.now() + LOCAL_RETRY;
-                    self.arm(at, again).await;
+                    self.put_off(at, again).await;
                     self.record(MetricEvent::GivenBack);
                     return Ok(Some(DeliverOutcome::GivenBack));
                 }

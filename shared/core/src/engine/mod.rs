@@ -236,6 +236,17 @@ impl Engine {
         self.gate.figures(tenant, self.ports.clock.now())
     }
 
+    /// How many deliveries wait in their destinations' queues, in all: work this process
+    /// has in hand beyond its timer.
+    pub fn queued_deliveries(&self) -> usize {
+        self.gate.queued()
+    }
+
+    /// Whether attempt `at` waits in its destination's queue.
+    pub fn is_queued(&self, at: &AttemptRef) -> bool {
+        self.gate.is_queued(at)
+    }
+
     /// Counts an event through the engine's metrics port (for work around the engine, such
     /// as the sweeper's redrive of failed timers).
     pub fn record(&self, event: MetricEvent) {
@@ -510,6 +521,14 @@ impl Engine {
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> bool {
         let (task, number) = (attempt.task_id, attempt.attempt);
         let result = self.ports.timer.arm(attempt, at).await;
+        self.armed(task, number, result)
+    }
+
+    /// Puts an attempt off past its stored due time ([`Timer::put_off`]); a failure is
+    /// logged and left to the sweep. Returns whether it armed.
+    async fn put_off(&self, attempt: AttemptRef, until: DateTime<Utc>) -> bool {
+        let (task, number) = (attempt.task_id, attempt.attempt);
+        let result = self.ports.timer.put_off(attempt, until).await;
         self.armed(task, number, result)
     }
 

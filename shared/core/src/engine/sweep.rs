@@ -3,7 +3,7 @@
 use chrono::Duration;
 
 use super::{Engine, EngineError};
-use crate::domain::WorkKind;
+use crate::domain::{PendingWork, WorkKind};
 use crate::metrics::MetricEvent;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -23,9 +23,7 @@ impl Engine {
     /// Arms every pending work item due by `now + lookahead` (see
     /// [`crate::domain::Task::pending_work`]), raises owed alerts and resends pending dead
     /// letters. With durable timers (AWS) `lookahead` is negative: only work overdue by
-    /// that much is suspect. The
-    /// in-process timer holds only near work in memory, so there the sweep also loads what
-    /// falls due within a positive `lookahead`.
+    /// that much is suspect.
     pub async fn sweep(&self, lookahead: Duration) -> Result<SweepReport, EngineError> {
         let now = self.ports.clock.now();
         let cutoff = now.checked_add_signed(lookahead).unwrap_or(now);
@@ -34,9 +32,22 @@ impl Engine {
             .sweep
             .due(cutoff, self.settings.sweep_batch)
             .await?;
+        let (report, all_done) = self.repair(due.work).await?;
+        // Only once everything it read is in a timer's (or the queue's) hands may the store
+        // move past it.
+        if let (true, Some(mark)) = (all_done, &due.mark) {
+            self.ports.sweep.swept(mark).await?;
+        }
+        Ok(report)
+    }
+
+    /// Takes over pending work whose timer was lost: arms attempts, checks and leases'
+    /// ends, raises owed alerts and resends pending dead letters. Returns what it did, and
+    /// whether every arm and send worked.
+    pub async fn repair(&self, work: Vec<PendingWork>) -> Result<(SweepReport, bool), EngineError> {
         let mut report = SweepReport::default();
         let mut all_done = true;
-        for work in due.work {
+        for work in work {
             match work.kind {
                 WorkKind::Attempt | WorkKind::Check => {
                     all_done &= self.arm(work.attempt, work.due_at).await;
@@ -69,11 +80,6 @@ impl Engine {
                 }
             }
         }
-        // Only once everything it read is in a timer's (or the queue's) hands may the store
-        // move past it.
-        if let (true, Some(mark)) = (all_done, &due.mark) {
-            self.ports.sweep.swept(mark).await?;
-        }
         let repaired = report.rearmed
             + report.leases_taken_over
             + report.dead_letters_resent
@@ -83,6 +89,6 @@ impl Engine {
                 .metrics
                 .record(MetricEvent::SweepRepaired { count: repaired });
         }
-        Ok(report)
+        Ok((report, all_done))
     }
 }

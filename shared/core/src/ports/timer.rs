@@ -16,6 +16,12 @@ pub struct TimerError(#[source] pub Cause);
 pub trait Timer: Send + Sync {
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError>;
 
+    /// Arms a timer for an attempt the engine puts off past its stored due time (a paused
+    /// destination, a full queue, a flow over its limit, a lease still running). A timer
+    /// that leaves far work to its store to load when it comes near must hold this one
+    /// itself: the store shows the attempt due already, so it would never come near.
+    async fn put_off(&self, attempt: AttemptRef, until: DateTime<Utc>) -> Result<(), TimerError>;
+
     /// Arms several timers; one result per timer, in order. Adapters that can arm many in
     /// one request do (SQS takes ten per request).
     async fn arm_many(&self, arms: &[(AttemptRef, DateTime<Utc>)]) -> Vec<Result<(), TimerError>> {

@@ -67,6 +67,11 @@ impl Timer for RecordingTimer {
         Ok(())
     }
 
+    /// Recorded as any other arm: this timer holds everything it is given.
+    async fn put_off(&self, attempt: AttemptRef, until: DateTime<Utc>) -> Result<(), TimerError> {
+        self.arm(attempt, until).await
+    }
+
     fn durable(&self) -> bool {
         self.durable
     }

@@ -11,6 +11,7 @@
 //! disagree with the document.
 
 mod codec;
+mod due;
 mod schedules;
 pub(crate) mod writer;
 
@@ -32,6 +33,8 @@ use boomerang_core::ports::{
 };
 use codec::{decode, encode};
 use writer::{lock, unavailable, Claim, Claims, Writer, WriterHandle};
+
+pub use due::{DueKey, DuePage};
 
 /// Bumped when the schema changes; [`migrate`] brings older files up to date.
 const SCHEMA_VERSION: i64 = 4;
@@ -110,10 +113,13 @@ pub struct SqliteStore {
     claims: Claims,
     path: PathBuf,
     readers: Arc<Mutex<Vec<Connection>>>,
+    /// One permit per read connection: a read waits for one rather than open a connection
+    /// of its own (opening one parses the schema; under load that was most of a read).
+    read_slots: Arc<tokio::sync::Semaphore>,
 }
 
-/// Idle read connections kept for reuse.
-const IDLE_READERS: usize = 8;
+/// Read connections: at most this many reads run at once, each on a connection kept open.
+const READERS: usize = 8;
 
 impl SqliteStore {
     /// Opens (creating if needed) the database file at `path`, and starts its writer.
@@ -149,6 +155,7 @@ impl SqliteStore {
             claims,
             path: path.to_path_buf(),
             readers: Arc::default(),
+            read_slots: Arc::new(tokio::sync::Semaphore::new(READERS)),
         })
     }
 
@@ -181,33 +188,55 @@ impl SqliteStore {
         self.writer.write(true, f).await
     }
 
-    /// Runs `f` on a read connection, off the async threads.
+    /// Runs `f` on a read connection, off the async threads: for reads of many rows.
     pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
-        let (readers, path) = (self.readers.clone(), self.path.clone());
+        let slot = (self.read_slots.clone().acquire_owned().await)
+            .map_err(|e| StoreError::Unavailable(e.into()))?;
+        let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let idle = readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            let conn = match idle {
-                Some(conn) => conn,
-                None => {
-                    let conn = Connection::open(&path).map_err(unavailable)?;
-                    conn.busy_timeout(std::time::Duration::from_secs(5))
-                        .map_err(unavailable)?;
-                    conn
-                }
-            };
-            let result = f(&conn);
-            let mut idle = readers.lock().unwrap_or_else(|e| e.into_inner());
-            if idle.len() < IDLE_READERS {
-                idle.push(conn);
-            }
-            result
+            let _slot = slot;
+            this.with_reader(f)
         })
         .await
         .map_err(|e| StoreError::Unavailable(e.into()))?
+    }
+
+    /// Runs `f` on a read connection right here: for a read of one row by its key, which
+    /// takes microseconds, less than handing it to another thread and back.
+    pub(crate) async fn read_one<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError>,
+    {
+        let _slot =
+            (self.read_slots.acquire().await).map_err(|e| StoreError::Unavailable(e.into()))?;
+        self.with_reader(f)
+    }
+
+    /// Runs `f` on an idle read connection (opened if there is none yet).
+    fn with_reader<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let idle = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => {
+                let conn = Connection::open(&self.path).map_err(unavailable)?;
+                conn.busy_timeout(std::time::Duration::from_secs(5))
+                    .map_err(unavailable)?;
+                conn
+            }
+        };
+        let result = f(&conn);
+        self.readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(conn);
+        result
     }
 
     /// The task as the engine must see it: claimed (in memory) or as stored.
@@ -368,14 +397,10 @@ impl TaskStore for SqliteStore {
     async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
         let (tenant, id) = (tenant.to_string(), id.to_string());
         let stored: Option<Task> = self
-            .read(move |c| {
+            .read_one(move |c| {
                 let doc: Option<String> = c
-                    .query_row(
-                        "SELECT doc FROM tasks WHERE id = ?1 AND tenant = ?2",
-                        [id, tenant],
-                        |r| r.get(0),
-                    )
-                    .optional()
+                    .prepare_cached("SELECT doc FROM tasks WHERE id = ?1 AND tenant = ?2")
+                    .and_then(|mut stmt| stmt.query_row([id, tenant], |r| r.get(0)).optional())
                     .map_err(unavailable)?;
                 doc.map(|d| decode(&d)).transpose()
             })
@@ -812,25 +837,27 @@ pub(crate) fn insert_task(
     tenant: &str,
     idempotency_key: Option<&str>,
 ) -> Result<usize, StoreError> {
-    conn.execute(
-        "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
-            due_kind, due_ms, business_key, finished_ms, doc)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-         ON CONFLICT DO NOTHING",
-        params![
-            row.id,
-            tenant,
-            row.status,
-            row.version,
-            row.attempt,
-            idempotency_key,
-            row.due_kind,
-            row.due_ms,
-            row.business_key,
-            row.finished_ms,
-            row.doc
-        ],
-    )
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
+                due_kind, due_ms, business_key, finished_ms, doc)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+             ON CONFLICT DO NOTHING",
+        )
+        .map_err(unavailable)?;
+    stmt.execute(params![
+        row.id,
+        tenant,
+        row.status,
+        row.version,
+        row.attempt,
+        idempotency_key,
+        row.due_kind,
+        row.due_ms,
+        row.business_key,
+        row.finished_ms,
+        row.doc
+    ])
     .map_err(unavailable)
 }
 

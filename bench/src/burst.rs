@@ -1,0 +1,345 @@
+//! Callbacks that fall due together: registered just before their second (fresh) or long
+//! before it (stored), on one second or spread over a window (`burst`, `retry`), and a
+//! backlog that fell due while the server was stopped (`backlog`).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use chrono::{DateTime, DurationRound, Utc};
+use serde_json::{json, Value};
+
+use super::measure::{percentiles, Usage};
+use super::procs::{Arrival, ReceiverProcess, Server};
+use super::{due_after_registering, receiver, register_all};
+
+#[derive(clap::Args)]
+pub struct BurstArgs {
+    /// How many tasks.
+    #[arg(long, default_value_t = 2000)]
+    tasks: usize,
+    /// Concurrent keep-alive clients registering them.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// How far ahead of the registration's start the tasks fall due (rounded up to a whole
+    /// second). Work due further ahead than the server's `--load-ahead` is stored and
+    /// loaded back before its time. Default: 3 s plus 0.5 ms per task.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    ahead: Option<Duration>,
+    /// Spreads the due times evenly over this window, from the due second on (default: all
+    /// on one second).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    spread: Duration,
+    /// The server's open-file limit (soft and hard).
+    #[arg(long, default_value_t = 1024)]
+    open_files: u64,
+}
+
+#[derive(clap::Args)]
+pub struct BacklogArgs {
+    /// How many tasks fall due while the server is stopped.
+    #[arg(long, default_value_t = 100_000)]
+    tasks: usize,
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// How long the server stays stopped; the tasks fall due evenly over this time.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+    down: Duration,
+    /// Callbacks with no delay registered per second after the restart, while the
+    /// backlog drains.
+    #[arg(long, default_value_t = 20)]
+    fresh_rate: u32,
+    /// The server's open-file limit (soft and hard).
+    #[arg(long, default_value_t = 1024)]
+    open_files: u64,
+}
+
+/// When task `i` of `n` falls due: `first`, plus its share of `spread`.
+fn due_of(first: DateTime<Utc>, spread: Duration, i: usize, n: usize) -> DateTime<Utc> {
+    let offset_ms = spread.as_millis() as u64 * i as u64 / n.max(1) as u64;
+    first + chrono::Duration::milliseconds(offset_ms as i64)
+}
+
+/// The index `i` of an arrival at `/{prefix}/{i}`.
+fn index_of(arrival: &Arrival, prefix: &str) -> Option<usize> {
+    arrival.path.strip_prefix(prefix)?.parse().ok()
+}
+
+/// The first whole second at least `ahead` from now.
+fn whole_second_after(ahead: Duration) -> Result<DateTime<Utc>> {
+    let at = Utc::now() + chrono::Duration::from_std(ahead)?;
+    Ok(at.duration_trunc(chrono::Duration::seconds(1))? + chrono::Duration::seconds(1))
+}
+
+pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
+    let receiver = ReceiverProcess::start(&receiver::ReceiverArgs {
+        fail_first,
+        ..Default::default()
+    })?;
+    let server = Server::start_with_open_files(&[], Some(args.open_files))?;
+    let usage_before = Usage::of(server.pid())?;
+    let first_due = match args.ahead {
+        Some(ahead) => whole_second_after(ahead)?,
+        None => due_after_registering(args.tasks)?,
+    };
+    let (n, spread) = (args.tasks, args.spread);
+    let retry = json!({"schedule": ["1s"], "max_attempts": fail_first + 1});
+    let url = receiver.url.clone();
+    let started = Instant::now();
+    let finished = register_all(&server, n, args.clients, move |i| {
+        let due = due_of(first_due, spread, i, n);
+        json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339(), "retry": retry})
+    })
+    .await?;
+    let took = finished.iter().max().copied().unwrap_or(started) - started;
+    if Utc::now() > first_due {
+        println!("warning: registration outlasted the lead; lateness includes the overrun");
+    }
+    let want = n * (fail_first as usize + 1);
+    let patience = Duration::from_secs(120) + spread + Duration::from_millis(n as u64 / 2);
+    let arrivals = receiver.wait_for(want, patience).await?;
+    let usage = Usage::of(server.pid())?;
+
+    let firsts: Vec<(usize, i64)> = arrivals
+        .iter()
+        .filter(|a| a.attempt == 1)
+        .filter_map(|a| Some((index_of(a, "/t/")?, a.at_ms)))
+        .collect();
+    let lateness: Vec<i64> = firsts
+        .iter()
+        .map(|(i, at)| at - due_of(first_due, spread, *i, n).timestamp_millis())
+        .collect();
+    let times = firsts.iter().map(|(_, at)| *at);
+    let window = (times.clone().max().unwrap_or(0) - times.min().unwrap_or(0)).max(1);
+    println!(
+        "mode:              {}",
+        if fail_first > 0 { "retry" } else { "burst" }
+    );
+    let due_when = match args.ahead {
+        Some(ahead) => format!("due {} ahead", humantime::format_duration(ahead)),
+        None => "due a few seconds ahead".to_string(),
+    };
+    let spread_over = match spread.is_zero() {
+        true => "on one second".to_string(),
+        false => format!("spread over {}", humantime::format_duration(spread)),
+    };
+    println!(
+        "tasks:             {n} {due_when}, {spread_over} ({} clients, keep-alive; open-file limit {})",
+        args.clients, args.open_files
+    );
+    println!(
+        "registration:      {:.0}/s ({:.2} s)",
+        n as f64 / took.as_secs_f64(),
+        took.as_secs_f64()
+    );
+    println!(
+        "deliveries:        {:.0}/s over the busy window of {window} ms",
+        firsts.len() as f64 * 1000.0 / window as f64
+    );
+    println!("lateness (ms):     {}", percentiles(&lateness));
+    if fail_first > 0 {
+        let gaps = receiver::gaps(&arrivals);
+        println!("retry gap (ms):    {}", percentiles(&gaps));
+        let finals = final_lateness(&server, &receiver, fail_first + 1).await?;
+        println!("final success lateness (ms): {}", percentiles(&finals));
+    }
+    println!(
+        "server CPU:        {:.2} s",
+        usage.cpu_seconds - usage_before.cpu_seconds
+    );
+    println!("server peak RSS:   {} MB", usage.peak_rss_kb / 1024);
+    Ok(())
+}
+
+pub async fn backlog(args: BacklogArgs) -> Result<()> {
+    let receiver = ReceiverProcess::start(&receiver::ReceiverArgs::default())?;
+    let mut server = Server::start_with_open_files(&[], Some(args.open_files))?;
+    // Registration must end before the first task falls due (0.2 ms a task is 5,000/s).
+    let lead = Duration::from_secs(3) + Duration::from_micros(args.tasks as u64 * 200);
+    let first_due = whole_second_after(lead)?;
+    let (n, spread) = (args.tasks, args.down);
+    let url = receiver.url.clone();
+    register_all(&server, n, args.clients, move |i| {
+        let due = due_of(first_due, spread, i, n);
+        json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339()})
+    })
+    .await?;
+    server.stop()?;
+    let early = receiver.count().await?;
+    if early > 0 {
+        println!("warning: {early} tasks were delivered before the server stopped");
+    }
+    let back_at = first_due + chrono::Duration::from_std(spread)?;
+    if let Ok(wait) = (back_at - Utc::now()).to_std() {
+        tokio::time::sleep(wait).await;
+    }
+    let restarted = Instant::now();
+    let restarted_ms = Utc::now().timestamp_millis();
+    let ready = server.start_again()?;
+
+    let fresh = FreshCallbacks::start(&server, &receiver.url, args.fresh_rate);
+    let patience = Duration::from_secs(120) + Duration::from_millis(n as u64);
+    let deadline = Instant::now() + patience;
+    while receiver.count().await? < n + fresh.registered() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the backlog did not drain in {patience:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let sent = fresh.stop().await?;
+    let arrivals = receiver.wait_for(n + sent.len(), patience).await?;
+    let drained = restarted.elapsed();
+    let usage = Usage::of(server.pid())?;
+
+    let mut backlog: Vec<(usize, i64)> = arrivals
+        .iter()
+        .filter_map(|a| Some((index_of(a, "/t/")?, a.at_ms)))
+        .collect();
+    backlog.sort_by_key(|(_, at)| *at);
+    let due_ms = |i: usize| due_of(first_due, spread, i, n).timestamp_millis();
+    let (first, last) = (backlog[0].1, backlog[backlog.len() - 1].1);
+    let window = (last - first).max(1);
+    // How far behind a task already delivered each task's due time was: 0 throughout
+    // when the backlog went out strictly oldest first.
+    let mut newest_seen = i64::MIN;
+    let inversions: Vec<i64> = backlog
+        .iter()
+        .map(|(i, _)| {
+            newest_seen = newest_seen.max(due_ms(*i));
+            newest_seen - due_ms(*i)
+        })
+        .collect();
+    let fresh_lateness: Vec<i64> = arrivals
+        .iter()
+        .filter_map(|a| Some((index_of(a, "/f/")?, a.at_ms)))
+        .filter_map(|(j, at)| Some(at - sent.get(j)?))
+        .collect();
+
+    println!("mode:              backlog");
+    println!(
+        "tasks:             {n} fell due evenly over the {} the server was stopped (open-file limit {})",
+        humantime::format_duration(spread),
+        args.open_files
+    );
+    println!("restart ready in:  {} ms", ready.as_millis());
+    println!(
+        "drain:             {:.0}/s over the busy window of {window} ms; first callback {} ms \
+         after the restart began, last {} ms",
+        n as f64 * 1000.0 / window as f64,
+        first - restarted_ms,
+        last - restarted_ms
+    );
+    println!(
+        "order:             a task went out at most {} ms of due time behind one due later \
+         (p99 {} ms)",
+        inversions.iter().max().unwrap_or(&0),
+        nth_percentile(&inversions, 0.99)
+    );
+    println!(
+        "new callbacks:     {} registered with no delay during the drain ({}/s); lateness (ms): {}",
+        sent.len(),
+        args.fresh_rate,
+        percentiles(&fresh_lateness)
+    );
+    println!(
+        "server:            peak RSS {} MB; everything delivered {:.1} s after the restart began",
+        usage.peak_rss_kb / 1024,
+        drained.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn nth_percentile(values: &[i64], p: f64) -> i64 {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    v.get(((v.len().max(1) - 1) as f64 * p).round() as usize)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Registers a callback with no delay to `/f/{j}` `rate` times a second, until stopped;
+/// keeps when each registration was sent.
+struct FreshCallbacks {
+    sent: Arc<Mutex<Vec<i64>>>,
+    count: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<Result<()>>,
+}
+
+impl FreshCallbacks {
+    fn start(server: &Server, receiver: &str, rate: u32) -> Self {
+        let sent: Arc<Mutex<Vec<i64>>> = Arc::default();
+        let (count, stop): (Arc<AtomicUsize>, Arc<AtomicBool>) = (Arc::default(), Arc::default());
+        let (s, c, halt) = (Arc::clone(&sent), Arc::clone(&count), Arc::clone(&stop));
+        let (url, key) = (format!("{}/v1/tasks", server.base), server.api_key.clone());
+        let receiver = receiver.to_string();
+        let period = Duration::from_secs_f64(1.0 / f64::from(rate.max(1)));
+        let task = tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let mut ticks = tokio::time::interval(period);
+            for j in 0.. {
+                ticks.tick().await;
+                if halt.load(Ordering::SeqCst) {
+                    return Ok(());
+                }
+                let at = Utc::now().timestamp_millis();
+                let body = json!({"url": format!("{receiver}/f/{j}")});
+                let res = http.post(&url).bearer_auth(&key).json(&body).send().await?;
+                anyhow::ensure!(
+                    res.status().as_u16() == 201,
+                    "fresh registration answered {}",
+                    res.status()
+                );
+                s.lock().expect("fresh lock").push(at);
+                c.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(())
+        });
+        Self {
+            sent,
+            count,
+            stop,
+            task,
+        }
+    }
+
+    fn registered(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// Stops registering; when each registration was sent (ms), by `j`.
+    async fn stop(self) -> Result<Vec<i64>> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.task.await??;
+        let sent = self.sent.lock().expect("fresh lock").clone();
+        Ok(sent)
+    }
+}
+
+/// The recorded lateness of each task's final attempt, from the task's attempt log.
+async fn final_lateness(
+    server: &Server,
+    receiver: &ReceiverProcess,
+    attempt: u32,
+) -> Result<Vec<i64>> {
+    let http = reqwest::Client::new();
+    let mut out = Vec::new();
+    for id in receiver.task_ids().await? {
+        let task: Value = http
+            .get(format!("{}/v1/tasks/{id}", server.base))
+            .bearer_auth(&server.api_key)
+            .send()
+            .await?
+            .json()
+            .await?;
+        let last = task["attempts"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["number"] == attempt));
+        if let Some(ms) = last.and_then(|a| a["lateness_ms"].as_i64()) {
+            out.push(ms);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,102 @@
+//! The index of pending work read in pages, in due order: what the loader and the repair
+//! pass read ([`crate::loader`]).
+
+use chrono::{DateTime, Utc};
+use rusqlite::params;
+
+use boomerang_core::domain::{PendingWork, TaskId};
+use boomerang_core::ports::StoreError;
+
+use super::writer::{lock, unavailable};
+use super::{pending_work, SqliteStore};
+
+/// A place in the index of pending work: a due time and the row's id, so that many rows
+/// due on the same millisecond are paged through without being read twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DueKey {
+    pub due_ms: i64,
+    row: i64,
+}
+
+impl DueKey {
+    /// Before every row.
+    pub const START: DueKey = DueKey {
+        due_ms: i64::MIN,
+        row: i64::MIN,
+    };
+
+    /// After every row due at or before `at`.
+    pub fn after(at: DateTime<Utc>) -> DueKey {
+        DueKey {
+            due_ms: at.timestamp_millis(),
+            row: i64::MAX,
+        }
+    }
+}
+
+/// One page of pending work.
+pub struct DuePage {
+    pub work: Vec<PendingWork>,
+    /// Where the page ended: the next page starts after it.
+    pub end: DueKey,
+    /// Whether the page reached `until` (no more rows up to there).
+    pub complete: bool,
+}
+
+impl SqliteStore {
+    /// Pending work after `from` and due at or before `until`, at most `limit` rows, in
+    /// due order: one range read of the pending-work index.
+    pub async fn due_page(
+        &self,
+        from: DueKey,
+        until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<DuePage, StoreError> {
+        let until_ms = until.timestamp_millis();
+        let rows: Vec<(DueKey, PendingWork)> = self
+            .read(move |c| {
+                let mut stmt = c
+                    .prepare_cached(
+                        "SELECT rowid, tenant, id, attempt, due_kind, due_ms FROM tasks
+                         WHERE due_ms IS NOT NULL AND (due_ms, rowid) > (?1, ?2)
+                           AND due_ms <= ?3
+                         ORDER BY due_ms, rowid LIMIT ?4",
+                    )
+                    .map_err(unavailable)?;
+                let rows = stmt
+                    .query_map(
+                        params![from.due_ms, from.row, until_ms, limit as i64],
+                        |r| {
+                            Ok((
+                                r.get(0)?,
+                                (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+                            ))
+                        },
+                    )
+                    .map_err(unavailable)?;
+                rows.map(|row| {
+                    let (row, (tenant, id, attempt, kind, due_ms)) = row.map_err(unavailable)?;
+                    let work = pending_work(tenant, id, attempt, kind, due_ms)?;
+                    Ok((DueKey { due_ms, row }, work))
+                })
+                .collect()
+            })
+            .await?;
+        let complete = rows.len() < limit;
+        let end = match (complete, rows.last()) {
+            (false, Some((key, _))) => *key,
+            _ => DueKey::after(until).max(from),
+        };
+        Ok(DuePage {
+            work: rows.into_iter().map(|(_, work)| work).collect(),
+            end,
+            complete,
+        })
+    }
+
+    /// The pending work of a claimed task (its lease's end), which only memory knows; `None`
+    /// if the task is not claimed.
+    pub fn claimed_work(&self, id: &TaskId) -> Option<Option<PendingWork>> {
+        lock(&self.claims).get(id).map(|c| c.task.pending_work())
+    }
+}
