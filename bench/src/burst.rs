@@ -10,6 +10,7 @@ use anyhow::Result;
 use chrono::{DateTime, DurationRound, Utc};
 use serde_json::{json, Value};
 
+use super::capacity::ServerFigures;
 use super::measure::{percentiles, Usage};
 use super::procs::{Arrival, ReceiverProcess, Server};
 use super::{due_after_registering, receiver, register_all};
@@ -100,6 +101,7 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
     let patience = Duration::from_secs(120) + spread + Duration::from_millis(n as u64 / 2);
     let arrivals = receiver.wait_for(want, patience).await?;
     let usage = Usage::of(server.pid())?;
+    let figures = ServerFigures::read(&server).await?;
 
     let firsts: Vec<(usize, i64)> = arrivals
         .iter()
@@ -149,6 +151,7 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
         usage.cpu_seconds - usage_before.cpu_seconds
     );
     println!("server peak RSS:   {} MB", usage.peak_rss_kb / 1024);
+    figures.print(arrivals.len());
     Ok(())
 }
 
@@ -192,6 +195,7 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
     let arrivals = receiver.wait_for(n + sent.len(), patience).await?;
     let drained = restarted.elapsed();
     let usage = Usage::of(server.pid())?;
+    let figures = ServerFigures::read(&server).await?;
 
     let mut backlog: Vec<(usize, i64)> = arrivals
         .iter()
@@ -248,6 +252,7 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
         usage.peak_rss_kb / 1024,
         drained.as_secs_f64()
     );
+    figures.print(arrivals.len());
     Ok(())
 }
 

@@ -201,7 +201,7 @@ pub async fn hanging(args: HangingArgs) -> Result<()> {
 
 /// What the server's `/metrics` says of its deliveries.
 #[derive(Default)]
-struct ServerFigures {
+pub(crate) struct ServerFigures {
     delivered: u64,
     failed: u64,
     retried: u64,
@@ -209,7 +209,7 @@ struct ServerFigures {
 }
 
 impl ServerFigures {
-    async fn read(server: &Server) -> Result<Self> {
+    pub(crate) async fn read(server: &Server) -> Result<Self> {
         let text = reqwest::Client::new()
             .get(format!("{}/metrics", server.base))
             .bearer_auth(&server.api_key)
@@ -238,7 +238,7 @@ impl ServerFigures {
         self.given_back += other.given_back;
     }
 
-    fn print(&self, arrivals: usize) {
+    pub(crate) fn print(&self, arrivals: usize) {
         println!(
             "outcome:           {} succeeded, {} failed, {} attempts retried, {} calls given \
              back (out of local resources); {arrivals} requests arrived",

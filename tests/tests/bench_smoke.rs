@@ -46,6 +46,53 @@ fn burst_runs_and_prints_its_figures() {
 }
 
 #[test]
+fn a_stored_burst_spread_over_a_second_runs_and_prints_its_figures() {
+    // Due past the server's load-ahead (5 s): loaded back from the store before its time.
+    bench(
+        &[
+            "burst",
+            "--tasks",
+            "40",
+            "--clients",
+            "4",
+            "--ahead",
+            "7s",
+            "--spread",
+            "1s",
+        ],
+        &[
+            "due 7s ahead, spread over 1s",
+            "(40 samples)",
+            "40 succeeded, 0 failed",
+        ],
+    );
+}
+
+#[test]
+fn backlog_runs_and_prints_its_figures() {
+    bench(
+        &[
+            "backlog",
+            "--tasks",
+            "40",
+            "--clients",
+            "4",
+            "--down",
+            "2s",
+            "--fresh-rate",
+            "5",
+        ],
+        &[
+            "restart ready in:",
+            "drain:",
+            "order:",
+            "new callbacks:",
+            " 0 failed",
+        ],
+    );
+}
+
+#[test]
 fn slow_receiver_runs_and_prints_its_figures() {
     bench(
         &[

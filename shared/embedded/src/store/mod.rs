@@ -141,6 +141,7 @@ impl SqliteStore {
         // pages stay in memory as the file grows to millions of tasks.
         conn.pragma_update(None, "cache_size", -16 * 1024)
             .map_err(unavailable)?;
+
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
         migrate(&mut conn)?;
         conn.execute_batch(LATER_INDEXES).map_err(unavailable)?;
