@@ -258,6 +258,41 @@ mod tests {
     }
 
     #[test]
+    fn loading_settings_out_of_range_are_refused_by_flag_name() {
+        let embedded = |load: LoadSettings| ServiceConfig {
+            backend: BackendChoice::Embedded {
+                data_dir: "unused".into(),
+                api_key: None,
+                signing_secret: None,
+                load,
+            },
+            ..config()
+        };
+        let refused = |load| embedded(load).validate().unwrap_err().to_string();
+        assert!(embedded(LoadSettings::default()).validate().is_ok());
+        let ahead = Duration::from_millis(10);
+        let load = LoadSettings {
+            ahead,
+            ..LoadSettings::default()
+        };
+        assert!(refused(load).starts_with("--load-ahead must be between 1s and 1h"));
+        let load = LoadSettings {
+            window: 10,
+            ..LoadSettings::default()
+        };
+        assert!(refused(load).starts_with("--load-window must be between 1000"));
+        let load = LoadSettings {
+            page: 60_000,
+            ..LoadSettings::default()
+        };
+        assert_eq!(
+            refused(load),
+            "--load-page must be between 10 and 50000 (got 60000)",
+            "two pages must fit in the window"
+        );
+    }
+
+    #[test]
     fn settings_out_of_range_are_refused_by_flag_name() {
         assert!(config().validate().is_ok());
         let refused = |c: ServiceConfig| c.validate().unwrap_err().to_string();
