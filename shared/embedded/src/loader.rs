@@ -104,7 +104,7 @@ impl Loader {
             let now = Utc::now();
             let target = now + chrono::Duration::from_std(ahead).unwrap_or_default();
             let covered = self.covered();
-            if covered >= DueKey::after(target) || !self.has_room(engine, covered, now) {
+            if self.near_enough(covered, now, target) || !self.has_room(engine, covered, now) {
                 return Ok(taken);
             }
             // Before the read: a write it misses is armed with its time up to `target`,
@@ -116,6 +116,15 @@ impl Loader {
             }
             self.set_covered(read.end);
         }
+    }
+
+    /// Whether the watermark is close enough to `target` to skip a read: past it, or
+    /// ahead of the clock by all but a twentieth of `ahead` (a quarter second by default),
+    /// so an idle server reads a few times a second, not at every tick.
+    fn near_enough(&self, covered: DueKey, now: DateTime<Utc>, target: DateTime<Utc>) -> bool {
+        let slack = chrono::Duration::from_std(self.settings.ahead / 20).unwrap_or_default();
+        let overdue = covered.due_ms < now.timestamp_millis();
+        covered >= DueKey::after(target) || (!overdue && covered >= DueKey::after(target - slack))
     }
 
     /// Whether another page may be read: memory has room for it, and if the page is
