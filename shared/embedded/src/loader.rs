@@ -1,17 +1,20 @@
 //! Brings stored work back into the in-process timer as fast as delivery takes it.
 //!
-//! The loader pages through the store's index of pending work in due order, from a
-//! watermark it moves forward: everything due up to the watermark is in memory (held,
-//! being delivered, or done), so no row is read twice. It reads [`LoadSettings::ahead`]
-//! of time, so a second's work is in memory before its second starts, however large.
-//! Memory stays bounded: it stops reading while [`LoadSettings::window`] attempts are held
-//! or in hand, and goes on as they drain.
+//! The loader pages through the store's index of pending work in due order. Its main
+//! cursor moves forward from the clock to [`LoadSettings::ahead`] of it: every row it has
+//! passed is in memory (held, being delivered, or done), so the loader reads no row twice
+//! and a second's work is in memory before its second starts, however large. Memory
+//! stays bounded: the loader stops reading while [`LoadSettings::window`] attempts are
+//! held or in hand (bar those the engine put off: they wait on a pause or a turn, not on
+//! memory), and goes on as they drain.
 //!
-//! Work already overdue (a backlog after downtime) is read oldest first, a page at a time,
-//! whenever fewer than a page of attempts are in hand: a callback that falls due meanwhile
-//! is armed directly, and waits behind at most two pages of the backlog.
+//! What is already due when the loader gets there (everything stored, at start-up; what
+//! fell due while memory was full) is the backlog, read by a cursor of its own, oldest
+//! first, a page at a time whenever fewer than a page of attempts are in hand. Work that
+//! falls due meanwhile is the main cursor's (or armed directly at registration), so it
+//! waits behind at most two pages of the backlog, however long the backlog is.
 //!
-//! The repair pass re-reads the index from its start up to the watermark every
+//! The repair pass re-reads the index from its start up to what the loader has read every
 //! [`LoadSettings::repair_every`]: what it finds there that is neither held nor in hand
 //! lost its timer (a delivery that failed, say), and is armed again; it also resends dead
 //! letters and raises owed alerts the first try could not.
@@ -60,8 +63,18 @@ pub struct Loader {
     store: Arc<SqliteStore>,
     timer: Arc<LocalTimer>,
     settings: LoadSettings,
-    /// The watermark: every row due up to it has been read.
-    covered: Mutex<DueKey>,
+    cursors: Mutex<Cursors>,
+}
+
+/// Where the loader has read the index to.
+#[derive(Clone, Copy, Debug)]
+struct Cursors {
+    /// Every row due up to here has been read, but the backlog's.
+    main: DueKey,
+    /// Overdue rows still to read, after the first key and up to the second: what was
+    /// already due when the loader got there (at start-up, after downtime, or after
+    /// memory held it back).
+    backlog: Option<(DueKey, DueKey)>,
 }
 
 impl Loader {
@@ -70,16 +83,19 @@ impl Loader {
             store,
             timer,
             settings,
-            covered: Mutex::new(DueKey::START),
+            cursors: Mutex::new(Cursors {
+                main: DueKey::START,
+                backlog: None,
+            }),
         }
     }
 
-    fn covered(&self) -> DueKey {
-        *self.covered.lock().unwrap_or_else(|e| e.into_inner())
+    fn cursors(&self) -> Cursors {
+        *self.cursors.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn set_covered(&self, key: DueKey) {
-        *self.covered.lock().unwrap_or_else(|e| e.into_inner()) = key;
+    fn set_cursors(&self, cursors: Cursors) {
+        *self.cursors.lock().unwrap_or_else(|e| e.into_inner()) = cursors;
     }
 
     /// Loads for ever, and runs the repair pass beside it.
@@ -95,47 +111,83 @@ impl Loader {
         }
     }
 
-    /// Reads pages until the watermark is `ahead` of now, or memory or the backlog's
-    /// share of the deliveries is full. Returns how many attempts it took.
+    /// Reads pages until the main cursor is `ahead` of now and the backlog is read, or
+    /// memory, or the backlog's share of the deliveries, is full. Returns how many
+    /// attempts it took.
     pub async fn load(&self, engine: &Engine) -> Result<usize, StoreError> {
         let LoadSettings { ahead, page, .. } = self.settings;
         let mut taken = 0;
         loop {
             let now = Utc::now();
             let target = now + chrono::Duration::from_std(ahead).unwrap_or_default();
-            let covered = self.covered();
-            if self.near_enough(covered, now, target) || !self.has_room(engine, covered, now) {
+            let mut cursors = self.cursors();
+            // The main cursor reads no overdue work: what is overdue when it gets there
+            // joins the backlog, read at its own pace, so that work falling due from now
+            // on is never behind it.
+            let now_key = DueKey::after(now);
+            if cursors.main < now_key {
+                let from = cursors.backlog.map_or(cursors.main, |(from, _)| from);
+                cursors.backlog = Some((from, now_key));
+                cursors.main = now_key;
+                self.set_cursors(cursors);
+            }
+            let room = self.has_room(engine);
+            if room && !self.near_enough(cursors.main, target) {
+                // Before the read: a write it misses is armed with its time up to
+                // `target`, and such an arm is now held.
+                self.timer.cover(target);
+                let read = self.store.due_page(cursors.main, target, page).await?;
+                taken += self.take_all(engine, read.work);
+                self.set_cursors(Cursors {
+                    main: read.end,
+                    ..self.cursors()
+                });
+                continue;
+            }
+            let Some((from, until)) = cursors.backlog else {
+                return Ok(taken);
+            };
+            if !room || self.in_hand(engine) >= page {
                 return Ok(taken);
             }
-            // Before the read: a write it misses is armed with its time up to `target`,
-            // and such an arm is now held.
-            self.timer.cover(target);
-            let read = self.store.due_page(covered, target, page).await?;
-            for work in read.work {
-                taken += usize::from(self.take(engine, work, Taking::Due));
-            }
-            self.set_covered(read.end);
+            let until_at = DateTime::from_timestamp_millis(until.due_ms).unwrap_or(now);
+            let read = self.store.due_page(from, until_at, page).await?;
+            taken += self.take_all(engine, read.work);
+            let backlog = (!read.complete).then_some((read.end, until));
+            self.set_cursors(Cursors {
+                backlog,
+                ..self.cursors()
+            });
         }
     }
 
-    /// Whether the watermark is close enough to `target` to skip a read: past it, or
-    /// ahead of the clock by all but a twentieth of `ahead` (a quarter second by default),
-    /// so an idle server reads a few times a second, not at every tick.
-    fn near_enough(&self, covered: DueKey, now: DateTime<Utc>, target: DateTime<Utc>) -> bool {
-        let slack = chrono::Duration::from_std(self.settings.ahead / 20).unwrap_or_default();
-        let overdue = covered.due_ms < now.timestamp_millis();
-        covered >= DueKey::after(target) || (!overdue && covered >= DueKey::after(target - slack))
+    fn take_all(&self, engine: &Engine, work: Vec<PendingWork>) -> usize {
+        work.into_iter()
+            .map(|w| usize::from(self.take(engine, w, Taking::Due)))
+            .sum()
     }
 
-    /// Whether another page may be read: memory has room for it, and if the page is
-    /// overdue work, fewer than a page of attempts are in hand (so the backlog takes turns
-    /// with work that falls due meanwhile instead of going ahead of it).
-    fn has_room(&self, engine: &Engine, covered: DueKey, now: DateTime<Utc>) -> bool {
+    /// Whether the main cursor is close enough to `target` to skip a read: ahead of the
+    /// clock by all but a twentieth of `ahead` (a quarter second by default), so an idle
+    /// server reads a few times a second, not at every tick.
+    fn near_enough(&self, main: DueKey, target: DateTime<Utc>) -> bool {
+        let slack = chrono::Duration::from_std(self.settings.ahead / 20).unwrap_or_default();
+        main >= DueKey::after(target - slack)
+    }
+
+    /// Attempts the deliveries have in hand: fired and not yet delivered, or queued at
+    /// their destination.
+    fn in_hand(&self, engine: &Engine) -> usize {
+        self.timer.in_hand() + engine.queued_deliveries()
+    }
+
+    /// Whether memory has room for another page. Attempts the engine put off (a paused
+    /// destination, a flow waiting for its turn) do not count: they wait on something
+    /// else, and must not hold back everyone else's work.
+    fn has_room(&self, engine: &Engine) -> bool {
         let LoadSettings { page, window, .. } = self.settings;
-        let in_hand = self.timer.in_hand() + engine.queued_deliveries();
-        let held = self.timer.pending() + in_hand;
-        let overdue = covered.due_ms < now.timestamp_millis();
-        held + page <= window && !(overdue && in_hand >= page)
+        let held = self.timer.pending() - self.timer.parked().min(self.timer.pending());
+        held + self.in_hand(engine) + page <= window
     }
 
     /// Takes one row of the index: a claimed task's lease end, a timed piece of work
@@ -180,11 +232,13 @@ impl Loader {
         }
     }
 
-    /// One repair pass: the index from its start up to the watermark (and no further than
-    /// now), a page at a time.
+    /// One repair pass: the index from its start up to what the loader has read (and no
+    /// further than now), a page at a time.
     pub async fn repair(&self, engine: &Engine) -> Result<SweepReport, EngineError> {
-        let covered = self.covered().due_ms.min(Utc::now().timestamp_millis());
-        let Some(upto) = DateTime::from_timestamp_millis(covered) else {
+        let cursors = self.cursors();
+        let read_to = cursors.backlog.map_or(cursors.main, |(from, _)| from);
+        let upto_ms = read_to.due_ms.min(Utc::now().timestamp_millis());
+        let Some(upto) = DateTime::from_timestamp_millis(upto_ms) else {
             return Ok(SweepReport::default()); // nothing read yet
         };
         let mut from = DueKey::START;

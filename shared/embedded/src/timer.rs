@@ -11,7 +11,7 @@
 //! is what the loader and the repair pass skip.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -67,6 +67,9 @@ struct State {
     queue: BinaryHeap<Reverse<(DateTime<Utc>, AttemptRef)>>,
     /// The time each held attempt fires at; a queue entry at another time was superseded.
     armed: HashMap<AttemptRef, DateTime<Utc>>,
+    /// The held attempts the engine put off (a subset of `armed`): they wait on something
+    /// else (a pause, a flow's turn), not on the loader's window.
+    parked: HashSet<AttemptRef>,
     /// Attempts fired whose delivery has not ended, with how many fires of each.
     in_hand: HashMap<AttemptRef, u32>,
     /// The furthest due time a read of the loader has covered or is covering: an arm up
@@ -101,6 +104,11 @@ impl LocalTimer {
         self.state().armed.len()
     }
 
+    /// How many of those the engine put off (a paused destination, a flow's turn).
+    pub fn parked(&self) -> usize {
+        self.state().parked.len()
+    }
+
     /// How many fired attempts are still being delivered (or wait for a work slot).
     pub fn in_hand(&self) -> usize {
         self.state().in_hand.len()
@@ -133,7 +141,9 @@ impl LocalTimer {
             return false;
         }
         if at <= Utc::now() {
-            self.fire(&mut state, attempt);
+            let fire = self.fire(&mut state, attempt);
+            drop(state);
+            self.send(fire);
             return true;
         }
         Self::hold(&mut state, attempt, at);
@@ -143,22 +153,29 @@ impl LocalTimer {
     }
 
     fn hold(state: &mut State, attempt: AttemptRef, at: DateTime<Utc>) {
+        state.parked.remove(&attempt);
         state.armed.insert(attempt.clone(), at);
         state.queue.push(Reverse((at, attempt)));
     }
 
-    /// Hands the attempt to the deliveries, in custody.
-    fn fire(self: &Arc<Self>, state: &mut State, attempt: AttemptRef) {
+    /// Takes the attempt in hand: the fire to send once the lock is let go (a fire
+    /// dropped unsent takes the lock to give its custody back).
+    fn fire(self: &Arc<Self>, state: &mut State, attempt: AttemptRef) -> Fire {
         *state.in_hand.entry(attempt.clone()).or_default() += 1;
         let custody = Custody {
             timer: self.clone(),
             attempt: attempt.clone(),
         };
-        // Nobody listening: the process is stopping, and the store keeps the work.
-        let _ = self.fires.send(Fire {
+        Fire {
             attempt,
             _custody: custody,
-        });
+        }
+    }
+
+    /// Hands a fire to the deliveries. Nobody listening: the process is stopping, and the
+    /// store keeps the work.
+    fn send(&self, fire: Fire) {
+        let _ = self.fires.send(fire);
     }
 
     async fn run(self: Arc<Self>) {
@@ -179,20 +196,30 @@ impl LocalTimer {
     /// Fires everything due by `now`; how long until the next is due (`None`: nothing
     /// held).
     fn fire_due(self: &Arc<Self>, now: DateTime<Utc>) -> Option<Duration> {
-        let mut state = self.state();
-        while let Some(Reverse((at, attempt))) = state.queue.peek().cloned() {
-            if state.armed.get(&attempt) != Some(&at) {
-                state.queue.pop(); // superseded by another arm of the same attempt
-                continue;
+        let mut due = Vec::new();
+        let wait = {
+            let mut state = self.state();
+            loop {
+                let Some(Reverse((at, attempt))) = state.queue.peek().cloned() else {
+                    break None;
+                };
+                if state.armed.get(&attempt) != Some(&at) {
+                    state.queue.pop(); // superseded by another arm of the same attempt
+                    continue;
+                }
+                if at > now {
+                    break Some((at - now).to_std().unwrap_or_default());
+                }
+                state.queue.pop();
+                state.armed.remove(&attempt);
+                state.parked.remove(&attempt);
+                due.push(self.fire(&mut state, attempt));
             }
-            if at > now {
-                return Some((at - now).to_std().unwrap_or_default());
-            }
-            state.queue.pop();
-            state.armed.remove(&attempt);
-            self.fire(&mut state, attempt);
+        };
+        for fire in due {
+            self.send(fire);
         }
-        None
+        wait
     }
 }
 
@@ -215,7 +242,9 @@ impl Timer for LocalTimer {
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
         let mut state = self.state();
         let near = checked_add(Utc::now(), self.horizon);
-        if at > near.max(state.ceiling).unwrap_or(at) {
+        // In whole milliseconds, as the loader's reads cover them.
+        let reach = near.max(state.ceiling).map(|r| r.timestamp_millis());
+        if reach.is_some_and(|reach| at.timestamp_millis() > reach) {
             return Ok(());
         }
         if state.armed.get(&attempt).is_some_and(|armed| *armed <= at) {
@@ -227,9 +256,13 @@ impl Timer for LocalTimer {
         Ok(())
     }
 
-    /// Held whatever its time, replacing an earlier arm of the same attempt.
+    /// Held whatever its time, replacing an earlier arm of the same attempt, and counted
+    /// as parked: it waits on a pause or a turn, so it does not hold the loader back.
     async fn put_off(&self, attempt: AttemptRef, until: DateTime<Utc>) -> Result<(), TimerError> {
-        Self::hold(&mut self.state(), attempt, until);
+        let mut state = self.state();
+        Self::hold(&mut state, attempt.clone(), until);
+        state.parked.insert(attempt);
+        drop(state);
         self.wake.notify_one();
         Ok(())
     }
@@ -312,6 +345,30 @@ mod tests {
             "the loader may have read past its write"
         );
         assert!(!timer.has(&beyond), "the loader will read it");
+    }
+
+    #[tokio::test]
+    async fn a_fire_nobody_receives_gives_its_custody_back() {
+        let (timer, fires) = LocalTimer::new(Duration::from_secs(1));
+        drop(fires);
+        let a = new_attempt();
+        // Sent with no receiver: the fire is dropped, and with it the custody, which takes
+        // the timer's lock (held while firing, this would hang).
+        assert!(timer.load(a.clone(), Utc::now() - chrono::Duration::seconds(1)));
+        assert_eq!(timer.in_hand(), 0);
+        assert!(!timer.has(&a));
+    }
+
+    #[tokio::test]
+    async fn put_off_work_is_parked_until_it_fires() {
+        let (timer, mut fires) = LocalTimer::new(Duration::from_secs(1));
+        let a = new_attempt();
+        let soon = Utc::now() + chrono::Duration::milliseconds(50);
+        timer.put_off(a.clone(), soon).await.unwrap();
+        assert_eq!((timer.pending(), timer.parked()), (1, 1));
+        let fire = next(&mut fires).await;
+        assert_eq!(fire.attempt, a);
+        assert_eq!((timer.pending(), timer.parked()), (0, 0));
     }
 
     #[tokio::test]

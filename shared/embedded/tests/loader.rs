@@ -42,16 +42,23 @@ fn tenant() -> TenantId {
 }
 
 /// Writes tasks due at each of `due` into the data directory, as an earlier run of the
-/// server would have (nothing of them is in memory); their ids, in the order given.
+/// server would have (nothing of them is in memory); their ids, in the order given. The
+/// writes go in together, so they share commits.
 async fn stored(dir: &DataDir, due: &[DateTime<Utc>]) -> Vec<TaskId> {
     let store = SqliteStore::open(&dir.0.join(DB_FILE)).unwrap();
-    let mut ids = Vec::new();
-    for at in due {
-        let task = sample_task(&tenant(), None, *at);
-        store.create(&task).await.unwrap();
-        ids.push(task.id);
+    let tasks: Vec<_> = due
+        .iter()
+        .map(|at| sample_task(&tenant(), None, *at))
+        .collect();
+    let mut writes = tokio::task::JoinSet::new();
+    for task in tasks.clone() {
+        let store = store.clone();
+        writes.spawn(async move { store.create(&task).await.map(|_| ()) });
     }
-    ids
+    while let Some(written) = writes.join_next().await {
+        written.unwrap().unwrap();
+    }
+    tasks.iter().map(|t| t.id).collect()
 }
 
 /// The server's backend on the directory, its loader not yet running.
@@ -123,6 +130,86 @@ async fn overdue_work_comes_back_a_page_at_a_time_oldest_first_and_never_twice()
     assert_eq!(seen, ids, "oldest first, each once");
     assert_eq!(loader.load(&engine).await.unwrap(), 0, "nothing read twice");
     assert_eq!(backend.timer.pending(), 0, "the far work stays on disk");
+}
+
+#[tokio::test]
+async fn many_tasks_due_on_one_millisecond_are_paged_through_once_each() {
+    let dir = DataDir::new();
+    let at = ms_ago(5_000);
+    let ids: HashSet<TaskId> = stored(&dir, &[at; 1_050]).await.into_iter().collect();
+    let mut backend = backend(&dir, settings(100, 10_000));
+    let (engine, loader) = (backend.engine.clone(), backend.loader.clone());
+    let mut seen = HashSet::new();
+    while seen.len() < ids.len() {
+        assert!(loader.load(&engine).await.unwrap() > 0, "a page each time");
+        for fire in drain(&mut backend, Duration::from_millis(100)).await {
+            assert!(seen.insert(fire.attempt.task_id), "read twice");
+        }
+    }
+    assert_eq!(seen, ids);
+    assert_eq!(loader.load(&engine).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn work_falling_due_after_a_restart_is_not_behind_the_backlog() {
+    let dir = DataDir::new();
+    let backlog: Vec<_> = (0..500).map(|i| ms_ago(60_000 - i)).collect();
+    stored(&dir, &backlog).await;
+    let soon: Vec<_> = (0..5)
+        .map(|_| Utc::now() + chrono::Duration::seconds(1))
+        .collect();
+    let soon: HashSet<TaskId> = stored(&dir, &soon).await.into_iter().collect();
+    let mut backend = backend(&dir, settings(100, 10_000));
+    let (engine, loader) = (backend.engine.clone(), backend.loader.clone());
+
+    loader.load(&engine).await.unwrap();
+    // One page of the backlog is in hand, and the work due soon is held for its time,
+    // although 400 older tasks are still unread.
+    assert_eq!(backend.timer.in_hand(), 100);
+    assert_eq!(backend.timer.pending(), 5);
+    let mut fired = HashSet::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while fired.len() < soon.len() {
+        loader.load(&engine).await.unwrap();
+        let fire = tokio::time::timeout_at(deadline, backend.fires.recv())
+            .await
+            .expect("the tasks due soon fire within 10 s")
+            .unwrap();
+        if soon.contains(&fire.attempt.task_id) {
+            fired.insert(fire.attempt.task_id);
+        } else {
+            std::mem::forget(fire); // a backlog fire, still in hand
+        }
+    }
+    assert_eq!(
+        backend.timer.in_hand(),
+        100,
+        "no more of the backlog meanwhile"
+    );
+}
+
+#[tokio::test]
+async fn work_put_off_does_not_hold_the_window_for_others() {
+    let dir = DataDir::new();
+    let soon: Vec<_> = (0..100)
+        .map(|_| Utc::now() + chrono::Duration::seconds(1))
+        .collect();
+    stored(&dir, &soon).await;
+    let backend = backend(&dir, settings(50, 200));
+    let (engine, loader) = (backend.engine.clone(), backend.loader.clone());
+    // A paused destination's 200 attempts, put off for an hour.
+    let later = Utc::now() + chrono::Duration::hours(1);
+    for _ in 0..200 {
+        let attempt = AttemptRef::new(tenant(), TaskId::new(), 1);
+        backend.timer.put_off(attempt, later).await.unwrap();
+    }
+    loader.load(&engine).await.unwrap();
+    assert_eq!(
+        backend.timer.pending(),
+        300,
+        "the tasks due soon are loaded"
+    );
+    assert_eq!(backend.timer.parked(), 200);
 }
 
 #[tokio::test]

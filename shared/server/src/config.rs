@@ -78,8 +78,8 @@ pub enum BackendChoice {
         data_dir: PathBuf,
         api_key: Option<String>,
         signing_secret: Option<String>,
-        /// How stored work comes back into memory (its repair pass runs every
-        /// `sweep_interval`, whatever this says).
+        /// How stored work comes back into memory (`repair_every` is the
+        /// `--sweep-interval` flag's).
         load: LoadSettings,
     },
     /// DynamoDB, Scheduler and SQS as the environment says (AWS, or an emulator at
@@ -129,8 +129,8 @@ impl ServiceConfig {
                 within("--load-ahead", load.ahead, LOAD_AHEAD_RANGE)?;
                 count_within("--load-window", load.window, LOAD_WINDOW_RANGE)?;
                 // Two pages in hand at once must fit in the window.
-                let (min, _) = LOAD_PAGE_RANGE;
-                count_within("--load-page", load.page, (min, load.window / 2))?;
+                let (min, max) = LOAD_PAGE_RANGE;
+                count_within("--load-page", load.page, (min, max.min(load.window / 2)))?;
             }
         }
         if let Some(retention) = self.retention {

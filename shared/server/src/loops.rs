@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 
 /// Hands each timer fire to the engine once it has a work slot for it. The engine's gate
 /// bounds how many run at once, in all and per destination; a fire waiting there (or
-/// here) holds only its ids. The fire is kept until its delivery ends, so the timer counts
-/// the attempt as in hand until then.
+/// here) holds only its ids. The fire is kept until the attempt's outcome is known, so
+/// the timer counts the attempt as in hand until then.
 pub(crate) async fn run_deliveries(engine: Arc<Engine>, mut fires: mpsc::UnboundedReceiver<Fire>) {
     while let Some(fire) = fires.recv().await {
         let slot = engine.work_slot().await;
@@ -20,11 +20,17 @@ pub(crate) async fn run_deliveries(engine: Arc<Engine>, mut fires: mpsc::Unbound
         tokio::spawn(async move {
             let attempt = fire.attempt.clone();
             let (task, number) = (attempt.task_id, attempt.attempt);
-            if let Err(e) = engine.deliver_in(slot, attempt, engine.worker()).await {
+            // The fire's custody ends with the attempt's own outcome, not after the
+            // deliveries queued behind it that this one then makes.
+            let delivered = move || drop(fire);
+            let worker = engine.worker();
+            if let Err(e) = engine
+                .deliver_in_then(slot, attempt, worker, delivered)
+                .await
+            {
                 // The task is still in the store; the repair pass arms it again.
                 tracing::error!(task = %task, attempt = number, error = %e, "delivery failed");
             }
-            drop(fire);
         });
     }
 }

@@ -100,9 +100,22 @@ impl Engine {
     /// behind it before it returns.
     pub async fn deliver_in(
         &self,
+        slot: WorkSlot,
+        at: AttemptRef,
+        worker: &str,
+    ) -> Result<DeliverOutcome, EngineError> {
+        self.deliver_in_then(slot, at, worker, || {}).await
+    }
+
+    /// [`Self::deliver_in`], calling `delivered` as soon as this attempt's own outcome is
+    /// known: before the deliveries that queued up behind it at its destination, which may
+    /// take long (a timer that keeps custody of the attempt until then lets it go).
+    pub async fn deliver_in_then(
+        &self,
         _slot: WorkSlot,
         at: AttemptRef,
         worker: &str,
+        delivered: impl FnOnce() + Send,
     ) -> Result<DeliverOutcome, EngineError> {
         // The first read may lag the latest write (a cheaper read where the store has one).
         // That is safe: a lagging read can only show an earlier state, never a later one;
@@ -131,6 +144,7 @@ impl Engine {
             Entry::Full => return Ok(self.defer(at, now + LOCAL_RETRY).await),
         };
         let outcome = self.deliver_found(at, Some(task), consistent, worker).await;
+        delivered();
         while let Some(next) = lane_slot.next() {
             self.deliver_queued(next, &lane, worker).await;
         }

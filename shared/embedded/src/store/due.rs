@@ -2,7 +2,7 @@
 //! pass read ([`crate::loader`]).
 
 use chrono::{DateTime, Utc};
-use rusqlite::params;
+use rusqlite::{params, Connection};
 
 use boomerang_core::domain::{PendingWork, TaskId};
 use boomerang_core::ports::StoreError;
@@ -34,6 +34,46 @@ impl DueKey {
     }
 }
 
+/// The rest of the millisecond a page starts in.
+const SAME_MS: &str = "SELECT rowid, tenant, id, attempt, due_kind, due_ms FROM tasks
+     WHERE due_ms IS NOT NULL AND due_ms = ?1 AND rowid > ?2
+     ORDER BY due_ms, rowid LIMIT ?3";
+
+/// What is due after that millisecond, up to the page's end.
+const LATER: &str = "SELECT rowid, tenant, id, attempt, due_kind, due_ms FROM tasks
+     WHERE due_ms IS NOT NULL AND due_ms > ?1 AND due_ms <= ?2
+     ORDER BY due_ms, rowid LIMIT ?3";
+
+/// Up to `limit` rows of `sql`, whose first two parameters are `bounds`, with their keys.
+fn page_rows(
+    c: &Connection,
+    sql: &str,
+    bounds: (i64, i64),
+    limit: usize,
+) -> Result<Vec<(DueKey, Option<PendingWork>)>, StoreError> {
+    let mut stmt = c.prepare_cached(sql).map_err(unavailable)?;
+    let rows = stmt
+        .query_map(params![bounds.0, bounds.1, limit as i64], |r| {
+            Ok((
+                r.get(0)?,
+                (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+            ))
+        })
+        .map_err(unavailable)?;
+    let mut page = Vec::new();
+    for row in rows {
+        let (row, (tenant, id, attempt, kind, due_ms)) = row.map_err(unavailable)?;
+        let key = DueKey { due_ms, row };
+        // One unreadable row must not stop the loader for good: it is skipped (and
+        // said), and the next page starts past it.
+        let work = pending_work(tenant, id, attempt, kind, due_ms)
+            .inspect_err(|e| tracing::error!(error = %e, "pending work unreadable; skipped"))
+            .ok();
+        page.push((key, work));
+    }
+    Ok(page)
+}
+
 /// One page of pending work.
 pub struct DuePage {
     pub work: Vec<PendingWork>,
@@ -53,33 +93,18 @@ impl SqliteStore {
         limit: usize,
     ) -> Result<DuePage, StoreError> {
         let until_ms = until.timestamp_millis();
-        let rows: Vec<(DueKey, PendingWork)> = self
+        let rows: Vec<(DueKey, Option<PendingWork>)> = self
             .read(move |c| {
-                let mut stmt = c
-                    .prepare_cached(
-                        "SELECT rowid, tenant, id, attempt, due_kind, due_ms FROM tasks
-                         WHERE due_ms IS NOT NULL AND (due_ms, rowid) > (?1, ?2)
-                           AND due_ms <= ?3
-                         ORDER BY due_ms, rowid LIMIT ?4",
-                    )
-                    .map_err(unavailable)?;
-                let rows = stmt
-                    .query_map(
-                        params![from.due_ms, from.row, until_ms, limit as i64],
-                        |r| {
-                            Ok((
-                                r.get(0)?,
-                                (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
-                            ))
-                        },
-                    )
-                    .map_err(unavailable)?;
-                rows.map(|row| {
-                    let (row, (tenant, id, attempt, kind, due_ms)) = row.map_err(unavailable)?;
-                    let work = pending_work(tenant, id, attempt, kind, due_ms)?;
-                    Ok((DueKey { due_ms, row }, work))
-                })
-                .collect()
+                // Two range reads of the index, not one on (due_ms, rowid) > (?, ?): SQLite
+                // would seek on due_ms alone and step over every row of that millisecond
+                // read before, so paging through many tasks due on one millisecond would
+                // take time quadratic in their number.
+                let mut rows = page_rows(c, SAME_MS, (from.due_ms, from.row), limit)?;
+                if rows.len() < limit {
+                    let left = limit - rows.len();
+                    rows.extend(page_rows(c, LATER, (from.due_ms, until_ms), left)?);
+                }
+                Ok(rows)
             })
             .await?;
         let complete = rows.len() < limit;
@@ -88,7 +113,7 @@ impl SqliteStore {
             _ => DueKey::after(until).max(from),
         };
         Ok(DuePage {
-            work: rows.into_iter().map(|(_, work)| work).collect(),
+            work: rows.into_iter().filter_map(|(_, work)| work).collect(),
             end,
             complete,
         })
