@@ -3,6 +3,7 @@
 //! dir and a receiver in a separate process (this binary again), drives them over loopback
 //! HTTP, and asserts nothing. Run it as `cargo run --release -p boomerang-bench -- burst`.
 
+mod aws_drain;
 mod burst;
 mod capacity;
 mod cost;
@@ -59,6 +60,11 @@ pub enum BenchCommand {
     /// Many tasks due at once in one flow (rate 50/s, parallelism 3): the rate and the
     /// parallelism the receiver sees.
     Flow(capacity::FlowArgs),
+    /// Work read back from storage on AWS, on the emulator at AWS_ENDPOINT_URL: how fast a
+    /// minute's bucket is read and queued per fire invocation, and how fast the sweeper
+    /// re-arms tasks left without a timer; calls per 1,000 entries, and the same with a
+    /// per-call latency added, as in the region.
+    AwsDrain(aws_drain::AwsDrainArgs),
     /// The benchmark's receiver (started by the other modes).
     #[command(hide = true)]
     Receiver(receiver::ReceiverArgs),
@@ -90,6 +96,7 @@ async fn main() -> Result<()> {
         BenchCommand::SlowReceiver(args) => capacity::slow_receiver(args).await,
         BenchCommand::Hanging(args) => capacity::hanging(args).await,
         BenchCommand::Flow(args) => capacity::flow(args).await,
+        BenchCommand::AwsDrain(args) => aws_drain::run(args).await,
         BenchCommand::Receiver(args) => receiver::run(args).await,
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use boomerang_aws::attr;
+use boomerang_aws::store::DUE_SHARDS;
 use boomerang_aws::DynamoStore;
 use boomerang_core::ports::{ListQuery, SweepIndex, TaskStore};
 use boomerang_core::testing::{
@@ -236,6 +237,62 @@ async fn the_sweep_sees_only_unarmed_work_and_reads_past_its_checkpoint() {
         vec![later.id],
         "work written after the checkpoint is found"
     );
+}
+
+/// The sweep reads its shards side by side, at most its limit from each, and the tasks they
+/// name a hundred to a request, several requests at once: a backlog comes back in the
+/// index's order, each task once, and one larger than a read over several sweeps.
+#[tokio::test]
+async fn a_backlog_comes_back_in_index_order_each_task_once() {
+    let store = moto_store().await;
+    let tenant = unique_tenant("backlog");
+    let now = chrono::Utc::now();
+    let tasks: Vec<_> = (0..300)
+        .map(|i| sample_task(&tenant, None, now - chrono::Duration::seconds(600 - i)))
+        .collect();
+    for chunk in tasks.chunks(25) {
+        let writes = chunk.iter().map(|t| store.create(t));
+        for created in futures_util::future::join_all(writes).await {
+            created.unwrap();
+        }
+    }
+    let due_of: std::collections::HashMap<_, _> =
+        tasks.iter().map(|t| (t.id, t.next_attempt_at)).collect();
+
+    // One read takes them all: three requests' worth of tasks, put back in index order
+    // (shard by shard, each by due time).
+    let all = store.due(now, 1000).await.unwrap();
+    let order: Vec<_> = (all.work.iter())
+        .map(|w| {
+            (
+                w.attempt.task_id.spread(DUE_SHARDS),
+                due_of[&w.attempt.task_id],
+            )
+        })
+        .collect();
+    assert_eq!(order.len(), tasks.len());
+    assert!(order.windows(2).all(|p| p[0] <= p[1]), "{order:?}");
+
+    // Twenty a shard at a time: each sweep reads past the last, until none is left.
+    let limit = 20;
+    let mut seen = std::collections::BTreeSet::new();
+    for sweep in 0.. {
+        assert!(sweep < 10, "the backlog never ran out");
+        let due = store.due(now, limit).await.unwrap();
+        if due.work.is_empty() {
+            break;
+        }
+        assert!(due.work.len() <= limit * DUE_SHARDS as usize);
+        for w in &due.work {
+            assert!(
+                seen.insert(w.attempt.task_id),
+                "read twice: {}",
+                w.attempt.task_id
+            );
+        }
+        store.swept(due.mark.as_ref().unwrap()).await.unwrap();
+    }
+    assert_eq!(seen.len(), tasks.len());
 }
 
 /// A warm Lambda keeps what it read of keys and secrets for a minute; unknown keys are

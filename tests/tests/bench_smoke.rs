@@ -199,3 +199,29 @@ fn cost_runs_the_real_functions_and_prints_the_table() {
         ],
     );
 }
+
+/// Work read back from storage on the AWS path, on moto: a small minute's bucket read and
+/// queued by its fire, and a few tasks without a timer re-armed by the sweeper.
+#[test]
+fn aws_drain_runs_and_prints_its_figures() {
+    let endpoint = boomerang_e2e::aws::moto_endpoint();
+    bench_with(
+        &["aws-drain", "--entries", "150", "--call-ms", "10"],
+        &[
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("RUST_LOG", "warn,boomerang_core::engine=off"),
+        ],
+        &[
+            "150 registered into the minute",
+            "bucket fire (BucketFire::run",
+            "150 entries in 1 invocation,",
+            "calls per 1,000:",
+            "the minute's own fire:",
+            "a minute of 1,000,000:",
+            "150 registered without a timer",
+            "sweeper repair (lambda::handle_sweep",
+            "the largest run:",
+            "1,000,000 unarmed:",
+        ],
+    );
+}

@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use aws_sdk_sqs::types::Message;
+
 use crate::buckets::TimerMessage;
 use crate::sdk::delete_messages;
 use crate::sdk::describe;
@@ -42,37 +44,45 @@ impl SystemFailures {
             if messages.is_empty() {
                 break;
             }
-            let mut done = Vec::new();
-            for m in &messages {
-                let Some(message) = m.body().and_then(TimerMessage::find_in) else {
-                    tracing::warn!(message = ?m.message_id(), "system failure without a timer in it; left for an operator");
-                    continue;
-                };
-                if self.hand_back(engine, message).await {
-                    redriven += 1;
-                    done.push(m);
-                }
-            }
+            let done = self.hand_back(engine, &messages).await;
             if done.is_empty() {
                 break;
             }
+            redriven += done.len();
             delete_messages(&self.sqs, &self.queue_url, &done).await?;
         }
         Ok(redriven)
     }
 
-    async fn hand_back(&self, engine: &Engine, message: TimerMessage) -> bool {
-        match message {
-            TimerMessage::Attempt(attempt) => engine.rearm(attempt).await,
-            bucket @ TimerMessage::Bucket { .. } => match self.timer.send(&bucket, 0).await {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::error!(error = %e, "could not hand a bucket back to the timer queue");
-                    false
+    /// Hands back the timer in each message, the attempts armed together and the buckets
+    /// queued together; returns the messages handed back.
+    async fn hand_back<'m>(&self, engine: &Engine, messages: &'m [Message]) -> Vec<&'m Message> {
+        let mut done = Vec::new();
+        let mut attempts = Vec::new();
+        let mut buckets = Vec::new();
+        for m in messages {
+            match m.body().and_then(TimerMessage::find_in) {
+                Some(TimerMessage::Attempt(attempt)) => attempts.push((m, attempt)),
+                Some(bucket @ TimerMessage::Bucket { .. }) => buckets.push((m, (bucket, 0))),
+                // The run handing it back is itself a sweep: the pass is done.
+                Some(TimerMessage::Sweep { .. }) => done.push(m),
+                None => {
+                    tracing::warn!(message = ?m.message_id(), "system failure without a timer in it; left for an operator");
                 }
-            },
-            // The run handing it back is itself a sweep: the pass is done.
-            TimerMessage::Sweep { .. } => true,
+            }
         }
+        let refs: Vec<_> = attempts.iter().map(|(_, a)| a.clone()).collect();
+        let armed = engine.rearm_many(&refs).await;
+        done.extend((attempts.iter().zip(armed)).filter_map(|((m, _), ok)| ok.then_some(*m)));
+        let work: Vec<_> = buckets.iter().map(|(_, w)| w.clone()).collect();
+        for ((m, _), sent) in buckets.iter().zip(self.timer.send_many(&work).await) {
+            match sent {
+                Ok(()) => done.push(m),
+                Err(e) => {
+                    tracing::error!(error = %e, "could not hand a bucket back to the timer queue")
+                }
+            }
+        }
+        done
     }
 }

@@ -22,9 +22,9 @@ use aws_sdk_scheduler::types::{
 };
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use chrono::{DateTime, DurationRound, Utc};
-use futures_util::future::join_all;
+use futures_util::stream::{self, StreamExt};
 
-use crate::buckets::{attempt_group, BucketWork, TimerMessage};
+use crate::buckets::{BucketWork, TimerMessage};
 use crate::sdk::sdk_failure;
 use boomerang_core::clock::Clock;
 use boomerang_core::domain::time::checked_sub;
@@ -134,8 +134,10 @@ pub struct AwsTimer {
     grouped: AtomicBool,
 }
 
-/// Batch sends to the timer queue in flight at once.
-const SENDS_AT_ONCE: usize = 8;
+/// Batch sends to the timer queue in flight at once: enough that a bucket's 200 batches
+/// or a sweep's 800 wait a few dozen round trips, not hundreds; few enough for one
+/// function instance's connections.
+const SENDS_AT_ONCE: usize = 16;
 
 /// Whether a refusal is the queue's refusing a message group on a standard queue.
 fn refuses_groups(why: &str) -> bool {
@@ -206,7 +208,7 @@ impl AwsTimer {
     /// Sends up to ten timer messages in one request; the outcome of each, by index.
     async fn enqueue_batch(
         &self,
-        chunk: &[(usize, AttemptRef, i32)],
+        chunk: &[(usize, TimerMessage, i32)],
     ) -> Vec<(usize, Result<(), TimerError>)> {
         let grouped = self.grouped.load(Ordering::Relaxed);
         let outcomes = self.enqueue_batch_once(chunk, grouped).await;
@@ -222,18 +224,17 @@ impl AwsTimer {
 
     async fn enqueue_batch_once(
         &self,
-        chunk: &[(usize, AttemptRef, i32)],
+        chunk: &[(usize, TimerMessage, i32)],
         grouped: bool,
     ) -> Vec<(usize, Result<(), TimerError>)> {
         let entries: Result<Vec<_>, TimerError> = chunk
             .iter()
-            .map(|(i, attempt, delay)| {
-                let body = serde_json::to_string(attempt).map_err(|e| TimerError(e.into()))?;
-                let group = grouped.then(|| attempt_group(attempt));
+            .map(|(i, message, delay)| {
+                let body = serde_json::to_string(message).map_err(|e| TimerError(e.into()))?;
                 SendMessageBatchRequestEntry::builder()
                     .id(i.to_string())
                     .message_body(body)
-                    .set_message_group_id(group)
+                    .set_message_group_id(grouped.then(|| message.group()))
                     .delay_seconds(*delay)
                     .build()
                     .map_err(|e| TimerError(e.into()))
@@ -288,26 +289,42 @@ impl AwsTimer {
         let queued: Vec<_> = arms
             .iter()
             .enumerate()
-            .map(|(i, (attempt, at))| (i, attempt.clone(), queue_delay(*at, now)))
+            .map(|(i, (attempt, at))| {
+                let message = TimerMessage::Attempt(attempt.clone());
+                (i, message, queue_delay(*at, now))
+            })
             .collect();
-        for (_, outcome) in self.enqueue_all(&queued).await {
+        for (_, outcome) in self.enqueue_all(queued).await {
             outcome?;
         }
         Ok(())
     }
 
-    /// Ten to a request, several requests at once: a bucket's fire queues hundreds, and
-    /// its function is billed while it waits on them.
+    /// Puts messages on the timer queue, each after its delay in seconds, ten to a request;
+    /// the outcome of each, in order.
+    pub async fn send_many(&self, messages: &[(TimerMessage, i32)]) -> Vec<Result<(), TimerError>> {
+        let queued = (messages.iter().enumerate())
+            .map(|(i, (message, delay))| (i, message.clone(), *delay))
+            .collect();
+        let mut outcomes = self.enqueue_all(queued).await;
+        outcomes.sort_by_key(|(i, _)| *i);
+        outcomes.into_iter().map(|(_, outcome)| outcome).collect()
+    }
+
+    /// Ten to a request, [`SENDS_AT_ONCE`] requests in flight, each one's place taken as it
+    /// answers: a bucket's fire or a sweep queues thousands, and its function is billed
+    /// while it waits on them. The outcomes come in no particular order.
     async fn enqueue_all(
         &self,
-        queued: &[(usize, AttemptRef, i32)],
+        queued: Vec<(usize, TimerMessage, i32)>,
     ) -> Vec<(usize, Result<(), TimerError>)> {
-        let mut outcomes = Vec::with_capacity(queued.len());
-        for round in queued.chunks(10 * SENDS_AT_ONCE) {
-            let sends = round.chunks(10).map(|chunk| self.enqueue_batch(chunk));
-            outcomes.extend(join_all(sends).await.into_iter().flatten());
-        }
-        outcomes
+        let chunks: Vec<_> = queued.chunks(10).map(<[_]>::to_vec).collect();
+        stream::iter(chunks)
+            .map(|chunk| async move { self.enqueue_batch(&chunk).await })
+            .buffer_unordered(SENDS_AT_ONCE)
+            .flat_map(stream::iter)
+            .collect()
+            .await
     }
 
     /// Makes sure the minute's bucket has its schedule: created once by whichever instance
@@ -411,14 +428,14 @@ impl Timer for AwsTimer {
         for (i, (attempt, at)) in arms.iter().enumerate() {
             match plan(*at, now) {
                 TimerPlan::Queue { delay_seconds } => {
-                    queued.push((i, attempt.clone(), delay_seconds))
+                    queued.push((i, TimerMessage::Attempt(attempt.clone()), delay_seconds))
                 }
                 TimerPlan::Bucket { minute } => {
                     results[i] = Some(self.ensure_bucket(minute).await);
                 }
             }
         }
-        for (i, outcome) in self.enqueue_all(&queued).await {
+        for (i, outcome) in self.enqueue_all(queued).await {
             results[i] = Some(outcome);
         }
         results

@@ -8,7 +8,7 @@ pub mod start;
 use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
-use futures_util::future::join_all;
+use futures_util::future::{join, join_all};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -151,6 +151,12 @@ pub async fn handle_sweep(
 /// timer is re-armed at most about 45 seconds late.
 pub const HALF_MINUTE_PASS_DELAY: i32 = 30;
 
+/// How long a run (or a half-minute pass) goes on sweeping while each sweep finds work: a
+/// sweep reads at most a batch a shard, so a backlog of lost timers would otherwise take a
+/// run per batch, two a minute. Short enough that the run has ended before its
+/// half-minute pass begins, and well inside the sweeper function's 60-second timeout.
+pub const SWEEP_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What one run of the sweeper did: the function's answer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweeperReport {
@@ -161,23 +167,28 @@ pub struct SweeperReport {
 }
 
 /// [`handle_sweep`] with the cutoff `lookahead` from now (the trigger emulation sets its
-/// own lag).
+/// own lag): sweeps for up to [`SWEEP_BUDGET`] while there is work, and hands back the
+/// failed timers meanwhile.
 pub async fn sweep(
     engine: &Engine,
     failures: Option<&SystemFailures>,
     lookahead: chrono::Duration,
 ) -> Result<SweeperReport, EngineError> {
-    let report = engine.sweep(lookahead).await?;
-    let redriven = match failures {
-        Some(f) => f.redrive(engine).await.unwrap_or_else(|e| {
-            tracing::error!(error = %e, "could not read the system-failures queue");
-            0
-        }),
-        None => 0,
+    // The two touch nothing of each other's: the index's work, and the failed timers.
+    let redrive = async {
+        match failures {
+            Some(f) => f.redrive(engine).await.unwrap_or_else(|e| {
+                tracing::error!(error = %e, "could not read the system-failures queue");
+                0
+            }),
+            None => 0,
+        }
     };
+    let (report, redriven) = join(engine.sweep_within(lookahead, SWEEP_BUDGET), redrive).await;
     if redriven > 0 {
         engine.record(MetricEvent::SweepRepaired { count: redriven });
     }
+    let report = report?;
     tracing::info!(
         rearmed = report.rearmed,
         leases_taken_over = report.leases_taken_over,

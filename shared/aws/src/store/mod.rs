@@ -40,6 +40,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
+use futures_util::stream::{self, StreamExt};
 
 use crate::attr;
 use crate::sdk::cache::Cache;
@@ -332,48 +333,62 @@ impl DynamoStore {
     }
 
     /// The items of these keys (eventually consistent), in the order given, skipping any
-    /// that are gone or expired.
+    /// that are gone or expired: a hundred to a request, a few requests at once.
     async fn batch_items(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
-        let key = |item: &Item| -> Option<(String, String)> {
-            let part = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
-            Some((part(attr::PK)?, part(attr::SK)?))
-        };
+        let order: Vec<(String, String)> = keys.iter().filter_map(key_of_item).collect();
         let mut found: HashMap<(String, String), Item> = HashMap::new();
-        let order: Vec<(String, String)> = keys.iter().filter_map(key).collect();
-        for chunk in keys.chunks(100) {
-            let mut pending = Some(chunk.to_vec());
-            while let Some(keys) = pending.take().filter(|k| !k.is_empty()) {
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(
-                        &self.table,
-                        KeysAndAttributes::builder()
-                            .set_keys(Some(keys))
-                            .build()
-                            .map_err(|e| StoreError::Unavailable(e.into()))?,
-                    )
-                    .send()
-                    .await
-                    .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-                let now = Utc::now();
-                let items = out
-                    .responses
-                    .unwrap_or_default()
-                    .remove(&self.table)
-                    .unwrap_or_default();
-                for item in items.into_iter().filter(|i| !expired(i, now)) {
-                    let k = key(&item).ok_or_else(|| corrupt(attr::PK))?;
-                    found.insert(k, item);
-                }
-                pending = out
-                    .unprocessed_keys
-                    .and_then(|mut u| u.remove(&self.table))
-                    .map(|k| k.keys);
+        let mut reads = stream::iter(keys.chunks(100).map(<[_]>::to_vec))
+            .map(|chunk| self.batch_get(chunk))
+            .buffer_unordered(BATCH_GETS_AT_ONCE);
+        while let Some(items) = reads.next().await {
+            for item in items? {
+                let k = key_of_item(&item).ok_or_else(|| corrupt(attr::PK))?;
+                found.insert(k, item);
             }
         }
         Ok(order.into_iter().filter_map(|k| found.remove(&k)).collect())
     }
+
+    /// The items of up to a hundred keys, in no order, asking again for any DynamoDB left
+    /// unprocessed; without those gone or expired.
+    async fn batch_get(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        let mut pending = Some(keys);
+        while let Some(keys) = pending.take().filter(|k| !k.is_empty()) {
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(
+                    &self.table,
+                    KeysAndAttributes::builder()
+                        .set_keys(Some(keys))
+                        .build()
+                        .map_err(|e| StoreError::Unavailable(e.into()))?,
+                )
+                .send()
+                .await
+                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+            let now = Utc::now();
+            let got = (out.responses.unwrap_or_default())
+                .remove(&self.table)
+                .unwrap_or_default();
+            items.extend(got.into_iter().filter(|i| !expired(i, now)));
+            pending = out
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(&self.table))
+                .map(|k| k.keys);
+        }
+        Ok(items)
+    }
+}
+
+/// `BatchGetItem` requests in flight at once: a sweep's 8,000 keys are 80 requests.
+const BATCH_GETS_AT_ONCE: usize = 8;
+
+/// An item's (or a key's) partition and sort key.
+fn key_of_item(item: &Item) -> Option<(String, String)> {
+    let part = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+    Some((part(attr::PK)?, part(attr::SK)?))
 }
 
 #[async_trait]

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 
 use super::due_entry::DueEntry;
@@ -49,45 +50,26 @@ async fn load(store: &DynamoStore) -> Result<Checkpoint, StoreError> {
     Ok(checkpoint)
 }
 
+/// Reads every sweep shard side by side (a shard's pages follow one another), from the
+/// checkpoint up to `cutoff`, at most `limit` entries a shard; then the tasks they name.
 pub(super) async fn due(
     store: &DynamoStore,
     cutoff: DateTime<Utc>,
     limit: usize,
 ) -> Result<DueWork, StoreError> {
     let mut checkpoint = load(store).await?;
+    let shards: Vec<String> = (0..DUE_SHARDS).map(|shard| shard.to_string()).collect();
+    let reads = join_all(shards.iter().map(|shard| {
+        let after = checkpoint.after.get(shard);
+        read_shard(store, shard, after, cutoff, limit)
+    }))
+    .await;
     let mut keys = Vec::new();
-    for shard in 0..DUE_SHARDS {
-        let shard = shard.to_string();
-        let mut start = checkpoint.after.get(&shard).map(|e| e.start_key(&shard));
-        let mut read = 0;
-        loop {
-            let out = store
-                .client
-                .query()
-                .table_name(&store.table)
-                .index_name(DUE_INDEX)
-                .key_condition_expression(format!(
-                    "{} = :s AND {} <= :c",
-                    attr::DUE_SHARD,
-                    attr::DUE_AT
-                ))
-                .expression_attribute_values(":s", s(&shard))
-                .expression_attribute_values(":c", n(cutoff.timestamp_millis()))
-                .set_exclusive_start_key(start)
-                .limit((limit - read).clamp(1, 1000) as i32)
-                .send()
-                .await
-                .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-            for entry in out.items() {
-                let entry = DueEntry::of(entry)?;
-                keys.push(entry.task_key());
-                checkpoint.after.insert(shard.clone(), entry);
-                read += 1;
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() || read >= limit {
-                break;
-            }
+    for (shard, read) in shards.into_iter().zip(reads) {
+        let entries = read?;
+        keys.extend(entries.iter().map(DueEntry::task_key));
+        if let Some(last) = entries.into_iter().last() {
+            checkpoint.after.insert(shard, last);
         }
     }
     let mut work = Vec::new();
@@ -101,6 +83,44 @@ pub(super) async fn due(
         work,
         mark: Some(SweepMark(mark)),
     })
+}
+
+/// Up to `limit` entries of one shard after `after`, due by `cutoff`, page after page.
+async fn read_shard(
+    store: &DynamoStore,
+    shard: &str,
+    after: Option<&DueEntry>,
+    cutoff: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<DueEntry>, StoreError> {
+    let mut start = after.map(|e| e.start_key(shard));
+    let mut entries = Vec::new();
+    loop {
+        let out = store
+            .client
+            .query()
+            .table_name(&store.table)
+            .index_name(DUE_INDEX)
+            .key_condition_expression(format!(
+                "{} = :s AND {} <= :c",
+                attr::DUE_SHARD,
+                attr::DUE_AT
+            ))
+            .expression_attribute_values(":s", s(shard))
+            .expression_attribute_values(":c", n(cutoff.timestamp_millis()))
+            .set_exclusive_start_key(start)
+            .limit((limit - entries.len()).clamp(1, 1000) as i32)
+            .send()
+            .await
+            .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
+        for entry in out.items() {
+            entries.push(DueEntry::of(entry)?);
+        }
+        start = out.last_evaluated_key;
+        if start.is_none() || entries.len() >= limit {
+            return Ok(entries);
+        }
+    }
 }
 
 /// Moves the checkpoint to `mark`, unless another sweep moved it meanwhile (then this

@@ -1,10 +1,11 @@
 //! The compensating sweep: finds work whose timer was lost and arms it again.
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 
 use super::{Engine, EngineError};
-use crate::domain::{PendingWork, WorkKind};
+use crate::domain::{AttemptRef, PendingWork, WorkKind};
 use crate::metrics::MetricEvent;
+use crate::ports::TimerError;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SweepReport {
@@ -25,6 +26,31 @@ impl Engine {
     /// letters. With durable timers (AWS) `lookahead` is negative: only work overdue by
     /// that much is suspect.
     pub async fn sweep(&self, lookahead: Duration) -> Result<SweepReport, EngineError> {
+        Ok(self.sweep_pass(lookahead).await?.0)
+    }
+
+    /// [`Self::sweep`] pass after pass while each one finds work and moves past it,
+    /// starting none after `budget`: a backlog of lost timers (a queue that refused sends
+    /// for a minute at a high rate) is armed again in one run, not one batch per run.
+    pub async fn sweep_within(
+        &self,
+        lookahead: Duration,
+        budget: std::time::Duration,
+    ) -> Result<SweepReport, EngineError> {
+        let started = std::time::Instant::now();
+        let mut total = SweepReport::default();
+        loop {
+            let (report, more) = self.sweep_pass(lookahead).await?;
+            total += report;
+            if !more || started.elapsed() >= budget {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// One sweep; also whether another could find more: this one found work, and moved
+    /// past it.
+    async fn sweep_pass(&self, lookahead: Duration) -> Result<(SweepReport, bool), EngineError> {
         let now = self.ports.clock.now();
         let cutoff = now.checked_add_signed(lookahead).unwrap_or(now);
         let due = self
@@ -32,52 +58,55 @@ impl Engine {
             .sweep
             .due(cutoff, self.settings.sweep_batch)
             .await?;
+        let found = !due.work.is_empty();
         let (report, all_done) = self.repair(due.work).await?;
         // Only once everything it read is in a timer's (or the queue's) hands may the store
         // move past it.
-        if let (true, Some(mark)) = (all_done, &due.mark) {
-            self.ports.sweep.swept(mark).await?;
-        }
-        Ok(report)
+        let Some(mark) = due.mark.filter(|_| all_done) else {
+            return Ok((report, false));
+        };
+        self.ports.sweep.swept(&mark).await?;
+        Ok((report, found))
     }
 
     /// Takes over pending work whose timer was lost: arms attempts, checks and leases'
     /// ends, raises owed alerts and resends pending dead letters. Returns what it did, and
-    /// whether every arm and send worked.
+    /// whether every arm and send worked. The timers are armed together
+    /// ([`crate::ports::Timer::arm_many`]: ten to a request on SQS), each as [`Self::arm`]
+    /// arms one; the dead letters follow one by one.
     pub async fn repair(&self, work: Vec<PendingWork>) -> Result<(SweepReport, bool), EngineError> {
         let mut report = SweepReport::default();
-        let mut all_done = true;
-        for work in work {
+        let (timed, letters): (Vec<_>, Vec<_>) =
+            (work.into_iter()).partition(|w| !matches!(w.kind, WorkKind::DeadLetter));
+        let arms: Vec<_> = (timed.iter())
+            .map(|w| (w.attempt.clone(), w.due_at))
+            .collect();
+        let mut all_done = self.arm_all(&arms).await.into_iter().all(|armed| armed);
+        for work in &timed {
             match work.kind {
-                WorkKind::Attempt | WorkKind::Check => {
-                    all_done &= self.arm(work.attempt, work.due_at).await;
-                    report.rearmed += 1;
-                }
                 // Armed for when the lease ends: the claim then takes the attempt over.
-                WorkKind::LeaseExpiry => {
-                    all_done &= self.arm(work.attempt, work.due_at).await;
-                    report.leases_taken_over += 1;
+                WorkKind::LeaseExpiry => report.leases_taken_over += 1,
+                _ => report.rearmed += 1,
+            }
+        }
+        for work in letters {
+            let (tenant, id) = (&work.attempt.tenant, &work.attempt.task_id);
+            let store = &self.ports.store;
+            let Some(mut task) = store.get(tenant, id).await? else {
+                continue;
+            };
+            if task.owed_alert().is_some() {
+                all_done &= self.owed_alert(task).await?;
+                report.alerts_raised += 1;
+                // Read again: raising the alert wrote the task.
+                match store.get(tenant, id).await? {
+                    Some(again) => task = again,
+                    None => continue,
                 }
-                WorkKind::DeadLetter => {
-                    let (tenant, id) = (&work.attempt.tenant, &work.attempt.task_id);
-                    let store = &self.ports.store;
-                    let Some(mut task) = store.get(tenant, id).await? else {
-                        continue;
-                    };
-                    if task.owed_alert().is_some() {
-                        all_done &= self.owed_alert(task).await?;
-                        report.alerts_raised += 1;
-                        // Read again: raising the alert wrote the task.
-                        match store.get(tenant, id).await? {
-                            Some(again) => task = again,
-                            None => continue,
-                        }
-                    }
-                    if task.dead_letter_pending {
-                        all_done &= self.dead_letter(task).await?;
-                        report.dead_letters_resent += 1;
-                    }
-                }
+            }
+            if task.dead_letter_pending {
+                all_done &= self.dead_letter(task).await?;
+                report.dead_letters_resent += 1;
             }
         }
         let repaired = report.rearmed
@@ -90,5 +119,38 @@ impl Engine {
                 .record(MetricEvent::SweepRepaired { count: repaired });
         }
         Ok((report, all_done))
+    }
+
+    /// [`Self::rearm`] for several attempts, armed together; whether each armed.
+    pub async fn rearm_many(&self, attempts: &[AttemptRef]) -> Vec<bool> {
+        let now = self.ports.clock.now();
+        let arms: Vec<_> = attempts.iter().map(|a| (a.clone(), now)).collect();
+        self.arm_all(&arms).await
+    }
+
+    /// Arms timers together; whether each armed (a failure is logged and left to the
+    /// sweep, as [`Self::arm`] does).
+    async fn arm_all(&self, arms: &[(AttemptRef, DateTime<Utc>)]) -> Vec<bool> {
+        if arms.is_empty() {
+            return Vec::new();
+        }
+        let mut results = self.ports.timer.arm_many(arms).await.into_iter();
+        (arms.iter())
+            .map(|(attempt, _)| {
+                let result = results
+                    .next()
+                    .unwrap_or_else(|| Err(TimerError("the timer gave no outcome".into())));
+                self.armed(attempt.task_id, attempt.attempt, result)
+            })
+            .collect()
+    }
+}
+
+impl std::ops::AddAssign for SweepReport {
+    fn add_assign(&mut self, other: SweepReport) {
+        self.rearmed += other.rearmed;
+        self.leases_taken_over += other.leases_taken_over;
+        self.dead_letters_resent += other.dead_letters_resent;
+        self.alerts_raised += other.alerts_raised;
     }
 }
