@@ -85,3 +85,36 @@ pub fn dev_config(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsBackendCo
         engine: EngineSettings::default(),
     }
 }
+
+/// The timer messages on `queue_url`, each deleted once read: up to `want` of them, waiting
+/// up to `within` for delayed ones. Every message a receive brings is kept (a receive may
+/// bring up to ten, two attempts due on one second among them).
+pub async fn take_timer_messages(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    want: usize,
+    within: std::time::Duration,
+) -> Vec<boomerang_aws::buckets::TimerMessage> {
+    let deadline = std::time::Instant::now() + within;
+    let mut got = Vec::new();
+    while got.len() < want && std::time::Instant::now() < deadline {
+        let out = (sqs.receive_message())
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .expect("receive from the timer queue");
+        for m in out.messages() {
+            let body = m.body().expect("a body");
+            got.push(boomerang_aws::buckets::TimerMessage::parse(body).expect("ours"));
+            (sqs.delete_message())
+                .queue_url(queue_url)
+                .receipt_handle(m.receipt_handle().expect("a receipt handle"))
+                .send()
+                .await
+                .expect("delete from the timer queue");
+        }
+    }
+    got
+}

@@ -23,7 +23,7 @@ use boomerang_aws::{AwsBackend, AwsBackendConfig, AwsSettings};
 use boomerang_core::clock::ManualClock;
 use boomerang_core::domain::{AttemptRef, TaskId, TenantId};
 use boomerang_core::engine::{EngineSettings, FireTime, NewTask};
-use boomerang_e2e::aws::{dev_config, fresh_moto_resources, moto};
+use boomerang_e2e::aws::{dev_config, fresh_moto_resources, moto, take_timer_messages};
 use chrono::DurationRound;
 
 fn acme() -> TenantId {
@@ -125,31 +125,12 @@ async fn lost_timers(
 /// Every timer message on `queue` (up to `want`, within 30 s), deleted.
 async fn take_all(queue: &str, want: usize) -> Vec<TimerMessage> {
     let sqs = aws_sdk_sqs::Client::new(&moto());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut got = Vec::new();
-    while got.len() < want {
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {want} messages arrived",
-            got.len()
-        );
-        let out = (sqs.receive_message())
-            .queue_url(queue)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-        for m in out.messages() {
-            got.push(TimerMessage::parse(m.body().unwrap()).expect("ours"));
-            (sqs.delete_message())
-                .queue_url(queue)
-                .receipt_handle(m.receipt_handle().unwrap())
-                .send()
-                .await
-                .unwrap();
-        }
-    }
+    let got = take_timer_messages(&sqs, queue, want, Duration::from_secs(30)).await;
+    assert!(
+        got.len() >= want,
+        "only {} of {want} messages arrived",
+        got.len()
+    );
     got
 }
 

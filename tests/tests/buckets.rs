@@ -17,7 +17,7 @@ use boomerang_aws::AwsBackend;
 use boomerang_core::clock::ManualClock;
 use boomerang_core::domain::{Status, Task, TenantId};
 use boomerang_core::engine::{FireTime, NewTask};
-use boomerang_e2e::aws::{fresh_moto_resources, moto, moto_backend};
+use boomerang_e2e::aws::{fresh_moto_resources, moto, moto_backend, take_timer_messages};
 use boomerang_e2e::{wait_for, Receiver};
 use chrono::{DateTime, DurationRound, Utc};
 
@@ -61,31 +61,8 @@ async fn start(what: &str) -> (AwsBackend, Arc<ManualClock>, DateTime<Utc>) {
 
 /// Every timer message now on the queue (waiting up to `within` for delayed ones), deleted.
 async fn take_messages(backend: &AwsBackend, want: usize, within: Duration) -> Vec<TimerMessage> {
-    let deadline = Instant::now() + within;
-    let mut got = Vec::new();
-    while got.len() < want && Instant::now() < deadline {
-        let out = backend
-            .sqs
-            .receive_message()
-            .queue_url(&backend.settings.timer_queue_url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-        for m in out.messages() {
-            got.push(TimerMessage::parse(m.body().unwrap()).expect("ours"));
-            backend
-                .sqs
-                .delete_message()
-                .queue_url(&backend.settings.timer_queue_url)
-                .receipt_handle(m.receipt_handle().unwrap())
-                .send()
-                .await
-                .unwrap();
-        }
-    }
-    got
+    let queue = &backend.settings.timer_queue_url;
+    take_timer_messages(&backend.sqs, queue, want, within).await
 }
 
 #[tokio::test]

@@ -102,9 +102,9 @@ impl Delivery {
                 };
                 tracing::debug!(task = %task, attempt = number, ?outcome, "timer fired");
             }
+            // Boxed, as the sweep below: inline, the delivery function's future nests too
+            // deep for the compiler to lay out (it stops at its query depth limit).
             Some(TimerMessage::Bucket { bucket }) => {
-                // Boxed: inline, the delivery function's future nests too deep for the
-                // compiler to lay out (it stops at its query depth limit).
                 match Box::pin(self.buckets.run(bucket)).await {
                     // A cursor no page ever wrote: retrying could never help.
                     Err(BucketError::Store(StoreError::Corrupt(e))) => {
@@ -118,7 +118,7 @@ impl Delivery {
             // The pass hands nothing back from the system-failures queue: the minute's run
             // does, and only the sweeper may read it.
             Some(TimerMessage::Sweep { .. }) => {
-                sweep(&self.engine, None, -SWEEP_LAG).await?;
+                Box::pin(sweep(&self.engine, None, -SWEEP_LAG)).await?;
             }
             None => {
                 tracing::warn!(body = %truncate(body), "ignoring a timer message that is not ours");
