@@ -26,7 +26,7 @@ flag="--arm64"
 
 # The `lambda` profile is the release profile optimized for size (see Cargo.toml).
 cargo lambda build --profile lambda "$flag" --output-format zip \
-  -p boomerang-api -p boomerang-delivery -p boomerang-sweeper
+  -p boomerang-api-lambda -p boomerang-delivery -p boomerang-sweeper
 out="${CARGO_TARGET_DIR:-target}/lambda"
 for f in api delivery sweeper; do
   zip="$out/$f/bootstrap.zip"

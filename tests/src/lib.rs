@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use boomerang_client::{Answer, Client};
-use boomerang_core::domain::{SigningSecret, Status};
-use boomerang_http::problem::Problem;
-use boomerang_http::task_request::{
-    AlertRequest, FlowRequest, HoldRequest, RetryField, RetryRequest, TaskRequest,
+use boomerang_api::request::{
+    AlertRequest, Choice, FlowRequest, HoldRequest, RetryField, RetryRequest, TaskRequest,
 };
-use boomerang_http::views::TaskView;
+use boomerang_api::view::TaskView;
+use boomerang_api::Problem;
+use boomerang_client::{Answer, Client};
+use boomerang_core::domain::{SigningSecret, Status, TaskId};
 use serde_json::Value;
 
 pub const API_KEY: &str = "bmr_e2e_test_key";
@@ -390,7 +390,7 @@ impl Server {
     }
 
     /// `GET /v1/tasks/{id}`.
-    pub async fn task(&self, id: &str) -> TaskView {
+    pub async fn task(&self, id: &TaskId) -> TaskView {
         self.api()
             .get(id)
             .await
@@ -398,7 +398,7 @@ impl Server {
     }
 
     /// Waits until the task reaches `status`; returns the task.
-    pub async fn wait_status(&self, id: &str, status: Status, within: Duration) -> TaskView {
+    pub async fn wait_status(&self, id: &TaskId, status: Status, within: Duration) -> TaskView {
         let api = self.api();
         wait_for(&format!("task {id} to be {status:?}"), within, || async {
             // A request may fail while the server restarts; keep polling.
@@ -744,13 +744,13 @@ impl Callback for TaskRequest {
     }
     fn delay(self, delay: &str) -> Self {
         Self {
-            delay: Some(delay.into()),
+            delay: Some(delay.parse().expect("a duration")),
             ..self
         }
     }
     fn fire_at(self, at: &str) -> Self {
         Self {
-            fire_at: Some(at.into()),
+            fire_at: Some(at.parse().expect("an RFC 3339 time")),
             ..self
         }
     }
@@ -778,7 +778,7 @@ impl Callback for TaskRequest {
     }
     fn timeout(self, timeout: &str) -> Self {
         Self {
-            timeout: Some(timeout.into()),
+            timeout: Some(timeout.parse().expect("a duration")),
             ..self
         }
     }
@@ -817,7 +817,7 @@ impl Callback for TaskRequest {
     }
     fn notify(self, notify: &str) -> Self {
         Self {
-            notify: Some(notify.into()),
+            notify: Some(Choice::parse(notify).expect("`final` or `every`")),
             ..self
         }
     }
@@ -826,7 +826,12 @@ impl Callback for TaskRequest {
 /// A retry policy that waits `steps` between attempts.
 pub fn schedule(steps: &[&str]) -> RetryRequest {
     RetryRequest {
-        schedule: Some(steps.iter().map(|s| s.to_string()).collect()),
+        schedule: Some(
+            steps
+                .iter()
+                .map(|s| s.parse().expect("a duration"))
+                .collect(),
+        ),
         ..RetryRequest::default()
     }
 }

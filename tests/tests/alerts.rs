@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
+use boomerang_api::request::{AlertRequest, RetryRequest};
+use boomerang_api::view::TaskView;
 use boomerang_core::domain::alert::AlertBody;
-use boomerang_core::domain::{AttemptOutcome, Notify, Status};
+use boomerang_core::domain::{AttemptOutcome, Notify, Status, TaskId};
 use boomerang_e2e::{
     callback, header, on_both_backends, schedule_max, status_codes, wait_for, Backend, Callback,
     Received, Receiver, Reply, Server, ServerOptions,
 };
-use boomerang_http::task_request::{AlertRequest, RetryRequest};
-use boomerang_http::views::TaskView;
 use boomerang_webhook::signing;
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -47,7 +47,7 @@ fn alert_of(r: &Received) -> AlertBody {
 }
 
 /// Waits until the task lists `n` alerts; returns the task.
-async fn with_alerts(server: &Server, id: &str, n: usize) -> TaskView {
+async fn with_alerts(server: &Server, id: &TaskId, n: usize) -> TaskView {
     wait_for("the alerts to be linked", WAIT, || async {
         let task = server.task(id).await;
         (task.alerts.len() == n).then_some(task)
@@ -81,17 +81,13 @@ async fn a_failed_task_raises_an_alert_that_fails_twice_then_arrives_signed(back
     assert_eq!(on_failure.url, rx.url("/alert"));
     assert_eq!(on_failure.header_names, ["X-Alert-Token"]);
     assert_eq!(task.notify, Notify::Final);
-    let id = task.id.clone();
+    let id = task.id;
     server.wait_status(&id, Status::Failed, WAIT).await;
     let failed = with_alerts(&server, &id, 1).await;
-    let alert_id = failed.alerts[0].clone();
+    let alert_id = failed.alerts[0];
 
     let alert = server.wait_status(&alert_id, Status::Succeeded, WAIT).await;
-    assert_eq!(
-        alert.alert_of.as_deref(),
-        Some(id.as_str()),
-        "linked both ways"
-    );
+    assert_eq!(alert.alert_of, Some(id), "linked both ways");
     assert!(alert.alerts.is_empty());
     assert_eq!(status_codes(&alert), vec![Some(500), Some(500), Some(200)]);
 
@@ -103,12 +99,12 @@ async fn a_failed_task_raises_an_alert_that_fails_twice_then_arrives_signed(back
     assert_eq!(calls.len(), 3);
     let last = &calls[2];
     assert!(verified(&server, last), "signed like every call");
-    assert_eq!(header(last, "webhook-id"), alert_id);
+    assert_eq!(header(last, "webhook-id"), alert_id.to_string());
     assert_eq!(header(last, "x-alert-token"), "t0k");
     assert_eq!(header(last, "content-type"), "application/json");
     let body = alert_of(last);
     assert_eq!(body.kind, "task.failed");
-    assert_eq!(body.task_id.to_string(), id);
+    assert_eq!(body.task_id, id);
     assert_eq!(body.key.as_deref(), Some("order-7"));
     assert_eq!(
         body.metadata.get("customer").map(String::as_str),

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+use boomerang_api::view::{KeyCancelView, PageView, TaskView};
 use boomerang_core::domain::Status;
 use boomerang_e2e::{
     callback, run_cli, Backend, Callback, CliRun, Receiver, Reply, Server, ServerOptions,
 };
-use boomerang_http::views::{KeyCancelView, PageView, TaskView};
 use serde::de::DeserializeOwned;
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -76,7 +76,7 @@ async fn a_newcomer_registers_watches_inspects_and_cancels_with_commands_only() 
         "--header",
         "X-Trace: t-1",
     ]);
-    let id = task.id.clone();
+    let id = task.id.to_string();
     assert_eq!(task.status, Status::Scheduled);
     assert_eq!(
         task.metadata.get("customer").map(String::as_str),
@@ -87,7 +87,7 @@ async fn a_newcomer_registers_watches_inspects_and_cancels_with_commands_only() 
     // watch follows it through two failures to the end.
     let watched = tokio::task::spawn_blocking({
         let (base, dir) = (server.base.clone(), server.data_dir.display().to_string());
-        let id = id.clone();
+        let id = id.to_string();
         move || {
             run_cli(
                 &["tasks", "watch", &id, "--every", "100ms"],
@@ -132,7 +132,7 @@ async fn a_newcomer_registers_watches_inspects_and_cancels_with_commands_only() 
 
     // cancel, and a second cancel refused with the API's detail.
     let later: TaskView = cli.json(&["create", &hook, "--delay", "1h"]);
-    let later_id = later.id.as_str();
+    let later_id = &later.id.to_string();
     assert!(cli
         .ok(&["cancel", later_id])
         .starts_with(&format!("{later_id}  canceled")));
@@ -175,11 +175,11 @@ async fn held_tasks_paging_and_failed_tasks_from_the_command_line() {
         "f-1",
     ];
     let failing: TaskView = cli.json(&args);
-    let id = failing.id.as_str();
+    let id = &failing.id;
     let repeat: TaskView = cli.json(&args);
-    assert_eq!(repeat.id, id, "a repeat answers the same task");
+    assert_eq!(&repeat.id, id, "a repeat answers the same task");
     server.wait_status(id, Status::Failed, WAIT).await;
-    let retried: TaskView = cli.json(&["retry", id]);
+    let retried: TaskView = cli.json(&["retry", &id.to_string()]);
     assert_eq!(retried.status, Status::Scheduled);
     server.wait_status(id, Status::Succeeded, WAIT).await;
 

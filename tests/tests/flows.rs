@@ -3,13 +3,13 @@
 
 use std::time::{Duration, Instant};
 
+use boomerang_api::request::{FlowRequest, PolicyRequest};
+use boomerang_api::view::FlowsView;
 use boomerang_core::domain::Status;
 use boomerang_e2e::{
     callback, on_both_backends, run_cli, schedule_max, wait_for, Backend, Callback, Receiver,
     Reply, Server, ServerOptions,
 };
-use boomerang_http::flows::FlowsView;
-use boomerang_http::task_request::{FlowRequest, PolicyRequest};
 
 const WAIT: Duration = Duration::from_secs(60);
 /// How long the receiver holds each call: short enough that two slots would allow 20
@@ -25,7 +25,7 @@ fn partner_flow() -> FlowRequest {
     FlowRequest {
         key: Some("partner-api".into()),
         rate: Some(4),
-        period: Some("1s".into()),
+        period: Some("1s".parse().unwrap()),
         parallelism: Some(2),
     }
 }

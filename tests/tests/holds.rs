@@ -4,14 +4,14 @@
 
 use std::time::Duration;
 
+use boomerang_api::request::HoldRequest;
+use boomerang_api::view::KeyedStatusView;
 use boomerang_client::ListParams;
-use boomerang_core::domain::{CheckBody, OnUnknown, Status};
+use boomerang_core::domain::{CheckBody, OnUnknown, Status, TaskId};
 use boomerang_e2e::{
     callback, header, on_both_backends, status_codes, wait_for, Backend, Callback, Receiver, Reply,
     Server, ServerOptions,
 };
-use boomerang_http::task_request::HoldRequest;
-use boomerang_http::views::KeyedStatusView;
 use boomerang_webhook::signing;
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -36,7 +36,7 @@ fn decision(d: &str) -> Reply {
 /// A hold of `timeout`, asking `check_url` if given.
 fn hold(timeout: &str, check_url: Option<String>) -> HoldRequest {
     HoldRequest {
-        timeout: Some(timeout.into()),
+        timeout: Some(timeout.parse().expect("a duration")),
         check_url,
         ..HoldRequest::default()
     }
@@ -45,7 +45,7 @@ fn hold(timeout: &str, check_url: Option<String>) -> HoldRequest {
 /// [`hold`] with `on_unknown: release`.
 fn hold_releasing(timeout: &str, check_url: Option<String>) -> HoldRequest {
     HoldRequest {
-        on_unknown: Some("release".into()),
+        on_unknown: Some(OnUnknown::Release),
         ..hold(timeout, check_url)
     }
 }
@@ -72,7 +72,7 @@ async fn a_task_released_before_its_timeout_is_delivered_once_on_time(backend: B
         .unwrap();
     assert_eq!(created.status, 201);
     let task = created.body;
-    let id = task.id.clone();
+    let id = task.id;
     assert_eq!(task.status, Status::Held);
     let shown = task.hold.as_ref().unwrap();
     assert_eq!(
@@ -124,7 +124,7 @@ async fn a_task_released_before_its_timeout_is_delivered_once_on_time(backend: B
         .await
         .id;
     let by_key = api.release_by_key("order-43").await.unwrap();
-    assert_eq!(by_key.released, vec![other.clone()]);
+    assert_eq!(by_key.released, vec![other]);
     server.wait_status(&other, Status::Succeeded, WAIT).await;
     let by_key = api.release_by_key("order-43").await.unwrap();
     assert!(by_key.released.is_empty());
@@ -134,8 +134,8 @@ async fn a_task_released_before_its_timeout_is_delivered_once_on_time(backend: B
     );
 }
 
-fn statuses(tasks: &[KeyedStatusView]) -> Vec<(String, Status)> {
-    tasks.iter().map(|t| (t.id.clone(), t.status)).collect()
+fn statuses(tasks: &[KeyedStatusView]) -> Vec<(TaskId, Status)> {
+    tasks.iter().map(|t| (t.id, t.status)).collect()
 }
 
 async fn a_rolled_back_task_is_never_delivered_and_a_late_release_is_refused(backend: Backend) {
@@ -227,7 +227,7 @@ async fn a_silent_caller_is_asked_and_its_answers_decide(backend: Backend) {
     )
     .is_ok());
     let body: CheckBody = serde_json::from_slice(&asked.body).unwrap();
-    assert_eq!(body.task_id.to_string(), ids[0]);
+    assert_eq!(body.task_id, ids[0]);
     assert_eq!(body.key.as_deref(), Some("slow"));
     assert_eq!(
         body.metadata,
@@ -273,7 +273,7 @@ async fn a_release_racing_the_check_back_has_one_outcome(backend: Backend) {
     .await;
     let mut releases = tokio::task::JoinSet::new();
     for _ in 0..20 {
-        let (api, id) = (server.api(), id.clone());
+        let (api, id) = (server.api(), id);
         releases.spawn(async move {
             match api.release(&id).await {
                 Ok(_) => Some(200),

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use boomerang_api::Problem;
 use boomerang_client::ListParams;
 use boomerang_e2e::{Server, ServerOptions};
-use boomerang_http::problem::Problem;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Sends `head` + `body` as one HTTP/1.1 request on a fresh connection and returns the

@@ -5,17 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
+use boomerang_api::request::RetryRequest;
+use boomerang_api::view::StatsView;
+use boomerang_api::view::{PageView, TaskView};
+use boomerang_api::Problem;
 use boomerang_aws::lambda::DeliveryEvent;
 use boomerang_aws::AwsSettings;
 use boomerang_core::clock::SystemClock;
-use boomerang_core::domain::{Status, TenantId};
+use boomerang_core::domain::{Status, TaskId, TenantId};
 use boomerang_core::ports::TaskStore;
 use boomerang_e2e::aws::{fresh_moto_resources, moto_backend};
 use boomerang_e2e::{callback, wait_for, Callback, Receiver};
-use boomerang_http::problem::Problem;
-use boomerang_http::stats::StatsView;
-use boomerang_http::task_request::RetryRequest;
-use boomerang_http::views::{PageView, TaskView};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -109,7 +109,7 @@ fn sqs_event(bodies: &[(&str, String)]) -> Value {
     json!({ "Records": records })
 }
 
-async fn register_via_api(router: &axum::Router, key: &str, url: &str) -> String {
+async fn register_via_api(router: &axum::Router, key: &str, url: &str) -> TaskId {
     let body = json!(callback(url).delay("1h"));
     let (status, task): (_, TaskView) = call(
         router,
@@ -285,7 +285,7 @@ async fn sqs_batches_report_only_transient_failures() {
     let task = s
         .backend
         .store
-        .get(&TenantId::parse("tenant-a").unwrap(), &id.parse().unwrap())
+        .get(&TenantId::parse("tenant-a").unwrap(), &id)
         .await
         .unwrap()
         .unwrap();

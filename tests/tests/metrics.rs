@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+use boomerang_api::view::MinuteView;
 use boomerang_core::domain::Status;
 use boomerang_e2e::{
     callback, schedule_max, wait_for, Backend, Callback, Receiver, Reply, Server, ServerOptions,
 };
-use boomerang_http::stats::MinuteView;
 use reqwest::Method;
 
 const WAIT: Duration = Duration::from_secs(40);

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use boomerang_api::request::TaskRequest;
 use boomerang_client::{ClientError, ListParams};
 use boomerang_core::domain::Status;
 use boomerang_e2e::{callback, wait_for, Callback, Receiver, Reply, Server, ServerOptions};
-use boomerang_http::task_request::TaskRequest;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -75,7 +75,7 @@ async fn kill_9_during_a_burst_of_registrations_loses_no_acknowledged_task() {
     const TASKS: usize = 1000;
     let body = |i: usize| callback(rx.url(&format!("/t/{i}"))).delay("2s");
     let bodies: Arc<Vec<TaskRequest>> = Arc::new((0..TASKS).map(body).collect());
-    let acked: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
+    let acked: Arc<Mutex<Vec<(usize, boomerang_core::domain::TaskId)>>> = Arc::default();
     let next = Arc::new(AtomicUsize::new(0));
     let clients: Vec<_> = (0..16)
         .map(|_| {

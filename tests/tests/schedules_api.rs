@@ -4,14 +4,14 @@
 
 use std::time::Duration;
 
+use boomerang_api::request::{OnKey, TaskRequest};
+use boomerang_api::view::ScheduleView;
+use boomerang_api::view::TaskView;
 use boomerang_client::ListParams;
-use boomerang_core::domain::Status;
+use boomerang_core::domain::{ScheduleId, Status};
 use boomerang_e2e::{
     callback, on_both_backends, run_cli, wait_for, Backend, Receiver, Reply, Server, ServerOptions,
 };
-use boomerang_http::schedules::ScheduleView;
-use boomerang_http::task_request::TaskRequest;
-use boomerang_http::views::TaskView;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -22,7 +22,7 @@ on_both_backends!(
 );
 
 /// The tenant's tasks of one schedule.
-async fn occurrences(server: &Server, schedule: &str) -> Vec<TaskView> {
+async fn occurrences(server: &Server, schedule: &ScheduleId) -> Vec<TaskView> {
     let params = ListParams {
         limit: Some(100),
         ..Default::default()
@@ -30,7 +30,7 @@ async fn occurrences(server: &Server, schedule: &str) -> Vec<TaskView> {
     let page = server.api().list(&params).await.unwrap();
     page.tasks
         .into_iter()
-        .filter(|t| t.schedule_id.as_deref() == Some(schedule))
+        .filter(|t| t.schedule_id.as_ref() == Some(schedule))
         .collect()
 }
 
@@ -75,7 +75,10 @@ async fn a_cron_every_second_in_a_zone_fires_each_second_until_paused_and_after_
     assert!(done.len() >= 5, "{} occurrences succeeded", done.len());
     assert_eq!(rx.count("/tick"), done.len(), "one call per occurrence");
 
-    let paused = run_cli(&["schedules", "pause", &schedule.id, "--json"], &env);
+    let paused = run_cli(
+        &["schedules", "pause", &schedule.id.to_string(), "--json"],
+        &env,
+    );
     assert_eq!(paused.code, 0, "{paused:?}");
     // The pending occurrence is skipped when it comes due, and none follows.
     wait_for("the pending occurrence skipped", WAIT, || async {
@@ -86,7 +89,7 @@ async fn a_cron_every_second_in_a_zone_fires_each_second_until_paused_and_after_
     })
     .await;
     let before = rx.count("/tick");
-    let resumed = run_cli(&["schedules", "resume", &schedule.id], &env);
+    let resumed = run_cli(&["schedules", "resume", &schedule.id.to_string()], &env);
     assert_eq!(resumed.code, 0, "{resumed:?}");
     wait_for("calls again after resume", WAIT, || async {
         (rx.count("/tick") >= before + 2).then_some(())
@@ -94,8 +97,11 @@ async fn a_cron_every_second_in_a_zone_fires_each_second_until_paused_and_after_
     .await;
 
     let listed = run_cli(&["schedules", "list"], &env);
-    assert!(listed.stdout.contains(&schedule.id), "{listed:?}");
-    let deleted = run_cli(&["schedules", "delete", &schedule.id], &env);
+    assert!(
+        listed.stdout.contains(&schedule.id.to_string()),
+        "{listed:?}"
+    );
+    let deleted = run_cli(&["schedules", "delete", &schedule.id.to_string()], &env);
     assert_eq!(deleted.code, 0, "{deleted:?}");
     wait_for("nothing pending after delete", WAIT, || async {
         let all = occurrences(&server, &schedule.id).await;
@@ -118,8 +124,8 @@ async fn rapid_replace_registrations_give_one_call_with_the_last_body(backend: B
     for n in 0..100 {
         let task = TaskRequest {
             key: Some(key.clone()),
-            on_key: Some("replace".into()),
-            delay: Some("3s".into()),
+            on_key: Some(OnKey::Replace),
+            delay: Some("3s".parse().unwrap()),
             body: Some(serde_json::json!({ "n": n })),
             ..callback(rx.url("/debounced"))
         };

@@ -70,8 +70,8 @@ async fn a_call_still_under_way_when_the_grace_ends_is_made_again_at_the_next_st
     for n in 0..3 {
         // A 60 s timeout: its lease (70 s) would hold it long after the restart.
         let task = callback(rx.url(&format!("/h/{n}")));
-        let task = boomerang_http::task_request::TaskRequest {
-            timeout: Some("60s".into()),
+        let task = boomerang_api::request::TaskRequest {
+            timeout: Some("60s".parse().unwrap()),
             ..task
         };
         ids.push(server.register(&task).await.id);

@@ -43,7 +43,7 @@ impl Functions {
         for (name, _) in memory_mb {
             if !bin_dir.join(name).is_file() {
                 bail!(
-                    "{} is missing: build the functions first (cargo build --release -p boomerang-api -p boomerang-delivery)",
+                    "{} is missing: build the functions first (cargo build --release -p boomerang-api-lambda -p boomerang-delivery)",
                     bin_dir.join(name).display()
                 );
             }

@@ -4,14 +4,13 @@
 
 use std::time::Duration;
 
-use boomerang_http::flows::{FlowStateView, FlowsView};
-use boomerang_http::policies::{PoliciesView, PolicyView};
-use boomerang_http::problem::Problem;
-use boomerang_http::schedules::{ScheduleListView, ScheduleView};
-use boomerang_http::stats::StatsView;
-use boomerang_http::task_request::{BatchRequest, PolicyRequest, ScheduleFields, TaskRequest};
-use boomerang_http::views::{BatchView, KeyCancelView, KeyReleaseView, PageView, TaskView};
-use boomerang_http::Health;
+use boomerang_api::request::{BatchRequest, PolicyRequest, ScheduleFields, TaskRequest};
+use boomerang_api::view::{
+    BatchView, FlowStateView, FlowsView, Health, KeyCancelView, KeyReleaseView, PageView,
+    PoliciesView, PolicyView, ScheduleListView, ScheduleView, StatsView, TaskView,
+};
+use boomerang_api::Problem;
+use boomerang_core::domain::{ScheduleId, TaskId};
 use reqwest::{Method, Url};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -128,7 +127,7 @@ impl Client {
     }
 
     /// `GET /v1/tasks/{id}`: the task and its attempts.
-    pub async fn get(&self, id: &str) -> Result<TaskView, ClientError> {
+    pub async fn get(&self, id: &TaskId) -> Result<TaskView, ClientError> {
         self.send(Method::GET, &format!("/v1/tasks/{id}"), &[], None::<&()>)
             .await
     }
@@ -150,7 +149,7 @@ impl Client {
     }
 
     /// `DELETE /v1/tasks/{id}`.
-    pub async fn cancel(&self, id: &str) -> Result<TaskView, ClientError> {
+    pub async fn cancel(&self, id: &TaskId) -> Result<TaskView, ClientError> {
         self.send(Method::DELETE, &format!("/v1/tasks/{id}"), &[], None::<&()>)
             .await
     }
@@ -162,7 +161,7 @@ impl Client {
     }
 
     /// `POST /v1/tasks/{id}/retry`.
-    pub async fn retry(&self, id: &str) -> Result<TaskView, ClientError> {
+    pub async fn retry(&self, id: &TaskId) -> Result<TaskView, ClientError> {
         self.send(
             Method::POST,
             &format!("/v1/tasks/{id}/retry"),
@@ -173,7 +172,7 @@ impl Client {
     }
 
     /// `POST /v1/tasks/{id}/release`.
-    pub async fn release(&self, id: &str) -> Result<TaskView, ClientError> {
+    pub async fn release(&self, id: &TaskId) -> Result<TaskView, ClientError> {
         self.send(
             Method::POST,
             &format!("/v1/tasks/{id}/release"),
@@ -281,7 +280,7 @@ impl Client {
     }
 
     /// `GET /v1/schedules/{id}`.
-    pub async fn schedule(&self, id: &str) -> Result<ScheduleView, ClientError> {
+    pub async fn schedule(&self, id: &ScheduleId) -> Result<ScheduleView, ClientError> {
         self.send(
             Method::GET,
             &format!("/v1/schedules/{id}"),
@@ -292,13 +291,17 @@ impl Client {
     }
 
     /// `POST /v1/schedules/{id}/pause` or `…/resume`.
-    pub async fn set_schedule(&self, id: &str, verb: &str) -> Result<ScheduleView, ClientError> {
+    pub async fn set_schedule(
+        &self,
+        id: &ScheduleId,
+        verb: &str,
+    ) -> Result<ScheduleView, ClientError> {
         let path = format!("/v1/schedules/{id}/{verb}");
         self.send(Method::POST, &path, &[], None::<&()>).await
     }
 
     /// `DELETE /v1/schedules/{id}` (204, no body).
-    pub async fn delete_schedule(&self, id: &str) -> Result<(), ClientError> {
+    pub async fn delete_schedule(&self, id: &ScheduleId) -> Result<(), ClientError> {
         let request = self.request(Method::DELETE, &format!("/v1/schedules/{id}"), &[])?;
         self.body(request).await.map(|_| ())
     }

@@ -12,7 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::openapi::NotFound;
-use super::problem::Problem;
+use super::problem::{ApiError, Problem};
 use boomerang_core::engine::Engine;
 
 const PAGE: &str = include_str!("../console/index.html");
@@ -85,11 +85,11 @@ struct FilePath {
          content((String = "text/javascript; charset=utf-8"), (String = "text/css; charset=utf-8"))),
         (status = 404, response = NotFound),
     ))]
-async fn file(uri: Uri) -> Result<Response, Problem> {
+async fn file(uri: Uri) -> Result<Response, ApiError> {
     let name = uri.path().rsplit('/').next().unwrap_or_default();
     FILES
         .iter()
         .find(|(file, _, _)| *file == name)
         .map(|(_, content_type, body)| serve(content_type, body))
-        .ok_or_else(|| Problem::not_found("no such file in the console"))
+        .ok_or_else(|| ApiError(Problem::not_found("no such file in the console")))
 }

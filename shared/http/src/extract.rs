@@ -8,8 +8,8 @@ use axum::http::{header, HeaderMap};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::problem::Problem;
-use super::task_request;
+use super::problem::{ApiError, Problem};
+use boomerang_api::request::business_key;
 use boomerang_core::domain::limits::MAX_REQUEST_BYTES;
 use boomerang_core::domain::{BusinessKey, TaskId};
 
@@ -53,18 +53,22 @@ pub(crate) struct TaskPath {
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for TaskPath {
-    type Rejection = Problem;
+    type Rejection = ApiError;
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
         state: &S,
-    ) -> Result<Self, Problem> {
+    ) -> Result<Self, ApiError> {
         Path::<String>::from_request_parts(parts, state)
             .await
             .ok()
             .and_then(|Path(raw)| raw.parse().ok())
             .map(|id| TaskPath { id })
-            .ok_or_else(|| Problem::not_found("no such task (ids are 26-character ULIDs)"))
+            .ok_or_else(|| {
+                ApiError(Problem::not_found(
+                    "no such task (ids are 26-character ULIDs)",
+                ))
+            })
     }
 }
 
@@ -78,10 +82,10 @@ pub(crate) struct KeyParams {
 }
 
 /// The `key` of an action by business key; `one` says how to act on one task instead.
-pub(crate) fn key_param(params: KeyParams, one: &str) -> Result<BusinessKey, Problem> {
+pub(crate) fn key_param(params: KeyParams, one: &str) -> Result<BusinessKey, ApiError> {
     match params.key {
-        Some(k) => Ok(task_request::business_key(k)?),
-        None => Err(Problem::invalid("key", format!("is required ({one})"))),
+        Some(k) => Ok(business_key(k)?),
+        None => Err(Problem::invalid("key", format!("is required ({one})")).into()),
     }
 }
 
@@ -94,14 +98,14 @@ where
     T: serde::de::DeserializeOwned,
     S: Send + Sync,
 {
-    type Rejection = Problem;
+    type Rejection = ApiError;
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
         _state: &S,
-    ) -> Result<Self, Problem> {
+    ) -> Result<Self, ApiError> {
         Query::<T>::try_from_uri(&parts.uri)
             .map(|Query(params)| QueryParams(params))
-            .map_err(|e| Problem::bad_query(e.body_text()))
+            .map_err(|e| ApiError(Problem::bad_query(e.body_text())))
     }
 }

@@ -6,16 +6,15 @@ use std::sync::Arc;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::openapi::Invalid;
-use super::problem::Problem;
-use super::task_request;
+use super::problem::{ApiError, Problem};
+use boomerang_api::view::{FlowStateView, FlowsView};
 use boomerang_core::domain::{FlowKey, TenantId};
-use boomerang_core::engine::{Engine, FlowState};
+use boomerang_core::engine::Engine;
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
     OpenApiRouter::new()
@@ -35,52 +34,22 @@ struct KeyPath {
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for KeyPath {
-    type Rejection = Problem;
+    type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         // A segment that is not UTF-8 is refused as a key that breaks the rules, not with
         // axum's plain text.
         match Path::<String>::from_request_parts(parts, state).await {
             Ok(Path(key)) => Ok(KeyPath { key }),
-            Err(_) => Err(Problem::invalid("key", "must be UTF-8")),
+            Err(_) => Err(Problem::invalid("key", "must be UTF-8").into()),
         }
     }
 }
 
 impl KeyPath {
-    fn parse(self) -> Result<FlowKey, Problem> {
-        FlowKey::parse(self.key).map_err(task_request::invalid)
+    fn parse(self) -> Result<FlowKey, ApiError> {
+        Ok(FlowKey::parse(self.key)?)
     }
-}
-
-/// One flow of the tenant, now.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"key": "partner-api", "paused": false, "waiting": 120, "in_flight": 3}))]
-pub struct FlowStateView {
-    pub key: String,
-    /// Its tasks wait until it is resumed.
-    pub paused: bool,
-    /// Tasks put off by its rate, its parallelism or its pause, and not yet due again.
-    pub waiting: u64,
-    /// Calls holding one of its parallelism slots.
-    pub in_flight: u64,
-}
-
-impl From<FlowState> for FlowStateView {
-    fn from(flow: FlowState) -> Self {
-        Self {
-            key: flow.key.to_string(),
-            paused: flow.paused,
-            waiting: flow.waiting,
-            in_flight: flow.in_flight,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct FlowsView {
-    /// The flows that are paused, or have tasks waiting or calls in flight, by key.
-    pub flows: Vec<FlowStateView>,
 }
 
 /// The tenant's busy or paused flows.
@@ -89,7 +58,7 @@ pub struct FlowsView {
 async fn list_flows(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-) -> Result<Json<FlowsView>, Problem> {
+) -> Result<Json<FlowsView>, ApiError> {
     let flows = engine.flows(&tenant).await?;
     Ok(Json(FlowsView {
         flows: flows.into_iter().map(FlowStateView::from).collect(),
@@ -107,7 +76,7 @@ async fn get_flow(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     key: KeyPath,
-) -> Result<Json<FlowStateView>, Problem> {
+) -> Result<Json<FlowStateView>, ApiError> {
     let flow = engine.flow(&tenant, &key.parse()?).await?;
     Ok(Json(flow.into()))
 }
@@ -124,7 +93,7 @@ async fn pause_flow(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     key: KeyPath,
-) -> Result<Json<FlowStateView>, Problem> {
+) -> Result<Json<FlowStateView>, ApiError> {
     let flow = engine.pause_flow(&tenant, &key.parse()?).await?;
     Ok(Json(flow.into()))
 }
@@ -140,7 +109,7 @@ async fn resume_flow(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     key: KeyPath,
-) -> Result<Json<FlowStateView>, Problem> {
+) -> Result<Json<FlowStateView>, ApiError> {
     let flow = engine.resume_flow(&tenant, &key.parse()?).await?;
     Ok(Json(flow.into()))
 }

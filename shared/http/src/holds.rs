@@ -10,8 +10,8 @@ use utoipa_axum::routes;
 
 use super::extract::{key_param, KeyParams, QueryParams, TaskPath};
 use super::openapi::{BadQuery, Conflict, Invalid, NotFound};
-use super::problem::Problem;
-use super::views::{KeyReleaseView, TaskView};
+use super::problem::ApiError;
+use boomerang_api::view::{KeyReleaseView, TaskView};
 use boomerang_core::domain::TenantId;
 use boomerang_core::engine::Engine;
 
@@ -36,7 +36,7 @@ async fn release_task(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     TaskPath { id }: TaskPath,
-) -> Result<Json<TaskView>, Problem> {
+) -> Result<Json<TaskView>, ApiError> {
     let release = engine.release(&tenant, &id).await?;
     Ok(Json(TaskView::new(&release.task, None)))
 }
@@ -56,7 +56,7 @@ async fn release_by_key(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     QueryParams(params): QueryParams<KeyParams>,
-) -> Result<Json<KeyReleaseView>, Problem> {
+) -> Result<Json<KeyReleaseView>, ApiError> {
     let key = key_param(params, "release one task with POST /v1/tasks/{id}/release")?;
     let outcome = engine.release_by_key(&tenant, &key).await?;
     Ok(Json(KeyReleaseView::new(&key, &outcome)))

@@ -10,9 +10,7 @@ pub mod policies;
 pub mod problem;
 pub mod schedules;
 pub mod stats;
-pub mod task_request;
 pub mod tasks;
-pub mod views;
 
 use std::sync::Arc;
 
@@ -21,15 +19,14 @@ use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
-use serde::{Deserialize, Serialize};
 use tower_http::catch_panic::CatchPanicLayer;
-use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use boomerang_api::view::Health;
 use boomerang_core::engine::Engine;
 use openapi::{NotFound, Unready};
-use problem::Problem;
+use problem::{ApiError, Problem};
 
 type Routes = OpenApiRouter<Arc<Engine>>;
 
@@ -51,8 +48,8 @@ fn routes(engine: Arc<Engine>) -> Router {
     Router::new()
         .merge(routes.public)
         .merge(authenticated)
-        .fallback(|| async { Problem::not_found("no such endpoint") })
-        .method_not_allowed_fallback(|| async { Problem::method_not_allowed() })
+        .fallback(|| async { ApiError(Problem::not_found("no such endpoint")) })
+        .method_not_allowed_fallback(|| async { ApiError(Problem::method_not_allowed()) })
         .layer(Extension(openapi::Served::new(doc)))
         .with_state(engine)
 }
@@ -94,12 +91,6 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
     )
 }
 
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct Health {
-    #[schema(example = "ok")]
-    pub status: String,
-}
-
 /// Whether the server is up (no key needed): its process answers. For a liveness check;
 /// `/readyz` says whether it can take work.
 #[utoipa::path(get, path = "/healthz", tag = "service", operation_id = "healthz",
@@ -118,17 +109,17 @@ async fn healthz() -> Json<Health> {
         (status = 200, description = "Ready", body = Health),
         (status = 503, response = Unready),
     ))]
-async fn readyz(State(engine): State<Arc<Engine>>) -> Result<Json<Health>, Problem> {
+async fn readyz(State(engine): State<Arc<Engine>>) -> Result<Json<Health>, ApiError> {
     let failing = engine.unready().await;
     if failing.is_empty() {
         return Ok(Json(Health {
             status: "ready".into(),
         }));
     }
-    Err(Problem::unavailable(format!(
+    Err(ApiError(Problem::unavailable(format!(
         "not ready: {}",
         failing.join("; ")
-    )))
+    ))))
 }
 
 /// Logged when a request reached the last line of defence; the end-to-end harness fails
@@ -144,7 +135,7 @@ fn panic_problem(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("unknown panic");
     tracing::error!(panic = message, "{PANIC_LOG}");
-    Problem::internal().into_response()
+    ApiError(Problem::internal()).into_response()
 }
 
 async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next: Next) -> Response {
@@ -155,20 +146,20 @@ async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next:
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     let Some(key) = key.filter(|k| !k.is_empty()) else {
-        return Problem::unauthorized().into_response();
+        return ApiError(Problem::unauthorized()).into_response();
     };
     match engine.authenticate(key).await {
         Ok(Some(tenant)) => {
             if let Err(over) = engine.admit_request(&tenant) {
-                return Problem::from(over).into_response();
+                return ApiError::from(over).into_response();
             }
             req.extensions_mut().insert(tenant);
             next.run(req).await
         }
-        Ok(None) => Problem::unauthorized().into_response(),
+        Ok(None) => ApiError(Problem::unauthorized()).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "tenant lookup failed");
-            Problem::unavailable("cannot check the API key right now").into_response()
+            ApiError(Problem::unavailable("cannot check the API key right now")).into_response()
         }
     }
 }
@@ -183,7 +174,7 @@ async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next:
          content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
         (status = 404, response = NotFound),
     ))]
-async fn metrics(State(engine): State<Arc<Engine>>) -> Result<Response, Problem> {
+async fn metrics(State(engine): State<Arc<Engine>>) -> Result<Response, ApiError> {
     match engine.metrics_exposition().await? {
         Some(text) => Ok((
             [(
@@ -193,7 +184,7 @@ async fn metrics(State(engine): State<Arc<Engine>>) -> Result<Response, Problem>
             text,
         )
             .into_response()),
-        None => Err(Problem::not_found("this server keeps no metrics")),
+        None => Err(Problem::not_found("this server keeps no metrics").into()),
     }
 }
 

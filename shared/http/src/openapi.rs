@@ -6,7 +6,6 @@
 //! the handlers use. Routes behind the API key are marked so here, where the key check is
 //! applied to them.
 
-use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use axum::body::Bytes;
@@ -15,10 +14,9 @@ use axum::response::IntoResponse;
 use axum::Extension;
 use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::response::{Response, ResponseBuilder};
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, OpenApi as Document, Ref, RefOr};
-use utoipa::{OpenApi, PartialSchema, ToResponse, ToSchema};
+use utoipa::{OpenApi, ToResponse};
 
 use super::problem::Problem;
 
@@ -182,53 +180,4 @@ problem_responses! {
     Unready: "A check fails (the store takes no write, the disk is nearly full, the timer \
               stalled); `detail` names each."
         => Problem::unavailable("not ready: disk: 12 MiB free in ./.boomerang, under the 64 MiB needed");
-}
-
-/// A string schema with these values.
-fn string_enum<'a>(values: impl IntoIterator<Item = &'a str>) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(values))
-        .into()
-}
-
-/// The domain's enums as the API writes them, named as the domain names them; their
-/// values come from the domain itself (through serde), so the document cannot name one the
-/// API never sends. Fields of these types say `#[schema(value_type = enums::Status)]`.
-pub mod enums {
-    use super::*;
-
-    macro_rules! enum_schemas {
-        ($($name:ident: $ty:ty => $values:expr;)*) => {$(
-            pub struct $name;
-            impl PartialSchema for $name {
-                fn schema() -> RefOr<Schema> {
-                    let names: Vec<String> = $values
-                        .into_iter()
-                        .filter_map(|v: $ty| serde_json::to_value(v).ok())
-                        .filter_map(|v| v.as_str().map(str::to_string))
-                        .collect();
-                    string_enum(names.iter().map(String::as_str))
-                }
-            }
-            impl ToSchema for $name {
-                fn name() -> Cow<'static, str> {
-                    Cow::Borrowed(stringify!($name))
-                }
-            }
-        )*};
-    }
-
-    enum_schemas! {
-        Status: boomerang_core::domain::Status => boomerang_core::domain::Status::ALL;
-        Notify: boomerang_core::domain::Notify =>
-            [boomerang_core::domain::Notify::Final, boomerang_core::domain::Notify::Every];
-        OnUnknown: boomerang_core::domain::OnUnknown =>
-            [boomerang_core::domain::OnUnknown::Cancel, boomerang_core::domain::OnUnknown::Release];
-        AttemptOutcome: boomerang_core::domain::AttemptOutcome => [
-            boomerang_core::domain::AttemptOutcome::Succeeded,
-            boomerang_core::domain::AttemptOutcome::Retrying,
-            boomerang_core::domain::AttemptOutcome::Failed,
-        ];
-    }
 }

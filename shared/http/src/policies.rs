@@ -9,16 +9,15 @@ use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
-use super::problem::Problem;
-use super::task_request::{self, PolicyRequest};
-use super::views::{FlowView, RetryView};
-use boomerang_core::domain::{Policy, PolicyName, TenantId};
+use super::problem::{ApiError, Problem};
+use boomerang_api::request::{parse_policy, PolicyRequest};
+use boomerang_api::view::{PoliciesView, PolicyView};
+use boomerang_core::domain::{PolicyName, TenantId};
 use boomerang_core::engine::{Engine, EngineError};
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
@@ -42,9 +41,9 @@ struct NamePath {
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for NamePath {
-    type Rejection = Problem;
+    type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         // A segment that is not UTF-8 is no policy name either: the handler refuses it as
         // it refuses any other (404 on a read, 422 on a write), not with axum's plain text.
         let name = match Path::<String>::from_request_parts(parts, state).await {
@@ -53,30 +52,6 @@ impl<S: Send + Sync> FromRequestParts<S> for NamePath {
         };
         Ok(NamePath { name })
     }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct PolicyView {
-    pub name: String,
-    pub retry: RetryView,
-    /// The flow the policy's tasks share, unless a task gives its own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow: Option<FlowView>,
-}
-
-impl PolicyView {
-    fn new(name: &PolicyName, policy: &Policy) -> Self {
-        Self {
-            name: name.to_string(),
-            retry: RetryView::new(&policy.retry),
-            flow: policy.flow.as_ref().map(FlowView::new),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct PoliciesView {
-    pub policies: Vec<PolicyView>,
 }
 
 fn name_of(raw: String) -> Result<PolicyName, Problem> {
@@ -111,10 +86,10 @@ async fn put_policy(
     NamePath { name }: NamePath,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<PolicyView>, Problem> {
+) -> Result<Json<PolicyView>, ApiError> {
     let name = name_of(name)?;
     let body = super::extract::read_body(&headers, body).await?;
-    let policy = task_request::parse_policy(&body)?;
+    let policy = parse_policy(&body)?;
     engine.put_policy(&tenant, &name, &policy).await?;
     Ok(Json(PolicyView::new(&name, &policy)))
 }
@@ -130,7 +105,7 @@ async fn get_policy(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
-) -> Result<Json<PolicyView>, Problem> {
+) -> Result<Json<PolicyView>, ApiError> {
     let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
     let policy = engine.policy(&tenant, &name).await.map_err(not_found)?;
     Ok(Json(PolicyView::new(&name, &policy)))
@@ -147,7 +122,7 @@ async fn delete_policy(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
-) -> Result<StatusCode, Problem> {
+) -> Result<StatusCode, ApiError> {
     let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
     engine
         .delete_policy(&tenant, &name)
@@ -162,7 +137,7 @@ async fn delete_policy(
 async fn list_policies(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-) -> Result<Json<PoliciesView>, Problem> {
+) -> Result<Json<PoliciesView>, ApiError> {
     let policies = engine.policies(&tenant).await?;
     Ok(Json(PoliciesView {
         policies: policies

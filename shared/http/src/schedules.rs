@@ -9,8 +9,8 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::Utc;
+use serde::Deserialize;
 use utoipa::openapi::{Object, RefOr, Schema};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -18,9 +18,10 @@ use utoipa_axum::routes;
 
 use super::extract::QueryParams;
 use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
-use super::problem::Problem;
-use super::task_request::{self, ScheduleFields, TaskRequest, NOT_ON_A_SCHEDULE};
-use boomerang_core::domain::{Recurrence, Schedule, ScheduleId, TenantId};
+use super::problem::{ApiError, Problem};
+use boomerang_api::request::{parse_schedule, ScheduleFields, TaskRequest, NOT_ON_A_SCHEDULE};
+use boomerang_api::view::{ScheduleListView, ScheduleView};
+use boomerang_core::domain::{ScheduleId, TenantId};
 use boomerang_core::engine::Engine;
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
@@ -41,9 +42,9 @@ struct SchedulePath {
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for SchedulePath {
-    type Rejection = Problem;
+    type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Problem> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let not_found = || Problem::not_found("no such schedule");
         let Path(raw) = Path::<String>::from_request_parts(parts, state)
             .await
@@ -51,70 +52,6 @@ impl<S: Send + Sync> FromRequestParts<S> for SchedulePath {
         let id = raw.parse().map_err(|_| not_found())?;
         Ok(SchedulePath { id })
     }
-}
-
-/// A schedule as the API shows it.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ScheduleView {
-    pub id: String,
-    /// `active` or `paused`.
-    pub state: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cron: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timezone: Option<String>,
-    /// The interval of an `every` schedule, in milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub every_ms: Option<u64>,
-    pub start_at: DateTime<Utc>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub end_at: Option<DateTime<Utc>>,
-    /// `one` or `none`.
-    pub catch_up: String,
-    /// When the next occurrence is due (none while paused or past the end).
-    pub next_at: Option<DateTime<Utc>>,
-    /// What each occurrence calls.
-    pub url: String,
-    pub method: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl ScheduleView {
-    pub fn new(s: &Schedule, now: DateTime<Utc>) -> Self {
-        let (cron, timezone, every_ms) = match &s.recurrence {
-            Recurrence::Cron { pattern, timezone } => {
-                (Some(pattern.clone()), Some(timezone.clone()), None)
-            }
-            Recurrence::Every { interval } => (None, None, Some(interval.as_millis() as u64)),
-        };
-        ScheduleView {
-            id: s.id.to_string(),
-            state: s.state.as_str().into(),
-            cron,
-            timezone,
-            every_ms,
-            start_at: s.start_at,
-            end_at: s.end_at,
-            catch_up: s.catch_up.as_str().into(),
-            next_at: s.next_at(now),
-            url: s.spec.request.url.clone(),
-            method: s.spec.request.method.clone(),
-            key: s.spec.key.as_ref().map(|k| k.to_string()),
-            created_at: s.created_at,
-            updated_at: s.updated_at,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ScheduleListView {
-    pub schedules: Vec<ScheduleView>,
-    /// Send as `cursor` for the next page; absent on the last.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -178,9 +115,9 @@ async fn create_schedule(
     Extension(tenant): Extension<TenantId>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ApiError> {
     let body = super::extract::read_body(&headers, body).await?;
-    let new = task_request::parse_schedule(&body)?;
+    let new = parse_schedule(&body)?;
     let schedule = engine.create_schedule(&tenant, new).await?;
     let location = format!("/v1/schedules/{}", schedule.id);
     let view = ScheduleView::new(&schedule, Utc::now());
@@ -204,10 +141,10 @@ async fn list_schedules(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     QueryParams(params): QueryParams<ListParams>,
-) -> Result<Json<ScheduleListView>, Problem> {
+) -> Result<Json<ScheduleListView>, ApiError> {
     let limit = params.limit.unwrap_or(50);
     if !(1..=100).contains(&limit) {
-        return Err(Problem::invalid("limit", "must be between 1 and 100"));
+        return Err(Problem::invalid("limit", "must be between 1 and 100").into());
     }
     let cursor = params
         .cursor
@@ -239,7 +176,7 @@ async fn get_schedule(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     SchedulePath { id }: SchedulePath,
-) -> Result<Json<ScheduleView>, Problem> {
+) -> Result<Json<ScheduleView>, ApiError> {
     let schedule = engine.schedule(&tenant, &id).await.map_err(not_found)?;
     Ok(Json(ScheduleView::new(&schedule, Utc::now())))
 }
@@ -255,7 +192,7 @@ async fn delete_schedule(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     SchedulePath { id }: SchedulePath,
-) -> Result<StatusCode, Problem> {
+) -> Result<StatusCode, ApiError> {
     engine
         .delete_schedule(&tenant, &id)
         .await
@@ -275,7 +212,7 @@ async fn pause_schedule(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     SchedulePath { id }: SchedulePath,
-) -> Result<Json<ScheduleView>, Problem> {
+) -> Result<Json<ScheduleView>, ApiError> {
     let schedule = engine
         .pause_schedule(&tenant, &id)
         .await
@@ -295,7 +232,7 @@ async fn resume_schedule(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     SchedulePath { id }: SchedulePath,
-) -> Result<Json<ScheduleView>, Problem> {
+) -> Result<Json<ScheduleView>, ApiError> {
     let schedule = engine
         .resume_schedule(&tenant, &id)
         .await

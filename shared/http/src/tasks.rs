@@ -14,11 +14,12 @@ use utoipa_axum::routes;
 
 use super::extract::{key_param, read_body, KeyParams, QueryParams, TaskPath};
 use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
-use super::problem::Problem;
-use super::task_request::{self, BatchRequest, TaskRequest};
-use super::views::{BatchItemView, BatchView, KeyCancelView, PageView, TaskView};
-use boomerang_core::domain::limits::{DEFAULT_PAGE, MAX_BATCH, MAX_PAGE};
-use boomerang_core::domain::{Status, TaskId, TenantId};
+use super::problem::{ApiError, Problem};
+use boomerang_api::request::{self, business_key, BatchRequest, TaskRequest};
+use boomerang_api::schema::enums;
+use boomerang_api::view::{BatchItemView, BatchView, KeyCancelView, PageView, TaskView};
+use boomerang_core::domain::limits::{DEFAULT_PAGE, MAX_PAGE};
+use boomerang_core::domain::{FieldPath, Status, TaskId, TenantId};
 use boomerang_core::engine::Engine;
 use boomerang_core::ports::ListQuery;
 
@@ -69,7 +70,7 @@ async fn create_task(
     Extension(tenant): Extension<TenantId>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Response, Problem> {
+) -> Result<Response, ApiError> {
     let body = read_body(&headers, body).await?;
     // The body is read as JSON whatever its declared type: `curl -d` says form-urlencoded.
     let header_key = match headers.get("idempotency-key") {
@@ -79,13 +80,8 @@ async fn create_task(
         ),
         None => None,
     };
-    let mut request = task_request::parse(&body)?;
-    let replace = request.take_replace(header_key)?;
-    let new = request.validate(header_key)?;
-    let registration = match replace {
-        Some(max_delay) => engine.register_replacing(&tenant, new, max_delay).await?,
-        None => engine.register(&tenant, new).await?,
-    };
+    let submission = request::parse(&body)?.submission(header_key)?;
+    let registration = engine.submit(&tenant, submission).await?;
     let view = TaskView::new(&registration.task, Some(&[]));
     let status = if registration.created {
         StatusCode::CREATED
@@ -115,32 +111,20 @@ async fn create_tasks(
     Extension(tenant): Extension<TenantId>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<BatchView>, Problem> {
+) -> Result<Json<BatchView>, ApiError> {
     let body = read_body(&headers, body).await?;
     if headers.contains_key("idempotency-key") {
         return Err(Problem::invalid(
             "idempotency_key",
             "a batch takes each task's own idempotency_key field, not the header",
-        ));
+        )
+        .into());
     }
-    let batch = task_request::parse_batch(&body)?;
-    if batch.tasks.is_empty() || batch.tasks.len() > MAX_BATCH {
-        return Err(Problem::invalid(
-            "tasks",
-            format!("must hold between 1 and {MAX_BATCH} tasks"),
-        ));
-    }
-    let mut news = Vec::with_capacity(batch.tasks.len());
-    for (i, task) in batch.tasks.into_iter().enumerate() {
-        news.push(
-            task.validate(None)
-                .map_err(|p| p.within(&format!("tasks[{i}]")))?,
-        );
-    }
+    let news = request::parse_batch(&body)?.new_tasks()?;
     let results = engine
         .register_batch(&tenant, news)
         .await
-        .map_err(|(i, e)| Problem::from(e).within(&format!("tasks[{i}]")))?;
+        .map_err(|(i, e)| Problem::of_part(e, FieldPath::root().name("tasks").index(i)))?;
     let tasks = results
         .into_iter()
         .map(|result| match result {
@@ -173,7 +157,7 @@ async fn get_task(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     TaskPath { id }: TaskPath,
-) -> Result<Json<TaskView>, Problem> {
+) -> Result<Json<TaskView>, ApiError> {
     let details = engine.get(&tenant, &id).await?;
     Ok(Json(TaskView::new(&details.task, Some(&details.attempts))))
 }
@@ -183,7 +167,7 @@ async fn get_task(
 #[into_params(parameter_in = Query)]
 struct ListParams {
     /// Only tasks in this state.
-    #[param(value_type = Option<crate::openapi::enums::Status>)]
+    #[param(value_type = Option<enums::Status>)]
     status: Option<String>,
     /// Only tasks with this business key.
     #[param(min_length = 1, max_length = 255)]
@@ -211,7 +195,7 @@ async fn list_tasks(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     QueryParams(params): QueryParams<ListParams>,
-) -> Result<Json<PageView>, Problem> {
+) -> Result<Json<PageView>, ApiError> {
     let status = params
         .status
         .map(|s| {
@@ -238,7 +222,7 @@ async fn list_tasks(
                 .map_err(|_| Problem::invalid("cursor", "is not a cursor from a previous page"))
         })
         .transpose()?;
-    let key = params.key.map(task_request::business_key).transpose()?;
+    let key = params.key.map(business_key).transpose()?;
     let query = ListQuery {
         status,
         key,
@@ -264,7 +248,7 @@ async fn cancel_task(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     TaskPath { id }: TaskPath,
-) -> Result<Json<TaskView>, Problem> {
+) -> Result<Json<TaskView>, ApiError> {
     let task = engine.cancel(&tenant, &id).await?;
     Ok(Json(TaskView::new(&task, None)))
 }
@@ -284,7 +268,7 @@ async fn cancel_by_key(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     QueryParams(params): QueryParams<KeyParams>,
-) -> Result<Json<KeyCancelView>, Problem> {
+) -> Result<Json<KeyCancelView>, ApiError> {
     let key = key_param(params, "cancel one task with DELETE /v1/tasks/{id}")?;
     let outcome = engine.cancel_by_key(&tenant, &key).await?;
     Ok(Json(KeyCancelView::new(&key, &outcome)))
@@ -302,7 +286,7 @@ async fn retry_task(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     TaskPath { id }: TaskPath,
-) -> Result<Json<TaskView>, Problem> {
+) -> Result<Json<TaskView>, ApiError> {
     let task = engine.redrive(&tenant, &id).await?;
     Ok(Json(TaskView::new(&task, None)))
 }

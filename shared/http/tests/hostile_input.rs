@@ -7,6 +7,9 @@ use std::sync::{Arc, OnceLock};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use boomerang_api::request;
+use boomerang_api::view::BatchView;
+use boomerang_api::Problem;
 use boomerang_core::clock::{FixedRandom, ManualClock};
 use boomerang_core::domain::{SigningSecret, TenantId};
 use boomerang_core::engine::{Engine, EngineSettings, Ports};
@@ -15,9 +18,6 @@ use boomerang_core::testing::MemoryDeadLetters;
 use boomerang_core::testing::MemoryStore;
 use boomerang_core::testing::MemoryTenants;
 use boomerang_core::testing::RecordingTimer;
-use boomerang_http::problem::Problem;
-use boomerang_http::task_request;
-use boomerang_http::views::BatchView;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 use chrono::{TimeZone, Utc};
 use proptest::prelude::*;
@@ -214,10 +214,12 @@ proptest! {
         let body = serde_json::to_vec(&request).unwrap();
         let tenant = TenantId::parse("acme").unwrap();
 
-        // The library path: parse, validate, register.
+        // The library path: parse into a submission, register.
         let direct = runtime.block_on(async {
-            let new = task_request::parse(&body)?.validate(None)?;
-            Ok::<_, boomerang_http::problem::Problem>(engine.register(&tenant, new).await?)
+            let submission = request::parse(&body)
+                .and_then(|r| r.submission(None))
+                .map_err(boomerang_api::Problem::from)?;
+            Ok::<_, boomerang_api::Problem>(engine.submit(&tenant, submission).await?)
         });
         if let Err(problem) = &direct {
             prop_assert!((400..500).contains(&problem.status), "{problem:?} for {request}");

@@ -5,9 +5,9 @@
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use axum::Router;
+use boomerang_api::Problem;
 use boomerang_core::domain::limits::{self as tr, *};
 use boomerang_core::testing::harness::*;
-use boomerang_http::problem::Problem;
 use serde_json::Value;
 use tower::ServiceExt;
 

@@ -124,38 +124,51 @@ where
             return Ok(ExitCode::from(2));
         }
     };
-    match command(api).await {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(Failure::Usage(why)) => {
+    let failure = match command(api).await {
+        Ok(()) => return Ok(ExitCode::SUCCESS),
+        Err(failure) => failure,
+    };
+    match failure {
+        Failure::Usage(why) => {
             eprintln!("error: {why}");
             Ok(ExitCode::from(2))
         }
-        Err(Failure::Api(ClientError::Refused { status, problem })) => {
-            eprintln!("error: {status}: {}", problem.detail);
+        Failure::Refused(problem) => {
+            eprintln!("error: {}: {}", problem.status, problem.detail);
             Ok(ExitCode::from(1))
         }
-        Err(Failure::Api(ClientError::Unexpected { status, body })) => {
-            eprintln!("error: {status}: {body}");
-            Ok(ExitCode::from(1))
-        }
-        Err(Failure::Api(ClientError::Unreachable(why))) => {
-            eprintln!("error: cannot reach {}: {why}", connection.url);
-            Ok(ExitCode::from(3))
-        }
-        Err(Failure::Api(e)) => Err(e.into()),
+        Failure::Api(e) => match *e {
+            ClientError::Refused { status, problem } => {
+                eprintln!("error: {status}: {}", problem.detail);
+                Ok(ExitCode::from(1))
+            }
+            ClientError::Unexpected { status, body } => {
+                eprintln!("error: {status}: {body}");
+                Ok(ExitCode::from(1))
+            }
+            ClientError::Unreachable(why) => {
+                eprintln!("error: cannot reach {}: {why}", connection.url);
+                Ok(ExitCode::from(3))
+            }
+            e => Err(e.into()),
+        },
     }
 }
 
 /// Why a command did not do its work.
+#[derive(Debug)]
 enum Failure {
     /// A flag's value cannot make a request (say, a header without a colon).
     Usage(String),
-    Api(ClientError),
+    /// A flag's value breaks the API's rule for its field: refused here, in the API's own
+    /// words, as the server would refuse it.
+    Refused(Box<boomerang_api::Problem>),
+    Api(Box<ClientError>),
 }
 
 impl From<ClientError> for Failure {
     fn from(e: ClientError) -> Self {
-        Self::Api(e)
+        Self::Api(Box::new(e))
     }
 }
 
@@ -163,13 +176,11 @@ async fn execute(api: &Client, command: TasksCommand, json: bool) -> Result<(), 
     let out = show::Output { json };
     match command {
         TasksCommand::Create(create) => {
-            let (task, idempotency_key) = create
-                .into_request()
-                .map_err(|e| Failure::Usage(format!("{e:#}")))?;
+            let (task, idempotency_key) = create.into_request()?;
             let created = api.create(&task, idempotency_key.as_deref()).await?;
             out.task(&created.body);
         }
-        TasksCommand::Get { id } => out.task(&api.get(&id.to_string()).await?),
+        TasksCommand::Get { id } => out.task(&api.get(&id).await?),
         TasksCommand::List(list) => list_tasks(api, &out, list).await?,
         TasksCommand::Cancel(target) => match by_id_or_key(target) {
             Target::Key(key) => {
@@ -182,9 +193,9 @@ async fn execute(api: &Client, command: TasksCommand, json: bool) -> Result<(), 
                     more: answer.more,
                 });
             }
-            Target::Id(id) => out.task(&api.cancel(&id.to_string()).await?),
+            Target::Id(id) => out.task(&api.cancel(&id).await?),
         },
-        TasksCommand::Retry { id } => out.task(&api.retry(&id.to_string()).await?),
+        TasksCommand::Retry { id } => out.task(&api.retry(&id).await?),
         TasksCommand::Release(target) => match by_id_or_key(target) {
             Target::Key(key) => {
                 let answer = api.release_by_key(&key).await?;
@@ -196,7 +207,7 @@ async fn execute(api: &Client, command: TasksCommand, json: bool) -> Result<(), 
                     more: answer.more,
                 });
             }
-            Target::Id(id) => out.task(&api.release(&id.to_string()).await?),
+            Target::Id(id) => out.task(&api.release(&id).await?),
         },
         TasksCommand::Watch { id, every } => watch(api, &out, &id, every).await?,
     }
@@ -246,11 +257,10 @@ async fn watch(
     id: &TaskId,
     every: Duration,
 ) -> Result<(), Failure> {
-    let id = id.to_string();
     let mut shown_attempts = 0;
     let mut last_status = None;
     loop {
-        let task = api.get(&id).await?;
+        let task = api.get(id).await?;
         let attempts = task.attempts.as_deref().unwrap_or_default();
         for attempt in attempts.iter().skip(shown_attempts) {
             out.attempt_progress(attempt);

@@ -1,14 +1,19 @@
-//! `boomerang tasks create`: flags into the API's own registration request. The server
-//! checks every value; this only shapes them (a bad one comes back as the API's problem,
-//! exit code 1).
+//! `boomerang tasks create`: flags into the API's own registration request. Durations,
+//! times and choices are read as the API's types read them (a bad one is refused in the
+//! API's words, exit code 1); the server checks every rule.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
-use boomerang_http::task_request::{HoldRequest, RetryField, RetryRequest, TaskRequest};
+use std::str::FromStr;
+
+use anyhow::{bail, Context};
+use boomerang_api::request::{Choice, HoldRequest, OnKey, RetryField, RetryRequest, TaskRequest};
+use boomerang_api::Problem;
 use clap::Args;
 use serde_json::Value;
+
+use super::Failure;
 
 #[derive(Args)]
 pub struct CreateArgs {
@@ -69,34 +74,62 @@ pub struct CreateArgs {
 
 impl CreateArgs {
     /// The request, and the idempotency key to send as a header.
-    pub fn into_request(self) -> Result<(TaskRequest, Option<String>)> {
-        let hold = self.hold.map(|timeout| HoldRequest {
-            timeout: Some(timeout),
-            check_url: self.check_url,
-            on_unknown: self.on_unknown,
-            max_checks: None,
-        });
+    pub fn into_request(self) -> Result<(TaskRequest, Option<String>), Failure> {
+        let usage = |e: anyhow::Error| Failure::Usage(format!("{e:#}"));
+        let hold = match self.hold {
+            Some(timeout) => Some(HoldRequest {
+                timeout: read("hold.timeout", Some(timeout))?,
+                check_url: self.check_url,
+                on_unknown: choose("hold.on_unknown", self.on_unknown)?,
+                max_checks: None,
+            }),
+            None => None,
+        };
         let task = TaskRequest {
             url: Some(self.url),
-            delay: self.delay,
-            fire_at: self.at,
+            delay: read("delay", self.delay)?,
+            fire_at: read("fire_at", self.at)?,
             method: self.method,
-            body: self.body.map(|b| body(&b)).transpose()?,
-            headers: pairs(&self.headers, ':', "--header")?,
-            metadata: pairs(&self.metadata, '=', "--metadata")?,
+            body: self.body.map(|b| body(&b)).transpose().map_err(usage)?,
+            headers: pairs(&self.headers, ':', "--header").map_err(usage)?,
+            metadata: pairs(&self.metadata, '=', "--metadata").map_err(usage)?,
             key: self.key,
-            retry: retry(self.retry, self.max_attempts, self.policy),
+            retry: retry(self.retry, self.max_attempts, self.policy)?,
             hold,
-            on_key: self.replace.then(|| "replace".to_string()),
-            max_delay: self.max_delay,
+            on_key: self.replace.then_some(OnKey::Replace),
+            max_delay: read("max_delay", self.max_delay)?,
             ..TaskRequest::default()
         };
         Ok((task, self.idempotency_key))
     }
 }
 
+/// A flag's value read as the API reads its `field`: one that does not parse is refused in
+/// the API's words, as the server would refuse it.
+pub(super) fn read<T: FromStr<Err = String>>(
+    field: &str,
+    given: Option<String>,
+) -> Result<Option<T>, Failure> {
+    given.map(|text| parse(field, &text)).transpose()
+}
+
+fn parse<T: FromStr<Err = String>>(field: &str, text: &str) -> Result<T, Failure> {
+    text.parse().map_err(|detail| refused(field, detail))
+}
+
+/// A flag naming one of the API's choices for `field` (`cancel` or `release`).
+pub(super) fn choose<C: Choice>(field: &str, given: Option<String>) -> Result<Option<C>, Failure> {
+    given
+        .map(|text| C::parse(&text).ok_or_else(|| refused(field, C::must_be())))
+        .transpose()
+}
+
+fn refused(field: &str, detail: String) -> Failure {
+    Failure::Refused(Box::new(Problem::invalid(field, detail)))
+}
+
 /// `--body`: JSON if it parses as JSON, else the text itself; `@FILE` reads a file.
-fn body(given: &str) -> Result<Value> {
+fn body(given: &str) -> anyhow::Result<Value> {
     let text = match given.strip_prefix('@') {
         Some(file) => {
             let path = PathBuf::from(file);
@@ -109,7 +142,11 @@ fn body(given: &str) -> Result<Value> {
 }
 
 /// `NAME<sep>VALUE` flags into a map (None when there are none).
-fn pairs(given: &[String], sep: char, flag: &str) -> Result<Option<BTreeMap<String, String>>> {
+fn pairs(
+    given: &[String],
+    sep: char,
+    flag: &str,
+) -> anyhow::Result<Option<BTreeMap<String, String>>> {
     if given.is_empty() {
         return Ok(None);
     }
@@ -128,18 +165,21 @@ fn retry(
     schedule: Vec<String>,
     max_attempts: Option<u32>,
     policy: Option<String>,
-) -> Option<RetryField> {
+) -> Result<Option<RetryField>, Failure> {
     if let Some(name) = policy {
-        return Some(RetryField::Named(name));
+        return Ok(Some(RetryField::Named(name)));
     }
     if schedule.is_empty() && max_attempts.is_none() {
-        return None;
+        return Ok(None);
     }
-    Some(RetryField::Inline(RetryRequest {
-        schedule: (!schedule.is_empty()).then_some(schedule),
+    let steps = (schedule.into_iter().enumerate())
+        .map(|(i, step)| parse(&format!("retry.schedule[{i}]"), &step))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(RetryField::Inline(RetryRequest {
+        schedule: (!steps.is_empty()).then_some(steps),
         max_attempts: max_attempts.map(|n| Some(i64::from(n))),
         ..RetryRequest::default()
-    }))
+    })))
 }
 
 #[cfg(test)]

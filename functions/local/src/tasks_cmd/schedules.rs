@@ -4,9 +4,10 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use boomerang_api::request::ScheduleFields;
+use boomerang_api::view::ScheduleView;
 use boomerang_client::Client;
-use boomerang_http::schedules::ScheduleView;
-use boomerang_http::task_request::ScheduleFields;
+use boomerang_core::domain::ScheduleId;
 use clap::{Args, Subcommand};
 
 use super::{request, show, with_api, Connection, Failure};
@@ -30,13 +31,13 @@ enum SchedulesCommand {
     /// The schedules, newest first.
     List,
     /// One schedule, with when its next occurrence is due.
-    Get { id: String },
+    Get { id: ScheduleId },
     /// Skip the pending occurrence and register none until resumed.
-    Pause { id: String },
+    Pause { id: ScheduleId },
     /// Go on from the next slot.
-    Resume { id: String },
+    Resume { id: ScheduleId },
     /// Delete the schedule (its pending occurrence is skipped).
-    Delete { id: String },
+    Delete { id: ScheduleId },
 }
 
 #[derive(Args)]
@@ -79,16 +80,13 @@ async fn execute(api: &Client, command: SchedulesCommand, json: bool) -> Result<
             let create = *create;
             let schedule = ScheduleFields {
                 cron: create.cron,
-                every: create.every,
+                every: request::read("every", create.every)?,
                 timezone: create.timezone,
-                start_at: create.start_at,
-                end_at: create.end_at,
-                catch_up: create.catch_up,
+                start_at: request::read("start_at", create.start_at)?,
+                end_at: request::read("end_at", create.end_at)?,
+                catch_up: request::choose("catch_up", create.catch_up)?,
             };
-            let (task, _) = create
-                .task
-                .into_request()
-                .map_err(|e| Failure::Usage(format!("{e:#}")))?;
+            let (task, _) = create.task.into_request()?;
             let created = api.create_schedule(&schedule, &task).await?;
             out.schedules(std::slice::from_ref(&created.body));
         }

@@ -1,8 +1,8 @@
 //! What the CLI prints: the API's JSON with `--json`, else readable blocks and tables.
 
-use boomerang_core::domain::Status;
-use boomerang_http::flows::{FlowStateView, FlowsView};
-use boomerang_http::views::{AttemptView, KeyedStatusView, TaskView};
+use boomerang_api::view::{AttemptView, KeyedStatusView, TaskView};
+use boomerang_api::view::{FlowStateView, FlowsView};
+use boomerang_core::domain::{Status, TaskId};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -15,7 +15,7 @@ pub struct Output {
 pub struct ByKey<'a, T: Serialize> {
     pub answer: &'a T,
     pub verb: &'static str,
-    pub done: &'a [String],
+    pub done: &'a [TaskId],
     pub left: &'a [KeyedStatusView],
     pub more: bool,
 }

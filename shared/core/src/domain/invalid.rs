@@ -1,18 +1,113 @@
 //! The domain's refusal of a value: which field, and what is wrong with it.
 
+use std::fmt;
 use std::time::Duration;
+
+/// Where a field sits in a request: names and list positions, from the outside in
+/// (`retry.schedule[2]`). Written once, by [`fmt::Display`]; an empty path is the whole
+/// value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldPath(Vec<Segment>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Segment {
+    Name(String),
+    Index(usize),
+}
+
+impl FieldPath {
+    /// The whole value.
+    pub fn root() -> Self {
+        Self::default()
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn segments(&self) -> &[Segment] {
+        &self.0
+    }
+
+    /// This path with a field's name after it.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.0.push(Segment::Name(name.into()));
+        self
+    }
+
+    /// This path with a list position after it.
+    pub fn index(mut self, i: usize) -> Self {
+        self.0.push(Segment::Index(i));
+        self
+    }
+
+    /// This path inside `parent`: `schedule[2]` inside `retry` is `retry.schedule[2]`.
+    pub fn under(self, parent: impl Into<FieldPath>) -> Self {
+        let mut path = parent.into();
+        path.0.extend(self.0);
+        path
+    }
+}
+
+/// Read from the way it is written (`retry.schedule[2]`, `[3]`), for paths the code names.
+impl From<&str> for FieldPath {
+    fn from(written: &str) -> Self {
+        let mut path = FieldPath::root();
+        for part in written.split('.').filter(|p| !p.is_empty()) {
+            let (name, mut rest) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
+            if !name.is_empty() {
+                path = path.name(name);
+            }
+            while let Some((index, after)) = rest.split_once(']') {
+                match index.parse() {
+                    Ok(i) => path = path.index(i),
+                    Err(_) => path = path.name(format!("[{index}]")),
+                }
+                rest = after.strip_prefix('[').unwrap_or(after);
+            }
+        }
+        path
+    }
+}
+
+impl From<String> for FieldPath {
+    fn from(written: String) -> Self {
+        written.as_str().into()
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, segment) in self.0.iter().enumerate() {
+            match segment {
+                Segment::Name(name) if i == 0 => f.write_str(name)?,
+                Segment::Name(name) => write!(f, ".{name}")?,
+                Segment::Index(index) => write!(f, "[{index}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Compares with a path as written (`"retry.schedule[2]"`), for tests and checks.
+impl PartialEq<&str> for FieldPath {
+    fn eq(&self, written: &&str) -> bool {
+        let rendered: String = self.to_string();
+        rendered.as_str() == *written
+    }
+}
 
 /// A value the domain refuses, naming its field (`schedule[2]`, `max_attempts`), relative
 /// to the value being built; [`Invalid::under`] places it inside a larger one.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {detail}")]
 pub struct Invalid {
-    pub field: String,
+    pub field: FieldPath,
     pub detail: String,
 }
 
 impl Invalid {
-    pub fn new(field: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub fn new(field: impl Into<FieldPath>, detail: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             detail: detail.into(),
@@ -21,15 +116,11 @@ impl Invalid {
 
     /// The same refusal of a field inside `parent`: `retry` + `schedule[2]` gives
     /// `retry.schedule[2]`.
-    pub fn under(self, parent: &str) -> Self {
-        let field = if self.field.is_empty() {
-            parent.to_string()
-        } else if self.field.starts_with('[') {
-            format!("{parent}{}", self.field)
-        } else {
-            format!("{parent}.{}", self.field)
-        };
-        Self { field, ..self }
+    pub fn under(self, parent: impl Into<FieldPath>) -> Self {
+        Self {
+            field: self.field.under(parent),
+            ..self
+        }
     }
 }
 
@@ -67,6 +158,13 @@ mod tests {
             "permanent_statuses[3]"
         );
         assert_eq!(Invalid::new("", "x").under("retry").field, "retry");
+        assert_eq!(
+            Invalid::new("[3]", "x").under("tasks").field,
+            FieldPath::root().name("tasks").index(3)
+        );
+        let nested = FieldPath::from("a[1][2].b");
+        assert_eq!(nested.to_string(), "a[1][2].b");
+        assert_eq!(nested.segments().len(), 4);
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use destination::Destination;
 pub use flow::{FlowKey, FlowSpec};
 pub use hold::{CheckAnswer, CheckBody, CheckRecord, HoldSpec, OnUnknown, CHECK_ATTEMPT};
 pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
-pub use invalid::Invalid;
+pub use invalid::{FieldPath, Invalid};
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use policy::Policy;
 pub use retry_policy::{Backoff, BackoffKind, MaxAttempts, RetryPolicy};

@@ -9,7 +9,7 @@ use super::alert::{AlertTarget, Notify};
 use super::flow::FlowSpec;
 use super::hold::HoldSpec;
 use super::ids::BusinessKey;
-use super::invalid::{within, Invalid};
+use super::invalid::{within, FieldPath, Invalid};
 use super::limits::{
     DEFAULT_TIMEOUT, MAX_EXPECT_BODY, MAX_HEADERS, MAX_METADATA_ENTRIES, MAX_METADATA_KEY,
     MAX_METADATA_VALUE, MAX_TIMEOUT, METHODS, MIN_TIMEOUT, RESERVED_KEY_PREFIX,
@@ -123,22 +123,24 @@ impl AlertTarget {
 fn check_headers(headers: &[(String, String)]) -> Result<(), Invalid> {
     if headers.len() > MAX_HEADERS {
         return Err(Invalid::new(
-            "",
+            FieldPath::root(),
             format!("at most {MAX_HEADERS} headers are allowed"),
         ));
     }
     for (name, value) in headers {
+        // A header's name is one name, whatever it holds.
+        let field = || FieldPath::root().name(name.as_str());
         if is_reserved_header(name) {
             return Err(Invalid::new(
-                name.as_str(),
+                field(),
                 "is set by Boomerang and cannot be given",
             ));
         }
         if !is_token(name) {
-            return Err(Invalid::new(name.as_str(), "is not a valid header name"));
+            return Err(Invalid::new(field(), "is not a valid header name"));
         }
         if !is_field_value(value) {
-            return Err(Invalid::new(name.as_str(), "is not a valid header value"));
+            return Err(Invalid::new(field(), "is not a valid header value"));
         }
     }
     Ok(())
@@ -179,16 +181,18 @@ fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), Invalid> {
             format!("at most {MAX_METADATA_ENTRIES} entries are allowed"),
         ));
     }
+    // A key is one name, whatever it holds (`.`, `[`, or nothing at all).
+    let field = |k: &str| FieldPath::from("metadata").name(k);
     for (k, v) in metadata {
         if k.is_empty() || k.len() > MAX_METADATA_KEY {
             return Err(Invalid::new(
-                format!("metadata.{k}"),
+                field(k),
                 format!("keys must be 1 to {MAX_METADATA_KEY} bytes"),
             ));
         }
         if v.len() > MAX_METADATA_VALUE {
             return Err(Invalid::new(
-                format!("metadata.{k}"),
+                field(k),
                 format!("values must be at most {MAX_METADATA_VALUE} bytes"),
             ));
         }

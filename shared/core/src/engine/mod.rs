@@ -40,6 +40,7 @@ pub use flow_controls::FlowState;
 pub use gate::{DeliveryLimits, WorkSlot, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE};
 pub use holds::Release;
 pub use keys::KeyOutcome;
+pub use replace::Submission;
 pub use schedules::NewSchedule;
 pub use stopping::Drained;
 pub use sweep::SweepReport;

@@ -9,12 +9,68 @@
 use std::time::Duration;
 
 use super::{Engine, EngineError, NewTask, Registration};
+use crate::domain::invalid::within;
+use crate::domain::limits::{MAX_SCHEDULE_AHEAD, MIN_STEP};
 use crate::domain::time::checked_add;
-use crate::domain::{Task, TenantId};
+use crate::domain::{Invalid, Task, TenantId};
 use crate::metrics::MetricEvent;
 use crate::ports::StoreError;
 
+/// A registration as a client asks for it: a task added, or the pending task of its key
+/// replaced.
+#[derive(Clone, Debug)]
+pub enum Submission {
+    Add(NewTask),
+    Replace {
+        task: NewTask,
+        /// The replaced task fires at most this long after the first registration it
+        /// replaced, however often it is replaced.
+        max_delay: Option<Duration>,
+    },
+}
+
+impl Submission {
+    /// `task` replacing its key's pending task: it needs a key, and takes neither an
+    /// idempotency key (a repeat replaces the task again) nor a hold.
+    pub fn replacing(task: NewTask, max_delay: Option<Duration>) -> Result<Self, Invalid> {
+        if task.spec.key.is_none() {
+            return Err(Invalid::new(
+                "key",
+                "`on_key: replace` replaces the task of a key: give `key`",
+            ));
+        }
+        if task.idempotency_key.is_some() {
+            return Err(Invalid::new(
+                "idempotency_key",
+                "not with `on_key: replace` (a repeat replaces the task again)",
+            ));
+        }
+        if task.spec.hold.is_some() {
+            return Err(Invalid::new("hold", "not with `on_key: replace`"));
+        }
+        let max_delay = max_delay
+            .map(|d| within("max_delay", d, MIN_STEP, MAX_SCHEDULE_AHEAD))
+            .transpose()?;
+        Ok(Submission::Replace { task, max_delay })
+    }
+}
+
 impl Engine {
+    /// Registers what a client submitted: [`Engine::register`] or
+    /// [`Engine::register_replacing`].
+    pub async fn submit(
+        &self,
+        tenant: &TenantId,
+        submission: Submission,
+    ) -> Result<Registration, EngineError> {
+        match submission {
+            Submission::Add(task) => self.register(tenant, task).await,
+            Submission::Replace { task, max_delay } => {
+                self.register_replacing(tenant, task, max_delay).await
+            }
+        }
+    }
+
     /// Registers `new` under its key, replacing the key's pending task if it has one
     /// (`created: false` then, and the task is the replaced one, as it now stands).
     pub async fn register_replacing(

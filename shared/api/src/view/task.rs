@@ -7,21 +7,20 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::problem::Problem;
+use crate::schema::enums;
 use boomerang_core::domain::{
-    AttemptOutcome, AttemptRecord, Backoff, BusinessKey, CheckRecord, FlowSpec, Notify, OnUnknown,
-    RetryPolicy, Status, Task,
+    AttemptOutcome, AttemptRecord, Backoff, CheckRecord, FlowSpec, Notify, OnUnknown, RetryPolicy,
+    ScheduleId, Status, Task, TaskId,
 };
-use boomerang_core::engine::KeyOutcome;
-use boomerang_core::ports::Page;
 
 /// How much of a task's body its own view shows.
 pub const BODY_PREVIEW_CHARS: usize = 200;
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TaskView {
-    pub id: String,
-    #[schema(value_type = crate::openapi::enums::Status)]
+    #[schema(value_type = String)]
+    pub id: TaskId,
+    #[schema(value_type = enums::Status)]
     pub status: Status,
     pub url: String,
     pub method: String,
@@ -37,7 +36,8 @@ pub struct TaskView {
     pub metadata: BTreeMap<String, String>,
     /// Set on a schedule's occurrence: its schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub schedule_id: Option<ScheduleId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -51,14 +51,16 @@ pub struct TaskView {
     /// Where this task's failures are reported, if it names a destination itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<AlertView>,
-    #[schema(value_type = crate::openapi::enums::Notify)]
+    #[schema(value_type = enums::Notify)]
     pub notify: Notify,
     /// On an alert: the task it reports on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alert_of: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub alert_of: Option<TaskId>,
     /// The alerts raised about this task, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub alerts: Vec<String>,
+    #[schema(value_type = Vec<String>)]
+    pub alerts: Vec<TaskId>,
     /// The task failed and its alert is not yet registered (it will be).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub alert_pending: bool,
@@ -83,7 +85,7 @@ pub struct HoldView {
     pub timeout: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_url: Option<String>,
-    #[schema(value_type = crate::openapi::enums::OnUnknown)]
+    #[schema(value_type = enums::OnUnknown)]
     pub on_unknown: OnUnknown,
     pub max_checks: u32,
 }
@@ -145,7 +147,7 @@ pub struct AttemptView {
     pub status_code: Option<u16>,
     pub error: Option<String>,
     pub response: Option<String>,
-    #[schema(value_type = crate::openapi::enums::AttemptOutcome)]
+    #[schema(value_type = enums::AttemptOutcome)]
     pub outcome: AttemptOutcome,
     /// Which worker made the attempt (host and process id, or a Lambda request id).
     pub worker: Option<String>,
@@ -165,95 +167,6 @@ pub struct CheckView {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct PageView {
-    pub tasks: Vec<TaskView>,
-    pub next_cursor: Option<String>,
-}
-
-/// What `POST /v1/tasks/batch` did: one result per task, in the order sent.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BatchView {
-    pub tasks: Vec<BatchItemView>,
-}
-
-/// One task of a batch: registered (201), repeated (200), or refused with a problem.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct BatchItemView {
-    pub status: u16,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<TaskView>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub problem: Option<Problem>,
-}
-
-/// What `DELETE /v1/tasks?key=…` did.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct KeyCancelView {
-    pub key: String,
-    /// The tasks it canceled.
-    pub canceled: Vec<String>,
-    /// The tasks with the key it could not cancel: being delivered, or finished.
-    pub not_canceled: Vec<KeyedStatusView>,
-    /// More tasks have the key than one request handles: send it again.
-    pub more: bool,
-}
-
-/// What `POST /v1/tasks/release?key=…` did.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct KeyReleaseView {
-    pub key: String,
-    pub released: Vec<String>,
-    /// The tasks with the key that were not held, with their status.
-    pub not_released: Vec<KeyedStatusView>,
-    pub more: bool,
-}
-
-/// A task with the key that an action by key left as it was.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct KeyedStatusView {
-    pub id: String,
-    #[schema(value_type = crate::openapi::enums::Status)]
-    pub status: Status,
-}
-
-fn ids(ids: &[boomerang_core::domain::TaskId]) -> Vec<String> {
-    ids.iter().map(|id| id.to_string()).collect()
-}
-
-fn keyed_statuses(outcome: &KeyOutcome) -> Vec<KeyedStatusView> {
-    outcome
-        .not_done
-        .iter()
-        .map(|(id, status)| KeyedStatusView {
-            id: id.to_string(),
-            status: *status,
-        })
-        .collect()
-}
-
-impl KeyCancelView {
-    pub fn new(key: &BusinessKey, outcome: &KeyOutcome) -> Self {
-        Self {
-            key: key.to_string(),
-            canceled: ids(&outcome.done),
-            not_canceled: keyed_statuses(outcome),
-            more: outcome.more,
-        }
-    }
-}
-
-impl KeyReleaseView {
-    pub fn new(key: &BusinessKey, outcome: &KeyOutcome) -> Self {
-        Self {
-            key: key.to_string(),
-            released: ids(&outcome.done),
-            not_released: keyed_statuses(outcome),
-            more: outcome.more,
-        }
-    }
-}
-
 fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
@@ -262,7 +175,7 @@ impl TaskView {
     pub fn new(task: &Task, attempts: Option<&[AttemptRecord]>) -> Self {
         let req = &task.spec.request;
         Self {
-            id: task.id.to_string(),
+            id: task.id,
             status: task.status,
             url: req.url.clone(),
             method: req.method.clone(),
@@ -275,11 +188,7 @@ impl TaskView {
             expect_body: task.spec.expect_body.clone(),
             retry: RetryView::new(&task.spec.retry),
             metadata: task.spec.metadata.clone(),
-            schedule_id: task
-                .spec
-                .occurrence
-                .as_ref()
-                .map(|o| o.schedule.to_string()),
+            schedule_id: task.spec.occurrence.as_ref().map(|o| o.schedule),
             key: task.spec.key.as_ref().map(|k| k.to_string()),
             idempotency_key: task.idempotency_key.clone(),
             attempt: task.attempt,
@@ -292,8 +201,8 @@ impl TaskView {
                 header_names: a.headers.iter().map(|(n, _)| n.clone()).collect(),
             }),
             notify: task.spec.notify,
-            alert_of: task.spec.alert_of.map(|id| id.to_string()),
-            alerts: task.alerts.iter().map(|id| id.to_string()).collect(),
+            alert_of: task.spec.alert_of,
+            alerts: task.alerts.clone(),
             alert_pending: task.alert_pending,
             hold: task.spec.hold.as_ref().map(|h| HoldView {
                 timeout: human(h.timeout()),
@@ -382,15 +291,6 @@ impl CheckView {
             status_code: c.status_code,
             decision: c.decision.clone(),
             error: c.error.clone(),
-        }
-    }
-}
-
-impl PageView {
-    pub fn new(page: &Page) -> Self {
-        Self {
-            tasks: page.tasks.iter().map(|t| TaskView::new(t, None)).collect(),
-            next_cursor: page.next_cursor.map(|c| c.to_string()),
         }
     }
 }

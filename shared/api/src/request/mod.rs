@@ -1,0 +1,30 @@
+//! The request bodies the API takes, typed: durations, times and choices are read with the
+//! body, so a bad one is refused at its path; each body becomes what the engine takes in
+//! one step ([`TaskRequest::submission`], [`parse_schedule`], [`parse_policy`]).
+
+mod json;
+mod refused;
+mod retry;
+mod schedule;
+mod task;
+mod text;
+
+pub use json::{from_value, parse_json};
+pub use refused::Refused;
+pub use retry::{parse_policy, PolicyRequest, RetryField, RetryRequest};
+pub use schedule::{parse_schedule, ScheduleFields, NOT_ON_A_SCHEDULE, SCHEDULE_FIELDS};
+pub use task::{business_key, AlertRequest, BatchRequest, FlowRequest, HoldRequest, TaskRequest};
+pub use text::{Choice, DurationText, OnKey, TimeText};
+
+/// `POST /v1/tasks`'s body.
+pub fn parse(body: &[u8]) -> Result<TaskRequest, Refused> {
+    parse_json(body)
+}
+
+/// `POST /v1/tasks/batch`'s body; fields are named from the top (`tasks[3].delay`).
+pub fn parse_batch(body: &[u8]) -> Result<BatchRequest, Refused> {
+    parse_json(body)
+}
+
+#[cfg(test)]
+mod tests;
