@@ -9,7 +9,6 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use chrono::Utc;
 use serde::Deserialize;
 use utoipa::openapi::{Object, RefOr, Schema};
 use utoipa::{IntoParams, ToSchema};
@@ -19,8 +18,11 @@ use utoipa_axum::routes;
 use super::extract::QueryParams;
 use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
-use boomerang_api::request::{parse_schedule, ScheduleFields, TaskRequest, NOT_ON_A_SCHEDULE};
+use boomerang_api::request::{
+    parse_schedule, PageQuery, ScheduleFields, TaskRequest, NOT_ON_A_SCHEDULE,
+};
 use boomerang_api::view::{ScheduleListView, ScheduleView};
+use boomerang_core::domain::limits::DEFAULT_SCHEDULE_PAGE;
 use boomerang_core::domain::{ScheduleId, TenantId};
 use boomerang_core::engine::Engine;
 
@@ -58,8 +60,8 @@ impl<S: Send + Sync> FromRequestParts<S> for SchedulePath {
 #[into_params(parameter_in = Query)]
 struct ListParams {
     /// At most this many (1–100, default 50).
-    #[param(minimum = 1, maximum = 100)]
-    limit: Option<u32>,
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    limit: Option<String>,
     /// A previous page's `next_cursor`.
     cursor: Option<String>,
 }
@@ -120,7 +122,7 @@ async fn create_schedule(
     let new = parse_schedule(&body)?;
     let schedule = engine.create_schedule(&tenant, new).await?;
     let location = format!("/v1/schedules/{}", schedule.id);
-    let view = ScheduleView::new(&schedule, Utc::now());
+    let view = ScheduleView::new(&schedule, engine.now());
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
@@ -142,19 +144,13 @@ async fn list_schedules(
     Extension(tenant): Extension<TenantId>,
     QueryParams(params): QueryParams<ListParams>,
 ) -> Result<Json<ScheduleListView>, ApiError> {
-    let limit = params.limit.unwrap_or(50);
-    if !(1..=100).contains(&limit) {
-        return Err(Problem::invalid("limit", "must be between 1 and 100").into());
-    }
-    let cursor = params
-        .cursor
-        .map(|c| {
-            c.parse()
-                .map_err(|_| Problem::invalid("cursor", "not a cursor from a list"))
-        })
-        .transpose()?;
+    let page = PageQuery {
+        limit: params.limit,
+        cursor: params.cursor,
+    };
+    let (limit, cursor) = (page.limit(DEFAULT_SCHEDULE_PAGE)?, page.cursor()?);
     let page = engine.schedules(&tenant, cursor, limit).await?;
-    let now = Utc::now();
+    let now = engine.now();
     Ok(Json(ScheduleListView {
         schedules: page
             .schedules
@@ -178,7 +174,7 @@ async fn get_schedule(
     SchedulePath { id }: SchedulePath,
 ) -> Result<Json<ScheduleView>, ApiError> {
     let schedule = engine.schedule(&tenant, &id).await.map_err(not_found)?;
-    Ok(Json(ScheduleView::new(&schedule, Utc::now())))
+    Ok(Json(ScheduleView::new(&schedule, engine.now())))
 }
 
 /// Delete a schedule: its pending occurrence is skipped (one under way finishes).
@@ -217,7 +213,7 @@ async fn pause_schedule(
         .pause_schedule(&tenant, &id)
         .await
         .map_err(not_found)?;
-    Ok(Json(ScheduleView::new(&schedule, Utc::now())))
+    Ok(Json(ScheduleView::new(&schedule, engine.now())))
 }
 
 /// Resume a paused schedule from its next slot (slots passed while paused do not fire).
@@ -237,7 +233,7 @@ async fn resume_schedule(
         .resume_schedule(&tenant, &id)
         .await
         .map_err(not_found)?;
-    Ok(Json(ScheduleView::new(&schedule, Utc::now())))
+    Ok(Json(ScheduleView::new(&schedule, engine.now())))
 }
 
 /// A missing schedule is named as one (the engine's "no such task" is generic).

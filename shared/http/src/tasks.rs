@@ -15,10 +15,10 @@ use utoipa_axum::routes;
 use super::extract::{key_param, read_body, KeyParams, QueryParams, TaskPath};
 use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
-use boomerang_api::request::{self, business_key, BatchRequest, TaskRequest};
+use boomerang_api::request::{self, business_key, BatchRequest, PageQuery, TaskRequest};
 use boomerang_api::schema::enums;
 use boomerang_api::view::{BatchItemView, BatchView, KeyCancelView, PageView, TaskView};
-use boomerang_core::domain::limits::{DEFAULT_PAGE, MAX_PAGE};
+use boomerang_core::domain::limits::DEFAULT_PAGE;
 use boomerang_core::domain::{FieldPath, Status, TaskId, TenantId};
 use boomerang_core::engine::Engine;
 use boomerang_core::ports::ListQuery;
@@ -205,23 +205,11 @@ async fn list_tasks(
             })
         })
         .transpose()?;
-    let limit = match params.limit {
-        None => DEFAULT_PAGE,
-        Some(l) => l
-            .parse::<u32>()
-            .ok()
-            .filter(|l| (1..=MAX_PAGE).contains(l))
-            .ok_or_else(|| {
-                Problem::invalid("limit", format!("must be between 1 and {MAX_PAGE}"))
-            })?,
+    let page = PageQuery {
+        limit: params.limit,
+        cursor: params.cursor,
     };
-    let cursor = params
-        .cursor
-        .map(|c| {
-            c.parse::<TaskId>()
-                .map_err(|_| Problem::invalid("cursor", "is not a cursor from a previous page"))
-        })
-        .transpose()?;
+    let (limit, cursor) = (page.limit(DEFAULT_PAGE)?, page.cursor::<TaskId>()?);
     let key = params.key.map(business_key).transpose()?;
     let query = ListQuery {
         status,

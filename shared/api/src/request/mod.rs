@@ -3,6 +3,7 @@
 //! one step ([`TaskRequest::submission`], [`parse_schedule`], [`parse_policy`]).
 
 mod json;
+mod page;
 mod refused;
 mod retry;
 mod schedule;
@@ -10,6 +11,7 @@ mod task;
 mod text;
 
 pub use json::{from_value, parse_json};
+pub use page::PageQuery;
 pub use refused::Refused;
 pub use retry::{parse_policy, PolicyRequest, RetryField, RetryRequest};
 pub use schedule::{parse_schedule, ScheduleFields, NOT_ON_A_SCHEDULE, SCHEDULE_FIELDS};

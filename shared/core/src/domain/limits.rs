@@ -96,5 +96,7 @@ pub const MAX_KEY_TASKS: usize = 1000;
 /// A page of a list: by default, and at most.
 pub const DEFAULT_PAGE: u32 = 20;
 pub const MAX_PAGE: u32 = 100;
+/// Schedules a page of `GET /v1/schedules` holds when the query does not say.
+pub const DEFAULT_SCHEDULE_PAGE: u32 = 50;
 /// The largest request body the API reads.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;

@@ -27,6 +27,12 @@ pub struct NewSchedule {
 }
 
 impl Engine {
+    /// The time by the engine's clock: what a schedule's next occurrence is counted from
+    /// when it is shown.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.ports.clock.now()
+    }
+
     /// Stores a schedule and registers its first occurrence. The schedule is written first,
     /// so an occurrence always finds it; if the occurrence cannot be registered, the
     /// schedule is removed again and the error returned.
