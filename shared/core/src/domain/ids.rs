@@ -9,16 +9,67 @@ use ulid::Ulid;
 
 use super::limits::{MAX_BUSINESS_KEY, MAX_POLICY_NAME, MAX_TENANT_ID};
 
-/// A task's id: a ULID, so ids sort by creation time (lists are newest first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct TaskId(Ulid);
+/// Declares an id that is a ULID: made new (`new`, `Default`), written and read as its
+/// 26 characters (`Display`, `FromStr`, serde as a string), so ids sort by creation time.
+/// Each kind of id is its own type: a schedule's id can never be passed for a task's.
+macro_rules! ulid_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(Ulid);
+
+        impl $name {
+            pub fn new() -> Self {
+                Self(Ulid::new())
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = ulid::DecodeError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Ulid::from_string(s).map(Self)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = ulid::DecodeError;
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                s.parse()
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> Self {
+                id.to_string()
+            }
+        }
+    };
+}
+
+ulid_id!(
+    /// A task's id: a ULID, so ids sort by creation time (lists are newest first).
+    TaskId
+);
+
+ulid_id!(
+    /// A schedule's id: a ULID, so lists come newest first.
+    ScheduleId
+);
 
 impl TaskId {
-    pub fn new() -> Self {
-        Self(Ulid::new())
-    }
-
     /// One of `buckets` (at least 1), chosen by the id's random low bits: an even spread,
     /// for storage keys.
     pub fn spread(&self, buckets: u32) -> u32 {
@@ -30,38 +81,6 @@ impl TaskId {
         let ms = i64::try_from(self.0.timestamp_ms()).unwrap_or(i64::MAX);
         chrono::DateTime::from_timestamp_millis(ms)
             .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
-    }
-}
-
-impl Default for TaskId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Display for TaskId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl FromStr for TaskId {
-    type Err = ulid::DecodeError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ulid::from_string(s).map(Self)
-    }
-}
-
-impl TryFrom<String> for TaskId {
-    type Error = ulid::DecodeError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<TaskId> for String {
-    fn from(id: TaskId) -> Self {
-        id.to_string()
     }
 }
 

@@ -10,64 +10,19 @@
 //! second, minute or hour field keep to elapsed time instead (every 15 minutes stays
 //! every 15 minutes across both changes).
 
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, Timelike, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
-use ulid::Ulid;
 
 use super::duration_ms;
+pub use super::ids::ScheduleId;
 use super::invalid::Invalid;
 use super::limits::{MAX_CRON_LEN, MIN_EVERY};
 use super::task::TaskSpec;
 use super::time::checked_add;
 use super::TenantId;
-
-/// A schedule's id: a ULID, so lists come newest first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct ScheduleId(Ulid);
-
-impl ScheduleId {
-    pub fn new() -> Self {
-        Self(Ulid::new())
-    }
-}
-
-impl Default for ScheduleId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Display for ScheduleId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl FromStr for ScheduleId {
-    type Err = ulid::DecodeError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ulid::from_string(s).map(Self)
-    }
-}
-
-impl TryFrom<String> for ScheduleId {
-    type Error = ulid::DecodeError;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<ScheduleId> for String {
-    fn from(id: ScheduleId) -> Self {
-        id.to_string()
-    }
-}
 
 /// When a schedule's occurrences fall.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
