@@ -47,7 +47,7 @@ pub fn from_value<T: DeserializeOwned>(
 
 /// The refusal of `field`, in serde's words.
 fn refusal(field: FieldPath, e: &serde_json::Error) -> Refused {
-    Refused::invalid(field, strip_position(&e.to_string()))
+    Refused::invalid(field, without_position(e))
 }
 
 /// serde's path as the API's: `retry.schedule[2]` (the unknown field's own name included).
@@ -62,10 +62,14 @@ fn field_path(path: &serde_path_to_error::Path) -> FieldPath {
         })
 }
 
-/// serde_json appends " at line 1 column 42"; the field name says more.
-fn strip_position(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_string(),
-        None => message.to_string(),
+/// serde_json appends " at line 1 column 42" when it read text; the field name says more.
+/// An error from a value already parsed has no position (and its message may quote the
+/// client's own text, which is kept whole).
+fn without_position(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match message.strip_suffix(&position) {
+        Some(message) if e.line() != 0 => message.to_string(),
+        _ => message,
     }
 }

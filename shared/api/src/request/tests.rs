@@ -126,6 +126,7 @@ fn each_rule_names_its_field() {
             "headers.Transfer-Encoding",
         ),
         (r#"{"url":"https://x.io","method":"TRACE"}"#, "method"),
+        (r#"{"url":"https://x.io","headers":{"":"x"}}"#, "headers"),
         (
             r#"{"url":"https://x.io","idempotency_key":"boomerang-alert:x"}"#,
             "idempotency_key",
@@ -256,6 +257,12 @@ fn a_policy_body_names_its_own_fields() {
         "{}",
         problem.detail
     );
+    // A detail quotes the client's text whole, whatever it holds.
+    let quoted = Problem::from(parse_policy(br#"{"schedule":["1 at line 2"]}"#).unwrap_err());
+    assert_eq!(
+        quoted.detail,
+        "schedule[0]: `1 at line 2` is not a duration; use a positive value like `30s`, `5m` or `1h`"
+    );
     let policy = parse_policy(br#"{"schedule":["1s","5s"]}"#).unwrap();
     assert_eq!((policy.retry.max_attempts(), policy.flow), (Some(3), None));
     let field = |body: &str| Problem::from(parse_policy(body.as_bytes()).unwrap_err()).field;
@@ -318,4 +325,59 @@ fn the_digest_is_the_one_stored_tasks_were_registered_with() {
     }
     let expected = format!("{:x}", Sha256::digest(serde_json::to_vec(&before).unwrap()));
     assert_eq!(parse(json.as_bytes()).unwrap().digest(), expected);
+    // The same digest, as the registrations stored before wrote it.
+    assert_eq!(
+        expected,
+        "5fe26fa42210cbc6a5139f5fe3181e6c9172c730ac75e75df26fc89b25ecb42b"
+    );
+}
+
+#[test]
+fn a_replacement_keeps_the_rules_of_a_replacement() {
+    use boomerang_core::engine::Submission;
+    let field = |json: &str, header: Option<&str>| {
+        let refused = parse(json.as_bytes())
+            .and_then(|r| r.submission(header))
+            .unwrap_err();
+        Problem::from(refused).field.unwrap()
+    };
+    let replace = r#""url":"https://x.io","on_key":"replace""#;
+    assert_eq!(field(&format!("{{{replace}}}"), None), "key");
+    let keyed = format!(r#"{replace},"key":"k""#);
+    assert_eq!(
+        field(&format!("{{{keyed}}}"), Some("i-1")),
+        "idempotency_key"
+    );
+    assert_eq!(
+        field(&format!(r#"{{{keyed},"idempotency_key":"i-1"}}"#), None),
+        "idempotency_key"
+    );
+    assert_eq!(
+        field(&format!(r#"{{{keyed},"hold":{{"timeout":"5m"}}}}"#), None),
+        "hold"
+    );
+    assert_eq!(
+        field(&format!(r#"{{{keyed},"max_delay":"0s"}}"#), None),
+        "max_delay"
+    );
+    assert_eq!(
+        field(&format!(r#"{{{keyed},"max_delay":"366days"}}"#), None),
+        "max_delay"
+    );
+    assert_eq!(
+        field(r#"{"url":"https://x.io","max_delay":"1m"}"#, None),
+        "max_delay"
+    );
+    let ok = parse(format!(r#"{{{keyed},"max_delay":"2m"}}"#).as_bytes())
+        .unwrap()
+        .submission(None)
+        .unwrap();
+    assert!(matches!(
+        ok,
+        Submission::Replace { max_delay: Some(d), .. } if d == Duration::from_secs(120)
+    ));
+    let plain = parse(br#"{"url":"https://x.io"}"#)
+        .unwrap()
+        .submission(None);
+    assert!(matches!(plain, Ok(Submission::Add(_))));
 }

@@ -50,23 +50,44 @@ impl FieldPath {
 }
 
 /// Read from the way it is written (`retry.schedule[2]`, `[3]`), for paths the code names.
+/// A bracket that holds no number stays part of the name (`a[x]` is one name).
 impl From<&str> for FieldPath {
     fn from(written: &str) -> Self {
         let mut path = FieldPath::root();
         for part in written.split('.').filter(|p| !p.is_empty()) {
-            let (name, mut rest) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
+            let (name, indexes) = split_indexes(part);
             if !name.is_empty() {
                 path = path.name(name);
             }
-            while let Some((index, after)) = rest.split_once(']') {
-                match index.parse() {
-                    Ok(i) => path = path.index(i),
-                    Err(_) => path = path.name(format!("[{index}]")),
-                }
-                rest = after.strip_prefix('[').unwrap_or(after);
+            for i in indexes {
+                path = path.index(i);
             }
         }
         path
+    }
+}
+
+/// `schedule[2][3]` as `schedule` and `[2, 3]`; a part whose brackets do not all hold
+/// numbers is a name as it stands.
+fn split_indexes(part: &str) -> (&str, Vec<usize>) {
+    let Some(open) = part.find('[') else {
+        return (part, Vec::new());
+    };
+    let mut indexes = Vec::new();
+    let mut rest = &part[open..];
+    while let Some(inner) = rest.strip_prefix('[') {
+        let Some((index, after)) = inner.split_once(']') else {
+            return (part, Vec::new());
+        };
+        match index.parse() {
+            Ok(i) => indexes.push(i),
+            Err(_) => return (part, Vec::new()),
+        }
+        rest = after;
+    }
+    match rest.is_empty() {
+        true => (&part[..open], indexes),
+        false => (part, Vec::new()),
     }
 }
 
@@ -165,6 +186,13 @@ mod tests {
         let nested = FieldPath::from("a[1][2].b");
         assert_eq!(nested.to_string(), "a[1][2].b");
         assert_eq!(nested.segments().len(), 4);
+        for kept in ["a[x", "a[x]", "a[1]x"] {
+            let path = FieldPath::from(kept);
+            assert_eq!(
+                (path.to_string(), path.segments().len()),
+                (kept.to_string(), 1)
+            );
+        }
     }
 
     #[test]

@@ -128,8 +128,11 @@ fn check_headers(headers: &[(String, String)]) -> Result<(), Invalid> {
         ));
     }
     for (name, value) in headers {
-        // A header's name is one name, whatever it holds.
-        let field = || FieldPath::root().name(name.as_str());
+        // A header's name is one name, whatever it holds; an empty one is the headers'.
+        let field = || match name.is_empty() {
+            true => FieldPath::root(),
+            false => FieldPath::root().name(name.as_str()),
+        };
         if is_reserved_header(name) {
             return Err(Invalid::new(
                 field(),
