@@ -94,7 +94,7 @@ pub async fn take_timer_messages(
     queue_url: &str,
     want: usize,
     within: std::time::Duration,
-) -> Vec<boomerang_aws::buckets::TimerMessage> {
+) -> Vec<boomerang_aws::messages::TimerMessage> {
     let deadline = std::time::Instant::now() + within;
     let mut got = Vec::new();
     while got.len() < want && std::time::Instant::now() < deadline {
@@ -107,7 +107,7 @@ pub async fn take_timer_messages(
             .expect("receive from the timer queue");
         for m in out.messages() {
             let body = m.body().expect("a body");
-            got.push(boomerang_aws::buckets::TimerMessage::parse(body).expect("ours"));
+            got.push(boomerang_aws::messages::TimerMessage::parse(body).expect("ours"));
             (sqs.delete_message())
                 .queue_url(queue_url)
                 .receipt_handle(m.receipt_handle().expect("a receipt handle"))

@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use boomerang_aws::buckets::BucketFire;
-use boomerang_aws::lambda::Delivery;
+use boomerang_aws::lambda::{Delivery, QueueBatch};
 use boomerang_aws::settings::SWEEP_LAG;
 use boomerang_aws::triggers::TriggerEmulator;
 use boomerang_aws::AwsSettings;
@@ -206,8 +206,10 @@ async fn one_attempt_fired_by_scheduler_and_sqs_at_once_calls_the_webhook_once()
         record.body = Some(message.to_string());
         let mut batch = SqsEvent::default();
         batch.records = vec![record];
+        let batch: QueueBatch = batch.into();
+        let scheduled = serde_json::from_value(message).unwrap();
         let (scheduled, queued) = tokio::join!(
-            delivery.scheduled(&message, None),
+            delivery.handle(scheduled, None),
             delivery.queue(&batch, None)
         );
         scheduled.unwrap();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use boomerang_aws::attr;
-use boomerang_aws::store::DUE_SHARDS;
+use boomerang_aws::keys::DUE_SHARDS;
 use boomerang_aws::DynamoStore;
 use boomerang_core::ports::{ListQuery, SweepIndex, TaskStore};
 use boomerang_core::testing::{
@@ -77,7 +77,7 @@ async fn finished_tasks_past_retention_are_invisible() {
 #[tokio::test]
 async fn attempt_items_expire_with_their_task() {
     use aws_sdk_dynamodb::types::AttributeValue;
-    use boomerang_aws::store::item::{attempt_sk, task_sk};
+    use boomerang_aws::keys::{attempt_sk, task_sk};
     use boomerang_core::domain::Verdict;
     let settings = fresh_moto_resources("expiry").await;
     let client = aws_sdk_dynamodb::Client::new(&moto());
@@ -168,7 +168,8 @@ fn order_event() -> String {
 #[test]
 fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
     use boomerang_aws::capacity::{item_size, write_units};
-    use boomerang_aws::store::item::{new_item, record_value, shard_pk};
+    use boomerang_aws::keys::task_partition;
+    use boomerang_aws::store::item::{new_item, record_value};
     let body = order_event();
     assert!(body.len() >= 1000, "{}", body.len());
     let now = chrono::Utc::now();
@@ -177,7 +178,7 @@ fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
     task.spec.request.headers = vec![("X-Api-Version".into(), "2024-06-01".into())];
     task.spec.request.body = body;
     // The longest partition key a tenant's plan allows.
-    let pk = shard_pk(&task.tenant, 255);
+    let pk = task_partition(&task.tenant, 255);
     let registered = new_item(&task, pk.clone(), RETENTION).unwrap();
     let claimed = task.claim(1, now, Duration::from_secs(40)).unwrap();
     let verdict = boomerang_core::domain::Verdict::Retry {
@@ -361,7 +362,7 @@ async fn flow_counters_honour_the_contract_on_dynalite() {
 /// the change are all found and all listed.
 #[tokio::test]
 async fn a_tenant_grown_to_more_partitions_finds_and_lists_every_task() {
-    use boomerang_aws::store::shards::{DEFAULT_TENANT_SHARDS, SHARD_CHANGE_DELAY};
+    use boomerang_aws::shards::{DEFAULT_TENANT_SHARDS, SHARD_CHANGE_DELAY};
     use boomerang_aws::DynamoTenants;
     use boomerang_core::domain::TaskId;
     let settings = fresh_moto_resources("shards").await;

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use aws_sdk_scheduler::types::{
     ActionAfterCompletion, FlexibleTimeWindow, FlexibleTimeWindowMode, Target,
 };
-use boomerang_aws::buckets::{BucketFire, BucketWork, TimerMessage};
+use boomerang_aws::buckets::BucketFire;
+use boomerang_aws::messages::{BucketWork, TimerMessage};
 use boomerang_aws::timer::{at_expression, bucket_schedule_name};
 use boomerang_aws::triggers::TriggerEmulator;
 use boomerang_aws::AwsBackend;
@@ -292,7 +293,7 @@ async fn bucket_work_that_makes_no_sense_is_acknowledged() {
         serde_json::json!({"bucket": {"minute": "+262142-12-31T23:59:00Z", "first": 0, "end": 8}}),
     ] {
         delivery
-            .message(&odd.to_string(), None)
+            .handle(serde_json::from_value(odd.clone()).unwrap(), None)
             .await
             .unwrap_or_else(|e| panic!("{odd}: {e}"));
     }
@@ -305,7 +306,7 @@ async fn bucket_work_that_makes_no_sense_is_acknowledged() {
 /// fires the whole minute: entries written since may be in the partitions added.
 #[tokio::test]
 async fn a_schedule_from_fewer_partitions_reads_every_partition_of_its_minute() {
-    use boomerang_aws::store::item::bucket_shard;
+    use boomerang_aws::keys::bucket_shard;
     let (backend, clock, now) = start("grown").await;
     let due = now + chrono::Duration::minutes(20);
     let mut tasks = Vec::new();

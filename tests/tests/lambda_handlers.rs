@@ -310,7 +310,7 @@ async fn sqs_batches_report_only_transient_failures() {
         ),
         ("m-garbage", "<xml/>".to_string()),
     ]);
-    let DeliveryEvent::Queue(batch) = DeliveryEvent::from_json(event.clone()) else {
+    let DeliveryEvent::Queue(batch) = serde_json::from_value(event.clone()).unwrap() else {
         panic!("an SQS event is recognised as one");
     };
     let response = s.backend.delivery().queue(&batch, Some("req-5f1c")).await;
@@ -340,7 +340,7 @@ async fn sqs_batches_report_only_transient_failures() {
     broken.table = "no-such-table".into();
     let down = moto_backend(&broken, Arc::new(SystemClock));
     let batch: SqsEvent = serde_json::from_value(event).unwrap();
-    let response = down.delivery().queue(&batch, None).await;
+    let response = down.delivery().queue(&batch.into(), None).await;
     let mut failed: Vec<_> = response
         .batch_item_failures
         .iter()
@@ -361,31 +361,27 @@ async fn scheduler_input_is_delivered_and_malformed_input_is_acknowledged() {
     let s = setup("sched-input").await;
     let input =
         json!({"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "attempt": 2, "tenant": "tenant-a"});
-    assert!(matches!(
-        DeliveryEvent::from_json(input.clone()),
-        DeliveryEvent::Scheduled(_)
-    ));
+    let event = |value: Value| serde_json::from_value::<DeliveryEvent>(value).unwrap();
+    assert!(matches!(event(input.clone()), DeliveryEvent::Scheduled(_)));
     s.backend
         .delivery()
-        .scheduled(&input, None)
+        .handle(event(input.clone()), None)
         .await
         .expect("unknown task: acknowledged");
-    s.backend
-        .delivery()
-        .scheduled(&json!({"unexpected": true}), None)
-        .await
-        .expect("not ours: acknowledged");
-    s.backend
-        .delivery()
-        .scheduled(&json!("just a string"), None)
-        .await
-        .expect("not ours: acknowledged");
+    for foreign in [json!({"unexpected": true}), json!("just a string")] {
+        assert!(matches!(event(foreign.clone()), DeliveryEvent::Foreign(_)));
+        s.backend
+            .delivery()
+            .handle(event(foreign), None)
+            .await
+            .expect("not ours: acknowledged");
+    }
 
     let mut broken = s.settings.clone();
     broken.table = "no-such-table".into();
     let down = moto_backend(&broken, Arc::new(SystemClock));
     assert!(
-        down.delivery().scheduled(&input, None).await.is_err(),
+        down.delivery().handle(event(input), None).await.is_err(),
         "transient: the invocation fails"
     );
 }

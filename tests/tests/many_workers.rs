@@ -177,7 +177,7 @@ async fn work(
     let (delivery, name, retried) = (&delivery, name.as_str(), &retried);
     while !stop.load(Ordering::Relaxed) {
         let polled = poll_queue(&sqs, &queue, |batch| async move {
-            let answer = delivery.queue(&batch, Some(name)).await;
+            let answer = delivery.queue(&batch.into(), Some(name)).await;
             retried.fetch_add(answer.batch_item_failures.len(), Ordering::Relaxed);
             Ok(answer)
         })
@@ -198,7 +198,7 @@ async fn killed_worker(delivery: Delivery, sqs: aws_sdk_sqs::Client, queue: Stri
             held_ref.store(batch.records.len(), Ordering::SeqCst);
             let _ = tokio::time::timeout(
                 Duration::from_millis(30),
-                delivery.queue(&batch, Some("killed")),
+                delivery.queue(&batch.into(), Some("killed")),
             )
             .await;
             Err("killed".to_string())

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_sqs::types::QueueAttributeName;
-use boomerang_aws::buckets::{BucketWork, TimerMessage};
+use boomerang_aws::messages::{BucketWork, TimerMessage};
 use boomerang_aws::timer::{at_expression, bucket_schedule_name, AwsTimer};
 use boomerang_aws::AwsSettings;
 use boomerang_core::clock::{Clock, ManualClock, SystemClock};

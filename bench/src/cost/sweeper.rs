@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use boomerang_aws::lambda::{handle_sweep, Delivery};
+use boomerang_aws::messages::{SweepPass, TimerMessage};
 use boomerang_aws::system_failures::SystemFailures;
 use boomerang_aws::AwsTimer;
 use boomerang_core::engine::Engine;
@@ -78,7 +79,10 @@ impl Sweeper {
         handle_sweep(&self.engine, self.failures.as_ref(), &self.timer).await?;
         let run = billed(started.elapsed().as_secs_f64());
         let started = Instant::now();
-        delivery.message(r#"{"sweep":"half_minute"}"#, None).await?;
+        let pass = TimerMessage::Sweep {
+            sweep: SweepPass::HalfMinute,
+        };
+        delivery.message(pass, None).await?;
         Ok(run + billed(started.elapsed().as_secs_f64()))
     }
 }

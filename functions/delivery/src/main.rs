@@ -1,7 +1,7 @@
 //! The delivery Lambda: invoked by Scheduler (a bucket's fire) and by the SQS timer queue
 //! (a batch of attempts and bucket work, answered with partial batch failures).
 
-use boomerang_aws::lambda::start;
+use boomerang_aws::lambda::{start, DeliveryEvent};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
@@ -11,7 +11,7 @@ async fn main() -> Result<(), Error> {
     let backend = start::backend().await?;
     let engine = &*backend.engine;
     let delivery = &backend.delivery();
-    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| async move {
+    lambda_runtime::run(service_fn(|event: LambdaEvent<DeliveryEvent>| async move {
         // No call starts that could not end before the invocation's deadline; those are
         // armed again at once, for another invocation. Each attempt records the
         // invocation's request id as its worker.

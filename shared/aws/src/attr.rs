@@ -1,12 +1,15 @@
 //! Every attribute name the table's items use, in one place: short, because DynamoDB bills
-//! a write by the item's size, names included. The keys and the indexes' keys are also in
-//! `infra/lib/table-layout.json`, which the CDK stack builds the table from; a test here
-//! checks that file against these constants.
+//! a write by the item's size, names included. The key attributes and the indexes' are
+//! also in `infra/lib/table-layout.json`, which the CDK stack builds the table from; a test
+//! here checks that file against these constants. The values of the keys are
+//! [`crate::keys`]'s.
 
 // The table's keys, and the indexes'.
-/// Partition key of every item: `T#<tenant>#<shard>` for tasks (see `item::task_pk`).
+/// Partition key of every item: `T#<tenant>#<shard>` for tasks (see
+/// [`crate::keys::task_partition`]).
 pub const PK: &str = "pk";
-/// Sort key of every item: the task id, or `<id>#A#<number>` for an attempt's own item.
+/// Sort key of every item: the task id, or `<id>#A#<number>` for an attempt's own item
+/// ([`crate::keys::attempt_sk`]).
 pub const SK: &str = "sk";
 /// Expiry (epoch seconds): the table's time-to-live attribute.
 pub const EXPIRES: &str = "x";
@@ -14,7 +17,8 @@ pub const EXPIRES: &str = "x";
 pub const DUE_SHARD: &str = "ds";
 /// The `due` index's sort key: when that work is due (epoch milliseconds).
 pub const DUE_AT: &str = "dm";
-/// The `by_key` index's partition: `<tenant>#<business key>`.
+/// The `by_key` index's partition: `<tenant>#<business key>`
+/// ([`crate::keys::business_key`]).
 pub const BUSINESS_KEY: &str = "bk";
 
 /// The sparse index of pending work, read by the sweep.
@@ -70,15 +74,15 @@ pub mod idempotency {
 /// A retry policy's item: the policy as JSON.
 pub const POLICY: &str = "p";
 
-/// A schedule's item (`S#<tenant>`, sort key its id): the schedule as JSON, and its
-/// version (each change is conditional on it).
+/// A schedule's item ([`crate::keys::schedule`]): the schedule as JSON, and its version
+/// (each change is conditional on it).
 pub mod schedule {
     pub const DOC: &str = "sd";
     pub const VERSION: &str = "v";
 }
 
-/// A key's newest task registered with `on_key: replace` (`K#<tenant>#<key>`, sort key
-/// `K`): the task's id, and when this item was written (ms).
+/// A key's newest task registered with `on_key: replace` ([`crate::keys::replace_key`]):
+/// the task's id, and when this item was written (ms).
 pub mod keyed {
     pub const TASK: &str = "t";
     pub const WRITTEN_AT: &str = "w";
@@ -90,10 +94,9 @@ pub mod checkpoint {
     pub const VERSION: &str = "cv";
 }
 
-/// A flow's items (partition `F#<tenant>#<key>`): one per rate window (`W#<start ms>`),
-/// one per parallelism slot (`S#<index>`) and one per waiting task (`Q#<task id>`). A
-/// tenant's flows (partition `FL#<tenant>`): one per flow used lately (`K#<key>`) and one
-/// per paused flow (`P#<key>`).
+/// A flow's items (its partition, [`crate::keys::flow_partition`]): one per rate window,
+/// one per parallelism slot and one per waiting task. A tenant's flows partition holds one
+/// item per flow used lately and one per paused flow, both keys only.
 pub mod flow {
     /// Asks to start counted in a window.
     pub const ASKED: &str = "n";
@@ -110,7 +113,7 @@ pub mod tenant {
     pub const SIGNING_SECRET: &str = "signing_secret";
     pub const ALERT: &str = "alert";
     pub const DESTINATION_LIMIT: &str = "destination_limit";
-    /// The tenant's partition plan (JSON: `store::shards::ShardPlan`).
+    /// The tenant's partition plan (JSON: [`crate::shards::ShardPlan`]).
     pub const SHARDS: &str = "shards";
     pub const TENANT: &str = "tenant";
     pub const CREATED_AT: &str = "created_at";

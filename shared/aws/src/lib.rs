@@ -1,17 +1,34 @@
 //! The AWS backend: the engine's ports on DynamoDB, EventBridge Scheduler and SQS, and the
 //! layer that drives the engine from Lambda events. The engine never sees any of these
-//! types. Modules, bottom up (each uses only those above it in this list):
+//! types.
 //!
-//! - `attr`: the table's attribute names and layout (the stack builds the table from it);
-//! - `settings`: where the resources are, from the environment;
-//! - `sdk`: the SDK configuration and helpers shared by the adapters;
-//! - the adapters, one per port: `store` (DynamoDB), `timer` (Scheduler + SQS),
-//!   `dead_letters` (SQS), `tenants` (DynamoDB);
-//! - `bootstrap`: creates the resources on an emulator; `capacity`: DynamoDB's unit
-//!   arithmetic, for the cost meter;
-//! - `backend`: the adapters wired to an engine;
-//! - `lambda`: the functions' event handling and start-up; `system_failures` and
-//!   `triggers` (the emulators' stand-in for Scheduler and the SQS event source mapping).
+//! Modules, bottom up, in layers: a module uses only modules of the layers before its own
+//! (and, within a layer, none of its neighbours unless said). A module with submodules only
+//! gathers them: its submodules use one another, never it.
+//!
+//! 1. What the table, the environment and the messages are, as data:
+//!    - `attr`: the table's attribute names and layout (the stack builds the table from
+//!      it); `capacity`: DynamoDB's unit arithmetic, for the cost meter; `settings`: where
+//!      the resources are, from the environment; `plan`: how a wait is carried (the
+//!      queue, or a minute's bucket);
+//!    - `keys`: every item's and index entry's key, from typed parts (uses `attr`);
+//!    - `messages`: what the timer queue and a bucket's schedule carry (uses `keys`).
+//! 2. `sdk`: the SDK configuration and the helpers the adapters share (`sdk::items` reads
+//!    and writes items by their `keys`); then `shards`: a tenant's partition plan, kept on
+//!    its tenant item.
+//! 3. The adapters, one per port, none using another: `store` (DynamoDB), `timer`
+//!    (Scheduler + SQS), `dead_letters` (SQS), `tenants` (DynamoDB), `flows` (DynamoDB),
+//!    `readiness` (DynamoDB).
+//! 4. What works across adapters: `buckets` (a bucket's fire: the store's entries armed
+//!    through the timer), `system_failures` (the sweeper's redrive into the timer queue).
+//! 5. `lambda`: the functions' event handling (`lambda::events`: the delivery event, read
+//!    once into types).
+//! 6. `backend`: the adapters wired to an engine, and the delivery handler on them.
+//! 7. What starts a backend: `lambda::start` (a function's start-up), `triggers` (the
+//!    emulators' stand-in for Scheduler and the SQS event source mapping), `bootstrap`
+//!    (creates the resources on an emulator).
+//!
+//! `scripts/module-cycles.py` checks that no module imports one that imports it back.
 
 pub mod attr;
 pub mod backend;
@@ -20,10 +37,14 @@ pub mod buckets;
 pub mod capacity;
 pub mod dead_letters;
 pub mod flows;
+pub mod keys;
 pub mod lambda;
+pub mod messages;
+pub mod plan;
 pub mod readiness;
 pub mod sdk;
 pub mod settings;
+pub mod shards;
 pub mod store;
 pub mod system_failures;
 pub mod tenants;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 
+use crate::keys;
 use crate::sdk::items::get_item;
 use boomerang_core::ports::{Readiness, RecentAnswer};
 
@@ -32,8 +33,8 @@ impl AwsReadiness {
 
     async fn check(&self) -> Vec<String> {
         // An item that never exists: an eventually consistent read of it costs half a unit.
-        let key = ("READY".to_string(), "PROBE".to_string());
-        let read = get_item(&self.client, &self.table, key, false);
+        let key = keys::readiness_probe();
+        let read = get_item(&self.client, &self.table, &key, false);
         match tokio::time::timeout(PROBE_READ, read).await {
             Ok(Ok(_)) => Vec::new(),
             Ok(Err(e)) => vec![format!("table: a read failed: {e}")],

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use aws_sdk_sqs::types::Message;
 
-use crate::buckets::TimerMessage;
+use crate::messages::TimerMessage;
 use crate::sdk::delete_messages;
 use crate::sdk::describe;
 use crate::timer::AwsTimer;

@@ -1,22 +1,26 @@
 //! Tenants and API keys in the task table. Keys are stored only as SHA-256 digests; each
 //! tenant has its own signing secret.
 //!
-//! Items: `K#<sha256 hex of key>`, `KEY` → tenant; `N#<tenant>`, `TENANT` → signing secret
-//! and, if set, the default alert destination (`alert`, JSON) and the tenant's own limit of
-//! calls at once to one destination (`destination_limit`).
+//! Items ([`crate::keys::api_key`], [`crate::keys::tenant`]): an API key's names its
+//! tenant; a tenant's holds its signing secret and, if set, the default alert destination
+//! (`alert`, JSON), its own limit of calls at once to one destination
+//! (`destination_limit`) and its partition plan (`shards`, which the store reads).
 //!
 //! A Lambda instance serves many requests, so what it read is kept for [`CACHE_TTL`]: a
 //! request or a delivery then costs no read for its key or secret. The price: a revoked
 //! key keeps working on warm instances for up to that long.
 
 use async_trait::async_trait;
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use sha2::{Digest, Sha256};
 
+use crate::attr;
+use crate::keys::{self, ItemKey};
+use crate::sdk::cache::Cache;
+pub use crate::sdk::cache::CACHE_TTL;
 use crate::sdk::items::{get_item, get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
-use crate::store::ShardPlan;
-use aws_sdk_dynamodb::types::AttributeValue;
+use crate::shards::ShardPlan;
 use boomerang_core::domain::{generate_api_key, AlertTarget, SigningSecret, TenantId};
 use boomerang_core::ports::{Tenants, TenantsError};
 
@@ -35,23 +39,11 @@ struct TenantRecord {
     destination_limit: Option<usize>,
 }
 
-use crate::attr;
-use crate::sdk::cache::Cache;
-pub use crate::sdk::cache::CACHE_TTL;
-
 /// A freshly minted API key (shown once) and the tenant's signing secret.
 pub struct MintedKey {
     pub api_key: String,
     pub tenant: TenantId,
     pub secret: SigningSecret,
-}
-
-fn key_pk(api_key: &str) -> String {
-    format!("K#{:x}", Sha256::digest(api_key.as_bytes()))
-}
-
-pub(crate) fn tenant_pk(tenant: &TenantId) -> String {
-    format!("N#{tenant}")
 }
 
 impl DynamoTenants {
@@ -64,8 +56,8 @@ impl DynamoTenants {
         }
     }
 
-    async fn get(&self, pk: String, sk: &str) -> Result<Option<Item>, TenantsError> {
-        get_item(&self.client, &self.table, (pk, sk.to_string()), true)
+    async fn get(&self, key: &ItemKey) -> Result<Option<Item>, TenantsError> {
+        get_item(&self.client, &self.table, key, true)
             .await
             .map_err(TenantsError)
     }
@@ -77,10 +69,9 @@ impl DynamoTenants {
             .client
             .put_item()
             .table_name(&self.table)
-            .item(attr::PK, s(tenant_pk(tenant)))
-            .item(attr::SK, s("TENANT"))
+            .set_item(Some(keys::tenant(tenant).to_item()))
             .item(attr::tenant::SIGNING_SECRET, s(fresh.expose()))
-            .condition_expression("attribute_not_exists(pk)")
+            .condition_expression(format!("attribute_not_exists({})", attr::PK))
             .send()
             .await;
         match created {
@@ -98,8 +89,7 @@ impl DynamoTenants {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item(attr::PK, s(key_pk(&api_key)))
-            .item(attr::SK, s("KEY"))
+            .set_item(Some(keys::api_key(&api_key).to_item()))
             .item(attr::tenant::TENANT, s(tenant.as_str()))
             .item(attr::tenant::CREATED_AT, n(chrono::Utc::now().timestamp()))
             .send()
@@ -141,7 +131,7 @@ impl DynamoTenants {
     }
 
     /// Spreads the tenant's tasks over `shards` partitions from
-    /// [`SHARD_CHANGE_DELAY`](crate::store::shards::SHARD_CHANGE_DELAY) after `now` on
+    /// [`SHARD_CHANGE_DELAY`](crate::shards::SHARD_CHANGE_DELAY) after `now` on
     /// (tasks already made keep theirs); returns the new plan. Written only if the plan is
     /// still the one read, so two changes at once cannot lose a step.
     pub async fn set_shards(
@@ -151,7 +141,7 @@ impl DynamoTenants {
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<ShardPlan, TenantsError> {
         let item = self
-            .get(tenant_pk(tenant), "TENANT")
+            .get(&keys::tenant(tenant))
             .await?
             .ok_or_else(|| TenantsError(format!("no tenant {tenant}").into()))?;
         let old = item.get(attr::tenant::SHARDS).cloned();
@@ -192,8 +182,7 @@ impl DynamoTenants {
         self.client
             .update_item()
             .table_name(&self.table)
-            .key(attr::PK, s(tenant_pk(tenant)))
-            .key(attr::SK, s("TENANT"))
+            .set_key(Some(keys::tenant(tenant).to_item()))
     }
 
     /// Sets attribute `name` of an existing tenant's item to `value`, or removes it.
@@ -205,7 +194,7 @@ impl DynamoTenants {
     ) -> Result<(), TenantsError> {
         let update = self
             .update_tenant(tenant)
-            .condition_expression("attribute_exists(pk)")
+            .condition_expression(format!("attribute_exists({})", attr::PK))
             .expression_attribute_names("#a", name);
         let update = match value {
             Some(value) => update
@@ -215,7 +204,7 @@ impl DynamoTenants {
         };
         match update.send().await {
             Ok(_) => {
-                self.records.forget(&tenant_pk(tenant));
+                self.records.forget(tenant.as_str());
                 Ok(())
             }
             Err(e)
@@ -230,11 +219,10 @@ impl DynamoTenants {
 
     /// The tenant's item, cached.
     async fn record(&self, tenant: &TenantId) -> Result<Option<TenantRecord>, TenantsError> {
-        let pk = tenant_pk(tenant);
-        if let Some(record) = self.records.get(&pk) {
+        if let Some(record) = self.records.get(tenant.as_str()) {
             return Ok(Some(record));
         }
-        let Some(item) = self.get(pk.clone(), "TENANT").await? else {
+        let Some(item) = self.get(&keys::tenant(tenant)).await? else {
             return Ok(None);
         };
         let raw = get_s(&item, attr::tenant::SIGNING_SECRET).map_err(|e| TenantsError(e.into()))?;
@@ -255,7 +243,7 @@ impl DynamoTenants {
             alert,
             destination_limit,
         };
-        self.records.put(pk, record.clone());
+        self.records.put(tenant.to_string(), record.clone());
         Ok(Some(record))
     }
 }
@@ -263,17 +251,17 @@ impl DynamoTenants {
 #[async_trait]
 impl Tenants for DynamoTenants {
     async fn authenticate(&self, api_key: &str) -> Result<Option<TenantId>, TenantsError> {
-        let pk = key_pk(api_key);
-        if let Some(tenant) = self.keys.get(&pk) {
+        let key = keys::api_key(api_key);
+        if let Some(tenant) = self.keys.get(&key.pk) {
             return Ok(Some(tenant));
         }
-        let item = self.get(pk.clone(), "KEY").await?;
+        let item = self.get(&key).await?;
         let tenant = item
             .as_ref()
             .and_then(|i| get_s(i, attr::tenant::TENANT).ok())
             .and_then(|t| TenantId::parse(t).ok());
         if let Some(t) = &tenant {
-            self.keys.put(pk, t.clone());
+            self.keys.put(key.pk, t.clone());
         }
         Ok(tenant)
     }

@@ -11,7 +11,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_sqs::types::Message;
 
 use crate::backend::AwsBackend;
-use crate::lambda::Delivery;
+use crate::lambda::{Delivery, DeliveryEvent};
 use crate::sdk::{delete_messages, describe};
 use crate::timer::parse_at_expression;
 use boomerang_core::clock::Clock;
@@ -118,9 +118,10 @@ impl TriggerEmulator {
             .target()
             .map(|t| t.input().unwrap_or_default())
             .unwrap_or_default();
-        let input: serde_json::Value =
-            serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
-        if let Err(e) = self.delivery.scheduled(&input, None).await {
+        // Read as the function's runtime reads the payload Scheduler sends it.
+        let event =
+            serde_json::from_str(input).unwrap_or(DeliveryEvent::Foreign(serde_json::Value::Null));
+        if let Err(e) = self.delivery.handle(event, None).await {
             tracing::warn!(schedule = name, error = %e, "fire failed; the sweeper will hand it back");
         }
         let _ = self
@@ -137,7 +138,7 @@ impl TriggerEmulator {
     /// returns how many messages were received.
     pub async fn drain_queue_once(&self) -> Result<usize, String> {
         poll_queue(&self.sqs, &self.queue_url, |batch| async move {
-            Ok(self.delivery.queue(&batch, None).await)
+            Ok(self.delivery.queue(&batch.into(), None).await)
         })
         .await
     }

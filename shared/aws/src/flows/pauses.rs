@@ -4,9 +4,9 @@
 
 use async_trait::async_trait;
 
-use super::{tenant_pk, DynamoFlowCounters};
-use crate::attr;
-use crate::sdk::items::{get_item, s};
+use super::counters::{sort_key, DynamoFlowCounters};
+use crate::keys;
+use crate::sdk::items::get_item;
 use crate::sdk::sdk_failure;
 use boomerang_core::domain::{FlowKey, TenantId};
 use boomerang_core::ports::{FlowPauses, StoreError};
@@ -19,45 +19,43 @@ impl FlowPauses for DynamoFlowCounters {
         key: &FlowKey,
         paused: bool,
     ) -> Result<(), StoreError> {
-        let (pk, sk) = (tenant_pk(tenant), format!("P#{key}"));
+        let item = keys::flow_paused(tenant, key).to_item();
         let sent = match paused {
             true => (self.client.put_item().table_name(&self.table))
-                .item(attr::PK, s(pk))
-                .item(attr::SK, s(sk))
+                .set_item(Some(item))
                 .send()
                 .await
                 .map(|_| ())
                 .map_err(sdk_failure),
             false => (self.client.delete_item().table_name(&self.table))
-                .key(attr::PK, s(pk))
-                .key(attr::SK, s(sk))
+                .set_key(Some(item))
                 .send()
                 .await
                 .map(|_| ())
                 .map_err(sdk_failure),
         };
         sent.map_err(StoreError::Unavailable)?;
-        self.paused.put(format!("{tenant}#{key}"), paused);
+        // Remembered by the flow's partition, which names it.
+        self.paused.put(keys::flow_partition(tenant, key), paused);
         Ok(())
     }
 
     async fn flow_paused(&self, tenant: &TenantId, key: &FlowKey) -> Result<bool, StoreError> {
-        let remembered = format!("{tenant}#{key}");
+        let remembered = keys::flow_partition(tenant, key);
         if let Some(paused) = self.paused.get(&remembered) {
             return Ok(paused);
         }
-        let item = (tenant_pk(tenant), format!("P#{key}"));
-        let found = get_item(&self.client, &self.table, item, true).await;
+        let item = keys::flow_paused(tenant, key);
+        let found = get_item(&self.client, &self.table, &item, true).await;
         let paused = found.map_err(StoreError::Unavailable)?.is_some();
         self.paused.put(remembered, paused);
         Ok(paused)
     }
 
     async fn paused_flows(&self, tenant: &TenantId) -> Result<Vec<FlowKey>, StoreError> {
-        let items = self.query_all(&tenant_pk(tenant), "P#").await?;
-        let keys = (items.iter())
-            .filter_map(|item| item.get(attr::SK)?.as_s().ok()?.strip_prefix("P#"))
-            .filter_map(|key| FlowKey::parse(key).ok());
-        Ok(keys.collect())
+        let partition = keys::tenant_flows_partition(tenant);
+        let items = self.query_all(&partition, keys::FLOWS_PAUSED).await?;
+        let flows = (items.iter()).filter_map(|item| keys::paused_flow(sort_key(item)?));
+        Ok(flows.collect())
     }
 }

@@ -12,11 +12,13 @@ use std::time::Instant;
 use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
 use chrono::{DateTime, Utc};
 
-use super::{flow_pk, tenant_pk, DynamoFlowCounters, KEEP};
+use super::counters::{millis, sort_key, DynamoFlowCounters, KEEP};
+use super::slots::held_past;
 use crate::attr;
+use crate::keys::{self, ItemKey};
 use crate::sdk::items::{n, s, Item};
 use crate::sdk::sdk_failure;
-use boomerang_core::domain::{AttemptRef, FlowKey, TaskId, TenantId};
+use boomerang_core::domain::{AttemptRef, FlowKey, TenantId};
 use boomerang_core::ports::{FlowFigures, StoreError};
 
 /// A tenant's flow item is written again by a process after this long.
@@ -35,8 +37,8 @@ impl DynamoFlowCounters {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item(attr::PK, s(flow_pk(tenant, key)))
-            .item(attr::SK, s(format!("Q#{}", attempt.task_id)))
+            .item(attr::PK, s(keys::flow_partition(tenant, key)))
+            .item(attr::SK, s(keys::flow_waiting(&attempt.task_id)))
             .item(attr::flow::ATTEMPT, n(attempt.attempt))
             .item(attr::flow::WAITS_UNTIL, n(until.timestamp_millis()))
             .item(attr::EXPIRES, n((until + KEEP).timestamp()))
@@ -53,7 +55,7 @@ impl DynamoFlowCounters {
         key: &FlowKey,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let seen = format!("{tenant}#{key}");
+        let seen = keys::flow_partition(tenant, key);
         let fresh = (self.seen().get(&seen)).is_some_and(|at| at.elapsed() < SEEN_AGAIN);
         if fresh {
             return Ok(());
@@ -61,8 +63,8 @@ impl DynamoFlowCounters {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item(attr::PK, s(tenant_pk(tenant)))
-            .item(attr::SK, s(format!("K#{key}")))
+            .item(attr::PK, s(keys::tenant_flows_partition(tenant)))
+            .item(attr::SK, s(keys::flow_seen(key)))
             .item(attr::EXPIRES, n((now + KEEP).timestamp()))
             .send()
             .await
@@ -77,8 +79,8 @@ impl DynamoFlowCounters {
         key: &FlowKey,
         now: DateTime<Utc>,
     ) -> Result<Vec<AttemptRef>, StoreError> {
-        let pk = flow_pk(tenant, key);
-        let items = self.query_all(&pk, "Q#").await?;
+        let pk = keys::flow_partition(tenant, key);
+        let items = self.query_all(&pk, keys::FLOW_WAITING).await?;
         let woken = (items.iter())
             .filter(|item| waits_past(item, now))
             .filter_map(|item| attempt_of(item, tenant))
@@ -92,15 +94,8 @@ impl DynamoFlowCounters {
     async fn delete_all(&self, items: &[Item]) -> Result<(), StoreError> {
         let mut requests: Vec<WriteRequest> = (items.iter())
             .filter_map(|item| {
-                let key = [attr::PK, attr::SK].map(|k| (k.to_string(), item.get(k).cloned()));
-                let [(pk, Some(pkv)), (sk, Some(skv))] = key else {
-                    return None;
-                };
-                let delete = DeleteRequest::builder()
-                    .key(pk, pkv)
-                    .key(sk, skv)
-                    .build()
-                    .ok()?;
+                let key = ItemKey::of(item)?.to_item();
+                let delete = DeleteRequest::builder().set_key(Some(key)).build().ok()?;
                 Some(WriteRequest::builder().delete_request(delete).build())
             })
             .collect();
@@ -129,12 +124,9 @@ impl DynamoFlowCounters {
         now: DateTime<Utc>,
     ) -> Result<Vec<FlowFigures>, StoreError> {
         let mut figures = Vec::new();
-        for item in self.query_all(&tenant_pk(tenant), "K#").await? {
-            let Some(key) = (item.get(attr::SK))
-                .and_then(|v| v.as_s().ok())
-                .and_then(|sk| sk.strip_prefix("K#"))
-                .and_then(|key| FlowKey::parse(key).ok())
-            else {
+        let partition = keys::tenant_flows_partition(tenant);
+        for item in self.query_all(&partition, keys::FLOWS_SEEN).await? {
+            let Some(key) = sort_key(&item).and_then(keys::seen_flow) else {
                 continue;
             };
             let flow = self.flow_figures_of(tenant, key, now).await?;
@@ -153,10 +145,10 @@ impl DynamoFlowCounters {
         key: FlowKey,
         now: DateTime<Utc>,
     ) -> Result<FlowFigures, StoreError> {
-        let pk = flow_pk(tenant, &key);
-        let waiting = self.query_all(&pk, "Q#").await?;
+        let pk = keys::flow_partition(tenant, &key);
+        let waiting = self.query_all(&pk, keys::FLOW_WAITING).await?;
         let waiting = waiting.iter().filter(|i| waits_past(i, now)).count();
-        let slots = self.query_all(&pk, "S#").await?;
+        let slots = self.query_all(&pk, keys::FLOW_SLOTS).await?;
         let in_flight = slots.iter().filter(|i| held_past(i, now)).count();
         Ok(FlowFigures {
             key,
@@ -166,24 +158,12 @@ impl DynamoFlowCounters {
     }
 }
 
-fn millis(item: &Item, name: &str) -> i64 {
-    (item.get(name))
-        .and_then(|v| v.as_n().ok())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 fn waits_past(item: &Item, now: DateTime<Utc>) -> bool {
     millis(item, attr::flow::WAITS_UNTIL) > now.timestamp_millis()
 }
 
-pub(super) fn held_past(item: &Item, now: DateTime<Utc>) -> bool {
-    millis(item, attr::flow::HELD_UNTIL) > now.timestamp_millis()
-}
-
 fn attempt_of(item: &Item, tenant: &TenantId) -> Option<AttemptRef> {
-    let sk = item.get(attr::SK)?.as_s().ok()?;
-    let task_id: TaskId = sk.strip_prefix("Q#")?.parse().ok()?;
+    let task_id = keys::waiting_task(sort_key(item)?)?;
     let attempt = u32::try_from(millis(item, attr::flow::ATTEMPT)).ok()?;
     Some(AttemptRef {
         task_id,

@@ -1,24 +1,28 @@
-//! The Lambda event dispatch: the delivery handler (one event shape from Scheduler,
-//! another from the SQS timer queue, carrying an attempt for `Engine::deliver` or a bucket
-//! for its fire; the local trigger emulation uses it too) and the sweeper's handler; `start` builds what every function
+//! The Lambda event dispatch: the delivery handler (an SQS batch from the timer queue, or
+//! a Scheduler input, read once into a [`DeliveryEvent`]; each timer message carries an
+//! attempt for `Engine::deliver`, a bucket for its fire, or a sweep pass; the local trigger
+//! emulation uses it too) and the sweeper's handler; `start` builds what every function
 //! runs on from its environment.
 
+mod events;
 pub mod start;
 
 use std::sync::Arc;
 
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse};
 use futures_util::future::{join, join_all};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::buckets::{BucketError, BucketFire, SweepPass, TimerMessage};
+use crate::buckets::{BucketError, BucketFire};
+use crate::messages::{SweepPass, TimerMessage};
 use crate::settings::SWEEP_LAG;
 use crate::system_failures::SystemFailures;
 use crate::timer::AwsTimer;
 use boomerang_core::engine::{Engine, EngineError};
 use boomerang_core::metrics::MetricEvent;
 use boomerang_core::ports::StoreError;
+pub use events::{DeliveryEvent, QueueBatch, QueueRecord, RecordBody};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {
@@ -40,32 +44,36 @@ pub struct Delivery {
 }
 
 impl Delivery {
-    /// The delivery Lambda's handler: a Scheduler input or an SQS batch, answered with the
-    /// batch's partial failures (or nothing, for Scheduler). Attempts record `worker` (the
+    /// The delivery Lambda's handler: an SQS batch, answered with its partial failures, or
+    /// a Scheduler input (answered with nothing). Attempts record `worker` (the
     /// invocation's request id) as their worker; `None`: this process.
-    pub async fn handle(&self, event: Value, worker: Option<&str>) -> Result<Value, HandlerError> {
-        match DeliveryEvent::from_json(event) {
+    pub async fn handle(
+        &self,
+        event: DeliveryEvent,
+        worker: Option<&str>,
+    ) -> Result<Value, HandlerError> {
+        match event {
             DeliveryEvent::Queue(batch) => {
                 let response = self.queue(&batch, worker).await;
                 Ok(serde_json::to_value(response)?)
             }
-            DeliveryEvent::Scheduled(input) => {
-                self.scheduled(&input, worker).await?;
+            // An error fails the invocation: with Lambda's async retries off, the event goes
+            // to the on-failure destination, and the sweeper hands it back.
+            DeliveryEvent::Scheduled(message) => {
+                self.message(message, worker).await?;
+                Ok(Value::Null)
+            }
+            DeliveryEvent::Foreign(value) => {
+                let text = value.to_string();
+                tracing::warn!(event = %truncate(&text), "ignoring an event that is not ours");
                 Ok(Value::Null)
             }
         }
     }
 
-    /// Handles a Scheduler invocation: a bucket's fire (or, from before buckets, one
-    /// attempt's). An error fails the invocation: with Lambda's async retries off, the
-    /// event goes to the on-failure destination, and the sweeper hands it back.
-    pub async fn scheduled(&self, input: &Value, worker: Option<&str>) -> Result<(), HandlerError> {
-        self.message(&input.to_string(), worker).await
-    }
-
     /// Handles an SQS batch; the answer lists only the records that failed for a transient
     /// reason, so SQS redelivers just those.
-    pub async fn queue(&self, batch: &SqsEvent, worker: Option<&str>) -> SqsBatchResponse {
+    pub async fn queue(&self, batch: &QueueBatch, worker: Option<&str>) -> SqsBatchResponse {
         // A batch holds at most 10 records: handle them concurrently.
         let results = join_all(batch.records.iter().map(|r| self.record(r, worker))).await;
         let mut response = SqsBatchResponse::default();
@@ -77,24 +85,34 @@ impl Delivery {
         response
     }
 
-    /// The message id if the record should be retried.
-    async fn record(&self, record: &SqsMessage, worker: Option<&str>) -> Option<String> {
-        let id = record.message_id.clone().unwrap_or_default();
-        let body = record.body.as_deref().unwrap_or_default();
-        match self.message(body, worker).await {
+    /// The message id if the record should be retried. A body that is not ours is logged
+    /// and acknowledged (retrying it could never help).
+    async fn record(&self, record: &QueueRecord, worker: Option<&str>) -> Option<String> {
+        let id = &record.message_id;
+        let message = match &record.body {
+            RecordBody::Timer(message) => message.clone(),
+            RecordBody::Foreign(body) => {
+                tracing::warn!(message = %id, body = %truncate(body), "ignoring a timer message that is not ours");
+                return None;
+            }
+        };
+        match self.message(message, worker).await {
             Ok(()) => None,
             Err(e) => {
                 tracing::error!(message = %id, error = %e, "timer message failed; SQS will redeliver");
-                Some(id)
+                Some(id.clone())
             }
         }
     }
 
-    /// Handles one timer message. A message that is not ours is logged and dropped
-    /// (retrying it could never help); only transient failures are errors.
-    pub async fn message(&self, body: &str, worker: Option<&str>) -> Result<(), HandlerError> {
-        match TimerMessage::parse(body) {
-            Some(TimerMessage::Attempt(attempt)) => {
+    /// Handles one timer message; only transient failures are errors.
+    pub async fn message(
+        &self,
+        message: TimerMessage,
+        worker: Option<&str>,
+    ) -> Result<(), HandlerError> {
+        match message {
+            TimerMessage::Attempt(attempt) => {
                 let (task, number) = (attempt.task_id, attempt.attempt);
                 let outcome = match worker {
                     Some(worker) => self.engine.deliver_as(attempt, worker).await?,
@@ -104,11 +122,12 @@ impl Delivery {
             }
             // Boxed, as the sweep below: inline, the delivery function's future nests too
             // deep for the compiler to lay out (it stops at its query depth limit).
-            Some(TimerMessage::Bucket { bucket }) => {
+            TimerMessage::Bucket { bucket } => {
+                let minute = bucket.minute;
                 match Box::pin(self.buckets.run(bucket)).await {
                     // A cursor no page ever wrote: retrying could never help.
                     Err(BucketError::Store(StoreError::Corrupt(e))) => {
-                        tracing::warn!(error = %e, body = %truncate(body), "dropping bucket work with a broken cursor");
+                        tracing::warn!(error = %e, %minute, "dropping bucket work with a broken cursor");
                     }
                     outcome => {
                         outcome?;
@@ -117,11 +136,8 @@ impl Delivery {
             }
             // The pass hands nothing back from the system-failures queue: the minute's run
             // does, and only the sweeper may read it.
-            Some(TimerMessage::Sweep { .. }) => {
+            TimerMessage::Sweep { .. } => {
                 Box::pin(sweep(&self.engine, None, -SWEEP_LAG)).await?;
-            }
-            None => {
-                tracing::warn!(body = %truncate(body), "ignoring a timer message that is not ours");
             }
         }
         Ok(())
@@ -202,26 +218,6 @@ pub async fn sweep(
         dead_letters_resent: report.dead_letters_resent,
         timers_redriven: redriven,
     })
-}
-
-/// What a delivery invocation carries.
-pub enum DeliveryEvent {
-    /// Scheduler's input: the timer message itself.
-    Scheduled(Value),
-    /// A batch from the SQS timer queue.
-    Queue(SqsEvent),
-}
-
-impl DeliveryEvent {
-    /// Tells the two shapes apart: an SQS event has `Records`.
-    pub fn from_json(event: Value) -> Self {
-        if event.get("Records").is_some() {
-            if let Ok(batch) = serde_json::from_value::<SqsEvent>(event.clone()) {
-                return DeliveryEvent::Queue(batch);
-            }
-        }
-        DeliveryEvent::Scheduled(event)
-    }
 }
 
 fn truncate(s: &str) -> &str {

@@ -1,4 +1,5 @@
-//! DynamoDB item helpers shared by the task store and the tenant directory.
+//! DynamoDB item helpers shared by the adapters on the table (the task store, the tenant
+//! directory, the flow counters, the readiness check).
 
 use std::collections::HashMap;
 
@@ -6,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 
 use super::sdk_failure;
-use crate::attr;
+use crate::keys::ItemKey;
 use boomerang_core::ports::{Cause, StoreError};
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
@@ -16,14 +17,13 @@ pub(crate) type Item = HashMap<String, AttributeValue>;
 pub(crate) async fn get_item(
     client: &Client,
     table: &str,
-    (pk, sk): (String, String),
+    key: &ItemKey,
     consistent: bool,
 ) -> Result<Option<Item>, Cause> {
     let out = client
         .get_item()
         .table_name(table)
-        .key(attr::PK, s(pk))
-        .key(attr::SK, s(sk))
+        .set_key(Some(key.to_item()))
         .consistent_read(consistent)
         .send()
         .await
@@ -55,4 +55,19 @@ pub(crate) fn get_n(item: &Item, key: &'static str) -> Result<i64, StoreError> {
 
 pub(crate) fn corrupt(field: &str) -> StoreError {
     StoreError::Corrupt(format!("item attribute `{field}` missing or malformed").into())
+}
+
+/// A refused condition as [`StoreError::Conflict`]; any other failure as unavailable.
+pub(crate) fn conflict_or_unavailable<E>(e: aws_sdk_dynamodb::error::SdkError<E>) -> StoreError
+where
+    E: std::error::Error + Send + Sync + 'static + aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    if e.as_service_error()
+        .and_then(|se| se.code())
+        .is_some_and(|c| c == "ConditionalCheckFailedException")
+    {
+        StoreError::Conflict
+    } else {
+        StoreError::Unavailable(sdk_failure(e))
+    }
 }

@@ -1,6 +1,6 @@
 //! A bucket's reads of the `due` index: one minute of one bucket partition, a page at a
 //! time. An entry's keys name the task, and its sort key the attempt and its due time
-//! ([`bucket_sort_key`]), so a page costs one query and no read of the tasks. An entry
+//! ([`keys::bucket_sort_key`]), so a page costs one query and no read of the tasks. An entry
 //! stays where its task's write put it when the task moves on (removing it would cost an
 //! index write): a canceled or finished task's attempt is armed anyway, and its fire finds
 //! nothing to do.
@@ -8,9 +8,10 @@
 use chrono::{DateTime, Utc};
 
 use super::due_entry::DueEntry;
-use super::item::{bucket_entry, bucket_partition, bucket_sort_key_from, key_of, task_from};
-use super::{DynamoStore, DUE_INDEX};
-use crate::attr;
+use super::item::{key_of, task_from};
+use super::table::DynamoStore;
+use crate::attr::{self, DUE_INDEX};
+use crate::keys::{self, bucket_entry, bucket_sort_key_from};
 use crate::sdk::items::{n, s};
 use crate::sdk::sdk_failure;
 use boomerang_core::domain::time::checked_add;
@@ -38,7 +39,7 @@ impl DynamoStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<BucketPage, StoreError> {
-        let partition = bucket_partition(shard);
+        let partition = keys::bucket_partition(shard);
         let start = after
             .map(|a| serde_json::from_str::<DueEntry>(a).map_err(|e| StoreError::Corrupt(e.into())))
             .transpose()?

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::attr;
+use crate::keys::ItemKey;
 use crate::sdk::items::{get_n, get_s, n, s, Item};
 use boomerang_core::ports::StoreError;
 
@@ -32,10 +33,10 @@ impl DueEntry {
     }
 
     /// The key of the task item the entry names.
-    pub fn task_key(&self) -> Item {
-        Item::from([
-            (attr::PK.to_string(), s(&self.1)),
-            (attr::SK.to_string(), s(&self.2)),
-        ])
+    pub fn task_key(&self) -> ItemKey {
+        ItemKey {
+            pk: self.1.clone(),
+            sk: self.2.clone(),
+        }
     }
 }

@@ -10,11 +10,11 @@
 //! - `ds`/`dm` key the sparse `due` index: in a sweep partition (`0`…`7`) while the task
 //!   has pending work that no durable timer holds ([`Task::timer_armed`]); in a bucket
 //!   partition (`b0`…`b15`) while its next attempt is due far enough ahead that the timer
-//!   leaves it to its minute's bucket ([`crate::timer::held_by_bucket`]); there `dm` holds
-//!   the attempt number too ([`bucket_sort_key`]).
-//! - The keys name the tenant and the task ([`task_pk`], [`task_sk`]): a tenant's tasks are
-//!   listed from the table itself, without an index (whose entry would cost a write unit
-//!   per task).
+//!   leaves it to its minute's bucket ([`held_by_bucket`]); there `dm` holds the attempt
+//!   number too ([`keys::bucket_sort_key`]).
+//! - The keys name the tenant and the task ([`keys::task_partition`], [`keys::task_sk`]): a
+//!   tenant's tasks are listed from the table itself, without an index (whose entry would
+//!   cost a write unit per task).
 //! - `bk` (tenant and business key) keys the sparse `by_key` index, for tasks that have a
 //!   key only; it never changes, so the entry is written once.
 
@@ -25,100 +25,23 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 
 use crate::attr::{self, record};
+use crate::keys;
+use crate::plan::held_by_bucket;
 use crate::sdk::items::{corrupt, get_n, get_s, n, s, Item};
-use crate::timer::held_by_bucket;
 use boomerang_core::domain::time::checked_add;
 use boomerang_core::domain::{
-    AttemptOutcome, AttemptRecord, BusinessKey, PendingWork, Status, Task, TaskId, TaskSpec,
-    TenantId,
+    AttemptOutcome, AttemptRecord, PendingWork, Status, Task, TaskId, TaskSpec, TenantId,
 };
 use boomerang_core::ports::StoreError;
 
 /// Attempt records kept inside the task item; later attempts get items of their own, so
 /// the item (and so every write of it) stays bounded.
 pub const EMBEDDED_ATTEMPTS: u32 = 10;
-/// Sweep partitions of the `due` index: spreads sweeper reads and hot due-times.
-pub const DUE_SHARDS: u32 = 8;
-/// Bucket partitions of the `due` index: an index partition takes 1,000 writes a second,
-/// so sixteen take about 16,000 far-future registrations a second (all tenants together).
-/// The count may grow (a minute's fire reads every partition there is), never shrink.
-pub const BUCKET_SHARDS: u32 = 16;
-/// A partition of a tenant's tasks: `T#<tenant>#<shard, hex>` (which shard: the tenant's
-/// plan, [`super::shards`]).
-pub fn shard_pk(tenant: &TenantId, shard: u32) -> String {
-    format!("T#{tenant}#{shard:x}")
-}
-
-/// The task item's sort key: its id (so a partition lists newest first, backwards).
-pub fn task_sk(id: &TaskId) -> String {
-    id.to_string()
-}
-
-/// The `by_key` index's partition of a tenant's business key: `<tenant>#<key>`.
-pub fn key_partition(tenant: &TenantId, key: &BusinessKey) -> String {
-    format!("{tenant}#{key}")
-}
-
-/// An attempt record's own item sorts right after its task: `<id>#A#<number>`.
-pub fn attempt_sk(id: &TaskId, number: u32) -> String {
-    format!("{id}#A#{number:010}")
-}
-
-fn due_shard(id: &TaskId) -> String {
-    id.spread(DUE_SHARDS).to_string()
-}
-
-/// The bucket partition of the `due` index that holds a task's far-future attempts.
-pub fn bucket_shard(id: &TaskId) -> u32 {
-    id.spread(BUCKET_SHARDS)
-}
-
-/// A bucket partition's name: `b<shard>` (the sweep's are bare numbers, so it never reads
-/// these).
-pub fn bucket_partition(shard: u32) -> String {
-    format!("b{shard}")
-}
-
-/// Attempt numbers a bucket entry's sort key has room for; the last means "read the task".
-const ATTEMPT_SLOTS: i64 = 1 << 20;
-
-/// A bucket entry's sort key: the due time (ms) and the attempt number in one number, so
-/// that a bucket's fire learns both from the keys-only entry and need not read the task.
-/// An attempt number too large for its slot (a task redriven a thousand times) is stored
-/// as "read the task".
-pub fn bucket_sort_key(due: DateTime<Utc>, attempt: u32) -> i64 {
-    let slot = i64::from(attempt).min(ATTEMPT_SLOTS - 1);
-    bucket_sort_key_from(due).saturating_add(slot)
-}
-
-/// The first sort key of a bucket entry due at or after `t`.
-pub fn bucket_sort_key_from(t: DateTime<Utc>) -> i64 {
-    t.timestamp_millis().saturating_mul(ATTEMPT_SLOTS)
-}
-
-/// The due time (ms) and attempt number a bucket entry's sort key holds; `None` for the
-/// attempt when the task must be read for it.
-pub fn bucket_entry(sort_key: i64) -> (i64, Option<u32>) {
-    let (due, slot) = (
-        sort_key.div_euclid(ATTEMPT_SLOTS),
-        sort_key.rem_euclid(ATTEMPT_SLOTS),
-    );
-    let attempt = (slot < ATTEMPT_SLOTS - 1).then_some(slot as u32);
-    (due, attempt)
-}
 
 /// The tenant and the task an item's keys name.
 pub fn key_of(item: &Item) -> Result<(TenantId, TaskId), StoreError> {
-    let tenant = get_s(item, attr::PK)?
-        .strip_prefix("T#")
-        .and_then(|rest| rest.rsplit_once('#'))
-        .and_then(|(tenant, _)| TenantId::parse(tenant).ok())
-        .ok_or_else(|| corrupt(attr::PK))?;
-    let id = get_s(item, attr::SK)?
-        .split('#')
-        .next()
-        .and_then(|id| id.parse().ok())
-        .ok_or_else(|| corrupt(attr::SK))?;
+    let tenant = keys::partition_tenant(get_s(item, attr::PK)?).ok_or_else(|| corrupt(attr::PK))?;
+    let id = keys::sk_task(get_s(item, attr::SK)?).ok_or_else(|| corrupt(attr::SK))?;
     Ok((tenant, id))
 }
 
@@ -147,13 +70,11 @@ pub fn new_item(
     pk: String,
     retention: std::time::Duration,
 ) -> Result<Item, StoreError> {
-    let mut item = Item::new();
-    item.insert(attr::PK.into(), s(pk));
-    item.insert(attr::SK.into(), s(task_sk(&task.id)));
+    let mut item = keys::task(pk, &task.id).to_item();
     if let Some(key) = &task.spec.key {
         item.insert(
             attr::BUSINESS_KEY.into(),
-            s(key_partition(&task.tenant, key)),
+            s(keys::business_key(&task.tenant, key)),
         );
     }
     item.insert(attr::CREATED_AT.into(), ms(task.created_at));
@@ -228,14 +149,15 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
     // it once, a bucket's fire skips it (removing it would cost an index write).
     match task.pending_work() {
         Some(work) if !task.timer_armed => {
-            set.push((attr::DUE_SHARD, s(due_shard(&task.id))));
+            set.push((attr::DUE_SHARD, s(keys::sweep_shard(&task.id))));
             set.push((attr::DUE_AT, ms(work.due_at)));
         }
         Some(work) if work.kind.is_timed() && held_by_bucket(work.due_at, task.updated_at) => {
-            set.push((attr::DUE_SHARD, s(bucket_partition(bucket_shard(&task.id)))));
+            let partition = keys::bucket_partition(keys::bucket_shard(&task.id));
+            set.push((attr::DUE_SHARD, s(partition)));
             set.push((
                 attr::DUE_AT,
-                n(bucket_sort_key(work.due_at, work.attempt.attempt)),
+                n(keys::bucket_sort_key(work.due_at, work.attempt.attempt)),
             ));
         }
         _ => {}
@@ -401,31 +323,4 @@ fn decompress<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreEr
         .read_to_end(&mut json)
         .map_err(|e| StoreError::Corrupt(e.into()))?;
     serde_json::from_slice(&json).map_err(|e| StoreError::Corrupt(e.into()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::TimeZone;
-
-    #[test]
-    fn a_bucket_sort_key_holds_the_due_time_and_the_attempt_in_order() {
-        let due = Utc.with_ymd_and_hms(2031, 12, 31, 23, 59, 59).unwrap()
-            + chrono::Duration::milliseconds(999);
-        for attempt in [0, 1, 7, 999, 1000, (1 << 20) - 2] {
-            let key = bucket_sort_key(due, attempt);
-            assert_eq!(bucket_entry(key), (due.timestamp_millis(), Some(attempt)));
-            assert!(key >= bucket_sort_key_from(due));
-            assert!(key < bucket_sort_key_from(due + chrono::Duration::milliseconds(1)));
-        }
-        for too_many in [(1 << 20) - 1, 1 << 20, u32::MAX] {
-            assert_eq!(
-                bucket_entry(bucket_sort_key(due, too_many)),
-                (due.timestamp_millis(), None),
-                "read the task"
-            );
-        }
-        let earlier = due - chrono::Duration::milliseconds(1);
-        assert!(bucket_sort_key(earlier, u32::MAX) < bucket_sort_key(due, 0));
-    }
 }

@@ -6,22 +6,13 @@ use aws_sdk_dynamodb::types::ReturnValue;
 use chrono::Utc;
 
 use super::item::new_item;
-use super::{conflict_or_unavailable, DynamoStore};
+use super::table::DynamoStore;
 use crate::attr;
-use crate::sdk::items::{get_n, get_s, n, s, Item};
+use crate::keys;
+use crate::sdk::items::{conflict_or_unavailable, get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
 use boomerang_core::domain::{BusinessKey, Schedule, ScheduleId, Task, TaskId, TenantId};
 use boomerang_core::ports::{KeyedTasks, SchedulePage, ScheduleStore, StoreError};
-
-fn schedule_pk(tenant: &TenantId) -> String {
-    format!("S#{tenant}")
-}
-
-fn keyed_pk(tenant: &TenantId, key: &BusinessKey) -> String {
-    format!("K#{tenant}#{key}")
-}
-
-const KEYED_SK: &str = "K";
 
 /// A key's item whose task is still missing this long after it was written names a task
 /// that will never be written (its registration failed between the two writes).
@@ -33,12 +24,10 @@ fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
 
 fn schedule_item(schedule: &Schedule) -> Result<Item, StoreError> {
     let doc = serde_json::to_string(schedule).map_err(corrupt)?;
-    Ok(Item::from([
-        (attr::PK.to_string(), s(schedule_pk(&schedule.tenant))),
-        (attr::SK.to_string(), s(schedule.id.to_string())),
-        (attr::schedule::DOC.to_string(), s(doc)),
-        (attr::schedule::VERSION.to_string(), n(schedule.version)),
-    ]))
+    let mut item = keys::schedule(&schedule.tenant, &schedule.id).to_item();
+    item.insert(attr::schedule::DOC.to_string(), s(doc));
+    item.insert(attr::schedule::VERSION.to_string(), n(schedule.version));
+    Ok(item)
 }
 
 fn schedule_from(item: &Item) -> Result<Schedule, StoreError> {
@@ -56,9 +45,7 @@ impl ScheduleStore for DynamoStore {
         tenant: &TenantId,
         id: &ScheduleId,
     ) -> Result<Option<Schedule>, StoreError> {
-        let item = self
-            .get_item((schedule_pk(tenant), id.to_string()), true)
-            .await?;
+        let item = self.get_item(&keys::schedule(tenant, id), true).await?;
         item.as_ref().map(schedule_from).transpose()
     }
 
@@ -88,8 +75,7 @@ impl ScheduleStore for DynamoStore {
             .client
             .delete_item()
             .table_name(&self.table)
-            .key(attr::PK, s(schedule_pk(tenant)))
-            .key(attr::SK, s(id.to_string()))
+            .set_key(Some(keys::schedule(tenant, id).to_item()))
             .return_values(ReturnValue::AllOld)
             .send()
             .await
@@ -108,14 +94,14 @@ impl ScheduleStore for DynamoStore {
             .query()
             .table_name(&self.table)
             .key_condition_expression(format!("{} = :pk", attr::PK))
-            .expression_attribute_values(":pk", s(schedule_pk(tenant)))
+            .expression_attribute_values(":pk", s(keys::schedule_partition(tenant)))
             .scan_index_forward(false)
             .consistent_read(true)
             .limit(limit as i32 + 1);
         if let Some(cursor) = cursor {
             req = req
                 .key_condition_expression(format!("{} = :pk AND {} < :after", attr::PK, attr::SK))
-                .expression_attribute_values(":after", s(cursor.to_string()));
+                .expression_attribute_values(":after", s(keys::schedule_sk(&cursor)));
         }
         let out = req
             .send()
@@ -143,10 +129,7 @@ impl KeyedTasks for DynamoStore {
         key: &BusinessKey,
     ) -> Result<Option<Task>, StoreError> {
         for _ in 0..20 {
-            let Some(head) = self
-                .get_item((keyed_pk(tenant, key), KEYED_SK.into()), true)
-                .await?
-            else {
+            let Some(head) = self.get_item(&keys::replace_key(tenant, key), true).await? else {
                 return Ok(None);
             };
             let id: TaskId = get_s(&head, attr::keyed::TASK)?.parse().map_err(corrupt)?;
@@ -177,8 +160,7 @@ impl KeyedTasks for DynamoStore {
             .client
             .put_item()
             .table_name(&self.table)
-            .item(attr::PK, s(keyed_pk(&task.tenant, key)))
-            .item(attr::SK, s(KEYED_SK))
+            .set_item(Some(keys::replace_key(&task.tenant, key).to_item()))
             .item(attr::keyed::TASK, s(task.id.to_string()))
             .item(attr::keyed::WRITTEN_AT, n(now));
         let head = match previous {

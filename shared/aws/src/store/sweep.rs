@@ -9,20 +9,31 @@
 
 use std::collections::BTreeMap;
 
+use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 
 use super::due_entry::DueEntry;
-use super::item::{pending_work, DUE_SHARDS};
-use super::{DynamoStore, DUE_INDEX};
-use crate::attr;
-use crate::sdk::items::{corrupt, get_item, get_n, n, s};
+use super::item::pending_work;
+use super::table::DynamoStore;
+use crate::attr::{self, DUE_INDEX};
+use crate::keys;
+use crate::sdk::items::{conflict_or_unavailable, corrupt, get_item, get_n, n, s};
 use crate::sdk::sdk_failure;
-use boomerang_core::ports::{DueWork, StoreError, SweepMark};
+use boomerang_core::ports::{DueWork, StoreError, SweepIndex, SweepMark};
 
-const CHECKPOINT_KEY: &str = "SWEEP";
+#[async_trait]
+impl SweepIndex for DynamoStore {
+    async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
+        due(self, cutoff, limit).await
+    }
+
+    async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError> {
+        swept(self, mark).await
+    }
+}
 
 /// Where each shard's read stopped, and the checkpoint version it started from.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -33,8 +44,7 @@ struct Checkpoint {
 }
 
 async fn load(store: &DynamoStore) -> Result<Checkpoint, StoreError> {
-    let key = (CHECKPOINT_KEY.to_string(), CHECKPOINT_KEY.to_string());
-    let item = get_item(&store.client, &store.table, key, true)
+    let item = get_item(&store.client, &store.table, &keys::sweep_checkpoint(), true)
         .await
         .map_err(StoreError::Unavailable)?;
     let Some(item) = item else {
@@ -52,13 +62,13 @@ async fn load(store: &DynamoStore) -> Result<Checkpoint, StoreError> {
 
 /// Reads every sweep shard side by side (a shard's pages follow one another), from the
 /// checkpoint up to `cutoff`, at most `limit` entries a shard; then the tasks they name.
-pub(super) async fn due(
+async fn due(
     store: &DynamoStore,
     cutoff: DateTime<Utc>,
     limit: usize,
 ) -> Result<DueWork, StoreError> {
     let mut checkpoint = load(store).await?;
-    let shards: Vec<String> = (0..DUE_SHARDS).map(|shard| shard.to_string()).collect();
+    let shards: Vec<String> = keys::sweep_shards().collect();
     let reads = join_all(shards.iter().map(|shard| {
         let after = checkpoint.after.get(shard);
         read_shard(store, shard, after, cutoff, limit)
@@ -125,15 +135,14 @@ async fn read_shard(
 
 /// Moves the checkpoint to `mark`, unless another sweep moved it meanwhile (then this
 /// sweep's reads are simply done again by the next one: arming twice is harmless).
-pub(super) async fn swept(store: &DynamoStore, mark: &SweepMark) -> Result<(), StoreError> {
+async fn swept(store: &DynamoStore, mark: &SweepMark) -> Result<(), StoreError> {
     let checkpoint: Checkpoint =
         serde_json::from_str(&mark.0).map_err(|e| StoreError::Corrupt(e.into()))?;
     let mut req = store
         .client
         .put_item()
         .table_name(&store.table)
-        .item(attr::PK, s(CHECKPOINT_KEY))
-        .item(attr::SK, s(CHECKPOINT_KEY))
+        .set_item(Some(keys::sweep_checkpoint().to_item()))
         .item(
             attr::checkpoint::POSITIONS,
             AttributeValue::S(mark.0.clone()),
@@ -145,7 +154,7 @@ pub(super) async fn swept(store: &DynamoStore, mark: &SweepMark) -> Result<(), S
         req.condition_expression(format!("{} = :cv", attr::checkpoint::VERSION))
             .expression_attribute_values(":cv", n(checkpoint.version))
     };
-    match req.send().await.map_err(super::conflict_or_unavailable) {
+    match req.send().await.map_err(conflict_or_unavailable) {
         Ok(_) | Err(StoreError::Conflict) => Ok(()),
         Err(e) => Err(e),
     }

@@ -8,6 +8,9 @@
 //! [`SHARD_CHANGE_DELAY`] after it is made, longer than any instance keeps the plan it
 //! read ([`PLAN_TTL`]), so every instance places a task by the same count. Lists read
 //! every partition any step has used.
+//!
+//! The plan is kept on the tenant's item: the tenant directory writes it
+//! ([`crate::tenants`]), the store reads it to find a task ([`crate::store`]).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
