@@ -12,7 +12,8 @@
 //!      the resources are, from the environment; `plan`: how a wait is carried (the
 //!      queue, or a minute's bucket);
 //!    - `keys`: every item's and index entry's key, from typed parts (uses `attr`);
-//!    - `messages`: what the timer queue and a bucket's schedule carry (uses `keys`).
+//!    - `messages`: what the timer queue and a bucket's schedule carry (uses `keys`);
+//!    - `metric_lines`: the engine's events as the lines the stack's metric filters read.
 //! 2. `sdk`: the SDK configuration and the helpers the adapters share (`sdk::items` reads
 //!    and writes items by their `keys`); then `shards`: a tenant's partition plan, kept on
 //!    its tenant item.
@@ -40,6 +41,7 @@ pub mod flows;
 pub mod keys;
 pub mod lambda;
 pub mod messages;
+pub mod metric_lines;
 pub mod plan;
 pub mod readiness;
 pub mod sdk;

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
+use crate::metric_lines::MetricLines;
 use boomerang_core::clock::SystemClock;
 use boomerang_core::domain::AlertTarget;
 use boomerang_core::engine::{
     DeliveryLimits, EngineSettings, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE,
 };
-use boomerang_core::metrics::MetricLines;
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
 
