@@ -4,6 +4,7 @@
 //! own); 3 the server could not be reached.
 
 mod client;
+mod failure;
 pub mod flows;
 mod request;
 pub mod schedules;
@@ -17,6 +18,8 @@ use anyhow::Result;
 use boomerang_client::{Client, ClientError, ListParams};
 use boomerang_core::domain::TaskId;
 use clap::{Args, Subcommand};
+
+use failure::Failure;
 
 #[derive(Args)]
 pub struct TasksArgs {
@@ -152,23 +155,6 @@ where
             }
             e => Err(e.into()),
         },
-    }
-}
-
-/// Why a command did not do its work.
-#[derive(Debug)]
-enum Failure {
-    /// A flag's value cannot make a request (say, a header without a colon).
-    Usage(String),
-    /// A flag's value breaks the API's rule for its field: refused here, in the API's own
-    /// words, as the server would refuse it.
-    Refused(Box<boomerang_api::Problem>),
-    Api(Box<ClientError>),
-}
-
-impl From<ClientError> for Failure {
-    fn from(e: ClientError) -> Self {
-        Self::Api(Box::new(e))
     }
 }
 

@@ -13,7 +13,7 @@ use boomerang_api::Problem;
 use clap::Args;
 use serde_json::Value;
 
-use super::Failure;
+use super::failure::Failure;
 
 #[derive(Args)]
 pub struct CreateArgs {

@@ -4,7 +4,7 @@
 use boomerang_core::domain::FieldPath;
 use serde::de::DeserializeOwned;
 
-use super::Refused;
+use super::refused::Refused;
 
 /// The whole body as one `T`; anything but whitespace after the JSON value is refused.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, Refused> {

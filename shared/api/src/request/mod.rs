@@ -2,6 +2,8 @@
 //! body, so a bad one is refused at its path; each body becomes what the engine takes in
 //! one step ([`TaskRequest::submission`], [`parse_schedule`], [`parse_policy`]).
 
+mod choice;
+mod flow;
 mod json;
 mod page;
 mod refused;
@@ -10,12 +12,13 @@ mod schedule;
 mod task;
 mod text;
 
+pub use flow::FlowRequest;
 pub use json::{from_value, parse_json};
 pub use page::PageQuery;
 pub use refused::Refused;
 pub use retry::{parse_policy, PolicyRequest, RetryField, RetryRequest};
 pub use schedule::{parse_schedule, ScheduleFields, NOT_ON_A_SCHEDULE, SCHEDULE_FIELDS};
-pub use task::{business_key, AlertRequest, BatchRequest, FlowRequest, HoldRequest, TaskRequest};
+pub use task::{business_key, AlertRequest, BatchRequest, HoldRequest, TaskRequest};
 pub use text::{Choice, DurationText, OnKey, TimeText};
 
 /// `POST /v1/tasks`'s body.

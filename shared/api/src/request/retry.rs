@@ -4,10 +4,11 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::choice;
+use super::flow::FlowRequest;
 use super::json::{from_value, parse_json};
-use super::task::FlowRequest;
-use super::text::{choice, DurationText};
-use super::Refused;
+use super::refused::Refused;
+use super::text::DurationText;
 use crate::schema::permanent_statuses_schema;
 use boomerang_core::domain::{
     Backoff, BackoffKind, FieldPath, Invalid, MaxAttempts, Policy, RetryPolicy,

@@ -4,10 +4,11 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::choice;
 use super::json::{from_value, parse_json};
+use super::refused::Refused;
 use super::task::TaskRequest;
-use super::text::{choice, DurationText, TimeText};
-use super::Refused;
+use super::text::{DurationText, TimeText};
 use boomerang_core::domain::{CatchUp, FieldPath, Recurrence};
 use boomerang_core::engine::NewSchedule;
 

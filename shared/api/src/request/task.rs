@@ -7,14 +7,16 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
+use super::choice;
+use super::flow::FlowRequest;
+use super::refused::Refused;
 use super::retry::RetryField;
-use super::text::{choice, DurationText, OnKey, TimeText};
-use super::Refused;
+use super::text::{DurationText, OnKey, TimeText};
 use crate::schema::{enums, headers_schema, metadata_schema};
 use boomerang_core::domain::limits::*;
 use boomerang_core::domain::{
-    AlertTarget, BusinessKey, FlowSpec, HoldSpec, Invalid, Notify, OnUnknown, PolicyName,
-    RetryPolicy, SpecDraft, TaskSpec,
+    AlertTarget, BusinessKey, HoldSpec, Invalid, Notify, OnUnknown, PolicyName, RetryPolicy,
+    SpecDraft, TaskSpec,
 };
 use boomerang_core::engine::{FireTime, NewTask, RetrySource, Submission};
 
@@ -102,26 +104,6 @@ pub struct TaskRequest {
     /// registration it replaced (1s to 365days), however often it is replaced.
     #[schema(value_type = Option<String>, example = "2m")]
     pub max_delay: Option<DurationText>,
-}
-
-/// `flow`: the flow key whose limits the task shares.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"key": "partner-api", "rate": 50, "period": "1s", "parallelism": 3}))]
-pub struct FlowRequest {
-    /// The flow's name (per tenant): 1–255 bytes, no control characters.
-    #[schema(value_type = String, required = true, min_length = 1, max_length = 255,
-             example = "partner-api")]
-    pub key: Option<String>,
-    /// The most tasks of the flow started per `period` (1–100000).
-    #[schema(value_type = Option<u32>, minimum = 1, maximum = 100000, example = 50)]
-    pub rate: Option<i64>,
-    /// The window `rate` counts in (1s to 24h; default 1s).
-    #[schema(value_type = Option<String>, example = "1s")]
-    pub period: Option<DurationText>,
-    /// The most tasks of the flow in flight at once (1–1000).
-    #[schema(value_type = Option<u32>, minimum = 1, maximum = 1000, example = 3)]
-    pub parallelism: Option<i64>,
 }
 
 /// `hold`: register the task held until the caller releases it (or a check decides).
@@ -283,16 +265,6 @@ impl AlertRequest {
         let headers = self.headers.unwrap_or_default().into_iter().collect();
         AlertTarget::new(self.url.unwrap_or_default(), headers)
             .map_err(|e| e.under("on_failure").into())
-    }
-}
-
-impl FlowRequest {
-    pub(crate) fn spec(self) -> Result<FlowSpec, Refused> {
-        let Some(key) = self.key else {
-            return Err(Refused::invalid("flow.key", "is required"));
-        };
-        let period = self.period.map(|p| p.value());
-        Ok(FlowSpec::new(&key, self.rate, period, self.parallelism)?)
     }
 }
 
