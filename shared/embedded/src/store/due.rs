@@ -7,8 +7,9 @@ use rusqlite::{params, Connection};
 use boomerang_core::domain::{PendingWork, TaskId};
 use boomerang_core::ports::StoreError;
 
+use super::rows::pending_work;
+use super::sqlite::SqliteStore;
 use super::writer::{lock, unavailable};
-use super::{pending_work, SqliteStore};
 
 /// A place in the index of pending work: a due time and the row's id, so that many rows
 /// due on the same millisecond are paged through without being read twice.

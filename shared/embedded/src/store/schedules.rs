@@ -4,8 +4,9 @@ use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
 
 use super::codec::{decode, encode};
+use super::rows::{insert_task, TaskRow};
+use super::sqlite::SqliteStore;
 use super::writer::unavailable;
-use super::{insert_task, SqliteStore, TaskRow};
 use boomerang_core::domain::{BusinessKey, Schedule, ScheduleId, Task, TaskId, TenantId};
 use boomerang_core::ports::{KeyedTasks, SchedulePage, ScheduleStore, StoreError, TaskStore};
 
