@@ -11,5 +11,5 @@ pub mod prometheus;
 pub mod service;
 
 pub use config::{BackendChoice, ServiceConfig};
-pub use lock::LOCK_FILE;
+pub use lock::{LockError, LOCK_FILE};
 pub use service::{start, Service, ServiceError};

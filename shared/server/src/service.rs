@@ -20,8 +20,9 @@ use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
 use crate::config::{BackendChoice, ConfigError, ServiceConfig, DEFAULT_RETENTION, LOCAL_TENANT};
 use crate::connections::{self, ConnectionLimits};
+use crate::lock::{self, LockError};
 use crate::prometheus::PrometheusMetrics;
-use crate::{lock, loops, open_files};
+use crate::{loops, open_files};
 use tokio::sync::watch;
 
 #[derive(Debug, thiserror::Error)]
@@ -30,10 +31,9 @@ pub enum ServiceError {
     Config(#[from] ConfigError),
     #[error("cannot create the data directory {0}: {1}")]
     DataDir(PathBuf, #[source] std::io::Error),
-    #[error("the data directory {dir} is in use by another boomerang (pid {pid}); stop it first")]
-    DataDirInUse { dir: PathBuf, pid: String },
-    #[error("cannot lock the data directory {0}: {1}")]
-    Lock(PathBuf, #[source] std::io::Error),
+    /// The data directory is another process's, or could not be locked.
+    #[error(transparent)]
+    Lock(#[from] LockError),
     #[error(transparent)]
     Credentials(#[from] CredentialsError),
     #[error(transparent)]
