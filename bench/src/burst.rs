@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 
 use super::capacity::ServerFigures;
 use super::measure::{percentiles, Usage};
-use super::procs::{Arrival, ReceiverProcess, Server};
-use super::{due_after_registering, receiver, register_all};
+use super::procs::{ReceiverProcess, Server};
+use super::receiver::{self, Arrival};
+use super::register::{due_after_registering, register_all};
 
 #[derive(clap::Args)]
 pub struct BurstArgs {

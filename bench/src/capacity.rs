@@ -11,7 +11,7 @@ use serde_json::json;
 use super::measure::{percentiles, ConnectionWatch};
 use super::procs::{ReceiverProcess, Server};
 use super::receiver::ReceiverArgs;
-use super::{due_after_registering, register_all};
+use super::register::{due_after_registering, register_all};
 
 #[derive(clap::Args)]
 pub struct SlowReceiverArgs {

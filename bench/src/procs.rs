@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use boomerang_core::domain::SigningSecret;
-use serde::Deserialize;
 
-use super::receiver::ReceiverArgs;
+use super::receiver::{Arrival, ReceiverArgs};
 
 /// The `boomerang` binary of the same build as this one (`target/<profile>/boomerang`).
 fn boomerang_binary() -> Result<PathBuf> {
@@ -264,14 +263,6 @@ fn answers_ok(url: &str) -> bool {
 pub struct ReceiverProcess {
     child: Child,
     pub url: String,
-}
-
-/// One request the receiver got.
-#[derive(Clone, Debug, Deserialize)]
-pub struct Arrival {
-    pub path: String,
-    pub attempt: u32,
-    pub at_ms: i64,
 }
 
 impl ReceiverProcess {

@@ -12,10 +12,17 @@ use axum::routing::get;
 use axum::{Json, Router};
 use boomerang_webhook::client::HEADER_ATTEMPT;
 use boomerang_webhook::signing::HEADER_ID;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-use super::procs::Arrival;
+/// One request the receiver got.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Arrival {
+    pub path: String,
+    pub attempt: u32,
+    pub at_ms: i64,
+}
 
 /// How the receiver behaves.
 #[derive(clap::Args, Clone, Debug, Default)]

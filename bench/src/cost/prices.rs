@@ -25,3 +25,8 @@ pub fn print_price_list() {
     println!("  Lambda (arm64)    ${LAMBDA_PER_MILLION_REQUESTS:.2} per million requests + ${LAMBDA_PER_GB_SECOND} per GB-second");
     println!("  CloudWatch Logs   ${LOGS_PER_GB:.2} per GB ingested");
 }
+
+/// A Lambda duration as billed: rounded up to the millisecond.
+pub fn billed(seconds: f64) -> f64 {
+    (seconds * 1000.0).ceil() / 1000.0
+}

@@ -26,7 +26,7 @@ use super::functions::Functions;
 use super::meter::{Meter, Tally};
 use super::prices::*;
 use super::sweeper::{Month, Sweeper};
-use super::table_shape;
+use super::table_shape::table_shape;
 
 /// Memory of each function in the CDK stack (`API_MEMORY_MB`, `DELIVERY_MEMORY_MB` in
 /// `infra/lib/boomerang-stack.ts`; its tests check the stack keeps them).
@@ -85,10 +85,6 @@ fn request<'a>(
         status,
         latency_ms: (seconds * 1000.0).round() as u64,
     }
-}
-
-pub(super) fn billed(seconds: f64) -> f64 {
-    (seconds * 1000.0).ceil() / 1000.0
 }
 
 impl Run {

@@ -13,7 +13,6 @@ use boomerang_core::engine::Engine;
 
 use super::meter::Meter;
 use super::prices::*;
-use super::scenarios::billed;
 
 /// Minutes in a 30-day month: that many runs, and as many passes.
 const MINUTES_PER_MONTH: f64 = 30.0 * 24.0 * 60.0;
