@@ -129,6 +129,12 @@ impl PrometheusMetrics {
             "HTTP calls under way",
             self.in_flight.clone(),
         );
+        self.register_store_and_destinations(&mut r);
+    }
+
+    /// The store's commits, the sweep, and the calls and destinations of the delivery
+    /// layer (registered after the tasks', the order `/metrics` lists them in).
+    fn register_store_and_destinations(&self, r: &mut Registry) {
         r.register(
             "store_commit_writes",
             "Writes committed together in one transaction",
