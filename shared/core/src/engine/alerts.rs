@@ -64,7 +64,12 @@ impl Engine {
         let Some(target) = self.alert_target(task).await? else {
             return Ok(None);
         };
-        let mut attempts = self.ports.store.attempts(&task.tenant, &task.id).await?;
+        let mut attempts = self
+            .ports
+            .store
+            .tasks
+            .attempts(&task.tenant, &task.id)
+            .await?;
         attempts.extend(latest.cloned());
         let body = task.alert_body(notice, &attempts, self.ports.clock.now());
         let new = NewTask {
@@ -117,7 +122,7 @@ impl Engine {
         let Ok(settled) = task.alert_settled(alert, self.ports.clock.now()) else {
             return Ok(true);
         };
-        match self.ports.store.update(&settled, task.version).await {
+        match self.ports.store.tasks.update(&settled, task.version).await {
             // Lost to a concurrent write (a redrive): the next sweep looks again if need be.
             Ok(()) | Err(StoreError::Conflict) => Ok(true),
             Err(e) => Err(e.into()),

@@ -121,12 +121,16 @@ impl Engine {
         // That is safe: a lagging read can only show an earlier state, never a later one;
         // what it shows is claimed conditionally; and a missing task or a lost claim is read
         // again, consistently, before anything is dropped.
-        let (found, consistent) = match self.ports.store.peek(&at.tenant, &at.task_id).await? {
+        let (found, consistent) = match self.ports.store.tasks.peek(&at.tenant, &at.task_id).await?
+        {
             Some(task) => (Some(task), false),
             // A fire may overtake its task's write (the timer is armed first): read again,
             // consistently, before choosing the path, so that the call still takes its
             // place at its destination instead of going around the queue.
-            None => (self.ports.store.get(&at.tenant, &at.task_id).await?, true),
+            None => (
+                self.ports.store.tasks.get(&at.tenant, &at.task_id).await?,
+                true,
+            ),
         };
         let task = match found {
             Some(task) if task.status != Status::Held => task,
@@ -176,7 +180,7 @@ impl Engine {
             return;
         }
         let (task, number) = (at.task_id, at.attempt);
-        let delivered = match self.ports.store.peek(&at.tenant, &at.task_id).await {
+        let delivered = match self.ports.store.tasks.peek(&at.tenant, &at.task_id).await {
             Ok(found) => self.deliver_found(at, found, false, worker).await,
             Err(e) => Err(e.into()),
         };
@@ -204,7 +208,7 @@ impl Engine {
                 None if consistent => return Ok(self.unknown(at).await),
                 None => consistent = true,
             }
-            found = self.ports.store.get(&at.tenant, &at.task_id).await?;
+            found = self.ports.store.tasks.get(&at.tenant, &at.task_id).await?;
         }
     }
 
@@ -274,7 +278,7 @@ impl Engine {
             FlowAdmission::Go(slot) => slot,
             FlowAdmission::Wait(until) => return Ok(Some(self.defer(at, until).await)),
         };
-        let claim = self.ports.store.claim(&claimed, task.version).await;
+        let claim = self.ports.store.tasks.claim(&claimed, task.version).await;
         if let (Err(_), Some(slot)) = (&claim, &flow_slot) {
             self.free_flow_slot(&task, slot).await;
         }
@@ -320,6 +324,7 @@ impl Engine {
         match self
             .ports
             .store
+            .tasks
             .finish_attempt(&record, &next, claimed.version)
             .await
         {
@@ -382,7 +387,7 @@ impl Engine {
         let mut next = claimed.unclaim(again, now).map_err(EngineError::Conflict)?;
         tracing::warn!(task = %claimed.id, attempt = claimed.attempt, why, "attempt given back, uncounted");
         self.arm_before_write(&mut next).await;
-        match self.ports.store.update(&next, claimed.version).await {
+        match self.ports.store.tasks.update(&next, claimed.version).await {
             Ok(()) => {}
             // Our lease ran out and another worker took the attempt over.
             Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
@@ -486,7 +491,7 @@ impl Engine {
         let Ok(done) = task.dead_letter_sent(self.ports.clock.now()) else {
             return Ok(true);
         };
-        match self.ports.store.update(&done, task.version).await {
+        match self.ports.store.tasks.update(&done, task.version).await {
             Ok(()) | Err(StoreError::Conflict) => Ok(true),
             Err(e) => Err(e.into()),
         }

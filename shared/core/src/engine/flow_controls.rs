@@ -31,6 +31,7 @@ impl FlowState {
 impl Engine {
     fn flow_ports(&self) -> Result<&FlowPorts, EngineError> {
         self.ports
+            .store
             .flows
             .as_ref()
             .ok_or_else(super::policies::no_flows)
@@ -38,7 +39,7 @@ impl Engine {
 
     /// The tenant's flows that are paused, have tasks waiting or calls in flight, by key.
     pub async fn flows(&self, tenant: &TenantId) -> Result<Vec<FlowState>, EngineError> {
-        let Some(ports) = &self.ports.flows else {
+        let Some(ports) = &self.ports.store.flows else {
             return Ok(Vec::new());
         };
         let now = self.ports.clock.now();

@@ -47,7 +47,7 @@ impl Engine {
         task: &Task,
         lease_until: DateTime<Utc>,
     ) -> Result<FlowAdmission, EngineError> {
-        let (Some(flow), Some(ports)) = (&task.spec.flow, &self.ports.flows) else {
+        let (Some(flow), Some(ports)) = (&task.spec.flow, &self.ports.store.flows) else {
             return Ok(FlowAdmission::Go(None));
         };
         let admission = match ports.pauses.flow_paused(&task.tenant, flow.key()).await? {
@@ -122,7 +122,7 @@ impl Engine {
 
     /// Frees the flow slot `task` holds. A failure is logged: the slot's lease frees it.
     pub(super) async fn free_flow_slot(&self, task: &Task, slot: &FlowSlot) {
-        let (Some(flow), Some(ports)) = (&task.spec.flow, &self.ports.flows) else {
+        let (Some(flow), Some(ports)) = (&task.spec.flow, &self.ports.store.flows) else {
             return;
         };
         if let Err(e) = ports

@@ -84,7 +84,7 @@ impl Engine {
             .after_check(&answer, record, now)
             .map_err(EngineError::Conflict)?;
         self.arm_before_write(&mut next).await;
-        match self.ports.store.update(&next, task.version).await {
+        match self.ports.store.tasks.update(&next, task.version).await {
             Ok(()) => {}
             // Released or canceled meanwhile: that decision stands.
             Err(StoreError::Conflict) => return Ok(None),

@@ -8,6 +8,7 @@ mod gate;
 mod holds;
 mod keys;
 mod policies;
+mod ports;
 mod replace;
 mod retention;
 mod schedules;
@@ -15,24 +16,18 @@ mod stopping;
 mod sweep;
 mod tenant_limits;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::clock::{Clock, Random};
 use crate::domain::limits::MAX_SCHEDULE_AHEAD;
 use crate::domain::time::checked_add;
 use crate::domain::{
     AlertTarget, AttemptRecord, AttemptRef, PolicyName, Refusal, Status, Task, TaskId, TaskSpec,
     TenantId,
 };
-use crate::metrics::{DeliveryWindow, DestinationFigures, MetricEvent, Metrics, MetricsView};
-use crate::ports::{
-    CreateOutcome, DeadLetters, FlowPorts, KeyedTasks, ListQuery, Page, PolicyStore, Readiness,
-    Retention, ScheduleStore, StatusCounts, StoreError, SweepIndex, TaskStore, Tenants,
-    TenantsError, Timer, TimerError, Webhooks,
-};
+use crate::metrics::{DeliveryWindow, DestinationFigures, MetricEvent};
+use crate::ports::{CreateOutcome, ListQuery, Page, StoreError, TenantsError, TimerError};
 use futures_util::StreamExt;
 
 pub use deliver::DeliverOutcome;
@@ -40,6 +35,7 @@ pub use flow_controls::FlowState;
 pub use gate::{DeliveryLimits, WorkSlot, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE};
 pub use holds::Release;
 pub use keys::KeyOutcome;
+pub use ports::{Ports, StorePorts};
 pub use schedules::NewSchedule;
 pub use stopping::Drained;
 pub use sweep::SweepReport;
@@ -176,36 +172,6 @@ pub fn this_process() -> String {
     )
 }
 
-/// The adapters an engine runs on. A store usually fills the first five fields, each with
-/// the capabilities it has; the `Option`s are the capabilities some backends lack.
-#[derive(Clone)]
-pub struct Ports {
-    pub store: Arc<dyn TaskStore>,
-    pub sweep: Arc<dyn SweepIndex>,
-    pub policies: Arc<dyn PolicyStore>,
-    pub schedules: Arc<dyn ScheduleStore>,
-    pub keyed: Arc<dyn KeyedTasks>,
-    /// `None`: the store removes finished tasks by itself (DynamoDB's TTL).
-    pub retention: Option<Arc<dyn Retention>>,
-    /// `None`: the store cannot count tasks by state cheaply (DynamoDB would read every
-    /// item).
-    pub counts: Option<Arc<dyn StatusCounts>>,
-    /// `None`: this backend cannot keep flow limits across its workers yet; a task with a
-    /// `flow` is refused.
-    pub flows: Option<FlowPorts>,
-    pub timer: Arc<dyn Timer>,
-    pub dead_letters: Arc<dyn DeadLetters>,
-    pub tenants: Arc<dyn Tenants>,
-    pub webhooks: Arc<dyn Webhooks>,
-    pub clock: Arc<dyn Clock>,
-    pub random: Arc<dyn Random>,
-    pub metrics: Arc<dyn Metrics>,
-    /// `None`: the metrics are not kept here (the Lambdas print them as lines).
-    pub metrics_view: Option<Arc<dyn MetricsView>>,
-    /// Whether the backend can take work now (`/readyz`).
-    pub readiness: Arc<dyn Readiness>,
-}
-
 pub struct Engine {
     ports: Ports,
     settings: EngineSettings,
@@ -333,7 +299,7 @@ impl Engine {
         let fire_at = resolve_fire_time(new.when, now)?;
         self.apply_policy(tenant, &new.retry_from, &mut new.spec)
             .await?;
-        if new.spec.flow.is_some() && self.ports.flows.is_none() {
+        if new.spec.flow.is_some() && self.ports.store.flows.is_none() {
             return Err(policies::no_flows());
         }
         // The digest is only ever compared for a repeat with the same idempotency key.
@@ -383,7 +349,7 @@ impl Engine {
     /// Writes a new task (or finds the one its idempotency key registered) and, for an
     /// in-memory timer, arms it.
     async fn store_new(&self, task: Task) -> Result<Registration, EngineError> {
-        match self.ports.store.create(&task).await? {
+        match self.ports.store.tasks.create(&task).await? {
             CreateOutcome::Created => {
                 tracing::debug!(task = %task.id, tenant = %task.tenant, "task registered");
                 self.arm_after_write(&task).await;
@@ -403,14 +369,14 @@ impl Engine {
     }
 
     pub async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<TaskDetails, EngineError> {
-        match self.ports.store.details(tenant, id).await? {
+        match self.ports.store.tasks.details(tenant, id).await? {
             Some((task, attempts)) => Ok(TaskDetails { task, attempts }),
             None => Err(EngineError::NotFound),
         }
     }
 
     pub async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, EngineError> {
-        Ok(self.ports.store.list(tenant, query).await?)
+        Ok(self.ports.store.tasks.list(tenant, query).await?)
     }
 
     /// Cancels a `scheduled` or `held` task. A timer still armed for it will find it
@@ -438,7 +404,7 @@ impl Engine {
         &self,
         tenant: Option<&TenantId>,
     ) -> Result<Option<Vec<(Status, u64)>>, StoreError> {
-        match &self.ports.counts {
+        match &self.ports.store.counts {
             Some(counts) => Ok(Some(counts.count_by_status(tenant).await?)),
             None => Ok(None),
         }
@@ -495,7 +461,7 @@ impl Engine {
             let task = self.owned_task(tenant, id).await?;
             let mut next = change(&task, self.ports.clock.now()).map_err(EngineError::Conflict)?;
             self.arm_before_write(&mut next).await;
-            match self.ports.store.update(&next, task.version).await {
+            match self.ports.store.tasks.update(&next, task.version).await {
                 Ok(()) => return Ok(next),
                 Err(StoreError::Conflict) => continue,
                 Err(e) => return Err(e.into()),
@@ -505,7 +471,7 @@ impl Engine {
 
     async fn owned_task(&self, tenant: &TenantId, id: &TaskId) -> Result<Task, EngineError> {
         // The store finds only the tenant's own tasks; checked again all the same.
-        match self.ports.store.get(tenant, id).await? {
+        match self.ports.store.tasks.get(tenant, id).await? {
             Some(task) if &task.tenant == tenant => Ok(task),
             _ => Err(EngineError::NotFound),
         }
@@ -524,7 +490,7 @@ impl Engine {
         self.armed(task, number, result)
     }
 
-    /// Puts an attempt off past its stored due time ([`Timer::put_off`]); a failure is
+    /// Puts an attempt off past its stored due time ([`crate::ports::Timer::put_off`]); a failure is
     /// logged and left to the sweep. Returns whether it armed.
     async fn put_off(&self, attempt: AttemptRef, until: DateTime<Utc>) -> bool {
         let (task, number) = (attempt.task_id, attempt.attempt);

@@ -31,7 +31,7 @@ impl Engine {
         };
         let fresh = self.prepare(tenant, new).await?;
         loop {
-            let newest = self.ports.keyed.keyed(tenant, &key).await?;
+            let newest = self.ports.store.keyed.keyed(tenant, &key).await?;
             if let Some(old) = &newest {
                 if let Some(done) = self.try_replace(old, &fresh, max_delay).await? {
                     return Ok(done);
@@ -50,6 +50,7 @@ impl Engine {
             self.arm_before_write(&mut task).await;
             match self
                 .ports
+                .store
                 .keyed
                 .create_keyed(&task, newest.map(|t| t.id))
                 .await
@@ -92,7 +93,13 @@ impl Engine {
         } else {
             self.arm_before_write(&mut next).await;
         }
-        match self.ports.keyed.replace_keyed(&next, old.version).await {
+        match self
+            .ports
+            .store
+            .keyed
+            .replace_keyed(&next, old.version)
+            .await
+        {
             Ok(()) => {
                 tracing::debug!(task = %next.id, "task replaced by a newer registration of its key");
                 if !covered {

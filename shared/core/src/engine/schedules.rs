@@ -39,7 +39,7 @@ impl Engine {
         self.check_destinations(&spec)?;
         self.apply_policy(tenant, &new.task.retry_from, &mut spec)
             .await?;
-        if spec.flow.is_some() && self.ports.flows.is_none() {
+        if spec.flow.is_some() && self.ports.store.flows.is_none() {
             return Err(super::policies::no_flows());
         }
         let now = self.ports.clock.now();
@@ -58,11 +58,16 @@ impl Engine {
             field: "end_at",
             detail: e.detail,
         })?;
-        self.ports.schedules.create_schedule(&schedule).await?;
+        self.ports
+            .store
+            .schedules
+            .create_schedule(&schedule)
+            .await?;
         if let Some(first) = schedule.first(now) {
             if let Err(e) = self.register_occurrence(&schedule, first).await {
                 let _ = self
                     .ports
+                    .store
                     .schedules
                     .delete_schedule(tenant, &schedule.id)
                     .await;
@@ -79,6 +84,7 @@ impl Engine {
         id: &ScheduleId,
     ) -> Result<Schedule, EngineError> {
         self.ports
+            .store
             .schedules
             .schedule(tenant, id)
             .await?
@@ -93,6 +99,7 @@ impl Engine {
     ) -> Result<SchedulePage, EngineError> {
         Ok(self
             .ports
+            .store
             .schedules
             .schedules(tenant, cursor, limit)
             .await?)
@@ -129,7 +136,13 @@ impl Engine {
         tenant: &TenantId,
         id: &ScheduleId,
     ) -> Result<(), EngineError> {
-        match self.ports.schedules.delete_schedule(tenant, id).await? {
+        match self
+            .ports
+            .store
+            .schedules
+            .delete_schedule(tenant, id)
+            .await?
+        {
             true => Ok(()),
             false => Err(EngineError::NotFound),
         }
@@ -149,6 +162,7 @@ impl Engine {
             let next = change(&schedule, self.ports.clock.now())?;
             match self
                 .ports
+                .store
                 .schedules
                 .update_schedule(&next, schedule.version)
                 .await
@@ -171,6 +185,7 @@ impl Engine {
     ) -> Result<Option<&'static str>, EngineError> {
         let found = self
             .ports
+            .store
             .schedules
             .schedule(&task.tenant, &occurrence.schedule)
             .await?;
@@ -235,7 +250,7 @@ impl Engine {
             .cancel(self.ports.clock.now())
             .map_err(EngineError::Conflict)?;
         skipped.last_error = Some(format!("skipped: {why}"));
-        match self.ports.store.update(&skipped, task.version).await {
+        match self.ports.store.tasks.update(&skipped, task.version).await {
             Ok(()) => {
                 tracing::info!(task = %task.id, reason = why, "occurrence skipped");
                 Ok(Some(skipped.status))

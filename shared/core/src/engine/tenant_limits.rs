@@ -105,7 +105,7 @@ impl Engine {
     /// Makes room for `n` more unfinished tasks of `tenant`, or refuses if that would take
     /// it over its limit. Where the store cannot count tasks (DynamoDB), there is no limit.
     pub(super) async fn admit_pending(&self, tenant: &TenantId, n: u64) -> Result<(), EngineError> {
-        let Some(counts) = &self.ports.counts else {
+        let Some(counts) = &self.ports.store.counts else {
             return Ok(());
         };
         let max = self.settings.tenant_limits.max_pending;
