@@ -6,10 +6,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Engine, EngineError, NewTask};
 use crate::domain::{
     CatchUp, Occurrence, Recurrence, Schedule, ScheduleId, ScheduleRefusal, Status, Task, TenantId,
 };
+use crate::engine::{Engine, EngineError, NewTask};
 use crate::ports::{SchedulePage, StoreError};
 
 /// Why an occurrence due while its tenant is over its limit of unfinished tasks is skipped.
@@ -40,7 +40,7 @@ impl Engine {
         self.apply_policy(tenant, &new.task.retry_from, &mut spec)
             .await?;
         if spec.flow.is_some() && self.ports.store.flows.is_none() {
-            return Err(super::policies::no_flows());
+            return Err(crate::engine::tasks::no_flows());
         }
         let now = self.ports.clock.now();
         let schedule = Schedule::new(
@@ -178,7 +178,7 @@ impl Engine {
     /// says whether this one calls (`Some(why)`: it is skipped). Only a due, untried
     /// occurrence comes here; registering the next one first means a crash after it loses
     /// nothing (the next is registered once, whoever gets there).
-    pub(super) async fn occurrence_due(
+    pub(in crate::engine) async fn occurrence_due(
         &self,
         task: &Task,
         occurrence: &Occurrence,
@@ -241,7 +241,7 @@ impl Engine {
 
     /// Skips a due occurrence: it ends canceled, with the reason as its last error.
     /// `None` when a concurrent write got there first.
-    pub(super) async fn skip_occurrence(
+    pub(in crate::engine) async fn skip_occurrence(
         &self,
         task: &Task,
         why: &str,

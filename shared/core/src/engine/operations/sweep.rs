@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::{Engine, EngineError};
 use crate::domain::{AttemptRef, PendingWork, WorkKind};
+use crate::engine::{Engine, EngineError};
 use crate::metrics::MetricEvent;
 use crate::ports::TimerError;
 

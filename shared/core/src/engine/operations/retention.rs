@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::{Engine, EngineError};
 use crate::domain::time::checked_sub;
+use crate::engine::{Engine, EngineError};
 
 /// Tasks removed per write.
 const BATCH: usize = 200;

@@ -1,8 +1,8 @@
 //! A tenant's named policies: kept by the store, copied into a task at registration (so a
 //! later change affects new tasks only); `default` replaces the built-in default.
 
-use super::{Engine, EngineError, RetrySource};
 use crate::domain::{Policy, PolicyName, TaskSpec, TenantId};
+use crate::engine::{Engine, EngineError, RetrySource};
 
 impl Engine {
     /// The tenant's policy a registration names, or its default one; `None`: keep the
@@ -31,7 +31,7 @@ impl Engine {
 
     /// Applies the policy the registration uses, if any, to `spec`: its retries, and its
     /// flow unless the task gives its own.
-    pub(super) async fn apply_policy(
+    pub(in crate::engine) async fn apply_policy(
         &self,
         tenant: &TenantId,
         from: &RetrySource,
@@ -104,7 +104,7 @@ impl Engine {
 }
 
 /// A flow on a backend that keeps no flow counters.
-pub(super) fn no_flows() -> EngineError {
+pub(in crate::engine) fn no_flows() -> EngineError {
     EngineError::Invalid {
         field: "flow",
         detail: "this backend does not keep flow limits".into(),

@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use super::{Engine, EngineError, NewTask, Registration};
 use crate::domain::time::checked_add;
 use crate::domain::{Task, TenantId};
+use crate::engine::{Engine, EngineError, NewTask, Registration};
 use crate::metrics::MetricEvent;
 use crate::ports::StoreError;
 
