@@ -9,6 +9,8 @@ mod dead_letters;
 mod flow_gate;
 pub(in crate::engine) mod gate;
 mod outcome;
+#[cfg(test)]
+mod step_tests;
 mod steps;
 pub(in crate::engine) mod stopping;
 
