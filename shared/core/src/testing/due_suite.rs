@@ -114,17 +114,7 @@ pub(super) async fn due_finds_only_work_to_do(store: &dyn ContractStore) {
     let now = millis(Utc::now());
     let minute = chrono::Duration::minutes(1);
     let tasks = due_tasks(&tenant, now);
-    let DueTasks {
-        overdue,
-        later,
-        stalled,
-        working,
-        pending,
-        owing,
-        held,
-        waiting,
-        ..
-    } = &tasks;
+    let (overdue, held, owing) = (&tasks.overdue, &tasks.held, &tasks.owing);
     let all = tasks.all();
     for t in all {
         store.create(t).await.unwrap();
@@ -151,8 +141,8 @@ pub(super) async fn due_finds_only_work_to_do(store: &dyn ContractStore) {
     };
     let mut expected = vec![
         (overdue.id, WorkKind::Attempt),
-        (stalled.id, WorkKind::LeaseExpiry),
-        (pending.id, WorkKind::DeadLetter),
+        (tasks.stalled.id, WorkKind::LeaseExpiry),
+        (tasks.pending.id, WorkKind::DeadLetter),
         (owing.id, WorkKind::DeadLetter),
         (held.id, WorkKind::Check),
     ];
@@ -175,9 +165,9 @@ pub(super) async fn due_finds_only_work_to_do(store: &dyn ContractStore) {
         "a check's timer carries the checks' attempt number"
     );
 
-    expected.push((later.id, WorkKind::Attempt));
-    expected.push((working.id, WorkKind::LeaseExpiry));
-    expected.push((waiting.id, WorkKind::Check));
+    expected.push((tasks.later.id, WorkKind::Attempt));
+    expected.push((tasks.working.id, WorkKind::LeaseExpiry));
+    expected.push((tasks.waiting.id, WorkKind::Check));
     expected.sort();
     let ahead = store.due(now + minute * 31, 10_000).await.unwrap().work;
     assert_eq!(

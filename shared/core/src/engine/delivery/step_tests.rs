@@ -3,7 +3,7 @@
 use super::call::judge;
 use super::steps::Claim;
 use super::Step;
-use crate::domain::{Task, Verdict};
+use crate::domain::{AttemptRecord, Task, Verdict};
 use crate::testing::harness::*;
 
 /// A harness with one task due now, as stored.
@@ -26,6 +26,13 @@ async fn written_claim(h: &Harness, task: &Task) -> Claim {
     let written = h.engine.write_claim(&claim, None).await.unwrap();
     assert_eq!(written, Step::Continue(()));
     claim
+}
+
+/// The claimed attempt's next state and record, for a response of `code`.
+fn answered(h: &Harness, claim: &Claim, code: u16) -> (Task, AttemptRecord) {
+    let span = (claim.started, h.clock_now());
+    let verdict = (h.engine).record_verdict(&claim.claimed, status(code), span, "w");
+    verdict.unwrap()
 }
 
 fn local_error() -> WebhookResult {
@@ -183,10 +190,7 @@ async fn only_a_failed_task_sends_a_dead_letter() {
 async fn a_task_owing_no_notice_raises_no_alert() {
     let (h, task) = due_task(RecordingTimer::default()).await;
     let claim = written_claim(&h, &task).await;
-    let span = (claim.started, h.clock_now());
-    let (next, record) = (h.engine)
-        .record_verdict(&claim.claimed, status(200), span, "w")
-        .unwrap();
+    let (next, record) = answered(&h, &claim, 200);
     let after = h
         .engine
         .alert_if_owed(&claim.claimed, next.clone(), &record)
@@ -201,10 +205,7 @@ async fn an_attempt_written_after_another_worker_took_it_over_is_stale() {
     let (h, task) = due_task(RecordingTimer::default()).await;
     let claim = written_claim(&h, &task).await;
     let at = task.attempt_ref(1);
-    let span = (claim.started, h.clock_now());
-    let (next, record) = (h.engine)
-        .record_verdict(&claim.claimed, status(200), span, "w")
-        .unwrap();
+    let (next, record) = answered(&h, &claim, 200);
     // The lease ran out and another worker's claim was written meanwhile.
     h.clock.advance(secs(60));
     let stored = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
@@ -227,10 +228,7 @@ async fn an_attempt_written_in_time_ends_attempted() {
     let (h, task) = due_task(RecordingTimer::default()).await;
     let claim = written_claim(&h, &task).await;
     let at = task.attempt_ref(1);
-    let span = (claim.started, h.clock_now());
-    let (next, record) = (h.engine)
-        .record_verdict(&claim.claimed, status(200), span, "w")
-        .unwrap();
+    let (next, record) = answered(&h, &claim, 200);
     let ended = h
         .engine
         .arm_and_write(&at, &claim.claimed, next, &record)
