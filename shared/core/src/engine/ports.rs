@@ -6,8 +6,8 @@ use std::sync::Arc;
 use crate::clock::{Clock, Random, SystemClock, ThreadRandom};
 use crate::metrics::{Metrics, MetricsView, NoMetrics};
 use crate::ports::{
-    DeadLetters, FlowPorts, KeyedTasks, PolicyStore, ProcessFlowCounters, Readiness, Retention,
-    ScheduleStore, StatusCounts, SweepIndex, TaskStore, Tenants, Timer, Webhooks,
+    DeadLetters, FlowPauses, FlowPorts, KeyedTasks, PolicyStore, ProcessFlowCounters, Readiness,
+    Retention, ScheduleStore, StatusCounts, SweepIndex, TaskStore, Tenants, Timer, Webhooks,
 };
 
 /// What one store provides: every capability it has, the `Option`s being those some
@@ -68,7 +68,7 @@ impl StorePorts {
 
     /// Flow limits counted in this process's memory, with the store's pauses: exact where
     /// one process alone delivers the store's tasks.
-    pub fn with_process_flows(self, pauses: Arc<dyn crate::ports::FlowPauses>) -> Self {
+    pub fn with_process_flows(self, pauses: Arc<dyn FlowPauses>) -> Self {
         self.with_flows(FlowPorts {
             counters: Arc::new(ProcessFlowCounters::default()),
             pauses,
