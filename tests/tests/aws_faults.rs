@@ -17,10 +17,9 @@ use boomerang_aws::AwsTimer;
 use boomerang_aws::DynamoStore;
 use boomerang_aws::DynamoTenants;
 use boomerang_aws::SqsDeadLetters;
-use boomerang_core::clock::{Clock, ManualClock, SystemClock, ThreadRandom};
+use boomerang_core::clock::{Clock, ManualClock, SystemClock};
 use boomerang_core::domain::{DeadLetter, Status, TenantId};
-use boomerang_core::engine::{Engine, EngineSettings, FireTime, NewTask, Ports};
-use boomerang_core::metrics::NoMetrics;
+use boomerang_core::engine::{Engine, EngineSettings, FireTime, NewTask, Ports, StorePorts};
 use boomerang_core::ports::{DeadLetterError, DeadLetters};
 use boomerang_e2e::aws::{
     dynalite, fresh_dynalite_table, fresh_moto_resources, moto, moto_backend,
@@ -149,31 +148,20 @@ async fn atomic_ports(
         clock.clone(),
     ));
     let buckets = Arc::new(BucketFire::new(store.clone(), timer.clone()));
-    let ports = Ports {
-        store: store.clone(),
-        sweep: store.clone(),
-        policies: store.clone(),
-        schedules: store.clone(),
-        keyed: store,
-        retention: None,
-        counts: None,
-        flows: None,
+    let webhooks = HttpWebhooks::new(DestinationPolicy {
+        dev: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let ports = Ports::new(
+        StorePorts::of(store),
         timer,
+        Arc::new(tenants),
+        Arc::new(webhooks),
         dead_letters,
-        tenants: Arc::new(tenants),
-        webhooks: Arc::new(
-            HttpWebhooks::new(DestinationPolicy {
-                dev: true,
-                ..Default::default()
-            })
-            .unwrap(),
-        ),
-        clock,
-        random: Arc::new(ThreadRandom),
-        metrics: Arc::new(NoMetrics),
-        metrics_view: None,
-        readiness: Arc::new(boomerang_core::testing::AlwaysReady),
-    };
+        Arc::new(boomerang_core::testing::AlwaysReady),
+    )
+    .with_clock(clock);
     (ports, buckets)
 }
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use aws_config::SdkConfig;
-use boomerang_core::clock::{Clock, ThreadRandom};
-use boomerang_core::engine::{Engine, EngineSettings, Ports};
+use boomerang_core::clock::Clock;
+use boomerang_core::engine::{Engine, EngineSettings, Ports, StorePorts};
 use boomerang_core::metrics::{Metrics, MetricsView};
 use boomerang_core::ports::FlowPorts;
 use boomerang_webhook::client::ClientBuildError;
@@ -98,34 +98,24 @@ pub fn aws_with_clients(
         dev: config.dev,
         allowed_cidrs: settings.allowed_cidrs.clone(),
     })?;
-    let ports = Ports {
-        store: store.clone(),
-        sweep: store.clone(),
-        policies: store.clone(),
-        schedules: store.clone(),
-        keyed: store.clone(),
-        // DynamoDB's TTL removes finished tasks; counting them by state would read every
-        // item.
-        retention: None,
-        counts: None,
-        // In the table, so that they hold across every delivery function instance.
-        flows: Some(FlowPorts {
-            counters: flows.clone(),
-            pauses: flows,
-        }),
-        timer: timer.clone(),
-        dead_letters: Arc::new(SqsDeadLetters::new(
-            sqs.clone(),
-            &settings.dead_letter_queue_url,
-        )),
-        tenants: tenants.clone(),
-        webhooks: Arc::new(webhooks),
-        clock: config.clock.clone(),
-        random: Arc::new(ThreadRandom),
-        metrics: config.metrics,
-        metrics_view: config.metrics_view,
+    // DynamoDB's TTL removes finished tasks, and counting them by state would read every
+    // item: neither is added. Flow limits are in the table, so that they hold across every
+    // delivery function instance.
+    let store_ports = StorePorts::of(store.clone()).with_flows(FlowPorts {
+        counters: flows.clone(),
+        pauses: flows,
+    });
+    let dead_letters = SqsDeadLetters::new(sqs.clone(), &settings.dead_letter_queue_url);
+    let ports = Ports::new(
+        store_ports,
+        timer.clone(),
+        tenants.clone(),
+        Arc::new(webhooks),
+        Arc::new(dead_letters),
         readiness,
-    };
+    )
+    .with_clock(config.clock.clone())
+    .with_metrics(config.metrics, config.metrics_view);
     Ok(AwsBackend {
         engine: Arc::new(Engine::new(ports, config.engine)),
         store,

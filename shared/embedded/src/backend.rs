@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use boomerang_core::clock::{Clock, ThreadRandom};
-use boomerang_core::engine::{Engine, EngineSettings, Ports};
+use boomerang_core::clock::Clock;
+use boomerang_core::engine::{Engine, EngineSettings, Ports, StorePorts};
 use boomerang_core::metrics::{Metrics, MetricsView};
-use boomerang_core::ports::{FlowPorts, ProcessFlowCounters, StoreError, Tenants, Webhooks};
+use boomerang_core::ports::{StoreError, Tenants, Webhooks};
 use tokio::sync::mpsc;
 
 use crate::loader::{LoadSettings, Loader};
@@ -49,33 +49,23 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreErro
     let (timer, fires) = LocalTimer::new(config.load.ahead + std::time::Duration::from_secs(1));
     let store = Arc::new(store);
     let loader = Arc::new(Loader::new(store.clone(), timer.clone(), config.load));
-    let ports = Ports {
-        store: store.clone(),
-        sweep: store.clone(),
-        policies: store.clone(),
-        schedules: store.clone(),
-        keyed: store.clone(),
-        retention: Some(store.clone()),
-        counts: Some(store.clone()),
-        // This process alone delivers the data directory's tasks: its memory is exact.
-        flows: Some(FlowPorts {
-            counters: Arc::new(ProcessFlowCounters::default()),
-            pauses: store.clone(),
-        }),
-        readiness: Arc::new(EmbeddedReadiness::new(
-            store.clone(),
-            config.data_dir,
-            timer.clone(),
-        )),
-        timer: timer.clone(),
-        dead_letters: store,
-        tenants: config.tenants,
-        webhooks: config.webhooks,
-        clock: config.clock,
-        random: Arc::new(ThreadRandom),
-        metrics: config.metrics,
-        metrics_view: config.metrics_view,
-    };
+    // This process alone delivers the data directory's tasks: its memory keeps flow limits
+    // exactly.
+    let store_ports = StorePorts::of(store.clone())
+        .with_retention(store.clone())
+        .with_counts(store.clone())
+        .with_process_flows(store.clone());
+    let readiness = EmbeddedReadiness::new(store.clone(), config.data_dir, timer.clone());
+    let ports = Ports::new(
+        store_ports,
+        timer.clone(),
+        config.tenants,
+        config.webhooks,
+        store,
+        Arc::new(readiness),
+    )
+    .with_clock(config.clock)
+    .with_metrics(config.metrics, config.metrics_view);
     Ok(EmbeddedBackend {
         engine: Arc::new(Engine::new(ports, config.settings)),
         fires,

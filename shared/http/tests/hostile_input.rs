@@ -12,8 +12,7 @@ use boomerang_api::view::BatchView;
 use boomerang_api::Problem;
 use boomerang_core::clock::{FixedRandom, ManualClock};
 use boomerang_core::domain::{SigningSecret, TenantId};
-use boomerang_core::engine::{Engine, EngineSettings, Ports};
-use boomerang_core::metrics::NoMetrics;
+use boomerang_core::engine::{Engine, EngineSettings, Ports, StorePorts};
 use boomerang_core::testing::MemoryDeadLetters;
 use boomerang_core::testing::MemoryStore;
 use boomerang_core::testing::MemoryTenants;
@@ -37,27 +36,17 @@ fn webhooks() -> Arc<HttpWebhooks> {
 fn engine() -> Arc<Engine> {
     let tenant = TenantId::parse("acme").unwrap();
     let store = Arc::new(MemoryStore::default());
-    let ports = Ports {
-        store: store.clone(),
-        sweep: store.clone(),
-        policies: store.clone(),
-        schedules: store.clone(),
-        keyed: store.clone(),
-        retention: None,
-        counts: Some(store),
-        flows: None,
-        timer: Arc::new(RecordingTimer::default()),
-        dead_letters: Arc::new(MemoryDeadLetters::default()),
-        tenants: Arc::new(MemoryTenants::new(KEY, tenant, SigningSecret::generate())),
-        webhooks: webhooks(),
-        clock: Arc::new(ManualClock::new(
-            Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap(),
-        )),
-        random: Arc::new(FixedRandom(0.5)),
-        metrics: Arc::new(NoMetrics),
-        metrics_view: None,
-        readiness: Arc::new(boomerang_core::testing::AlwaysReady),
-    };
+    let start = Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap();
+    let ports = Ports::new(
+        StorePorts::of(store.clone()).with_counts(store),
+        Arc::new(RecordingTimer::default()),
+        Arc::new(MemoryTenants::new(KEY, tenant, SigningSecret::generate())),
+        webhooks(),
+        Arc::new(MemoryDeadLetters::default()),
+        Arc::new(boomerang_core::testing::AlwaysReady),
+    )
+    .with_clock(Arc::new(ManualClock::new(start)))
+    .with_random(Arc::new(FixedRandom(0.5)));
     Arc::new(Engine::new(ports, EngineSettings::default()))
 }
 

@@ -1,206 +1,106 @@
-//! A task's flow limits, checked before its attempt is claimed: a slot of its
-//! `parallelism` held until the call ends, then a start counted in the flow's current
-//! window (`rate`). A task over a limit, or of a paused flow, is put off (re-armed)
-//! unclaimed and uncounted: to the window where its turn falls for the rate; for a slot,
-//! after waiting a while here for one; for a pause, until it is resumed.
+//! A tenant's flows as it sees them: listed with what waits in them, paused and resumed.
+//! A flow exists as soon as a task names it; there is nothing to create.
 
-use std::time::Duration;
+use crate::domain::{FlowKey, TenantId};
+use crate::engine::{Engine, EngineError};
+use crate::ports::{FlowFigures, FlowPorts};
 
-use chrono::{DateTime, DurationRound, Utc};
-
-use super::{Engine, EngineError};
-use crate::clock::Clock;
-use crate::domain::{AttemptRef, FlowSpec, Task};
-use crate::ports::{FlowCounters, FlowPorts, SlotHolder};
-
-/// How long a delivery waits here for one of its flow's slots before it is put off.
-const SLOT_WAIT: Duration = Duration::from_secs(5);
-/// How soon a task put off for want of a flow slot looks again.
-const SLOT_RETRY: chrono::Duration = chrono::Duration::milliseconds(500);
-
-/// How soon a task of a paused flow looks again (resuming wakes those noted as waiting
-/// at once; this is for any whose note was lost).
-const PAUSED_LOOK: chrono::Duration = chrono::Duration::seconds(60);
-/// A rate deferral is armed this fraction of the timer's precision early: a quarter, so
-/// that a fire up to a second late, plus its carriage, lands inside a one-second window.
-const TURN_LEAD: u32 = 4;
-/// At most this many asks of the rate in one delivery (the second after waiting here).
-const TURN_ASKS: u32 = 2;
-
-/// What a task's flow allows now.
-pub(super) enum FlowAdmission {
-    /// Go; the flow's slot (if it limits parallelism) is held by this task.
-    Go(Option<FlowSlot>),
-    /// Over a limit: look again at this time.
-    Wait(DateTime<Utc>),
+/// One flow of a tenant, now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowState {
+    pub key: FlowKey,
+    /// Its tasks are held back until it is resumed.
+    pub paused: bool,
+    /// Tasks put off by its rate, its slots or its pause, not yet due again.
+    pub waiting: u64,
+    /// Calls holding one of its slots.
+    pub in_flight: u64,
 }
 
-/// A held slot of a flow, freed with [`Engine::free_flow_slot`] once the call ends.
-pub(super) struct FlowSlot(SlotHolder);
+impl FlowState {
+    fn of(figures: FlowFigures, paused: bool) -> Self {
+        Self {
+            key: figures.key,
+            paused,
+            waiting: figures.waiting,
+            in_flight: figures.in_flight,
+        }
+    }
+}
 
 impl Engine {
-    /// Checks `task`'s flow, if it has one: its pause, then its limits. A task put off is
-    /// noted as waiting in its flow (listed, and woken when a pause ends).
-    pub(super) async fn admit_flow(
-        &self,
-        at: &AttemptRef,
-        task: &Task,
-        lease_until: DateTime<Utc>,
-    ) -> Result<FlowAdmission, EngineError> {
-        let (Some(flow), Some(ports)) = (&task.spec.flow, &self.ports.flows) else {
-            return Ok(FlowAdmission::Go(None));
-        };
-        let admission = match ports.pauses.flow_paused(&task.tenant, flow.key()).await? {
-            true => FlowAdmission::Wait(self.ports.clock.now() + PAUSED_LOOK),
-            false => self.limits_allow(task, flow, ports, lease_until).await?,
-        };
-        if let FlowAdmission::Wait(until) = admission {
-            let now = self.ports.clock.now();
-            let noted = ports
-                .counters
-                .note_waiting(&task.tenant, flow.key(), at, (now, until));
-            if let Err(e) = noted.await {
-                tracing::warn!(task = %task.id, flow = %flow.key(), error = %e, "noting a task waiting in its flow failed");
-            }
-        }
-        Ok(admission)
+    fn flow_ports(&self) -> Result<&FlowPorts, EngineError> {
+        self.ports
+            .store
+            .flows
+            .as_ref()
+            .ok_or_else(crate::engine::tasks::no_flows)
     }
 
-    /// Takes one of the flow's slots (waiting a while for one), then counts the start in
-    /// the flow's window. The slot comes first so that a start is counted in the window it
-    /// happens in.
-    ///
-    /// A timer that fires up to a second late would now and then carry a fire armed for a
-    /// window's start past that window's end, and a window's unused starts are lost for
-    /// good; so a rate deferral is armed [`TURN_LEAD`] of the timer's precision early, and
-    /// a turn that near is waited for here (with the flow's slot given back meanwhile).
-    async fn limits_allow(
-        &self,
-        task: &Task,
-        flow: &FlowSpec,
-        ports: &FlowPorts,
-        lease_until: DateTime<Utc>,
-    ) -> Result<FlowAdmission, EngineError> {
-        let counters = ports.counters.as_ref();
-        let clock = self.ports.clock.as_ref();
-        let lead = self.ports.timer.precision() / TURN_LEAD;
-        let lead = chrono::Duration::from_std(lead).unwrap_or(chrono::Duration::zero());
-        let mut asks = 0;
-        loop {
-            let slot = match flow.parallelism() {
-                None => None,
-                Some(parallelism) => {
-                    let holder = SlotHolder::new(&task.id);
-                    let slot = (parallelism, &holder);
-                    let taken = take_flow_slot(counters, task, flow, slot, lease_until, clock);
-                    if !taken.await? {
-                        return Ok(FlowAdmission::Wait(clock.now() + SLOT_RETRY));
-                    }
-                    Some(FlowSlot(holder))
-                }
-            };
-            let Some(rate) = flow.rate() else {
-                return Ok(FlowAdmission::Go(slot));
-            };
-            let now = clock.now();
-            let turn = turn_of(counters, task, flow, rate, now).await;
-            if let Ok(None) = turn {
-                return Ok(FlowAdmission::Go(slot));
+    /// The tenant's flows that are paused, have tasks waiting or calls in flight, by key.
+    pub async fn flows(&self, tenant: &TenantId) -> Result<Vec<FlowState>, EngineError> {
+        let Some(ports) = &self.ports.store.flows else {
+            return Ok(Vec::new());
+        };
+        let now = self.ports.clock.now();
+        let mut figures = ports.counters.figures(tenant, now).await?;
+        let paused = ports.pauses.paused_flows(tenant).await?;
+        for key in &paused {
+            if !figures.iter().any(|f| &f.key == key) {
+                figures.push(FlowFigures::none(key.clone()));
             }
-            if let Some(slot) = &slot {
-                self.free_flow_slot(task, slot).await;
-            }
-            let turn = turn?.unwrap_or(now);
-            asks += 1;
-            let wait = turn - now;
-            if wait > lead || asks == TURN_ASKS {
-                return Ok(FlowAdmission::Wait(turn - lead));
-            }
-            tokio::time::sleep(wait.to_std().unwrap_or_default()).await;
         }
+        figures.sort_by(|a, b| a.key.cmp(&b.key));
+        let states = figures.into_iter().map(|f| {
+            let is_paused = paused.contains(&f.key);
+            FlowState::of(f, is_paused)
+        });
+        Ok(states.collect())
     }
 
-    /// Frees the flow slot `task` holds. A failure is logged: the slot's lease frees it.
-    pub(super) async fn free_flow_slot(&self, task: &Task, slot: &FlowSlot) {
-        let (Some(flow), Some(ports)) = (&task.spec.flow, &self.ports.flows) else {
-            return;
-        };
-        if let Err(e) = ports
-            .counters
-            .free_slot(&task.tenant, flow.key(), &slot.0)
+    /// One of the tenant's flows (one no task named yet is simply empty).
+    pub async fn flow(&self, tenant: &TenantId, key: &FlowKey) -> Result<FlowState, EngineError> {
+        let ports = self.flow_ports()?;
+        let now = self.ports.clock.now();
+        let figures = ports.counters.flow_figures(tenant, key, now).await?;
+        let paused = ports.pauses.flow_paused(tenant, key).await?;
+        Ok(FlowState::of(figures, paused))
+    }
+
+    /// Pauses the tenant's flow `key`: its tasks wait (uncounted) until it is resumed;
+    /// calls already made run to their end.
+    pub async fn pause_flow(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+    ) -> Result<FlowState, EngineError> {
+        let ports = self.flow_ports()?;
+        ports.pauses.set_flow_paused(tenant, key, true).await?;
+        self.flow(tenant, key).await
+    }
+
+    /// Resumes the tenant's flow `key` and wakes the tasks noted as waiting in it: each is
+    /// armed for now, and its limits then decide as for any other.
+    pub async fn resume_flow(
+        &self,
+        tenant: &TenantId,
+        key: &FlowKey,
+    ) -> Result<FlowState, EngineError> {
+        let ports = self.flow_ports()?;
+        ports.pauses.set_flow_paused(tenant, key, false).await?;
+        let now = self.ports.clock.now();
+        let waiting = ports.counters.take_waiting(tenant, key, now).await?;
+        let arms: Vec<_> = waiting.into_iter().map(|a| (a, now)).collect();
+        for (result, (attempt, _)) in self
+            .ports
+            .timer
+            .arm_many(&arms)
             .await
+            .into_iter()
+            .zip(&arms)
         {
-            tracing::warn!(task = %task.id, flow = %flow.key(), error = %e, "freeing a flow slot failed; its lease will");
+            self.armed(attempt.task_id, attempt.attempt, result);
         }
-    }
-}
-
-/// Counts a start of `task` in its flow's window at `now`: `None` if that is within
-/// `rate`, otherwise the start of the window where its turn falls. The n-th ask of a full
-/// window comes back where, at this pace, its turn is: a backlog spreads over the windows
-/// ahead instead of all of it asking again in the next one.
-async fn turn_of(
-    counters: &dyn FlowCounters,
-    task: &Task,
-    flow: &FlowSpec,
-    rate: u32,
-    now: DateTime<Utc>,
-) -> Result<Option<DateTime<Utc>>, EngineError> {
-    let (window, period) = window_of(flow, now);
-    let asked = counters.ask_start(&task.tenant, flow.key(), window).await?;
-    if asked <= u64::from(rate) {
-        return Ok(None);
-    }
-    Ok(Some(window + period * windows_ahead(asked, rate)))
-}
-
-/// Takes one of the flow's slots for `holder`, waiting up to [`SLOT_WAIT`] for one to be
-/// freed. False if none was.
-async fn take_flow_slot(
-    counters: &dyn FlowCounters,
-    task: &Task,
-    flow: &FlowSpec,
-    (parallelism, holder): (u32, &SlotHolder),
-    lease_until: DateTime<Utc>,
-    clock: &dyn Clock,
-) -> Result<bool, EngineError> {
-    let (tenant, key) = (&task.tenant, flow.key());
-    let deadline = tokio::time::Instant::now() + SLOT_WAIT;
-    loop {
-        let now = clock.now();
-        if (counters.take_slot(tenant, key, parallelism, holder, now, lease_until)).await? {
-            return Ok(true);
-        }
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() {
-            return Ok(false);
-        }
-        counters.slot_freed(tenant, key, left).await;
-    }
-}
-
-/// The window of `flow` that `now` falls in, and the flow's period. Windows are aligned
-/// to the epoch, so every worker counts in the same ones.
-fn window_of(flow: &FlowSpec, now: DateTime<Utc>) -> (DateTime<Utc>, chrono::Duration) {
-    let period = chrono::Duration::from_std(flow.period()).unwrap_or(chrono::Duration::seconds(1));
-    (now.duration_trunc(period).unwrap_or(now), period)
-}
-
-/// How many windows ahead the `asked`-th ask of a full window (`asked > rate`) comes back.
-fn windows_ahead(asked: u64, rate: u32) -> i32 {
-    let ahead = (asked - 1) / u64::from(rate.max(1));
-    i32::try_from(ahead).unwrap_or(i32::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::windows_ahead;
-
-    #[test]
-    fn a_backlog_spreads_over_the_windows_ahead() {
-        assert_eq!(windows_ahead(4, 3), 1);
-        assert_eq!(windows_ahead(6, 3), 1);
-        assert_eq!(windows_ahead(7, 3), 2);
-        assert_eq!(windows_ahead(u64::MAX, 1), i32::MAX);
+        self.flow(tenant, key).await
     }
 }

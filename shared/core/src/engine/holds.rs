@@ -1,12 +1,13 @@
-//! Held tasks: release (by business key in [`super::keys`]), and the check-back when the caller
+//! Held tasks: release (by business key in `tasks/keys.rs`), and the check-back when the caller
 //! goes silent (see [`crate::domain::hold`]).
 
-use super::deliver::{DeliverOutcome, LOCAL_RETRY};
-use super::{Engine, EngineError};
 use crate::domain::hold::{judge_check, CHECK_ATTEMPT};
 use crate::domain::{
     AttemptRef, CheckAnswer, CheckRecord, Refusal, Status, Task, TaskId, TenantId,
 };
+use crate::engine::delivery::{Ended, Step, LOCAL_RETRY};
+use crate::engine::DeliverOutcome;
+use crate::engine::{Engine, EngineError};
 use crate::metrics::MetricEvent;
 use crate::ports::{StoreError, WebhookError};
 
@@ -42,20 +43,20 @@ impl Engine {
     /// A timer fire for a held task: its hold timed out, or its next check is due. Asks
     /// the check URL (if any) and writes what the answer decides, conditionally: a release
     /// or cancel that got there first wins, and this check's result is dropped.
-    pub(super) async fn check_hold(
+    pub(in crate::engine) async fn check_hold(
         &self,
         at: AttemptRef,
         task: Task,
-    ) -> Result<Option<DeliverOutcome>, EngineError> {
+    ) -> Result<Ended, EngineError> {
         match task.claim_check(at.attempt, self.ports.clock.now()) {
             Ok(()) => {}
             Err(Refusal::NotDue(due)) => {
                 self.arm(at, due).await;
-                return Ok(Some(DeliverOutcome::Early));
+                return Ok(Step::Done(DeliverOutcome::Early));
             }
-            // Not held, or not a check's timer: perhaps a lagging read, so `None` has it
-            // read again before the fire is dropped.
-            Err(_) => return Ok(None),
+            // Not held, or not a check's timer: perhaps a lagging read, so it is read again
+            // before the fire is dropped.
+            Err(_) => return Ok(Step::Reread),
         }
         let (answer, record) = match task
             .spec
@@ -74,7 +75,7 @@ impl Engine {
                     let again = self.ports.clock.now() + LOCAL_RETRY;
                     self.put_off(at, again).await;
                     self.record(MetricEvent::GivenBack);
-                    return Ok(Some(DeliverOutcome::GivenBack));
+                    return Ok(Step::Done(DeliverOutcome::GivenBack));
                 }
             },
             None => (CheckAnswer::Unknown("no check_url".into()), None),
@@ -84,10 +85,10 @@ impl Engine {
             .after_check(&answer, record, now)
             .map_err(EngineError::Conflict)?;
         self.arm_before_write(&mut next).await;
-        match self.ports.store.update(&next, task.version).await {
+        match self.ports.store.tasks.update(&next, task.version).await {
             Ok(()) => {}
             // Released or canceled meanwhile: that decision stands.
-            Err(StoreError::Conflict) => return Ok(None),
+            Err(StoreError::Conflict) => return Ok(Step::Reread),
             Err(e) => return Err(e.into()),
         }
         tracing::info!(
@@ -99,7 +100,7 @@ impl Engine {
             Status::Canceled => self.record(MetricEvent::Canceled { count: 1 }),
             _ => self.arm_after_write(&next).await,
         }
-        Ok(Some(DeliverOutcome::Checked(next.status)))
+        Ok(Step::Done(DeliverOutcome::Checked(next.status)))
     }
 
     /// Calls the check URL (signed like every call) and judges the answer; `Err` when the

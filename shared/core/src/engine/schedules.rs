@@ -6,10 +6,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Engine, EngineError, NewTask};
 use crate::domain::{
     CatchUp, Occurrence, Recurrence, Schedule, ScheduleId, ScheduleRefusal, Status, Task, TenantId,
 };
+use crate::engine::{Engine, EngineError, NewTask};
 use crate::ports::{SchedulePage, StoreError};
 
 /// Why an occurrence due while its tenant is over its limit of unfinished tasks is skipped.
@@ -45,8 +45,8 @@ impl Engine {
         self.check_destinations(&spec)?;
         self.apply_policy(tenant, &new.task.retry_from, &mut spec)
             .await?;
-        if spec.flow.is_some() && self.ports.flows.is_none() {
-            return Err(super::policies::no_flows());
+        if spec.flow.is_some() && self.ports.store.flows.is_none() {
+            return Err(crate::engine::tasks::no_flows());
         }
         let now = self.ports.clock.now();
         let schedule = Schedule::new(
@@ -64,11 +64,16 @@ impl Engine {
             field: "end_at",
             detail: e.detail,
         })?;
-        self.ports.schedules.create_schedule(&schedule).await?;
+        self.ports
+            .store
+            .schedules
+            .create_schedule(&schedule)
+            .await?;
         if let Some(first) = schedule.first(now) {
             if let Err(e) = self.register_occurrence(&schedule, first).await {
                 let _ = self
                     .ports
+                    .store
                     .schedules
                     .delete_schedule(tenant, &schedule.id)
                     .await;
@@ -85,6 +90,7 @@ impl Engine {
         id: &ScheduleId,
     ) -> Result<Schedule, EngineError> {
         self.ports
+            .store
             .schedules
             .schedule(tenant, id)
             .await?
@@ -99,6 +105,7 @@ impl Engine {
     ) -> Result<SchedulePage, EngineError> {
         Ok(self
             .ports
+            .store
             .schedules
             .schedules(tenant, cursor, limit)
             .await?)
@@ -135,7 +142,13 @@ impl Engine {
         tenant: &TenantId,
         id: &ScheduleId,
     ) -> Result<(), EngineError> {
-        match self.ports.schedules.delete_schedule(tenant, id).await? {
+        match self
+            .ports
+            .store
+            .schedules
+            .delete_schedule(tenant, id)
+            .await?
+        {
             true => Ok(()),
             false => Err(EngineError::NotFound),
         }
@@ -155,6 +168,7 @@ impl Engine {
             let next = change(&schedule, self.ports.clock.now())?;
             match self
                 .ports
+                .store
                 .schedules
                 .update_schedule(&next, schedule.version)
                 .await
@@ -170,13 +184,14 @@ impl Engine {
     /// says whether this one calls (`Some(why)`: it is skipped). Only a due, untried
     /// occurrence comes here; registering the next one first means a crash after it loses
     /// nothing (the next is registered once, whoever gets there).
-    pub(super) async fn occurrence_due(
+    pub(in crate::engine) async fn occurrence_due(
         &self,
         task: &Task,
         occurrence: &Occurrence,
     ) -> Result<Option<&'static str>, EngineError> {
         let found = self
             .ports
+            .store
             .schedules
             .schedule(&task.tenant, &occurrence.schedule)
             .await?;
@@ -232,7 +247,7 @@ impl Engine {
 
     /// Skips a due occurrence: it ends canceled, with the reason as its last error.
     /// `None` when a concurrent write got there first.
-    pub(super) async fn skip_occurrence(
+    pub(in crate::engine) async fn skip_occurrence(
         &self,
         task: &Task,
         why: &str,
@@ -241,7 +256,7 @@ impl Engine {
             .cancel(self.ports.clock.now())
             .map_err(EngineError::Conflict)?;
         skipped.last_error = Some(format!("skipped: {why}"));
-        match self.ports.store.update(&skipped, task.version).await {
+        match self.ports.store.tasks.update(&skipped, task.version).await {
             Ok(()) => {
                 tracing::info!(task = %task.id, reason = why, "occurrence skipped");
                 Ok(Some(skipped.status))

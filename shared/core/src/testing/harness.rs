@@ -15,7 +15,7 @@ pub use crate::domain::{
 };
 pub use crate::engine::{
     DeliverOutcome, DeliveryLimits, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports,
-    RetrySource, TenantLimits,
+    RetrySource, StorePorts, TenantLimits,
 };
 pub use crate::metrics::MetricEvent;
 pub use crate::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
@@ -235,28 +235,19 @@ fn build(
         tenants = tenants.with_destination_limit(limit);
     }
     let metrics = Arc::new(RecordedMetrics::default());
-    let ports = Ports {
-        store: store.clone(),
-        sweep: store.clone(),
-        policies: store.clone(),
-        schedules: store.clone(),
-        keyed: store.clone(),
-        retention: None,
-        counts: Some(store.clone()),
-        flows: Some(crate::ports::FlowPorts {
-            counters: Arc::new(crate::ports::ProcessFlowCounters::default()),
-            pauses: store.clone(),
-        }),
-        timer: timer.clone(),
-        dead_letters: dead_letters.clone(),
-        tenants: Arc::new(tenants),
-        webhooks: webhooks.clone(),
-        clock: clock.clone(),
-        random: Arc::new(FixedRandom(0.5)),
-        metrics: metrics.clone(),
-        metrics_view: None,
-        readiness: Arc::new(crate::testing::AlwaysReady),
-    };
+    let ports = Ports::new(
+        StorePorts::of(store.clone())
+            .with_counts(store.clone())
+            .with_process_flows(store.clone()),
+        timer.clone(),
+        Arc::new(tenants),
+        webhooks.clone(),
+        dead_letters.clone(),
+        Arc::new(crate::testing::AlwaysReady),
+    )
+    .with_clock(clock.clone())
+    .with_random(Arc::new(FixedRandom(0.5)))
+    .with_metrics(metrics.clone(), None);
     let settings = EngineSettings {
         lease_margin: Duration::from_secs(30),
         dead_letter_tries: 3,

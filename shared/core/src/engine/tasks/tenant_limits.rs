@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::{Engine, EngineError};
 use crate::domain::{Status, TenantId};
+use crate::engine::{Engine, EngineError};
 
 /// The limits, per tenant, in one process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,8 +104,12 @@ impl Engine {
 
     /// Makes room for `n` more unfinished tasks of `tenant`, or refuses if that would take
     /// it over its limit. Where the store cannot count tasks (DynamoDB), there is no limit.
-    pub(super) async fn admit_pending(&self, tenant: &TenantId, n: u64) -> Result<(), EngineError> {
-        let Some(counts) = &self.ports.counts else {
+    pub(in crate::engine) async fn admit_pending(
+        &self,
+        tenant: &TenantId,
+        n: u64,
+    ) -> Result<(), EngineError> {
+        let Some(counts) = &self.ports.store.counts else {
             return Ok(());
         };
         let max = self.settings.tenant_limits.max_pending;

@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::{Engine, EngineError};
 use crate::domain::{AttemptRef, PendingWork, WorkKind};
+use crate::engine::{Engine, EngineError};
 use crate::metrics::MetricEvent;
 use crate::ports::TimerError;
 
@@ -55,6 +55,7 @@ impl Engine {
         let cutoff = now.checked_add_signed(lookahead).unwrap_or(now);
         let due = self
             .ports
+            .store
             .sweep
             .due(cutoff, self.settings.sweep_batch)
             .await?;
@@ -65,7 +66,7 @@ impl Engine {
         let Some(mark) = due.mark.filter(|_| all_done) else {
             return Ok((report, false));
         };
-        self.ports.sweep.swept(&mark).await?;
+        self.ports.store.sweep.swept(&mark).await?;
         Ok((report, found))
     }
 
@@ -91,7 +92,7 @@ impl Engine {
         }
         for work in letters {
             let (tenant, id) = (&work.attempt.tenant, &work.attempt.task_id);
-            let store = &self.ports.store;
+            let store = &self.ports.store.tasks;
             let Some(mut task) = store.get(tenant, id).await? else {
                 continue;
             };

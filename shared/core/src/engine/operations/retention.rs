@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::{Engine, EngineError};
 use crate::domain::time::checked_sub;
+use crate::engine::{Engine, EngineError};
 
 /// Tasks removed per write.
 const BATCH: usize = 200;
@@ -13,14 +13,14 @@ impl Engine {
     /// Whether this engine's store has finished tasks removed by [`Self::purge`] (a
     /// store without that capability, DynamoDB, removes them by itself).
     pub fn purges(&self) -> bool {
-        self.ports.retention.is_some()
+        self.ports.store.retention.is_some()
     }
 
     /// Removes every task that finished more than `retention` ago (a failed task whose
     /// dead letter is not sent yet is kept); returns how many, or `None` where the store
     /// removes finished tasks by itself.
     pub async fn purge(&self, retention: Duration) -> Result<Option<usize>, EngineError> {
-        let Some(store) = &self.ports.retention else {
+        let Some(store) = &self.ports.store.retention else {
             return Ok(None);
         };
         let Some(before) = checked_sub(self.ports.clock.now(), retention) else {

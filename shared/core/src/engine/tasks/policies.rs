@@ -1,8 +1,8 @@
 //! A tenant's named policies: kept by the store, copied into a task at registration (so a
 //! later change affects new tasks only); `default` replaces the built-in default.
 
-use super::{Engine, EngineError, RetrySource};
 use crate::domain::{Policy, PolicyName, TaskSpec, TenantId};
+use crate::engine::{Engine, EngineError, RetrySource};
 
 impl Engine {
     /// The tenant's policy a registration names, or its default one; `None`: keep the
@@ -16,9 +16,10 @@ impl Engine {
             RetrySource::Given => Ok(None),
             RetrySource::Default => {
                 let name = PolicyName::default_policy();
-                Ok(self.ports.policies.policy(tenant, &name).await?)
+                Ok(self.ports.store.policies.policy(tenant, &name).await?)
             }
-            RetrySource::Named(name) => match self.ports.policies.policy(tenant, name).await? {
+            RetrySource::Named(name) => match self.ports.store.policies.policy(tenant, name).await?
+            {
                 Some(policy) => Ok(Some(policy)),
                 None => Err(EngineError::Invalid {
                     field: "retry",
@@ -30,7 +31,7 @@ impl Engine {
 
     /// Applies the policy the registration uses, if any, to `spec`: its retries, and its
     /// flow unless the task gives its own.
-    pub(super) async fn apply_policy(
+    pub(in crate::engine) async fn apply_policy(
         &self,
         tenant: &TenantId,
         from: &RetrySource,
@@ -53,10 +54,15 @@ impl Engine {
         name: &PolicyName,
         policy: &Policy,
     ) -> Result<(), EngineError> {
-        if policy.flow.is_some() && self.ports.flows.is_none() {
+        if policy.flow.is_some() && self.ports.store.flows.is_none() {
             return Err(no_flows());
         }
-        Ok(self.ports.policies.put_policy(tenant, name, policy).await?)
+        Ok(self
+            .ports
+            .store
+            .policies
+            .put_policy(tenant, name, policy)
+            .await?)
     }
 
     pub async fn policy(
@@ -65,6 +71,7 @@ impl Engine {
         name: &PolicyName,
     ) -> Result<Policy, EngineError> {
         self.ports
+            .store
             .policies
             .policy(tenant, name)
             .await?
@@ -76,7 +83,13 @@ impl Engine {
         tenant: &TenantId,
         name: &PolicyName,
     ) -> Result<(), EngineError> {
-        match self.ports.policies.delete_policy(tenant, name).await? {
+        match self
+            .ports
+            .store
+            .policies
+            .delete_policy(tenant, name)
+            .await?
+        {
             true => Ok(()),
             false => Err(EngineError::NotFound),
         }
@@ -86,12 +99,12 @@ impl Engine {
         &self,
         tenant: &TenantId,
     ) -> Result<Vec<(PolicyName, Policy)>, EngineError> {
-        Ok(self.ports.policies.policies(tenant).await?)
+        Ok(self.ports.store.policies.policies(tenant).await?)
     }
 }
 
 /// A flow on a backend that keeps no flow counters.
-pub(super) fn no_flows() -> EngineError {
+pub(in crate::engine) fn no_flows() -> EngineError {
     EngineError::Invalid {
         field: "flow",
         detail: "this backend does not keep flow limits".into(),

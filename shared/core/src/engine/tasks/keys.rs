@@ -3,9 +3,9 @@
 
 use std::future::Future;
 
-use super::{Engine, EngineError};
 use crate::domain::limits::MAX_KEY_TASKS;
 use crate::domain::{BusinessKey, Status, TaskId, TenantId};
+use crate::engine::{Engine, EngineError};
 use crate::ports::ListQuery;
 
 /// Tasks read per page while acting.

@@ -6,9 +6,9 @@
 //! repeat finds the same alert. A "retrying" notice (`notify: every`) that cannot be
 //! registered is logged and skipped: the final alert is the one that must arrive.
 
-use super::{Engine, EngineError, FireTime, NewTask, RetrySource};
 use crate::domain::alert::alert_spec;
 use crate::domain::{AlertTarget, AttemptRecord, Notice, Task, TaskId};
+use crate::engine::{Engine, EngineError, FireTime, NewTask, RetrySource};
 use crate::ports::StoreError;
 
 /// What became of an alert.
@@ -64,7 +64,12 @@ impl Engine {
         let Some(target) = self.alert_target(task).await? else {
             return Ok(None);
         };
-        let mut attempts = self.ports.store.attempts(&task.tenant, &task.id).await?;
+        let mut attempts = self
+            .ports
+            .store
+            .tasks
+            .attempts(&task.tenant, &task.id)
+            .await?;
         attempts.extend(latest.cloned());
         let body = task.alert_body(notice, &attempts, self.ports.clock.now());
         let new = NewTask {
@@ -87,7 +92,7 @@ impl Engine {
 
     /// `next` (a task just out of an attempt, not yet written) with the alert its attempt
     /// calls for raised and linked, or still owed if it could not be.
-    pub(super) async fn alert_before_write(
+    pub(in crate::engine) async fn alert_before_write(
         &self,
         next: Task,
         notice: Notice,
@@ -105,7 +110,7 @@ impl Engine {
 
     /// The sweep's registration of an alert a failed task still owes. Returns false if it
     /// still cannot be registered.
-    pub(super) async fn owed_alert(&self, task: Task) -> Result<bool, EngineError> {
+    pub(in crate::engine) async fn owed_alert(&self, task: Task) -> Result<bool, EngineError> {
         let Some(notice) = task.owed_alert() else {
             return Ok(true);
         };
@@ -117,7 +122,7 @@ impl Engine {
         let Ok(settled) = task.alert_settled(alert, self.ports.clock.now()) else {
             return Ok(true);
         };
-        match self.ports.store.update(&settled, task.version).await {
+        match self.ports.store.tasks.update(&settled, task.version).await {
             // Lost to a concurrent write (a redrive): the next sweep looks again if need be.
             Ok(()) | Err(StoreError::Conflict) => Ok(true),
             Err(e) => Err(e.into()),

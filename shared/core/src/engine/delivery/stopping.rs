@@ -10,9 +10,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
-use super::deliver::DeliverOutcome;
-use super::{Engine, EngineError};
+use super::{DeliverOutcome, Step};
 use crate::domain::{AttemptRef, Task, TaskId};
+use crate::engine::{Engine, EngineError};
 
 /// A call is started only if it can end this long before the stop line: its result still
 /// has to be written.
@@ -141,20 +141,20 @@ impl Engine {
 
     /// [`DeliverOutcome::Stopped`] if `task`'s call could not end before the stop line,
     /// with the attempt left due (armed again at once where the timer is durable).
-    pub(super) async fn past_stop_line(
+    pub(in crate::engine) async fn check_stop_line(
         &self,
         at: &AttemptRef,
         task: &Task,
-    ) -> Option<DeliverOutcome> {
+    ) -> Step<()> {
         let now = self.ports.clock.now();
         let needs = task.spec.timeout.saturating_add(WRITE_ROOM);
         let needs = chrono::Duration::from_std(needs).unwrap_or(chrono::Duration::MAX);
         if self.stopping.allows(now, needs) {
-            return None;
+            return Step::Continue(());
         }
         if self.ports.timer.durable() {
             self.arm(at.clone(), now).await;
         }
-        Some(DeliverOutcome::Stopped)
+        Step::Done(DeliverOutcome::Stopped)
     }
 }

@@ -8,11 +8,11 @@
 
 use std::time::Duration;
 
-use super::{Engine, EngineError, NewTask, Registration};
 use crate::domain::invalid::within;
 use crate::domain::limits::{MAX_SCHEDULE_AHEAD, MIN_STEP};
 use crate::domain::time::checked_add;
 use crate::domain::{Invalid, Task, TenantId};
+use crate::engine::{Engine, EngineError, NewTask, Registration};
 use crate::metrics::MetricEvent;
 use crate::ports::StoreError;
 
@@ -87,7 +87,7 @@ impl Engine {
         };
         let fresh = self.prepare(tenant, new).await?;
         loop {
-            let newest = self.ports.keyed.keyed(tenant, &key).await?;
+            let newest = self.ports.store.keyed.keyed(tenant, &key).await?;
             if let Some(old) = &newest {
                 if let Some(done) = self.try_replace(old, &fresh, max_delay).await? {
                     return Ok(done);
@@ -106,6 +106,7 @@ impl Engine {
             self.arm_before_write(&mut task).await;
             match self
                 .ports
+                .store
                 .keyed
                 .create_keyed(&task, newest.map(|t| t.id))
                 .await
@@ -148,7 +149,13 @@ impl Engine {
         } else {
             self.arm_before_write(&mut next).await;
         }
-        match self.ports.keyed.replace_keyed(&next, old.version).await {
+        match self
+            .ports
+            .store
+            .keyed
+            .replace_keyed(&next, old.version)
+            .await
+        {
             Ok(()) => {
                 tracing::debug!(task = %next.id, "task replaced by a newer registration of its key");
                 if !covered {

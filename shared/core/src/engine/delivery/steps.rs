@@ -1,0 +1,344 @@
+//! One attempt, as the steps it goes through in order:
+//!
+//! 1. [`Engine::check_stop_line`]: no call starts that could not end before the stop line;
+//! 2. a held task's timer is its check ([`Engine::check_hold`]), not a call;
+//! 3. [`Engine::take_occurrence`]: a schedule's due occurrence registers the next one,
+//!    and may be skipped;
+//! 4. [`Engine::take_lane`]: one of the destination's call slots, waited for before the
+//!    lease starts;
+//! 5. [`Engine::take_claim`]: the lifecycle's claim, in memory (an early, leased, stale or
+//!    ahead fire ends here);
+//! 6. [`Engine::pass_flow_gate`]: the task's flow limits;
+//! 7. [`Engine::write_claim`]: the claim's conditional write;
+//! 8. [`Engine::call_claimed`]: the call, with the slots freed when it ends;
+//! 9. [`Engine::give_back_local`]: a call that never left this machine is given back;
+//! 10. [`Engine::record_verdict`]: the verdict on the response, and the attempt's record;
+//! 11. [`Engine::alert_if_owed`]: a notice the attempt owes becomes an alert task;
+//! 12. [`Engine::dead_letter_if_failed`]: a failed task's dead letter;
+//! 13. [`Engine::arm_and_write`]: the next attempt armed around the attempt's write.
+//!
+//! Each step returns a [`Step`]: go on with what it made, read the task again, or done.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use super::call::judge;
+use super::flow_gate::{FlowAdmission, FlowSlot};
+use super::gate::{CallSlot, Lane};
+use super::{proceed, DeliverOutcome, Ended, Step, LOCAL_RETRY};
+use crate::domain::{AttemptRecord, AttemptRef, Destination, Refusal, Status, Task};
+use crate::engine::{Engine, EngineError};
+use crate::metrics::{AttemptFacts, MetricEvent};
+use crate::ports::{StoreError, WebhookError, WebhookResult};
+
+/// A lease that cannot be told in chrono's terms is taken as this long.
+const LEASE_FALLBACK: chrono::Duration = chrono::Duration::seconds(1);
+
+/// The place a call takes at its destination: held from the claim to the call's end.
+pub(in crate::engine) struct Seat {
+    destination: Destination,
+    lane: Arc<Lane>,
+    slot: CallSlot,
+}
+
+/// A claim made in memory, not yet written.
+#[derive(Debug)]
+pub(in crate::engine) struct Claim {
+    pub(in crate::engine) claimed: Task,
+    /// When the attempt started (its lease counts from here).
+    pub(in crate::engine) started: DateTime<Utc>,
+    pub(in crate::engine) lease_until: DateTime<Utc>,
+    /// The version of the task as read: the claim's write is conditional on it.
+    pub(in crate::engine) read: u64,
+}
+
+impl Engine {
+    /// Delivers attempt `at` of `task` as read, step by step; [`Step::Reread`] if the
+    /// task as read was not the task as stored (a lost claim, or a lagging read).
+    pub(super) async fn attempt(
+        &self,
+        at: AttemptRef,
+        task: Task,
+        worker: &str,
+    ) -> Result<Ended, EngineError> {
+        proceed!(self.check_stop_line(&at, &task).await);
+        if task.status == Status::Held {
+            return self.check_hold(at, task).await;
+        }
+        proceed!(self.take_occurrence(&at, &task).await?);
+        let seat = self.take_lane(&task).await;
+        let claim = proceed!(self.take_claim(&at, &task).await?);
+        let flow_slot = proceed!(self.pass_flow_gate(&at, &task, claim.lease_until).await?);
+        proceed!(self.write_claim(&claim, flow_slot.as_ref()).await?);
+        let Claim {
+            claimed, started, ..
+        } = claim;
+        let claimed = Arc::new(claimed);
+        // Until the attempt is written, a shutdown's drain may give it back.
+        let _held = self.stopping.hold(&claimed);
+        let result = self.call_claimed(&claimed, seat.slot, flow_slot).await;
+        proceed!(self.give_back_local(&claimed, &result).await?);
+        let finished = self.ports.clock.now();
+        self.pause_if_asked(&seat.lane, &seat.destination, &result, finished);
+        let (next, record) = self.record_verdict(&claimed, result, (started, finished), worker)?;
+        let next = self.alert_if_owed(&claimed, next, &record).await;
+        let next = self.dead_letter_if_failed(next).await;
+        self.arm_and_write(&at, &claimed, next, &record).await
+    }
+
+    /// A schedule's occurrence whose first attempt is due registers the occurrence after
+    /// it, and ends [`DeliverOutcome::Skipped`] where it does not call (its schedule is
+    /// paused or deleted, or it was missed, or its tenant has too much unfinished).
+    pub(in crate::engine) async fn take_occurrence(
+        &self,
+        at: &AttemptRef,
+        task: &Task,
+    ) -> Result<Step<()>, EngineError> {
+        let Some(occurrence) = task.spec.occurrence.as_ref() else {
+            return Ok(Step::Continue(()));
+        };
+        let due = (task.next_attempt_at).is_some_and(|due| due <= self.ports.clock.now());
+        if !(due && task.is_untried() && at.attempt == 1) {
+            return Ok(Step::Continue(()));
+        }
+        let Some(why) = self.occurrence_due(task, occurrence).await? else {
+            return Ok(Step::Continue(()));
+        };
+        Ok(match self.skip_occurrence(task, why).await? {
+            Some(_) => Step::Done(DeliverOutcome::Skipped),
+            None => Step::Reread,
+        })
+    }
+
+    /// One of the call slots of the task's destination. From the claim to the call's end
+    /// the task holds it: waiting for one happens before the lease starts.
+    pub(in crate::engine) async fn take_lane(&self, task: &Task) -> Seat {
+        let (destination, lane) = self.lane_of(task).await;
+        let slot = lane.call_slot().await;
+        Seat {
+            destination,
+            lane,
+            slot,
+        }
+    }
+
+    /// The lifecycle's claim of attempt `at`, made in memory. A fire the claim refuses
+    /// ends here: an early one is armed again for its time, one whose attempt another
+    /// worker holds is put off until that lease ends, and one ahead of the task's attempt
+    /// is looked at again while its write may still be on its way.
+    pub(in crate::engine) async fn take_claim(
+        &self,
+        at: &AttemptRef,
+        task: &Task,
+    ) -> Result<Step<Claim>, EngineError> {
+        let started = self.ports.clock.now();
+        let lease = task.spec.timeout.saturating_add(self.settings.lease_margin);
+        let claimed = match task.claim(at.attempt, started, lease) {
+            Ok(claimed) => claimed,
+            Err(Refusal::NotDue(due)) => {
+                self.arm(at.clone(), due).await;
+                return Ok(Step::Done(DeliverOutcome::Early));
+            }
+            // The timer (or the message it is) is the custody of the attempt: if the worker
+            // holding the lease dies, this re-armed fire takes the attempt over.
+            Err(Refusal::Leased(until)) => {
+                self.put_off(at.clone(), until).await;
+                return Ok(Step::Done(DeliverOutcome::Stale));
+            }
+            Err(Refusal::StaleAttempt(_)) => return Ok(Step::Done(DeliverOutcome::Stale)),
+            Err(Refusal::AttemptAhead(_)) => {
+                self.ahead(at.clone(), task).await;
+                return Ok(Step::Done(DeliverOutcome::Stale));
+            }
+            Err(other) => return Err(EngineError::Conflict(other)),
+        };
+        if task.status == Status::Delivering {
+            tracing::warn!(task = %at.task_id, attempt = at.attempt, "lease expired mid-delivery; taking the attempt over");
+        }
+        let lease_until = started + chrono::Duration::from_std(lease).unwrap_or(LEASE_FALLBACK);
+        Ok(Step::Continue(Claim {
+            claimed,
+            started,
+            lease_until,
+            read: task.version,
+        }))
+    }
+
+    /// The task's flow limits, if it has a flow: go with the flow's slot (where it limits
+    /// parallelism), or [`DeliverOutcome::Deferred`] until the flow allows.
+    pub(in crate::engine) async fn pass_flow_gate(
+        &self,
+        at: &AttemptRef,
+        task: &Task,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Step<Option<FlowSlot>>, EngineError> {
+        Ok(match self.admit_flow(at, task, lease_until).await? {
+            FlowAdmission::Go(slot) => Step::Continue(slot),
+            FlowAdmission::Wait(until) => Step::Done(self.defer(at.clone(), until).await),
+        })
+    }
+
+    /// Writes the claim, conditionally on the version read: [`Step::Reread`] when another
+    /// write got there first. A claim not written frees the flow slot it took.
+    pub(in crate::engine) async fn write_claim(
+        &self,
+        claim: &Claim,
+        flow_slot: Option<&FlowSlot>,
+    ) -> Result<Step<()>, EngineError> {
+        let claimed = &claim.claimed;
+        let written = self.ports.store.tasks.claim(claimed, claim.read).await;
+        if let (Err(_), Some(slot)) = (&written, flow_slot) {
+            self.free_flow_slot(claimed, slot).await;
+        }
+        match written {
+            Ok(()) => Ok(Step::Continue(())),
+            Err(StoreError::Conflict) => Ok(Step::Reread),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Calls the webhook for the claimed attempt; the destination's call slot and the
+    /// flow's slot are freed as soon as the call ends.
+    pub(in crate::engine) async fn call_claimed(
+        &self,
+        claimed: &Task,
+        call_slot: CallSlot,
+        flow_slot: Option<FlowSlot>,
+    ) -> WebhookResult {
+        self.record(MetricEvent::DeliveryStarted);
+        let result = (self.send_signed(claimed.attempt_ref(claimed.attempt), &claimed.spec)).await;
+        drop(call_slot);
+        if let Some(slot) = &flow_slot {
+            self.free_flow_slot(claimed, slot).await;
+        }
+        self.record(MetricEvent::DeliveryFinished);
+        result
+    }
+
+    /// A call that never left this machine (it ran out of open files, say) is no attempt:
+    /// it is given back, uncounted, and made again soon.
+    pub(in crate::engine) async fn give_back_local(
+        &self,
+        claimed: &Task,
+        result: &WebhookResult,
+    ) -> Result<Step<()>, EngineError> {
+        let Some(WebhookError::Local(why)) = &result.error else {
+            return Ok(Step::Continue(()));
+        };
+        let again = self.ports.clock.now() + LOCAL_RETRY;
+        let outcome = self.give_back(claimed, again, why).await?;
+        if outcome == DeliverOutcome::GivenBack {
+            self.record(MetricEvent::GivenBack);
+        }
+        Ok(Step::Done(outcome))
+    }
+
+    /// Judges the response by the task's rules, and makes the task's next state and the
+    /// attempt's record (`span`: when the attempt started and finished).
+    pub(in crate::engine) fn record_verdict(
+        &self,
+        claimed: &Task,
+        result: WebhookResult,
+        span: (DateTime<Utc>, DateTime<Utc>),
+        worker: &str,
+    ) -> Result<(Task, AttemptRecord), EngineError> {
+        let (started, finished) = span;
+        let verdict = judge(&result, claimed);
+        let next = claimed
+            .after_attempt(&verdict, finished, self.ports.random.draw())
+            .map_err(EngineError::Conflict)?;
+        let mut record =
+            claimed.attempt_record(&next, started, finished, result.status, result.excerpt);
+        record.worker = Some(worker.to_string());
+        Ok((next, record))
+    }
+
+    /// Raises the alert the attempt owes (a failure, say, where the task asks for one)
+    /// before the task is written.
+    pub(in crate::engine) async fn alert_if_owed(
+        &self,
+        claimed: &Task,
+        next: Task,
+        record: &AttemptRecord,
+    ) -> Task {
+        match claimed.notice(&next) {
+            Some(notice) => self.alert_before_write(next, notice, record).await,
+            None => next,
+        }
+    }
+
+    /// Sends a task's dead letter if the attempt failed it, before the write.
+    pub(in crate::engine) async fn dead_letter_if_failed(&self, next: Task) -> Task {
+        match next.status {
+            Status::Failed => self.dead_letter_before_write(next).await,
+            _ => next,
+        }
+    }
+
+    /// Arms the next attempt around the attempt's write (before it for a durable timer,
+    /// after it for an in-memory one), and writes the attempt and the task's next state
+    /// conditionally: [`DeliverOutcome::Stale`] if the lease ran out and another worker
+    /// took the attempt over (its result stands).
+    pub(in crate::engine) async fn arm_and_write(
+        &self,
+        at: &AttemptRef,
+        claimed: &Task,
+        mut next: Task,
+        record: &AttemptRecord,
+    ) -> Result<Ended, EngineError> {
+        self.arm_before_write(&mut next).await;
+        let written = self
+            .ports
+            .store
+            .tasks
+            .finish_attempt(record, &next, claimed.version);
+        match written.await {
+            Ok(()) => {}
+            Err(StoreError::Conflict) => return Ok(Step::Done(DeliverOutcome::Stale)),
+            Err(e) => return Err(e.into()),
+        }
+        self.record(MetricEvent::Attempt(AttemptFacts {
+            task: at.task_id,
+            attempt: at.attempt,
+            outcome: record.outcome,
+            http_status: record.status_code,
+            lateness_ms: record.lateness_ms,
+            duration_ms: record.duration_ms,
+            started_at: record.started_at,
+        }));
+        if next.status == Status::Failed {
+            tracing::warn!(
+                task = %at.task_id, tenant = %next.tenant, attempts = next.attempts_in_round(),
+                error = next.last_error.as_deref().unwrap_or(""),
+                dead_letter_sent = !next.dead_letter_pending,
+                "task failed; dead-lettered for manual handling"
+            );
+        }
+        self.arm_after_write(&next).await;
+        Ok(Step::Done(DeliverOutcome::Attempted(next.status)))
+    }
+
+    /// Gives back a claimed attempt: no attempt is recorded and none counted; the task is
+    /// due again at `again`, for the same attempt. For a call that never left this machine,
+    /// and for one still under way when a shutdown's grace ends.
+    pub(in crate::engine) async fn give_back(
+        &self,
+        claimed: &Task,
+        again: DateTime<Utc>,
+        why: &str,
+    ) -> Result<DeliverOutcome, EngineError> {
+        let now = self.ports.clock.now();
+        let mut next = claimed.unclaim(again, now).map_err(EngineError::Conflict)?;
+        tracing::warn!(task = %claimed.id, attempt = claimed.attempt, why, "attempt given back, uncounted");
+        self.arm_before_write(&mut next).await;
+        match self.ports.store.tasks.update(&next, claimed.version).await {
+            Ok(()) => {}
+            // Our lease ran out and another worker took the attempt over.
+            Err(StoreError::Conflict) => return Ok(DeliverOutcome::Stale),
+            Err(e) => return Err(e.into()),
+        }
+        self.arm_after_write(&next).await;
+        Ok(DeliverOutcome::GivenBack)
+    }
+}

@@ -1,0 +1,348 @@
+//! The store contract: what every store must do, one caller at a time and in races.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::{sample_task, unique_tenant, ContractStore};
+use crate::domain::{AttemptOutcome, AttemptRecord, RetryPolicy, TaskId};
+use crate::ports::{CreateOutcome, ListQuery, StoreError};
+
+/// The behaviour every store must have, one caller at a time.
+pub async fn store_contract(store: Arc<dyn ContractStore>) {
+    create_get_round_trip(&*store).await;
+    idempotent_create(&*store).await;
+    conditional_update(&*store).await;
+    attempts_are_kept_in_order(&*store).await;
+    every_finished_attempt_is_kept(&*store).await;
+    super::list_suite::list_is_scoped_filtered_and_paged(&*store).await;
+    super::list_suite::long_lists_page_in_order(&*store).await;
+    super::list_suite::lists_by_business_key(&*store).await;
+    policies_are_kept_per_tenant(&*store).await;
+    super::due_suite::due_finds_only_work_to_do(&*store).await;
+    a_claim_is_seen_and_wins_against_stale_writes(&*store).await;
+}
+
+/// Races: concurrent registrations with one idempotency key, and concurrent claims of one
+/// version, each with exactly one winner. (moto's conditional writes are not atomic under
+/// concurrency, so the DynamoDB adapter runs this against dynalite.)
+pub async fn store_atomicity_contract(store: Arc<dyn ContractStore>) {
+    concurrent_idempotent_creates_have_one_winner(store.clone()).await;
+    concurrent_claims_have_one_winner(store.clone(), ClaimBy::Update).await;
+    concurrent_claims_have_one_winner(store, ClaimBy::Claim).await;
+}
+
+/// `claim` (which a store may keep in memory) is read back by `get`, refuses a stale
+/// version, makes a write from the version before it lose (a cancel racing the
+/// delivery), and ends with `finish_attempt`.
+async fn a_claim_is_seen_and_wins_against_stale_writes(store: &dyn ContractStore) {
+    let tenant = unique_tenant("claim-seen");
+    let now = millis(Utc::now());
+    let task = sample_task(&tenant, None, now);
+    store.create(&task).await.unwrap();
+    let claimed = task.claim(1, now, Duration::from_secs(40)).unwrap();
+    store.claim(&claimed, task.version).await.unwrap();
+    assert_eq!(
+        store.get(&task.tenant, &task.id).await.unwrap(),
+        Some(claimed.clone())
+    );
+    assert!(matches!(
+        store.claim(&claimed, task.version).await,
+        Err(StoreError::Conflict)
+    ));
+    let canceled = task.cancel(now).unwrap();
+    assert!(matches!(
+        store.update(&canceled, task.version).await,
+        Err(StoreError::Conflict)
+    ));
+    let done = claimed
+        .after_attempt(&crate::domain::Verdict::Success, now, 0.5)
+        .unwrap();
+    let record = claimed.attempt_record(&done, now, now, Some(200), None);
+    store
+        .finish_attempt(&record, &done, claimed.version)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&task.tenant, &task.id).await.unwrap(),
+        Some(done.clone())
+    );
+    assert_eq!(
+        store.attempts(&task.tenant, &task.id).await.unwrap(),
+        vec![record]
+    );
+    assert!(matches!(
+        store.claim(&claimed, task.version).await,
+        Err(StoreError::Conflict)
+    ));
+}
+
+pub(super) fn millis(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(t.timestamp_millis()).expect("in range")
+}
+
+async fn create_get_round_trip(store: &dyn ContractStore) {
+    let tenant = unique_tenant("roundtrip");
+    let task = sample_task(&tenant, None, millis(Utc::now()));
+    assert!(matches!(
+        store.create(&task).await.unwrap(),
+        CreateOutcome::Created
+    ));
+    assert_eq!(
+        store.get(&task.tenant, &task.id).await.unwrap(),
+        Some(task.clone())
+    );
+    assert_eq!(store.get(&tenant, &TaskId::new()).await.unwrap(), None);
+    let other = unique_tenant("roundtrip");
+    assert_eq!(
+        store.get(&other, &task.id).await.unwrap(),
+        None,
+        "another tenant does not find it"
+    );
+    assert_eq!(store.details(&other, &task.id).await.unwrap(), None);
+}
+
+async fn idempotent_create(store: &dyn ContractStore) {
+    let tenant = unique_tenant("idem");
+    let now = millis(Utc::now());
+    let first = sample_task(&tenant, Some("key"), now);
+    let again = sample_task(&tenant, Some("key"), now);
+    assert!(matches!(
+        store.create(&first).await.unwrap(),
+        CreateOutcome::Created
+    ));
+    match store.create(&again).await.unwrap() {
+        CreateOutcome::Existing(t) => assert_eq!(t.id, first.id),
+        other => panic!("expected the existing task, got {other:?}"),
+    }
+    assert_eq!(
+        store.get(&again.tenant, &again.id).await.unwrap(),
+        None,
+        "the loser is not stored"
+    );
+    let other = sample_task(&unique_tenant("idem"), Some("key"), now);
+    assert!(matches!(
+        store.create(&other).await.unwrap(),
+        CreateOutcome::Created
+    ));
+}
+
+async fn concurrent_idempotent_creates_have_one_winner(store: Arc<dyn ContractStore>) {
+    let tenant = unique_tenant("race");
+    let now = millis(Utc::now());
+    let handles: Vec<_> = (0..20)
+        .map(|_| {
+            let (store, task) = (store.clone(), sample_task(&tenant, Some("same"), now));
+            tokio::spawn(async move { store.create(&task).await })
+        })
+        .collect();
+    let mut created = 0;
+    let mut ids = std::collections::HashSet::new();
+    for h in handles {
+        match h.await.unwrap().unwrap() {
+            CreateOutcome::Created => created += 1,
+            CreateOutcome::Existing(t) => {
+                ids.insert(t.id);
+            }
+        }
+    }
+    assert_eq!(created, 1, "exactly one registration wins");
+    assert!(ids.len() <= 1, "every loser sees the same winner");
+    let page = store
+        .list(
+            &tenant,
+            &ListQuery {
+                limit: 50,
+                ..ListQuery::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.tasks.len(), 1);
+}
+
+async fn conditional_update(store: &dyn ContractStore) {
+    let tenant = unique_tenant("update");
+    let now = millis(Utc::now());
+    let task = sample_task(&tenant, None, now);
+    store.create(&task).await.unwrap();
+    let next = task.claim(1, now, Duration::ZERO).unwrap();
+    assert!(matches!(
+        store.update(&next, 7).await,
+        Err(StoreError::Conflict)
+    ));
+    store.update(&next, 1).await.unwrap();
+    assert_eq!(
+        store.get(&task.tenant, &task.id).await.unwrap(),
+        Some(next.clone())
+    );
+    assert!(matches!(
+        store.update(&next, 1).await,
+        Err(StoreError::Conflict)
+    ));
+    let ghost = sample_task(&tenant, None, now);
+    assert!(matches!(
+        store.update(&ghost, 1).await,
+        Err(StoreError::Conflict)
+    ));
+}
+
+/// How a racing worker writes its claim: `update` (what every store has), or `claim`
+/// (which a store may keep in memory).
+#[derive(Clone, Copy)]
+enum ClaimBy {
+    Update,
+    Claim,
+}
+
+async fn concurrent_claims_have_one_winner(store: Arc<dyn ContractStore>, by: ClaimBy) {
+    let tenant = unique_tenant("claim");
+    let now = millis(Utc::now());
+    let task = sample_task(&tenant, None, now);
+    store.create(&task).await.unwrap();
+    let handles: Vec<_> = (0..20)
+        .map(|i| {
+            let store = store.clone();
+            let mut claim = task.claim(1, now, Duration::from_secs(30)).unwrap();
+            claim.last_error = Some(format!("worker {i}"));
+            tokio::spawn(async move {
+                match by {
+                    ClaimBy::Update => store.update(&claim, 1).await.is_ok(),
+                    ClaimBy::Claim => store.claim(&claim, 1).await.is_ok(),
+                }
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for h in handles {
+        winners += h.await.unwrap() as u32;
+    }
+    assert_eq!(winners, 1, "exactly one claim succeeds");
+}
+
+async fn attempts_are_kept_in_order(store: &dyn ContractStore) {
+    let tenant = unique_tenant("attempts");
+    let now = millis(Utc::now());
+    let task = sample_task(&tenant, None, now);
+    store.create(&task).await.unwrap();
+    let record = |n: u32, code: u16| AttemptRecord {
+        task_id: task.id,
+        number: n,
+        scheduled_at: now,
+        started_at: now,
+        lateness_ms: 5,
+        duration_ms: 12,
+        status_code: Some(code),
+        error: None,
+        response_excerpt: Some("ok".into()),
+        outcome: AttemptOutcome::Retrying,
+        worker: Some("host-1:42".into()),
+    };
+    for n in [2, 1, 10] {
+        store.put_attempt(&tenant, &record(n, 500)).await.unwrap();
+    }
+    store.put_attempt(&tenant, &record(2, 503)).await.unwrap();
+    let got = store.attempts(&task.tenant, &task.id).await.unwrap();
+    let numbers: Vec<_> = got.iter().map(|a| (a.number, a.status_code)).collect();
+    assert_eq!(
+        numbers,
+        vec![(1, Some(500)), (2, Some(503)), (10, Some(500))]
+    );
+    assert!(store
+        .attempts(&tenant, &TaskId::new())
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+/// Twelve attempts, each claimed and finished as `deliver` does: every record is kept,
+/// in order, with the task's last state (a store may keep the first few records inside the
+/// task and later ones apart).
+async fn every_finished_attempt_is_kept(store: &dyn ContractStore) {
+    let tenant = unique_tenant("finish");
+    let mut now = millis(Utc::now());
+    let mut task = sample_task(&tenant, None, now);
+    task.spec.retry = task.spec.retry.clone().with_max_attempts(13).unwrap();
+    store.create(&task).await.unwrap();
+    for n in 1..=12u32 {
+        let claimed = task.claim(n, now, Duration::from_secs(40)).unwrap();
+        store.claim(&claimed, task.version).await.unwrap();
+        let verdict = crate::domain::Verdict::Retry {
+            error: format!("HTTP 50{}", n % 10),
+            retry_after: None,
+        };
+        let later = now + chrono::Duration::milliseconds(25);
+        let next = claimed.after_attempt(&verdict, later, 0.5).unwrap();
+        let record = claimed.attempt_record(&next, now, later, Some(500), Some("no".into()));
+        store
+            .finish_attempt(&record, &next, claimed.version)
+            .await
+            .unwrap();
+        now = next.next_attempt_at.unwrap();
+        task = next;
+    }
+    let got = store.attempts(&task.tenant, &task.id).await.unwrap();
+    assert_eq!(
+        got.iter().map(|a| a.number).collect::<Vec<_>>(),
+        (1..=12).collect::<Vec<_>>()
+    );
+    assert!(got.iter().all(|a| a.outcome == AttemptOutcome::Retrying));
+    assert_eq!(got[11].error.as_deref(), Some("HTTP 502"));
+    assert_eq!(store.get(&task.tenant, &task.id).await.unwrap(), Some(task));
+}
+
+/// Named policies: stored (with their flow), replaced, listed by name, removed, and per
+/// tenant.
+async fn policies_are_kept_per_tenant(store: &dyn ContractStore) {
+    use crate::domain::{FlowSpec, Policy, PolicyName};
+    let (tenant, other) = (unique_tenant("policies"), unique_tenant("policies"));
+    let name = |n: &str| PolicyName::parse(n).unwrap();
+    let with_attempts = |n: u32| Policy {
+        retry: RetryPolicy::default().with_max_attempts(n).unwrap(),
+        flow: (n > 3).then(|| FlowSpec::new("partner", Some(50), None, Some(3)).unwrap()),
+    };
+    assert_eq!(
+        store.policy(&tenant, &name("payments")).await.unwrap(),
+        None
+    );
+    store
+        .put_policy(&tenant, &name("payments"), &with_attempts(3))
+        .await
+        .unwrap();
+    store
+        .put_policy(&tenant, &name("default"), &with_attempts(2))
+        .await
+        .unwrap();
+    store
+        .put_policy(&tenant, &name("payments"), &with_attempts(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.policy(&tenant, &name("payments")).await.unwrap(),
+        Some(with_attempts(5)),
+        "replaced"
+    );
+    assert_eq!(store.policy(&other, &name("payments")).await.unwrap(), None);
+    let listed = store.policies(&tenant).await.unwrap();
+    assert_eq!(
+        listed,
+        vec![
+            (name("default"), with_attempts(2)),
+            (name("payments"), with_attempts(5))
+        ]
+    );
+    assert!(store
+        .delete_policy(&tenant, &name("payments"))
+        .await
+        .unwrap());
+    assert!(!store
+        .delete_policy(&tenant, &name("payments"))
+        .await
+        .unwrap());
+    assert_eq!(
+        store.policy(&tenant, &name("payments")).await.unwrap(),
+        None
+    );
+    assert!(store.policies(&other).await.unwrap().is_empty());
+}
