@@ -271,25 +271,7 @@ fn build(
 
 pub fn new_task(when: FireTime, retry: RetryPolicy) -> NewTask {
     NewTask {
-        spec: TaskSpec {
-            request: CallbackRequest {
-                url: "https://example.com/hook".into(),
-                method: "POST".into(),
-                headers: vec![],
-                body: "{}".into(),
-            },
-            timeout: Duration::from_secs(10),
-            expect_body: None,
-            retry,
-            metadata: Default::default(),
-            key: None,
-            on_failure: None,
-            notify: Default::default(),
-            alert_of: None,
-            hold: None,
-            flow: None,
-            occurrence: None,
-        },
+        spec: super::plain_spec("https://example.com/hook", "{}", retry),
         retry_from: RetrySource::Given,
         when,
         idempotency_key: None,

@@ -49,30 +49,44 @@ pub fn unique_tenant(prefix: &str) -> TenantId {
     TenantId::parse(format!("{prefix}-{}", ulid::Ulid::new())).expect("a valid tenant id")
 }
 
-/// A scheduled task due at `fire_at`.
-pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>) -> Task {
-    let spec = TaskSpec {
+/// A bare spec: `POST url` with `body`, no headers, a 10 s timeout, `retry`, and nothing
+/// else; tests set what they look at.
+pub fn plain_spec(url: &str, body: &str, retry: RetryPolicy) -> TaskSpec {
+    TaskSpec {
         request: CallbackRequest {
-            url: "https://example.com/hook".into(),
+            url: url.into(),
             method: "POST".into(),
-            headers: vec![("x-trace".into(), "1".into())],
-            body: "{\"n\":1}".into(),
+            headers: vec![],
+            body: body.into(),
         },
         timeout: Duration::from_secs(10),
         expect_body: None,
-        retry: RetryPolicy::default(),
-        metadata: [("order".to_string(), "42".to_string())].into(),
+        retry,
+        metadata: Default::default(),
         key: None,
-        on_failure: Some(AlertTarget {
-            url: "https://example.com/alerts".into(),
-            headers: vec![("x-team".into(), "payments".into())],
-        }),
-        notify: Notify::Every,
+        on_failure: None,
+        notify: Default::default(),
         alert_of: None,
         hold: None,
         flow: None,
         occurrence: None,
-    };
+    }
+}
+
+/// A scheduled task due at `fire_at`.
+pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>) -> Task {
+    let mut spec = plain_spec(
+        "https://example.com/hook",
+        "{\"n\":1}",
+        RetryPolicy::default(),
+    );
+    spec.request.headers = vec![("x-trace".into(), "1".into())];
+    spec.metadata = [("order".to_string(), "42".to_string())].into();
+    spec.on_failure = Some(AlertTarget {
+        url: "https://example.com/alerts".into(),
+        headers: vec![("x-team".into(), "payments".into())],
+    });
+    spec.notify = Notify::Every;
     let key = key.map(str::to_string);
     // The digest is only kept with an idempotency key (it is only ever compared then).
     let hash = if key.is_some() { "hash" } else { "" };

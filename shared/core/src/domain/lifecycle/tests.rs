@@ -1,6 +1,6 @@
 use super::*;
 use crate::domain::MaxAttempts;
-use crate::domain::{CallbackRequest, RetryPolicy, TaskSpec, TenantId, CHECK_ATTEMPT};
+use crate::domain::{RetryPolicy, TenantId, CHECK_ATTEMPT};
 use chrono::TimeZone;
 
 fn t0() -> DateTime<Utc> {
@@ -14,25 +14,7 @@ fn secs(s: i64) -> chrono::Duration {
 const LEASE: Duration = Duration::from_secs(40);
 
 fn task(retry: RetryPolicy) -> Task {
-    let spec = TaskSpec {
-        request: CallbackRequest {
-            url: "https://example.com/h".into(),
-            method: "POST".into(),
-            headers: vec![],
-            body: String::new(),
-        },
-        timeout: Duration::from_secs(10),
-        expect_body: None,
-        retry,
-        metadata: Default::default(),
-        key: None,
-        on_failure: None,
-        notify: Default::default(),
-        alert_of: None,
-        hold: None,
-        flow: None,
-        occurrence: None,
-    };
+    let spec = crate::testing::plain_spec("https://example.com/h", "", retry);
     let tenant = TenantId::parse("acme").unwrap();
     Task::new_scheduled(tenant, spec, None, "h".into(), t0() + secs(60), t0())
 }
