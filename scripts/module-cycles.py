@@ -4,7 +4,8 @@
 Each file is one node. An edge A -> B when A names a path (a `use`, a re-export, or an
 inline `crate::`/`super::`/`self::`/child-module path) that resolves to B's module: the
 longest module prefix of the path that is a file of the crate. `mod x;` declarations are
-not edges; `#[cfg(test)]` inline modules are left out (they only see their own file)."""
+not edges, nor are visibilities (`pub(in crate::x)`); `#[cfg(test)]` inline modules are left
+out (they only see their own file)."""
 import os, re, sys
 from collections import defaultdict
 
@@ -75,6 +76,8 @@ def main(src_dir):
     edges = defaultdict(set)
     for mod, path in files.items():
         code = drop_test_modules(strip(open(os.path.join(src_dir, path)).read()))
+        # A visibility (`pub(in crate::engine)`) names a module without importing it.
+        code = re.sub(r'\bpub\s*\(\s*in\s+[\w:\s]+\)', 'pub', code)
         children = {c for c in re.findall(r'\bmod\s+(\w+)\s*;', code)}
         paths = []
         for u in re.findall(r'\buse\s+([^;]+);', code):

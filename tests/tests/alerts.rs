@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use boomerang_api::request::{AlertRequest, RetryRequest};
 use boomerang_api::view::TaskView;
-use boomerang_core::domain::alert::AlertBody;
+use boomerang_core::domain::notice::AlertBody;
 use boomerang_core::domain::{AttemptOutcome, Notify, Status, TaskId};
 use boomerang_e2e::{
     callback, header, on_both_backends, schedule_max, status_codes, wait_for, Backend, Callback,

@@ -217,7 +217,7 @@ async fn system_failures_are_handed_back_ten_to_a_request() {
     let (backend, sends) = counted_backend(&settings, clock.clone(), 1000);
     let failures = backend.system_failures().expect("bootstrap makes one");
     let attempts: Vec<_> = (0..23)
-        .map(|_| AttemptRef::new(acme(), TaskId::new(), 1))
+        .map(|_| AttemptRef::delivery(acme(), TaskId::new(), 1))
         .collect();
     let minute = chrono::DateTime::from_timestamp(1_900_000_020 * 60, 0).unwrap();
     let bucket = TimerMessage::Bucket {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use boomerang_aws::attr;
 use boomerang_aws::keys::DUE_SHARDS;
 use boomerang_aws::DynamoStore;
+use boomerang_core::domain::Attempt;
 use boomerang_core::ports::{ListQuery, SweepIndex, TaskStore};
 use boomerang_core::testing::{
     sample_task, store_atomicity_contract, store_contract, unique_tenant,
@@ -87,7 +88,9 @@ async fn attempt_items_expire_with_their_task() {
     task.spec.retry = task.spec.retry.clone().with_max_attempts(12).unwrap();
     store.create(&task).await.unwrap();
     for n in 1..=12u32 {
-        let claimed = task.claim(n, now, Duration::from_secs(40)).unwrap();
+        let claimed = task
+            .claim(Attempt::Delivery(n), now, Duration::from_secs(40))
+            .unwrap();
         store.claim(&claimed, task.version).await.unwrap();
         let verdict = Verdict::Retry {
             error: "HTTP 503".into(),
@@ -180,7 +183,9 @@ fn a_task_with_a_1_kib_json_body_is_written_in_one_unit() {
     // The longest partition key a tenant's plan allows.
     let pk = task_partition(&task.tenant, 255);
     let registered = new_item(&task, pk.clone(), RETENTION).unwrap();
-    let claimed = task.claim(1, now, Duration::from_secs(40)).unwrap();
+    let claimed = task
+        .claim(Attempt::Delivery(1), now, Duration::from_secs(40))
+        .unwrap();
     let verdict = boomerang_core::domain::Verdict::Retry {
         error: "HTTP 503".into(),
         retry_after: None,

@@ -142,7 +142,7 @@ async fn a_five_minute_wait_uses_the_queue_only() {
     let timer = aws_timer(&settings, Arc::new(SystemClock));
     timer
         .arm(
-            AttemptRef::new(
+            AttemptRef::delivery(
                 boomerang_core::testing::unique_tenant("five"),
                 TaskId::new(),
                 1,
@@ -179,13 +179,13 @@ async fn far_waits_make_sure_their_minute_has_one_bucket_schedule() {
     let timer = aws_timer(&settings, clock.clone());
     for (n, at) in [(1, due), (3, due + chrono::Duration::seconds(40))] {
         timer
-            .arm(AttemptRef::new(tenant.clone(), TaskId::new(), n), at)
+            .arm(AttemptRef::delivery(tenant.clone(), TaskId::new(), n), at)
             .await
             .unwrap();
     }
     // Another function instance arming into the same minute finds the schedule there.
     aws_timer(&settings, clock)
-        .arm(AttemptRef::new(tenant.clone(), TaskId::new(), 1), due)
+        .arm(AttemptRef::delivery(tenant.clone(), TaskId::new(), 1), due)
         .await
         .unwrap();
 
@@ -244,13 +244,13 @@ async fn every_attempt_is_queued_under_its_tenants_message_group() {
     );
     let now = Utc::now();
     timer
-        .arm(AttemptRef::new(a.clone(), TaskId::new(), 1), now)
+        .arm(AttemptRef::delivery(a.clone(), TaskId::new(), 1), now)
         .await
         .unwrap();
     let many: Vec<_> = (0..3)
         .map(|i| {
             let tenant = if i == 0 { b.clone() } else { a.clone() };
-            (AttemptRef::new(tenant, TaskId::new(), 1), now)
+            (AttemptRef::delivery(tenant, TaskId::new(), 1), now)
         })
         .collect();
     for outcome in timer.arm_many(&many).await {

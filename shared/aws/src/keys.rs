@@ -40,7 +40,9 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 use crate::attr;
-use boomerang_core::domain::{BusinessKey, FlowKey, PolicyName, ScheduleId, TaskId, TenantId};
+use boomerang_core::domain::{
+    Attempt, BusinessKey, FlowKey, PolicyName, ScheduleId, TaskId, TenantId,
+};
 
 const TASK: &str = "T#";
 const ATTEMPT: &str = "#A#";
@@ -301,8 +303,8 @@ const ATTEMPT_SLOTS: i64 = 1 << 20;
 /// that a bucket's fire learns both from the keys-only entry and need not read the task.
 /// An attempt number too large for its slot (a task redriven a thousand times) is stored
 /// as "read the task".
-pub fn bucket_sort_key(due: DateTime<Utc>, attempt: u32) -> i64 {
-    let slot = i64::from(attempt).min(ATTEMPT_SLOTS - 1);
+pub fn bucket_sort_key(due: DateTime<Utc>, attempt: Attempt) -> i64 {
+    let slot = i64::from(attempt.number()).min(ATTEMPT_SLOTS - 1);
     bucket_sort_key_from(due).saturating_add(slot)
 }
 
@@ -313,12 +315,12 @@ pub fn bucket_sort_key_from(t: DateTime<Utc>) -> i64 {
 
 /// The due time (ms) and attempt number a bucket entry's sort key holds; `None` for the
 /// attempt when the task must be read for it.
-pub fn bucket_entry(sort_key: i64) -> (i64, Option<u32>) {
+pub fn bucket_entry(sort_key: i64) -> (i64, Option<Attempt>) {
     let (due, slot) = (
         sort_key.div_euclid(ATTEMPT_SLOTS),
         sort_key.rem_euclid(ATTEMPT_SLOTS),
     );
-    let attempt = (slot < ATTEMPT_SLOTS - 1).then_some(slot as u32);
+    let attempt = (slot < ATTEMPT_SLOTS - 1).then_some(Attempt::from(slot as u32));
     (due, attempt)
 }
 
@@ -426,7 +428,8 @@ mod tests {
     fn a_bucket_sort_key_holds_the_due_time_and_the_attempt_in_order() {
         let due = Utc.with_ymd_and_hms(2031, 12, 31, 23, 59, 59).unwrap()
             + chrono::Duration::milliseconds(999);
-        for attempt in [0, 1, 7, 999, 1000, (1 << 20) - 2] {
+        for number in [0, 1, 7, 999, 1000, (1 << 20) - 2] {
+            let attempt = Attempt::from(number);
             let key = bucket_sort_key(due, attempt);
             assert_eq!(bucket_entry(key), (due.timestamp_millis(), Some(attempt)));
             assert!(key >= bucket_sort_key_from(due));
@@ -434,15 +437,21 @@ mod tests {
         }
         for too_many in [(1 << 20) - 1, 1 << 20, u32::MAX] {
             assert_eq!(
-                bucket_entry(bucket_sort_key(due, too_many)),
+                bucket_entry(bucket_sort_key(due, Attempt::Delivery(too_many))),
                 (due.timestamp_millis(), None),
                 "read the task"
             );
         }
         let earlier = due - chrono::Duration::milliseconds(1);
-        assert!(bucket_sort_key(earlier, u32::MAX) < bucket_sort_key(due, 0));
+        assert!(
+            bucket_sort_key(earlier, Attempt::Delivery(u32::MAX))
+                < bucket_sort_key(due, Attempt::Check)
+        );
         // The stored number for one known instant and attempt.
         let at = Utc.timestamp_millis_opt(1_700_000_000_000).unwrap();
-        assert_eq!(bucket_sort_key(at, 3), 1_700_000_000_000 * (1 << 20) + 3);
+        assert_eq!(
+            bucket_sort_key(at, Attempt::Delivery(3)),
+            1_700_000_000_000 * (1 << 20) + 3
+        );
     }
 }

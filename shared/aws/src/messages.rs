@@ -146,7 +146,7 @@ mod tests {
     #[test]
     fn attempts_are_grouped_by_tenant_in_a_form_sqs_takes() {
         let group = |tenant: &str| {
-            TimerMessage::Attempt(AttemptRef::new(
+            TimerMessage::Attempt(AttemptRef::delivery(
                 TenantId::parse(tenant).unwrap(),
                 TaskId::new(),
                 1,
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn timer_messages_keep_the_attempt_shape_and_tell_buckets_apart() {
-        let at = AttemptRef::new(TenantId::parse("acme").unwrap(), TaskId::new(), 3);
+        let at = AttemptRef::delivery(TenantId::parse("acme").unwrap(), TaskId::new(), 3);
         let plain = serde_json::to_string(&at).unwrap();
         assert_eq!(
             serde_json::to_string(&TimerMessage::Attempt(at.clone())).unwrap(),

@@ -1,7 +1,7 @@
 //! Failure alerts in the engine: raised as ordinary tasks, linked both ways, never about
 //! an alert, owed (and raised by the sweep) when they cannot be registered at once.
 
-use boomerang_core::domain::alert::AlertBody;
+use boomerang_core::domain::notice::AlertBody;
 use boomerang_core::domain::{AlertTarget, Notify, Task};
 use boomerang_core::testing::harness::*;
 
@@ -47,7 +47,11 @@ impl AlertingTasks for Harness {
             self.clock.advance(Duration::from_millis(wait));
         }
         self.engine
-            .deliver(AttemptRef::new(self.tenant.clone(), task.id, now.attempt))
+            .deliver(AttemptRef::delivery(
+                self.tenant.clone(),
+                task.id,
+                now.attempt,
+            ))
             .await
             .unwrap();
         self.task(&task.id).await

@@ -190,7 +190,10 @@ async fn retry_after_on_429_pauses_the_destination_not_only_the_task() {
     // The other task to that receiver is put off to the pause's end, uncalled, unclaimed.
     assert_eq!(h.fire_attempt(&second, 1).await, DeliverOutcome::Deferred);
     let pause_end = t0() + chrono::Duration::seconds(30);
-    assert_eq!(h.timer.armed(), vec![(second.id, 1, pause_end)]);
+    assert_eq!(
+        h.timer.armed(),
+        vec![(second.id, Attempt::Delivery(1), pause_end)]
+    );
     let details = h.engine.get(&h.tenant, &second.id).await.unwrap();
     assert_eq!(
         (details.task.status, details.task.attempt),

@@ -12,12 +12,16 @@ async fn success_on_first_attempt_records_lateness() {
         .await;
     assert_eq!(
         h.timer.armed(),
-        vec![(task.id, 1, t0() + chrono::Duration::seconds(60))]
+        vec![(
+            task.id,
+            Attempt::Delivery(1),
+            t0() + chrono::Duration::seconds(60)
+        )]
     );
     h.clock.advance(secs(62));
     let outcome = h
         .engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1))
         .await
         .unwrap();
     assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
@@ -34,16 +38,16 @@ async fn duplicate_timer_fire_calls_the_webhook_once() {
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
     let (a, b) = tokio::join!(
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1)),
+            .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1)),
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+            .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1))
     );
     let outcomes = [a.unwrap(), b.unwrap()];
     assert!(outcomes.contains(&DeliverOutcome::Attempted(Status::Succeeded)));
     assert!(outcomes.contains(&DeliverOutcome::Stale));
     assert_eq!(
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+            .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1))
             .await
             .unwrap(),
         DeliverOutcome::Stale
@@ -61,7 +65,7 @@ async fn early_fire_re_arms_for_the_due_time_without_calling() {
     h.clock.advance(secs(1100));
     assert_eq!(
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+            .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1))
             .await
             .unwrap(),
         DeliverOutcome::Early
@@ -69,12 +73,16 @@ async fn early_fire_re_arms_for_the_due_time_without_calling() {
     assert_eq!(h.webhooks.calls(), 0);
     assert_eq!(
         h.timer.armed(),
-        vec![(task.id, 1, t0() + chrono::Duration::seconds(1200))]
+        vec![(
+            task.id,
+            Attempt::Delivery(1),
+            t0() + chrono::Duration::seconds(1200)
+        )]
     );
     h.clock.advance(secs(100));
     assert_eq!(
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+            .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1))
             .await
             .unwrap(),
         DeliverOutcome::Attempted(Status::Succeeded)
@@ -102,7 +110,7 @@ async fn lost_timer_is_repaired_by_the_sweep() {
     h.clock.advance(secs(60));
     assert_eq!(h.engine.sweep(overdue).await.unwrap().rearmed, 1);
     let (id, attempt, _) = h.timer.armed()[0];
-    assert_eq!((id, attempt), (task.id, 1));
+    assert_eq!((id, attempt), (task.id, Attempt::Delivery(1)));
     h.engine
         .deliver(AttemptRef::new(h.tenant.clone(), id, attempt))
         .await
@@ -122,7 +130,7 @@ async fn cancel_wins_before_fire_and_loses_during_delivery() {
     h.clock.advance(secs(60));
     assert_eq!(
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), early.id, 1))
+            .deliver(AttemptRef::delivery(h.tenant.clone(), early.id, 1))
             .await
             .unwrap(),
         DeliverOutcome::Stale
@@ -153,14 +161,14 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
     assert_eq!(report.leases_taken_over, 0, "the lease still holds");
     assert_eq!(
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), id, 1))
+            .deliver(AttemptRef::delivery(h.tenant.clone(), id, 1))
             .await
             .unwrap(),
         DeliverOutcome::Stale
     );
     assert_eq!(
         h.timer.armed(),
-        vec![(id, 1, h.clock_now() + secs(10 + 30))],
+        vec![(id, Attempt::Delivery(1), h.clock_now() + secs(10 + 30))],
         "a fire during the lease is armed again for its end, should the worker be dead"
     );
     h.timer.clear();
@@ -168,11 +176,14 @@ async fn an_expired_lease_is_taken_over_after_a_crash() {
     h.clock.advance(secs(10 + 30));
     let report = h.engine.sweep(chrono::Duration::zero()).await.unwrap();
     assert_eq!(report.leases_taken_over, 1);
-    assert_eq!(h.timer.armed(), vec![(id, 1, h.clock_now())]);
+    assert_eq!(
+        h.timer.armed(),
+        vec![(id, Attempt::Delivery(1), h.clock_now())]
+    );
     gate.add_permits(1);
     assert_eq!(
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), id, 1))
+            .deliver(AttemptRef::delivery(h.tenant.clone(), id, 1))
             .await
             .unwrap(),
         DeliverOutcome::Attempted(Status::Succeeded)
@@ -187,7 +198,7 @@ async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
     let task = h.register(FireTime::Now, policy).await;
     assert_eq!(
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+            .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1))
             .await
             .unwrap(),
         DeliverOutcome::Attempted(Status::Scheduled)
@@ -200,13 +211,13 @@ async fn retries_follow_the_policy_then_fail_with_a_dead_letter() {
     );
     h.clock.advance(secs(30));
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 2))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 2))
         .await
         .unwrap();
     h.clock.advance(secs(60));
     assert_eq!(
         h.engine
-            .deliver(AttemptRef::new(h.tenant.clone(), task.id, 3))
+            .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 3))
             .await
             .unwrap(),
         DeliverOutcome::Attempted(Status::Failed)
@@ -225,7 +236,7 @@ async fn gone_and_permanent_statuses_fail_at_once() {
     let h = harness(ScriptedWebhooks::answering(vec![status(410), status(404)]));
     let gone = h.register(FireTime::Now, RetryPolicy::default()).await;
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), gone.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), gone.id, 1))
         .await
         .unwrap();
     assert_eq!(h.status_of(&gone).await, Status::Failed);
@@ -234,7 +245,7 @@ async fn gone_and_permanent_statuses_fail_at_once() {
         .unwrap();
     let missing = h.register(FireTime::Now, policy).await;
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), missing.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), missing.id, 1))
         .await
         .unwrap();
     assert_eq!(h.status_of(&missing).await, Status::Failed);
@@ -256,13 +267,13 @@ async fn refused_destinations_fail_and_transport_errors_retry() {
     let h = harness(ScriptedWebhooks::answering(vec![refused, reset]));
     let a = h.register(FireTime::Now, RetryPolicy::default()).await;
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), a.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), a.id, 1))
         .await
         .unwrap();
     assert_eq!(h.status_of(&a).await, Status::Failed);
     let b = h.register(FireTime::Now, RetryPolicy::default()).await;
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), b.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), b.id, 1))
         .await
         .unwrap();
     assert_eq!(h.status_of(&b).await, Status::Scheduled);
@@ -277,14 +288,14 @@ async fn retry_after_replaces_the_wait_within_the_maximum_interval() {
     let h = harness(ScriptedWebhooks::answering(vec![busy, very_busy]));
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1))
         .await
         .unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
     assert_eq!(t.next_attempt_at, Some(t0() + chrono::Duration::seconds(7)));
     h.clock.advance(secs(7));
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 2))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 2))
         .await
         .unwrap();
     let t = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
@@ -301,7 +312,7 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
     h.dead_letters.fail_next(1);
     let once = h.register(FireTime::Now, RetryPolicy::default()).await;
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), once.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), once.id, 1))
         .await
         .unwrap();
     assert_eq!(
@@ -313,7 +324,7 @@ async fn a_dead_letter_send_is_retried_and_then_left_to_the_sweep() {
     h.dead_letters.fail_next(3); // every try of the engine fails
     let down = h.register(FireTime::Now, RetryPolicy::default()).await;
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), down.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), down.id, 1))
         .await
         .unwrap();
     assert_eq!(h.dead_letters.letters().len(), 1);
@@ -344,7 +355,7 @@ async fn a_failed_task_can_be_retried_for_a_new_round() {
     let policy = RetryPolicy::default().with_max_attempts(1).unwrap();
     let task = h.register(FireTime::Now, policy).await;
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1))
         .await
         .unwrap();
     assert_eq!(h.status_of(&task).await, Status::Failed);
@@ -355,7 +366,7 @@ async fn a_failed_task_can_be_retried_for_a_new_round() {
         (Status::Scheduled, 2, 2)
     );
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 2))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 2))
         .await
         .unwrap();
     assert_eq!(h.status_of(&task).await, Status::Succeeded);
@@ -424,7 +435,7 @@ async fn delivery_held_mid_call() -> (
     });
     let task = h.register(FireTime::Now, RetryPolicy::default()).await;
     let (engine, id) = (h.engine.clone(), task.id);
-    let attempt = AttemptRef::new(h.tenant.clone(), id, 1);
+    let attempt = AttemptRef::delivery(h.tenant.clone(), id, 1);
     let delivery = tokio::spawn(async move { engine.deliver(attempt).await });
     wait_until(|| h.webhooks.calls() == 1).await;
     (h, gate, task, delivery)
@@ -448,7 +459,7 @@ async fn a_durable_timer_is_armed_before_each_write_and_the_task_says_so() {
     assert!(task.timer_armed);
     h.clock.advance(secs(60));
     h.engine
-        .deliver(AttemptRef::new(h.tenant.clone(), task.id, 1))
+        .deliver(AttemptRef::delivery(h.tenant.clone(), task.id, 1))
         .await
         .unwrap();
     let stored = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
@@ -475,28 +486,36 @@ async fn a_fire_that_overtakes_its_write_is_looked_at_again_for_a_while() {
     let now = Utc::now();
     let h = harness_with(ScriptedWebhooks::default(), RecordingTimer::durable(), now);
     let unseen = boomerang_core::domain::TaskId::new();
-    let at = AttemptRef::new(h.tenant.clone(), unseen, 1);
+    let at = AttemptRef::delivery(h.tenant.clone(), unseen, 1);
     assert_eq!(
         h.engine.deliver(at.clone()).await.unwrap(),
         DeliverOutcome::Unknown
     );
     assert_eq!(
         h.timer.armed(),
-        vec![(unseen, 1, now + chrono::Duration::seconds(1))],
+        vec![(
+            unseen,
+            Attempt::Delivery(1),
+            now + chrono::Duration::seconds(1)
+        )],
         "a task registered moments ago may still be on its way to the store"
     );
     let task = h
         .register(FireTime::After(secs(3600)), RetryPolicy::default())
         .await;
     h.timer.clear();
-    let ahead = AttemptRef::new(h.tenant.clone(), task.id, 2);
+    let ahead = AttemptRef::delivery(h.tenant.clone(), task.id, 2);
     assert_eq!(
         h.engine.deliver(ahead.clone()).await.unwrap(),
         DeliverOutcome::Stale
     );
     assert_eq!(
         h.timer.armed(),
-        vec![(task.id, 2, now + chrono::Duration::seconds(1))],
+        vec![(
+            task.id,
+            Attempt::Delivery(2),
+            now + chrono::Duration::seconds(1)
+        )],
         "the write that leads to attempt 2 may still be on its way"
     );
 
@@ -777,7 +796,11 @@ async fn a_call_that_never_left_this_machine_is_no_attempt_and_is_made_again() {
     );
     assert_eq!(
         h.timer.armed(),
-        vec![(task.id, 1, t0() + chrono::Duration::seconds(1))],
+        vec![(
+            task.id,
+            Attempt::Delivery(1),
+            t0() + chrono::Duration::seconds(1)
+        )],
         "armed again, shortly"
     );
 

@@ -27,7 +27,10 @@ async fn a_flows_rate_holds_per_window_and_the_rest_wait_for_the_next() {
     assert_eq!(h.fire_attempt(&c, 1).await, DeliverOutcome::Deferred);
     // t0 is a whole second: the next window starts one second later.
     let next_window = t0() + chrono::Duration::seconds(1);
-    assert_eq!(h.timer.armed(), vec![(c.id, 1, next_window)]);
+    assert_eq!(
+        h.timer.armed(),
+        vec![(c.id, Attempt::Delivery(1), next_window)]
+    );
     let details = h.engine.get(&h.tenant, &c.id).await.unwrap();
     assert_eq!(
         (details.task.status, details.task.attempt),
@@ -56,7 +59,10 @@ async fn on_a_timer_a_second_imprecise_a_rate_deferral_is_armed_ahead_of_its_win
     assert_eq!(h.fire_attempt(&b, 1).await, DeliverOutcome::Deferred);
     // Up to a second late, the fire still lands in the next window.
     let armed_at = t0() + chrono::Duration::milliseconds(750);
-    assert_eq!(h.timer.armed(), vec![(b.id, 1, armed_at)]);
+    assert_eq!(
+        h.timer.armed(),
+        vec![(b.id, Attempt::Delivery(1), armed_at)]
+    );
 
     h.clock.advance(secs(1));
     let second = h.fire_attempt(&b, 1).await;
@@ -211,7 +217,11 @@ async fn a_paused_flow_holds_its_tasks_and_resuming_wakes_them_at_once() {
     h.timer.clear();
     let resumed = h.engine.resume_flow(&h.tenant, &key).await.unwrap();
     assert_eq!((resumed.paused, resumed.waiting), (false, 0));
-    assert_eq!(h.timer.armed(), vec![(task.id, 1, t0())], "woken at once");
+    assert_eq!(
+        h.timer.armed(),
+        vec![(task.id, Attempt::Delivery(1), t0())],
+        "woken at once"
+    );
     let outcome = h.fire_attempt(&task, 1).await;
     assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     assert!(h.engine.flows(&h.tenant).await.unwrap().is_empty());

@@ -1,6 +1,6 @@
 //! Held tasks in the engine: release, cancel, and the check-back of a silent caller.
 
-use boomerang_core::domain::{HoldSpec, OnUnknown, Task, CHECK_ATTEMPT};
+use boomerang_core::domain::{CheckDecision, HoldSpec, OnUnknown, Task};
 use boomerang_core::testing::harness::*;
 
 const CHECK: &str = "https://shop.example.com/tx-status";
@@ -50,7 +50,7 @@ impl HeldTasks for Harness {
         let due = now.check_at.expect("a check is due");
         let wait = (due - self.clock_now()).num_milliseconds().max(0) as u64;
         self.clock.advance(Duration::from_millis(wait));
-        self.fire_attempt(task, CHECK_ATTEMPT).await
+        self.fire_check_now(task).await
     }
 }
 
@@ -65,7 +65,7 @@ async fn a_held_task_waits_and_a_release_schedules_it_once() {
     assert_eq!(task.check_at, Some(check_at));
     assert_eq!(
         h.timer.armed(),
-        vec![(task.id, CHECK_ATTEMPT, check_at)],
+        vec![(task.id, Attempt::Check, check_at)],
         "the check, not a delivery"
     );
 
@@ -93,7 +93,7 @@ async fn a_held_task_waits_and_a_release_schedules_it_once() {
     assert_eq!(h.webhooks.calls(), 1);
     h.clock.advance(secs(60));
     assert_eq!(
-        h.fire_attempt(&task, CHECK_ATTEMPT).await,
+        h.fire_check_now(&task).await,
         DeliverOutcome::Stale,
         "the old check timer finds nothing to check"
     );
@@ -112,7 +112,7 @@ async fn a_canceled_hold_is_never_delivered_and_cannot_be_released() {
         Err(EngineError::Conflict(_))
     ));
     h.clock.advance(secs(60));
-    let fired = h.fire_attempt(&task, CHECK_ATTEMPT).await;
+    let fired = h.fire_check_now(&task).await;
     assert_eq!(fired, DeliverOutcome::Stale);
     assert_eq!(h.webhooks.calls(), 0, "neither checked nor delivered");
     let plain = h.register(FireTime::Now, RetryPolicy::default()).await;
@@ -160,8 +160,8 @@ async fn a_silent_caller_is_checked_with_backoff_until_it_answers() {
         DeliverOutcome::Checked(Status::Scheduled)
     );
     let released = h.now_of(&task).await;
-    let decisions: Vec<_> = released.checks.iter().map(|c| c.decision.clone()).collect();
-    assert_eq!(decisions, vec![None, None, Some("release".to_string())]);
+    let decisions: Vec<_> = released.checks.iter().map(|c| c.decision).collect();
+    assert_eq!(decisions, vec![None, None, Some(CheckDecision::Release)]);
     assert!(released.checks[1]
         .error
         .as_deref()
@@ -226,7 +226,7 @@ async fn a_release_racing_a_check_call_wins_and_the_check_is_dropped() {
         .await;
     h.clock.advance(secs(30));
     let engine = h.engine.clone();
-    let at = AttemptRef::new(h.tenant.clone(), task.id, CHECK_ATTEMPT);
+    let at = AttemptRef::check(h.tenant.clone(), task.id);
     let check = tokio::spawn(async move { engine.deliver(at).await });
     while h.webhooks.calls() == 0 {
         tokio::task::yield_now().await;
@@ -260,7 +260,10 @@ async fn with_a_durable_timer_a_release_arms_after_its_write_too() {
     let due = h.clock_now();
     assert_eq!(
         h.timer.armed(),
-        vec![(task.id, 1, due), (task.id, 1, due)],
+        vec![
+            (task.id, Attempt::Delivery(1), due),
+            (task.id, Attempt::Delivery(1), due)
+        ],
         "armed before the write, and again after it"
     );
     assert_eq!(
@@ -270,7 +273,7 @@ async fn with_a_durable_timer_a_release_arms_after_its_write_too() {
 
     h.timer.clear();
     let unseen = boomerang_core::domain::TaskId::new();
-    let check = AttemptRef::new(h.tenant.clone(), unseen, CHECK_ATTEMPT);
+    let check = AttemptRef::check(h.tenant.clone(), unseen);
     assert_eq!(
         h.engine.deliver(check).await.unwrap(),
         DeliverOutcome::Unknown
@@ -306,7 +309,7 @@ async fn a_check_that_never_left_this_machine_is_no_check_and_is_asked_again() {
         h.timer.armed(),
         vec![(
             task.id,
-            CHECK_ATTEMPT,
+            Attempt::Check,
             h.clock_now() + chrono::Duration::seconds(1)
         )],
         "asked again shortly"
@@ -314,7 +317,7 @@ async fn a_check_that_never_left_this_machine_is_no_check_and_is_asked_again() {
     // With `max_checks: 1`, the one check it has is still made, and decides.
     h.clock.advance(secs(1));
     assert_eq!(
-        h.fire_attempt(&task, CHECK_ATTEMPT).await,
+        h.fire_check_now(&task).await,
         DeliverOutcome::Checked(Status::Scheduled)
     );
     assert_eq!(h.now_of(&task).await.checks.len(), 1);

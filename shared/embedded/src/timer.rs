@@ -275,7 +275,7 @@ mod tests {
 
     fn new_attempt() -> AttemptRef {
         let tenant = boomerang_core::testing::unique_tenant("local");
-        AttemptRef::new(tenant, TaskId::new(), 1)
+        AttemptRef::delivery(tenant, TaskId::new(), 1)
     }
 
     async fn next(fires: &mut mpsc::UnboundedReceiver<Fire>) -> Fire {

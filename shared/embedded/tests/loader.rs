@@ -200,7 +200,7 @@ async fn work_put_off_does_not_hold_the_window_for_others() {
     // A paused destination's 200 attempts, put off for an hour.
     let later = Utc::now() + chrono::Duration::hours(1);
     for _ in 0..200 {
-        let attempt = AttemptRef::new(tenant(), TaskId::new(), 1);
+        let attempt = AttemptRef::delivery(tenant(), TaskId::new(), 1);
         backend.timer.put_off(attempt, later).await.unwrap();
     }
     loader.load(&engine).await.unwrap();

@@ -29,7 +29,7 @@ pub(crate) async fn run_deliveries(engine: Arc<Engine>, mut fires: mpsc::Unbound
                 .await
             {
                 // The task is still in the store; the repair pass arms it again.
-                tracing::error!(task = %task, attempt = number, error = %e, "delivery failed");
+                tracing::error!(task = %task, attempt = %number, error = %e, "delivery failed");
             }
         });
     }

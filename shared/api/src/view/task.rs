@@ -289,7 +289,7 @@ impl CheckView {
             at: c.at,
             duration_ms: c.duration_ms,
             status_code: c.status_code,
-            decision: c.decision.clone(),
+            decision: c.decision.map(|d| d.as_str().to_string()),
             error: c.error.clone(),
         }
     }

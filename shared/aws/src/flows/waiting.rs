@@ -18,7 +18,7 @@ use crate::attr;
 use crate::keys::{self, ItemKey};
 use crate::sdk::items::{n, s, Item};
 use crate::sdk::sdk_failure;
-use boomerang_core::domain::{AttemptRef, FlowKey, TenantId};
+use boomerang_core::domain::{Attempt, AttemptRef, FlowKey, TenantId};
 use boomerang_core::ports::{FlowFigures, StoreError};
 
 /// A tenant's flow item is written again by a process after this long.
@@ -39,7 +39,7 @@ impl DynamoFlowCounters {
             .table_name(&self.table)
             .item(attr::PK, s(keys::flow_partition(tenant, key)))
             .item(attr::SK, s(keys::flow_waiting(&attempt.task_id)))
-            .item(attr::flow::ATTEMPT, n(attempt.attempt))
+            .item(attr::flow::ATTEMPT, n(attempt.attempt.number()))
             .item(attr::flow::WAITS_UNTIL, n(until.timestamp_millis()))
             .item(attr::EXPIRES, n((until + KEEP).timestamp()))
             .send()
@@ -164,7 +164,7 @@ fn waits_past(item: &Item, now: DateTime<Utc>) -> bool {
 
 fn attempt_of(item: &Item, tenant: &TenantId) -> Option<AttemptRef> {
     let task_id = keys::waiting_task(sort_key(item)?)?;
-    let attempt = u32::try_from(millis(item, attr::flow::ATTEMPT)).ok()?;
+    let attempt = Attempt::from(u32::try_from(millis(item, attr::flow::ATTEMPT)).ok()?);
     Some(AttemptRef {
         task_id,
         attempt,

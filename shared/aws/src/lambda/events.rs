@@ -93,7 +93,7 @@ mod tests {
 
     fn attempt() -> AttemptRef {
         let id: TaskId = "01ARZ3NDEKTSV4RRFFQ69G5FAV".parse().unwrap();
-        AttemptRef::new(TenantId::parse("acme").unwrap(), id, 2)
+        AttemptRef::delivery(TenantId::parse("acme").unwrap(), id, 2)
     }
 
     fn event(value: Value) -> DeliveryEvent {

@@ -118,7 +118,7 @@ impl Delivery {
                     Some(worker) => self.engine.deliver_as(attempt, worker).await?,
                     None => self.engine.deliver(attempt).await?,
                 };
-                tracing::debug!(task = %task, attempt = number, ?outcome, "timer fired");
+                tracing::debug!(task = %task, attempt = %number, ?outcome, "timer fired");
             }
             // Boxed, as the sweep below: inline, the delivery function's future nests too
             // deep for the compiler to lay out (it stops at its query depth limit).

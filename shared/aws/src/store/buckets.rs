@@ -75,9 +75,9 @@ impl DynamoStore {
             let entry = DueEntry::of(item)?;
             let (due_ms, attempt) = bucket_entry(entry.0);
             match (attempt, DateTime::from_timestamp_millis(due_ms)) {
-                (Some(number), Some(due)) => {
+                (Some(attempt), Some(due)) => {
                     let (tenant, id) = key_of(item)?;
-                    arms.push((AttemptRef::new(tenant, id, number), due));
+                    arms.push((AttemptRef::new(tenant, id, attempt), due));
                 }
                 _ => unnumbered.push(entry.task_key()),
             }

@@ -13,7 +13,9 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error
 }
 
 pub mod option {
-    use super::*;
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
@@ -28,8 +30,9 @@ pub mod option {
 }
 
 pub mod vec {
-    use super::*;
-    use serde::Serialize;
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
         let ms: Vec<u64> = v.iter().map(|d| d.as_millis() as u64).collect();

@@ -84,7 +84,53 @@ impl TaskId {
     }
 }
 
-/// One attempt of one task: what every timer carries, what the sweep finds and what
+/// Which call of a task a timer is for: delivery attempt `n` (1-based, counted over the
+/// task's whole life), or a held task's next check. The check is apart from every
+/// delivery attempt, so the two never share a timer (on AWS a long wait's schedule is
+/// named after it), and a check timer that fires after the release is stale. Stored and
+/// sent as a number, 0 for the check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(from = "u32", into = "u32")]
+pub enum Attempt {
+    Check,
+    Delivery(u32),
+}
+
+impl Attempt {
+    /// The number it is stored and sent as.
+    pub fn number(self) -> u32 {
+        self.into()
+    }
+}
+
+impl From<u32> for Attempt {
+    fn from(number: u32) -> Self {
+        match number {
+            0 => Attempt::Check,
+            n => Attempt::Delivery(n),
+        }
+    }
+}
+
+impl From<Attempt> for u32 {
+    fn from(attempt: Attempt) -> u32 {
+        match attempt {
+            Attempt::Check => 0,
+            Attempt::Delivery(n) => n,
+        }
+    }
+}
+
+impl fmt::Display for Attempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Attempt::Check => f.write_str("check"),
+            Attempt::Delivery(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// One call of one task: what every timer carries, what the sweep finds and what
 /// `Engine::deliver` takes. Its JSON form is the whole input of a timer message. It names
 /// the tenant too: a store may key its tasks by tenant (DynamoDB does, to list without an
 /// index), so a task is found by tenant and id.
@@ -92,19 +138,27 @@ impl TaskId {
 #[serde(deny_unknown_fields)]
 pub struct AttemptRef {
     pub task_id: TaskId,
-    /// 1-based, counted over the task's whole life; 0 for a held task's checks
-    /// ([`super::hold::CHECK_ATTEMPT`]).
-    pub attempt: u32,
+    pub attempt: Attempt,
     pub tenant: TenantId,
 }
 
 impl AttemptRef {
-    pub fn new(tenant: TenantId, task_id: TaskId, attempt: u32) -> Self {
+    pub fn new(tenant: TenantId, task_id: TaskId, attempt: Attempt) -> Self {
         Self {
             task_id,
             attempt,
             tenant,
         }
+    }
+
+    /// Delivery attempt `number` (1-based) of the task.
+    pub fn delivery(tenant: TenantId, task_id: TaskId, number: u32) -> Self {
+        Self::new(tenant, task_id, Attempt::Delivery(number))
+    }
+
+    /// The next check of the (held) task.
+    pub fn check(tenant: TenantId, task_id: TaskId) -> Self {
+        Self::new(tenant, task_id, Attempt::Check)
     }
 }
 
@@ -302,7 +356,7 @@ mod tests {
     #[test]
     fn an_attempt_reference_is_the_timer_message() {
         let tenant = TenantId::parse("acme").unwrap();
-        let r = AttemptRef::new(tenant, TaskId::new(), 3);
+        let r = AttemptRef::delivery(tenant, TaskId::new(), 3);
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(
             json,

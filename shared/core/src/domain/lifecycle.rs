@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::ids::AttemptRef;
+use super::ids::{Attempt, AttemptRef};
 use super::task::{AttemptOutcome, AttemptRecord, DeadLetter, Status, Task};
 use super::time::checked_add;
 
@@ -24,7 +24,7 @@ use super::time::checked_add;
 pub enum Refusal {
     /// The attempt is not the task's pending one: handled already, or the task moved on.
     #[error("attempt {0} is not pending")]
-    StaleAttempt(u32),
+    StaleAttempt(Attempt),
     /// The attempt comes after the task's current one: the write that leads to it has not
     /// been seen yet (or never happened).
     #[error("attempt {0} is ahead of the task")]
@@ -125,9 +125,14 @@ pub struct PendingWork {
 }
 
 impl Task {
-    /// Attempt `number` of this task, as a timer carries it.
+    /// Delivery attempt `number` of this task, as a timer carries it.
     pub fn attempt_ref(&self, number: u32) -> AttemptRef {
-        AttemptRef::new(self.tenant.clone(), self.id, number)
+        AttemptRef::delivery(self.tenant.clone(), self.id, number)
+    }
+
+    /// This (held) task's next check, as a timer carries it.
+    pub fn check_ref(&self) -> AttemptRef {
+        AttemptRef::check(self.tenant.clone(), self.id)
     }
 
     /// The work this task has pending, if any. Stores index exactly this (and nothing
@@ -142,12 +147,12 @@ impl Task {
             }
             _ => return None,
         };
-        let number = match kind {
-            WorkKind::Check => super::hold::CHECK_ATTEMPT,
-            _ => self.attempt,
+        let attempt = match kind {
+            WorkKind::Check => Attempt::Check,
+            _ => Attempt::Delivery(self.attempt),
         };
         Some(PendingWork {
-            attempt: self.attempt_ref(number),
+            attempt: AttemptRef::new(self.tenant.clone(), self.id, attempt),
             kind,
             due_at,
         })
@@ -157,14 +162,17 @@ impl Task {
     /// expired (the worker died mid-call). The claimer holds a lease of `lease` from `now`.
     pub fn claim(
         &self,
-        attempt: u32,
+        attempt: Attempt,
         now: DateTime<Utc>,
         lease: Duration,
     ) -> Result<Task, Refusal> {
-        if attempt > self.attempt {
-            return Err(Refusal::AttemptAhead(attempt));
+        let Attempt::Delivery(number) = attempt else {
+            return Err(Refusal::StaleAttempt(attempt));
+        };
+        if number > self.attempt {
+            return Err(Refusal::AttemptAhead(number));
         }
-        if attempt < self.attempt {
+        if number < self.attempt {
             return Err(Refusal::StaleAttempt(attempt));
         }
         match (self.status, self.next_attempt_at, self.lease_until) {
@@ -352,7 +360,7 @@ impl Task {
     /// makes a new task instead.
     pub fn replace(
         &self,
-        spec: super::TaskSpec,
+        spec: super::task::TaskSpec,
         due: DateTime<Utc>,
         latest: Option<DateTime<Utc>>,
         now: DateTime<Utc>,

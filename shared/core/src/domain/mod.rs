@@ -5,11 +5,14 @@ pub mod alert;
 pub mod destination;
 pub mod duration_ms;
 pub mod flow;
+pub mod held;
 pub mod hold;
 pub mod ids;
 pub mod invalid;
 pub mod lifecycle;
 pub mod limits;
+pub mod notice;
+pub mod occurrence;
 pub mod policy;
 pub mod retry_policy;
 pub mod schedule;
@@ -18,17 +21,19 @@ pub mod task;
 pub mod tenant;
 pub mod time;
 
-pub use alert::{AlertTarget, Notice, Notify};
+pub use alert::{AlertTarget, Notify};
 pub use destination::Destination;
 pub use flow::{FlowKey, FlowSpec};
-pub use hold::{CheckAnswer, CheckBody, CheckRecord, HoldSpec, OnUnknown, CHECK_ATTEMPT};
-pub use ids::{AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
+pub use hold::{CheckAnswer, CheckBody, CheckDecision, CheckRecord, HoldSpec, OnUnknown};
+pub use ids::{Attempt, AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
 pub use invalid::{FieldPath, Invalid};
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
+pub use notice::Notice;
+pub use occurrence::Occurrence;
 pub use policy::Policy;
 pub use retry_policy::{Backoff, BackoffKind, MaxAttempts, RetryPolicy};
 pub use schedule::{
-    CatchUp, Occurrence, Recurrence, Schedule, ScheduleId, ScheduleRefusal, ScheduleState, Step,
+    CatchUp, Recurrence, Schedule, ScheduleId, ScheduleRefusal, ScheduleState, Step,
 };
 pub use spec_rules::SpecDraft;
 pub use task::{

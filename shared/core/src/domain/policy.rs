@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{FlowSpec, RetryPolicy};
+use super::flow::FlowSpec;
+use super::retry_policy::RetryPolicy;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Policy {

@@ -18,11 +18,12 @@ use serde::{Deserialize, Serialize};
 
 use super::duration_ms;
 pub use super::ids::ScheduleId;
+use super::ids::TenantId;
 use super::invalid::Invalid;
 use super::limits::{MAX_CRON_LEN, MIN_EVERY};
+use super::occurrence::Occurrence;
 use super::task::TaskSpec;
 use super::time::checked_add;
-use super::TenantId;
 
 /// When a schedule's occurrences fall.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -177,21 +178,6 @@ impl ScheduleState {
             ScheduleState::Active => "active",
             ScheduleState::Paused => "paused",
         }
-    }
-}
-
-/// The occurrence a task is: its schedule, and the slot it fills.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Occurrence {
-    pub schedule: ScheduleId,
-    pub at: DateTime<Utc>,
-}
-
-impl Occurrence {
-    /// The idempotency key of this slot's task: an occurrence is registered at most once,
-    /// however many workers come to register it.
-    pub fn idempotency_key(&self) -> String {
-        format!("schedule:{}:{}", self.schedule, self.at.timestamp_millis())
     }
 }
 

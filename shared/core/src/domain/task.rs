@@ -11,8 +11,8 @@ use super::duration_ms;
 use super::flow::FlowSpec;
 use super::hold::{CheckRecord, HoldSpec};
 use super::ids::{BusinessKey, TaskId, TenantId};
+use super::occurrence::Occurrence;
 use super::retry_policy::RetryPolicy;
-use super::schedule::Occurrence;
 
 /// Where a task is in its lifecycle.
 ///

@@ -1,8 +1,9 @@
 //! A tenant's flows as it sees them: listed with what waits in them, paused and resumed.
 //! A flow exists as soon as a task names it; there is nothing to create.
 
+use super::error::EngineError;
+use super::state::Engine;
 use crate::domain::{FlowKey, TenantId};
-use crate::engine::{Engine, EngineError};
 use crate::ports::{FlowFigures, FlowPorts};
 
 /// One flow of a tenant, now.

@@ -1,13 +1,14 @@
 //! Held tasks: release (by business key in `tasks/keys.rs`), and the check-back when the caller
 //! goes silent (see [`crate::domain::hold`]).
 
-use crate::domain::hold::{judge_check, CHECK_ATTEMPT};
+use super::delivery::DeliverOutcome;
+use super::error::EngineError;
+use super::state::Engine;
+use crate::domain::held::judge_check;
 use crate::domain::{
     AttemptRef, CheckAnswer, CheckRecord, Refusal, Status, Task, TaskId, TenantId,
 };
 use crate::engine::delivery::{Ended, Step, LOCAL_RETRY};
-use crate::engine::DeliverOutcome;
-use crate::engine::{Engine, EngineError};
 use crate::metrics::MetricEvent;
 use crate::ports::{StoreError, WebhookError};
 
@@ -108,7 +109,7 @@ impl Engine {
     async fn ask(&self, task: &Task, url: String) -> Result<(CheckAnswer, CheckRecord), String> {
         let started = self.ports.clock.now();
         let result = self
-            .send_signed(task.attempt_ref(CHECK_ATTEMPT), &task.check_spec(url))
+            .send_signed(task.check_ref(), &task.check_spec(url))
             .await;
         if let Some(WebhookError::Local(why)) = &result.error {
             return Err(why.clone());

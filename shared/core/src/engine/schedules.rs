@@ -6,10 +6,12 @@
 
 use chrono::{DateTime, Utc};
 
+use super::error::EngineError;
+use super::state::Engine;
+use super::tasks::NewTask;
 use crate::domain::{
     CatchUp, Occurrence, Recurrence, Schedule, ScheduleId, ScheduleRefusal, Status, Task, TenantId,
 };
-use crate::engine::{Engine, EngineError, NewTask};
 use crate::ports::{SchedulePage, StoreError};
 
 /// Why an occurrence due while its tenant is over its limit of unfinished tasks is skipped.

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::Cause;
+use super::cause::Cause;
 use crate::domain::DeadLetter;
 
 #[derive(Debug, thiserror::Error)]

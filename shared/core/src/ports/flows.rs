@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::StoreError;
+use super::store::StoreError;
 use crate::domain::{AttemptRef, FlowKey, TaskId, TenantId};
 
 /// One delivery's hold on a flow slot: its task and a part of its own, so that two

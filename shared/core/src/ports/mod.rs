@@ -5,6 +5,7 @@
 //! Each has an embedded adapter (local binary, tests) and an AWS adapter; the engine cannot
 //! tell them apart.
 
+mod cause;
 mod dead_letters;
 mod flows;
 mod process_flows;
@@ -15,6 +16,7 @@ mod tenants;
 mod timer;
 mod webhooks;
 
+pub use cause::Cause;
 pub use dead_letters::{DeadLetterError, DeadLetters};
 pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
 pub use process_flows::ProcessFlowCounters;
@@ -27,6 +29,3 @@ pub use store::{
 pub use tenants::{Tenants, TenantsError};
 pub use timer::{Timer, TimerError};
 pub use webhooks::{WebhookCall, WebhookError, WebhookResult, Webhooks};
-
-/// The underlying error a port failure keeps as its source.
-pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;

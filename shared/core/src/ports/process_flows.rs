@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 
 use super::flows::{FlowCounters, FlowFigures, SlotHolder};
-use super::StoreError;
+use super::store::StoreError;
 use crate::domain::{AttemptRef, FlowKey, TaskId, TenantId};
 
 /// A task, as the key of its note in a flow's waiting list.

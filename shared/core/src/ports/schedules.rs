@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::StoreError;
+use super::store::StoreError;
 use crate::domain::{BusinessKey, Schedule, ScheduleId, Task, TaskId, TenantId};
 
 /// One page of a tenant's schedules, newest first.

@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::Cause;
+use super::cause::Cause;
 use crate::domain::{
     AttemptRecord, BusinessKey, PendingWork, Policy, PolicyName, Status, Task, TaskId, TenantId,
 };

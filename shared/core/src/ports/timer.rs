@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::Cause;
+use super::cause::Cause;
 use crate::domain::AttemptRef;
 
 #[derive(Debug, thiserror::Error)]

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::store_suite::millis;
-use super::{sample_task, unique_tenant, ContractStore};
+use super::fixtures::millis;
+use super::fixtures::{sample_task, unique_tenant, ContractStore};
+use crate::domain::ids::Attempt;
 use crate::domain::{PendingWork, Status, Task, TaskId, TenantId, WorkKind};
 
 /// One task of each kind of pending work, and some with none, as of `now`.
@@ -44,13 +45,13 @@ fn due_tasks(tenant: &TenantId, now: DateTime<Utc>) -> DueTasks {
     let later = sample_task(tenant, None, now + minute * 30);
     // Claimed two minutes ago with a one-minute lease: the worker died.
     let stalled = sample_task(tenant, None, now - minute * 2)
-        .claim(1, now - minute * 2, lease(1))
+        .claim(Attempt::Delivery(1), now - minute * 2, lease(1))
         .unwrap();
     let working = sample_task(tenant, None, now - minute)
-        .claim(1, now, lease(1))
+        .claim(Attempt::Delivery(1), now, lease(1))
         .unwrap();
     let mut pending = sample_task(tenant, None, now - minute)
-        .claim(1, now - minute, lease(1))
+        .claim(Attempt::Delivery(1), now - minute, lease(1))
         .unwrap();
     pending.status = Status::Failed;
     pending.next_attempt_at = None;
@@ -161,8 +162,8 @@ pub(super) async fn due_finds_only_work_to_do(store: &dyn ContractStore) {
     let check = due.iter().find(|w| w.attempt.task_id == held.id).unwrap();
     assert_eq!(
         (check.attempt.attempt, check.due_at),
-        (crate::domain::CHECK_ATTEMPT, now - minute / 2),
-        "a check's timer carries the checks' attempt number"
+        (crate::domain::Attempt::Check, now - minute / 2),
+        "a check's timer names the check"
     );
 
     expected.push((tasks.later.id, WorkKind::Attempt));

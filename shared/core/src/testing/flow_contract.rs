@@ -142,11 +142,7 @@ async fn slots_hold_under_concurrency(counters: &Arc<dyn FlowCounters>, name: &s
 async fn waiting_notes_are_counted_and_taken(counters: &Arc<dyn FlowCounters>, name: &str) {
     let tenant = TenantId::parse("acme").expect("valid");
     let key = FlowKey::parse(format!("{name}-waiting")).expect("valid");
-    let attempt = |task: TaskId, n| AttemptRef {
-        task_id: task,
-        attempt: n,
-        tenant: tenant.clone(),
-    };
+    let attempt = |task: TaskId, n| AttemptRef::delivery(tenant.clone(), task, n);
     let (long, short) = (TaskId::new(), TaskId::new());
     let now = t0();
     let note = |a: AttemptRef, until| {

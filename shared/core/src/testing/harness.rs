@@ -8,9 +8,13 @@ pub use std::sync::atomic::{AtomicU32, Ordering};
 pub use std::sync::{Arc, Mutex};
 pub use std::time::Duration;
 
+pub use super::memory_dead_letters::MemoryDeadLetters;
+pub use super::memory_store::MemoryStore;
+pub use super::memory_tenants::MemoryTenants;
+pub use super::recording_timer::RecordingTimer;
 pub use crate::clock::{FixedRandom, ManualClock};
 pub use crate::domain::{
-    AttemptOutcome, AttemptRef, BusinessKey, CallbackRequest, PolicyName, RetryPolicy,
+    Attempt, AttemptOutcome, AttemptRef, BusinessKey, CallbackRequest, PolicyName, RetryPolicy,
     SigningSecret, Status, TaskSpec, TenantId,
 };
 pub use crate::engine::{
@@ -19,10 +23,6 @@ pub use crate::engine::{
 };
 pub use crate::metrics::MetricEvent;
 pub use crate::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
-pub use crate::testing::MemoryDeadLetters;
-pub use crate::testing::MemoryStore;
-pub use crate::testing::MemoryTenants;
-pub use crate::testing::RecordingTimer;
 pub use async_trait::async_trait;
 pub use chrono::{DateTime, TimeZone, Utc};
 pub use tokio::sync::Semaphore;
@@ -243,7 +243,7 @@ fn build(
         Arc::new(tenants),
         webhooks.clone(),
         dead_letters.clone(),
-        Arc::new(crate::testing::AlwaysReady),
+        Arc::new(super::fixtures::AlwaysReady),
     )
     .with_clock(clock.clone())
     .with_random(Arc::new(FixedRandom(0.5)))
@@ -271,7 +271,7 @@ fn build(
 
 pub fn new_task(when: FireTime, retry: RetryPolicy) -> NewTask {
     NewTask {
-        spec: super::plain_spec("https://example.com/hook", "{}", retry),
+        spec: super::fixtures::plain_spec("https://example.com/hook", "{}", retry),
         retry_from: RetrySource::Given,
         when,
         idempotency_key: None,
@@ -319,12 +319,14 @@ impl Harness {
             .unwrap()
             .task
     }
-    /// Plays a timer fire for attempt `number` of `task` (a held task's checks: 0).
+    /// Plays a timer fire for delivery attempt `number` of `task`.
     pub async fn fire_attempt(&self, task: &crate::domain::Task, number: u32) -> DeliverOutcome {
-        self.engine
-            .deliver(AttemptRef::new(self.tenant.clone(), task.id, number))
-            .await
-            .unwrap()
+        self.engine.deliver(task.attempt_ref(number)).await.unwrap()
+    }
+
+    /// Plays a timer fire for the (held) task's check, due or not.
+    pub async fn fire_check_now(&self, task: &crate::domain::Task) -> DeliverOutcome {
+        self.engine.deliver(task.check_ref()).await.unwrap()
     }
 
     pub async fn status_of(&self, task: &crate::domain::Task) -> Status {

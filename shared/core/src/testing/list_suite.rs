@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::store_suite::millis;
-use super::{sample_task, unique_tenant, ContractStore};
+use super::fixtures::millis;
+use super::fixtures::{sample_task, unique_tenant, ContractStore};
 use crate::domain::{AttemptOutcome, AttemptRecord, Status, TenantId};
 use crate::ports::ListQuery;
 

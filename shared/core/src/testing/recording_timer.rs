@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{AttemptRef, TaskId};
+use crate::domain::{Attempt, AttemptRef, TaskId};
 use crate::ports::{Timer, TimerError};
 
 #[derive(Default)]
@@ -37,7 +37,7 @@ impl RecordingTimer {
     }
 
     /// Every arm so far, as (task, attempt, time).
-    pub fn armed(&self) -> Vec<(TaskId, u32, DateTime<Utc>)> {
+    pub fn armed(&self) -> Vec<(TaskId, Attempt, DateTime<Utc>)> {
         self.armed
             .lock()
             .expect("timer lock")

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 
-use super::{sample_task, unique_tenant, ContractStore};
+use super::fixtures::{millis, sample_task, unique_tenant, ContractStore};
+use crate::domain::ids::Attempt;
 use crate::domain::{AttemptOutcome, AttemptRecord, RetryPolicy, TaskId};
 use crate::ports::{CreateOutcome, ListQuery, StoreError};
 
@@ -41,7 +42,9 @@ async fn a_claim_is_seen_and_wins_against_stale_writes(store: &dyn ContractStore
     let now = millis(Utc::now());
     let task = sample_task(&tenant, None, now);
     store.create(&task).await.unwrap();
-    let claimed = task.claim(1, now, Duration::from_secs(40)).unwrap();
+    let claimed = task
+        .claim(Attempt::Delivery(1), now, Duration::from_secs(40))
+        .unwrap();
     store.claim(&claimed, task.version).await.unwrap();
     assert_eq!(
         store.get(&task.tenant, &task.id).await.unwrap(),
@@ -76,10 +79,6 @@ async fn a_claim_is_seen_and_wins_against_stale_writes(store: &dyn ContractStore
         store.claim(&claimed, task.version).await,
         Err(StoreError::Conflict)
     ));
-}
-
-pub(super) fn millis(t: DateTime<Utc>) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(t.timestamp_millis()).expect("in range")
 }
 
 async fn create_get_round_trip(store: &dyn ContractStore) {
@@ -167,7 +166,9 @@ async fn conditional_update(store: &dyn ContractStore) {
     let now = millis(Utc::now());
     let task = sample_task(&tenant, None, now);
     store.create(&task).await.unwrap();
-    let next = task.claim(1, now, Duration::ZERO).unwrap();
+    let next = task
+        .claim(Attempt::Delivery(1), now, Duration::ZERO)
+        .unwrap();
     assert!(matches!(
         store.update(&next, 7).await,
         Err(StoreError::Conflict)
@@ -204,7 +205,9 @@ async fn concurrent_claims_have_one_winner(store: Arc<dyn ContractStore>, by: Cl
     let handles: Vec<_> = (0..20)
         .map(|i| {
             let store = store.clone();
-            let mut claim = task.claim(1, now, Duration::from_secs(30)).unwrap();
+            let mut claim = task
+                .claim(Attempt::Delivery(1), now, Duration::from_secs(30))
+                .unwrap();
             claim.last_error = Some(format!("worker {i}"));
             tokio::spawn(async move {
                 match by {
@@ -266,7 +269,9 @@ async fn every_finished_attempt_is_kept(store: &dyn ContractStore) {
     task.spec.retry = task.spec.retry.clone().with_max_attempts(13).unwrap();
     store.create(&task).await.unwrap();
     for n in 1..=12u32 {
-        let claimed = task.claim(n, now, Duration::from_secs(40)).unwrap();
+        let claimed = task
+            .claim(Attempt::Delivery(n), now, Duration::from_secs(40))
+            .unwrap();
         store.claim(&claimed, task.version).await.unwrap();
         let verdict = crate::domain::Verdict::Retry {
             error: format!("HTTP 50{}", n % 10),

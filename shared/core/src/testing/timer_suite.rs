@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::unique_tenant;
+use super::fixtures::unique_tenant;
 use crate::domain::{AttemptRef, TaskId};
 
 /// Watches a timer's fires, however the adapter delivers them.
@@ -54,7 +54,7 @@ async fn await_fires(
 /// attempt put off fires then.
 pub async fn timer_contract(timer: Arc<dyn crate::ports::Timer>, probe: &mut dyn TimerProbe) {
     let tenant = unique_tenant("timer");
-    let attempt = |n| AttemptRef::new(tenant.clone(), TaskId::new(), n);
+    let attempt = |n| AttemptRef::delivery(tenant.clone(), TaskId::new(), n);
     let (a, b, c, d) = (attempt(1), attempt(4), attempt(2), attempt(3));
     let armed_at = std::time::Instant::now();
     timer

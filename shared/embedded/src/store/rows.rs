@@ -4,7 +4,7 @@
 use chrono::DateTime;
 use rusqlite::{params, Connection};
 
-use boomerang_core::domain::{AttemptRef, PendingWork, Task, TaskId, TenantId, WorkKind};
+use boomerang_core::domain::{Attempt, AttemptRef, PendingWork, Task, TaskId, TenantId, WorkKind};
 use boomerang_core::ports::StoreError;
 
 use super::codec::encode;
@@ -15,8 +15,8 @@ pub(crate) struct TaskRow {
     pub(super) id: String,
     pub(super) status: &'static str,
     pub(super) version: i64,
-    /// The attempt number the pending work's timer carries (a held task's checks carry
-    /// their own), else the task's attempt.
+    /// The number of the attempt the pending work's timer carries (0 for a held task's
+    /// check: [`Attempt`]'s stored form), else the task's attempt.
     pub(super) attempt: i64,
     pub(super) due_kind: Option<&'static str>,
     pub(super) due_ms: Option<i64>,
@@ -34,7 +34,9 @@ impl TaskRow {
             id: t.id.to_string(),
             status: t.status.as_str(),
             version: t.version as i64,
-            attempt: work.as_ref().map_or(t.attempt, |w| w.attempt.attempt) as i64,
+            attempt: work
+                .as_ref()
+                .map_or(t.attempt, |w| w.attempt.attempt.number()) as i64,
             due_kind: work.as_ref().map(|w| w.kind.as_str()),
             due_ms: work.as_ref().map(|w| w.due_at.timestamp_millis()),
             business_key: t.spec.key.as_ref().map(|k| k.to_string()),
@@ -57,7 +59,7 @@ pub(super) fn pending_work(
         attempt: AttemptRef::new(
             TenantId::parse(tenant).map_err(|_| corrupt("tenant"))?,
             id.parse().map_err(|_| corrupt("id"))?,
-            attempt,
+            Attempt::from(attempt),
         ),
         kind: WorkKind::parse(&kind).ok_or_else(|| corrupt("due_kind"))?,
         due_at: DateTime::from_timestamp_millis(due_ms).ok_or_else(|| corrupt("due_ms"))?,

@@ -1,6 +1,8 @@
 use super::*;
-use crate::domain::MaxAttempts;
-use crate::domain::{RetryPolicy, TenantId, CHECK_ATTEMPT};
+use crate::domain::ids::Attempt;
+use crate::domain::ids::TenantId;
+use crate::domain::retry_policy::MaxAttempts;
+use crate::domain::retry_policy::RetryPolicy;
 use chrono::TimeZone;
 
 fn t0() -> DateTime<Utc> {
@@ -23,10 +25,10 @@ fn task(retry: RetryPolicy) -> Task {
 fn held_task(check_url: Option<&str>) -> Task {
     let mut t = task(RetryPolicy::default());
     t.spec.hold = Some(
-        crate::domain::HoldSpec::new(
+        crate::domain::hold::HoldSpec::new(
             Duration::from_secs(30),
             check_url.map(str::to_string),
-            crate::domain::OnUnknown::Release,
+            crate::domain::hold::OnUnknown::Release,
             Some(3),
         )
         .unwrap(),
@@ -46,7 +48,9 @@ fn retry_once() -> Verdict {
 #[test]
 fn pending_work_table() {
     let scheduled = task(RetryPolicy::default());
-    let delivering = scheduled.claim(1, t0() + secs(60), LEASE).unwrap();
+    let delivering = scheduled
+        .claim(Attempt::Delivery(1), t0() + secs(60), LEASE)
+        .unwrap();
     let failed = delivering
         .after_attempt(&Verdict::Fail("HTTP 410".into()), t0() + secs(61), 0.5)
         .unwrap();
@@ -64,26 +68,45 @@ fn pending_work_table() {
     // Its hold ran out with nobody to ask: released, due at its fire time.
     let released = held
         .after_check(
-            &crate::domain::CheckAnswer::Unknown("no check_url".into()),
+            &crate::domain::hold::CheckAnswer::Unknown("no check_url".into()),
             None,
             t0() + secs(30),
         )
         .unwrap();
-    let at = |t: &Task, n| t.attempt_ref(n);
-    type Expected = Option<(WorkKind, u32, DateTime<Utc>)>;
+    let at = |t: &Task, attempt| AttemptRef::new(t.tenant.clone(), t.id, attempt);
+    type Expected = Option<(WorkKind, Attempt, DateTime<Utc>)>;
     let table: [(&Task, Expected); 10] = [
-        (&held, Some((WorkKind::Check, 0, t0() + secs(30)))),
-        (&released, Some((WorkKind::Attempt, 1, t0() + secs(60)))),
-        (&scheduled, Some((WorkKind::Attempt, 1, t0() + secs(60)))),
+        (
+            &held,
+            Some((WorkKind::Check, Attempt::Check, t0() + secs(30))),
+        ),
+        (
+            &released,
+            Some((WorkKind::Attempt, Attempt::Delivery(1), t0() + secs(60))),
+        ),
+        (
+            &scheduled,
+            Some((WorkKind::Attempt, Attempt::Delivery(1), t0() + secs(60))),
+        ),
         (
             &delivering,
-            Some((WorkKind::LeaseExpiry, 1, t0() + secs(100))),
+            Some((
+                WorkKind::LeaseExpiry,
+                Attempt::Delivery(1),
+                t0() + secs(100),
+            )),
         ),
-        (&retried, Some((WorkKind::Attempt, 2, t0() + secs(91)))),
-        (&failed, Some((WorkKind::DeadLetter, 1, t0() + secs(61)))),
+        (
+            &retried,
+            Some((WorkKind::Attempt, Attempt::Delivery(2), t0() + secs(91))),
+        ),
+        (
+            &failed,
+            Some((WorkKind::DeadLetter, Attempt::Delivery(1), t0() + secs(61))),
+        ),
         (
             &letter_sent,
-            Some((WorkKind::DeadLetter, 1, t0() + secs(62))),
+            Some((WorkKind::DeadLetter, Attempt::Delivery(1), t0() + secs(62))),
         ),
         (&acknowledged, None),
         (&succeeded, None),
@@ -106,11 +129,11 @@ fn pending_work_table() {
 fn claim_refuses_early_stale_and_leased_fires_and_takes_over_expired_leases() {
     let t = task(RetryPolicy::default());
     assert_eq!(
-        t.claim(1, t0(), LEASE),
+        t.claim(Attempt::Delivery(1), t0(), LEASE),
         Err(Refusal::NotDue(t0() + secs(60)))
     );
     assert_eq!(
-        t.claim(2, t0() + secs(60), LEASE),
+        t.claim(Attempt::Delivery(2), t0() + secs(60), LEASE),
         Err(Refusal::AttemptAhead(2)),
         "a fire for an attempt whose write is not seen yet"
     );
@@ -119,32 +142,36 @@ fn claim_refuses_early_stale_and_leased_fires_and_takes_over_expired_leases() {
         ..t.clone()
     };
     assert_eq!(
-        moved_on.claim(1, t0() + secs(60), LEASE),
-        Err(Refusal::StaleAttempt(1))
+        moved_on.claim(Attempt::Delivery(1), t0() + secs(60), LEASE),
+        Err(Refusal::StaleAttempt(Attempt::Delivery(1)))
     );
-    let claimed = t.claim(1, t0() + secs(60), LEASE).unwrap();
+    let claimed = t
+        .claim(Attempt::Delivery(1), t0() + secs(60), LEASE)
+        .unwrap();
     assert_eq!((claimed.status, claimed.version), (Status::Delivering, 2));
     assert_eq!(
-        claimed.claim(1, t0() + secs(99), LEASE),
+        claimed.claim(Attempt::Delivery(1), t0() + secs(99), LEASE),
         Err(Refusal::Leased(t0() + secs(100)))
     );
-    let taken = claimed.claim(1, t0() + secs(100), LEASE).unwrap();
+    let taken = claimed
+        .claim(Attempt::Delivery(1), t0() + secs(100), LEASE)
+        .unwrap();
     assert_eq!(taken.lease_until, Some(t0() + secs(140)));
     assert_eq!(
-        t.claim(1, t0() + secs(60), Duration::MAX),
+        t.claim(Attempt::Delivery(1), t0() + secs(60), Duration::MAX),
         Err(Refusal::TimeOutOfRange("lease"))
     );
     let canceled = t.cancel(t0()).unwrap();
     assert_eq!(
-        canceled.claim(1, t0() + secs(60), LEASE),
-        Err(Refusal::StaleAttempt(1))
+        canceled.claim(Attempt::Delivery(1), t0() + secs(60), LEASE),
+        Err(Refusal::StaleAttempt(Attempt::Delivery(1)))
     );
 }
 
 #[test]
 fn an_attempt_that_never_left_is_given_back_uncounted() {
     let claimed = task(RetryPolicy::default())
-        .claim(1, t0() + secs(60), LEASE)
+        .claim(Attempt::Delivery(1), t0() + secs(60), LEASE)
         .unwrap();
     let back = claimed.unclaim(t0() + secs(61), t0() + secs(60)).unwrap();
     assert_eq!((back.status, back.attempt), (Status::Scheduled, 1));
@@ -155,7 +182,9 @@ fn an_attempt_that_never_left_is_given_back_uncounted() {
     assert_eq!(back.next_attempt_at, Some(t0() + secs(61)));
     assert_eq!(back.lease_until, None);
     assert_eq!(back.version, claimed.version + 1);
-    let again = back.claim(1, t0() + secs(61), LEASE).unwrap();
+    let again = back
+        .claim(Attempt::Delivery(1), t0() + secs(61), LEASE)
+        .unwrap();
     assert_eq!(again.attempt, 1, "the same attempt is made again");
     assert_eq!(
         back.unclaim(t0() + secs(62), t0() + secs(61)),
@@ -173,7 +202,9 @@ fn attempts_move_the_task_on_by_the_policy_and_the_draw() {
         &[],
     )
     .unwrap();
-    let claimed = task(policy).claim(1, t0() + secs(60), LEASE).unwrap();
+    let claimed = task(policy)
+        .claim(Attempt::Delivery(1), t0() + secs(60), LEASE)
+        .unwrap();
     let low = claimed
         .after_attempt(&retry_once(), t0() + secs(60), 0.0)
         .unwrap();
@@ -190,7 +221,9 @@ fn attempts_move_the_task_on_by_the_policy_and_the_draw() {
         high.next_attempt_at > Some(t0() + secs(60 + 44)),
         "30 s × ~1.5"
     );
-    let second = low.claim(2, t0() + secs(75), LEASE).unwrap();
+    let second = low
+        .claim(Attempt::Delivery(2), t0() + secs(75), LEASE)
+        .unwrap();
     let failed = second
         .after_attempt(&retry_once(), t0() + secs(76), 0.5)
         .unwrap();
@@ -210,12 +243,13 @@ fn attempts_move_the_task_on_by_the_policy_and_the_draw() {
 
 #[test]
 fn release_and_checks_apply_only_to_held_tasks() {
-    use crate::domain::CheckAnswer;
+    use crate::domain::hold::CheckAnswer;
     let held = held_task(Some("https://example.com/tx"));
     assert_eq!(held.status, Status::Held);
     assert_eq!(
-        held.claim(1, t0() + secs(60), LEASE).err(),
-        Some(Refusal::StaleAttempt(1))
+        held.claim(Attempt::Delivery(1), t0() + secs(60), LEASE)
+            .err(),
+        Some(Refusal::StaleAttempt(Attempt::Delivery(1)))
     );
     // Released after its fire time: due at once.
     let released = held.release(t0() + secs(90)).unwrap();
@@ -244,24 +278,26 @@ fn release_and_checks_apply_only_to_held_tasks() {
     );
     // A check timer is attempt 0, and only when due.
     assert_eq!(
-        held.claim_check(1, t0() + secs(30)),
-        Err(Refusal::StaleAttempt(1))
+        held.claim_check(Attempt::Delivery(1), t0() + secs(30)),
+        Err(Refusal::StaleAttempt(Attempt::Delivery(1)))
     );
     assert_eq!(
-        held.claim_check(CHECK_ATTEMPT, t0()),
+        held.claim_check(Attempt::Check, t0()),
         Err(Refusal::NotDue(t0() + secs(30)))
     );
-    assert_eq!(held.claim_check(CHECK_ATTEMPT, t0() + secs(30)), Ok(()));
+    assert_eq!(held.claim_check(Attempt::Check, t0() + secs(30)), Ok(()));
     assert_eq!(
-        released.claim_check(CHECK_ATTEMPT, t0() + secs(30)),
-        Err(Refusal::StaleAttempt(CHECK_ATTEMPT))
+        released.claim_check(Attempt::Check, t0() + secs(30)),
+        Err(Refusal::StaleAttempt(Attempt::Check))
     );
 }
 
 #[test]
 fn cancel_and_retry_apply_only_to_their_states() {
     let t = task(RetryPolicy::default());
-    let claimed = t.claim(1, t0() + secs(60), LEASE).unwrap();
+    let claimed = t
+        .claim(Attempt::Delivery(1), t0() + secs(60), LEASE)
+        .unwrap();
     assert_eq!(claimed.cancel(t0()), Err(Refusal::BeingDelivered));
     let done = claimed
         .after_attempt(&Verdict::Success, t0() + secs(61), 0.5)

@@ -6,9 +6,11 @@
 //! repeat finds the same alert. A "retrying" notice (`notify: every`) that cannot be
 //! registered is logged and skipped: the final alert is the one that must arrive.
 
-use crate::domain::alert::alert_spec;
+use crate::domain::notice::alert_spec;
 use crate::domain::{AlertTarget, AttemptRecord, Notice, Task, TaskId};
-use crate::engine::{Engine, EngineError, FireTime, NewTask, RetrySource};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
+use crate::engine::tasks::{FireTime, NewTask, RetrySource};
 use crate::ports::StoreError;
 
 /// What became of an alert.

@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::{AttemptRef, Task, TaskId};
-use crate::engine::Engine;
+use crate::domain::{Attempt, AttemptRef, Task, TaskId};
+use crate::engine::state::Engine;
 use crate::ports::TimerError;
 
 impl Engine {
@@ -37,14 +37,14 @@ impl Engine {
     pub(in crate::engine) fn armed(
         &self,
         task: TaskId,
-        attempt: u32,
+        attempt: Attempt,
         result: Result<(), TimerError>,
     ) -> bool {
         match result {
             Ok(()) => true,
             Err(e) => {
                 tracing::error!(
-                    task = %task, attempt, error = %e,
+                    task = %task, %attempt, error = %e,
                     "could not arm timer; the sweeper will"
                 );
                 false

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use super::gate::Lane;
 use crate::domain::limits::MAX_DESTINATION_PAUSE;
 use crate::domain::{AttemptRef, Destination, Task, TaskSpec, Verdict};
-use crate::engine::Engine;
+use crate::engine::state::Engine;
 use crate::ports::{WebhookCall, WebhookError, WebhookResult};
 
 impl Engine {

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use crate::domain::Task;
-use crate::engine::{Engine, EngineError};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
 use crate::infra_retry::with_retries;
 use crate::ports::StoreError;
 

@@ -10,7 +10,8 @@ use chrono::{DateTime, DurationRound, Utc};
 
 use crate::clock::Clock;
 use crate::domain::{AttemptRef, FlowSpec, Task};
-use crate::engine::{Engine, EngineError};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
 use crate::ports::{FlowCounters, FlowPorts, SlotHolder};
 
 /// How long a delivery waits here for one of its flow's slots before it is put off.

@@ -312,7 +312,7 @@ mod tests {
     }
 
     fn attempt() -> AttemptRef {
-        AttemptRef::new(acme(), TaskId::new(), 1)
+        AttemptRef::delivery(acme(), TaskId::new(), 1)
     }
 
     /// Acme's lane to `url`, at the server's limit.

@@ -1,8 +1,8 @@
 //! Each step of an attempt, alone, on the in-memory harness.
 
 use super::call::judge;
+use super::outcome::Step;
 use super::steps::Claim;
-use super::Step;
 use crate::domain::{AttemptRecord, Task, Verdict};
 use crate::testing::harness::*;
 
@@ -61,7 +61,10 @@ async fn the_stop_line_stops_a_call_that_could_not_end_before_it() {
         Step::Done(DeliverOutcome::Stopped)
     );
     // Left due, armed again at once for another worker.
-    assert_eq!(h.timer.armed(), vec![(task.id, 1, h.clock_now())]);
+    assert_eq!(
+        h.timer.armed(),
+        vec![(task.id, Attempt::Delivery(1), h.clock_now())]
+    );
 }
 
 #[tokio::test]
@@ -81,7 +84,7 @@ async fn an_early_fire_is_armed_again_for_its_time() {
     let step = h.engine.take_claim(&task.attempt_ref(1), &task).await;
     assert!(matches!(step.unwrap(), Step::Done(DeliverOutcome::Early)));
     let due = h.clock_now() + chrono::Duration::seconds(60);
-    assert_eq!(h.timer.armed(), vec![(task.id, 1, due)]);
+    assert_eq!(h.timer.armed(), vec![(task.id, Attempt::Delivery(1), due)]);
 }
 
 #[tokio::test]

@@ -24,11 +24,13 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::call::judge;
+use super::deliver::LOCAL_RETRY;
 use super::flow_gate::{FlowAdmission, FlowSlot};
 use super::gate::{CallSlot, Lane};
-use super::{proceed, DeliverOutcome, Ended, Step, LOCAL_RETRY};
-use crate::domain::{AttemptRecord, AttemptRef, Destination, Refusal, Status, Task};
-use crate::engine::{Engine, EngineError};
+use super::outcome::{proceed, DeliverOutcome, Ended, Step};
+use crate::domain::{Attempt, AttemptRecord, AttemptRef, Destination, Refusal, Status, Task};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
 use crate::metrics::{AttemptFacts, MetricEvent};
 use crate::ports::{StoreError, WebhookError, WebhookResult};
 
@@ -99,7 +101,7 @@ impl Engine {
             return Ok(Step::Continue(()));
         };
         let due = (task.next_attempt_at).is_some_and(|due| due <= self.ports.clock.now());
-        if !(due && task.is_untried() && at.attempt == 1) {
+        if !(due && task.is_untried() && at.attempt == Attempt::Delivery(1)) {
             return Ok(Step::Continue(()));
         }
         let Some(why) = self.occurrence_due(task, occurrence).await? else {
@@ -154,7 +156,7 @@ impl Engine {
             Err(other) => return Err(EngineError::Conflict(other)),
         };
         if task.status == Status::Delivering {
-            tracing::warn!(task = %at.task_id, attempt = at.attempt, "lease expired mid-delivery; taking the attempt over");
+            tracing::warn!(task = %at.task_id, attempt = %at.attempt, "lease expired mid-delivery; taking the attempt over");
         }
         let lease_until = started + chrono::Duration::from_std(lease).unwrap_or(LEASE_FALLBACK);
         Ok(Step::Continue(Claim {
@@ -300,7 +302,7 @@ impl Engine {
         }
         self.record(MetricEvent::Attempt(AttemptFacts {
             task: at.task_id,
-            attempt: at.attempt,
+            attempt: record.number,
             outcome: record.outcome,
             http_status: record.status_code,
             lateness_ms: record.lateness_ms,

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use crate::domain::time::checked_sub;
-use crate::engine::{Engine, EngineError};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
 
 /// Tasks removed per write.
 const BATCH: usize = 200;

@@ -3,7 +3,8 @@
 use chrono::{DateTime, Duration, Utc};
 
 use crate::domain::{AttemptRef, PendingWork, WorkKind};
-use crate::engine::{Engine, EngineError};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
 use crate::ports::TimerError;
 

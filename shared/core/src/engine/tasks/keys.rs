@@ -5,7 +5,8 @@ use std::future::Future;
 
 use crate::domain::limits::MAX_KEY_TASKS;
 use crate::domain::{BusinessKey, Status, TaskId, TenantId};
-use crate::engine::{Engine, EngineError};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
 use crate::ports::ListQuery;
 
 /// Tasks read per page while acting.

@@ -2,7 +2,21 @@
 //! later change affects new tasks only); `default` replaces the built-in default.
 
 use crate::domain::{Policy, PolicyName, TaskSpec, TenantId};
-use crate::engine::{Engine, EngineError, RetrySource};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
+
+/// Where a registration's retry policy comes from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum RetrySource {
+    /// Given in the request (and already in the spec).
+    #[default]
+    Given,
+    /// The tenant's policy of this name, copied into the task at registration: a later
+    /// change of the policy affects new tasks only.
+    Named(PolicyName),
+    /// None given: the tenant's `default` policy if it has one, else the built-in one.
+    Default,
+}
 
 impl Engine {
     /// The tenant's policy a registration names, or its default one; `None`: keep the

@@ -8,11 +8,13 @@
 
 use std::time::Duration;
 
+use super::register::{NewTask, Registration};
 use crate::domain::invalid::within;
 use crate::domain::limits::{MAX_SCHEDULE_AHEAD, MIN_STEP};
 use crate::domain::time::checked_add;
 use crate::domain::{Invalid, Task, TenantId};
-use crate::engine::{Engine, EngineError, NewTask, Registration};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
 use crate::ports::StoreError;
 

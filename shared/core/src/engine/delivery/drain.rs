@@ -1,0 +1,76 @@
+//! Stopping: the line past which no call starts (a Lambda invocation's end), and the
+//! drain of a shutdown, which lets calls under way finish and hands back the rest.
+
+use super::outcome::{DeliverOutcome, Step};
+use super::stopping::{Drained, WRITE_ROOM};
+use crate::domain::{AttemptRef, Task};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
+use chrono::{DateTime, Utc};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+impl Engine {
+    /// From now on (a Lambda invocation's start), no call starts unless it can end (its
+    /// timeout, and a second to write its result) before `line`, the invocation's
+    /// deadline; `None` lifts the line. A call too long for the whole invocation still
+    /// starts (stopping it would only send it round again). Attempts it stops are left
+    /// due: armed again at once where the timer is durable (another invocation takes
+    /// them), and otherwise found by the next sweep.
+    pub fn deliver_until(&self, line: Option<DateTime<Utc>>) {
+        let drawn = line.map(|line| (self.ports.clock.now(), line));
+        *self.stopping.line.lock().unwrap_or_else(|e| e.into_inner()) = drawn;
+    }
+
+    /// Stops starting calls, waits up to `grace` for the calls under way to end and their
+    /// results to be written, then hands back the attempts still under way.
+    pub async fn drain(&self, grace: Duration) -> Result<Drained, EngineError> {
+        self.stopping.halted.store(true, Ordering::SeqCst);
+        let under_way = self.stopping.still_claimed().len();
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let settled = self.stopping.settled.notified();
+            if self.stopping.still_claimed().is_empty() {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, settled).await.is_err() {
+                break;
+            }
+        }
+        let left = self.stopping.still_claimed();
+        let mut handed_back = 0;
+        for claimed in &left {
+            let now = self.ports.clock.now();
+            if self
+                .give_back(claimed, now, "the server is stopping")
+                .await?
+                == DeliverOutcome::GivenBack
+            {
+                handed_back += 1;
+            }
+        }
+        Ok(Drained {
+            finished: under_way.saturating_sub(left.len()),
+            handed_back,
+        })
+    }
+
+    /// [`DeliverOutcome::Stopped`] if `task`'s call could not end before the stop line,
+    /// with the attempt left due (armed again at once where the timer is durable).
+    pub(in crate::engine) async fn check_stop_line(
+        &self,
+        at: &AttemptRef,
+        task: &Task,
+    ) -> Step<()> {
+        let now = self.ports.clock.now();
+        let needs = task.spec.timeout.saturating_add(WRITE_ROOM);
+        let needs = chrono::Duration::from_std(needs).unwrap_or(chrono::Duration::MAX);
+        if self.stopping.allows(now, needs) {
+            return Step::Continue(());
+        }
+        if self.ports.timer.durable() {
+            self.arm(at.clone(), now).await;
+        }
+        Step::Done(DeliverOutcome::Stopped)
+    }
+}

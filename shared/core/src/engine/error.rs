@@ -1,0 +1,30 @@
+//! What an engine call can answer instead of its result.
+
+use std::time::Duration;
+
+use crate::domain::Refusal;
+use crate::ports::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("no such task")]
+    NotFound,
+    /// The task is not in a state that allows the operation.
+    #[error(transparent)]
+    Conflict(Refusal),
+    #[error("this idempotency key was already used with a different request")]
+    IdempotencyMismatch,
+    #[error("{field}: {detail}")]
+    Invalid { field: &'static str, detail: String },
+    /// Over one of the tenant's limits: nothing was done; try again after `retry_after`.
+    #[error("{detail}")]
+    Limited {
+        detail: String,
+        retry_after: Duration,
+    },
+    /// The schedule is not in a state that allows the operation.
+    #[error(transparent)]
+    ScheduleConflict(crate::domain::ScheduleRefusal),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,104 @@
+//! Admitting a tenant's requests and registrations under its limits
+//! ([`super::tenant_limits`]).
+
+use super::tenant_limits::{Bucket, Pending};
+use crate::domain::{Status, TenantId};
+use crate::engine::error::EngineError;
+use crate::engine::state::Engine;
+use chrono::{DateTime, Utc};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// How long a tenant's count of unfinished tasks is trusted before it is counted again in
+/// the store (meanwhile, registrations are added to it; finished tasks are not taken off,
+/// so it errs on the side of refusing).
+const RECOUNT: chrono::Duration = chrono::Duration::seconds(5);
+/// Tenants kept before the idle ones are forgotten.
+const KEEP: usize = 10_000;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn limited(detail: String, retry_after: Duration) -> EngineError {
+    EngineError::Limited {
+        detail,
+        retry_after,
+    }
+}
+
+impl Engine {
+    /// Counts one API request of `tenant`; refused if it is over its rate, saying when the
+    /// next one will be allowed.
+    pub fn admit_request(&self, tenant: &TenantId) -> Result<(), EngineError> {
+        let rate = f64::from(self.settings.tenant_limits.requests_per_second.max(1));
+        let burst = 2.0 * rate;
+        let now = self.ports.clock.now();
+        let seconds_since = |at: DateTime<Utc>| (now - at).num_milliseconds().max(0) as f64 / 1e3;
+        let mut buckets = lock(&self.guards.buckets);
+        if buckets.len() >= KEEP {
+            // A bucket refilled to the brim is the same as none.
+            buckets.retain(|_, b| b.tokens + seconds_since(b.at) * rate < burst);
+        }
+        let bucket = (buckets.entry(tenant.clone())).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+        });
+        bucket.tokens = (bucket.tokens + seconds_since(bucket.at) * rate).min(burst);
+        bucket.at = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            return Ok(());
+        }
+        let wait = Duration::from_secs_f64((1.0 - bucket.tokens) / rate);
+        Err(limited(
+            format!("more than {rate} requests a second for this tenant"),
+            wait.max(Duration::from_secs(1)),
+        ))
+    }
+
+    /// Makes room for `n` more unfinished tasks of `tenant`, or refuses if that would take
+    /// it over its limit. Where the store cannot count tasks (DynamoDB), there is no limit.
+    pub(in crate::engine) async fn admit_pending(
+        &self,
+        tenant: &TenantId,
+        n: u64,
+    ) -> Result<(), EngineError> {
+        let Some(counts) = &self.ports.store.counts else {
+            return Ok(());
+        };
+        let max = self.settings.tenant_limits.max_pending;
+        let now = self.ports.clock.now();
+        let fresh = |p: &Pending| now - p.at < RECOUNT;
+        let known = lock(&self.guards.pending).get(tenant).is_some_and(fresh);
+        if !known {
+            let by_status = counts.count_by_status(Some(tenant)).await?;
+            let unfinished = (by_status.iter())
+                .filter(|(s, _)| matches!(s, Status::Held | Status::Scheduled | Status::Delivering))
+                .map(|(_, n)| n)
+                .sum();
+            let mut pending = lock(&self.guards.pending);
+            if pending.len() >= KEEP {
+                pending.retain(|_, p| fresh(p));
+            }
+            let counted = Pending {
+                counted: unfinished,
+                added: 0,
+                at: now,
+            };
+            pending.insert(tenant.clone(), counted);
+        }
+        let mut pending = lock(&self.guards.pending);
+        let Some(count) = pending.get_mut(tenant) else {
+            return Ok(());
+        };
+        if count.counted + count.added + n > max {
+            return Err(limited(
+                format!("this tenant has as many unfinished tasks as it may ({max})"),
+                RECOUNT.to_std().unwrap_or(Duration::from_secs(5)),
+            ));
+        }
+        count.added += n;
+        Ok(())
+    }
+}
