@@ -176,9 +176,7 @@ impl Problem {
     /// refusal is placed under the part; any other problem names the part itself.
     pub fn of_part(e: EngineError, part: FieldPath) -> Problem {
         match e {
-            EngineError::Invalid { field, detail } => {
-                Problem::invalid(FieldPath::from(field).under(part), detail)
-            }
+            EngineError::Invalid(refused) => refused.under(part).into(),
             EngineError::IdempotencyMismatch => Problem::idempotency_mismatch()
                 .naming(FieldPath::from("idempotency_key").under(part)),
             other => Problem::from(other).naming(part),
@@ -210,7 +208,7 @@ impl From<EngineError> for Problem {
             EngineError::Conflict(why) => Problem::conflict(why.to_string()),
             EngineError::ScheduleConflict(why) => Problem::conflict(why.to_string()),
             EngineError::IdempotencyMismatch => Problem::idempotency_mismatch(),
-            EngineError::Invalid { field, detail } => Problem::invalid(field, detail),
+            EngineError::Invalid(refused) => refused.into(),
             EngineError::Limited {
                 detail,
                 retry_after,

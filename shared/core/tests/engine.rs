@@ -407,7 +407,7 @@ async fn invalid_destinations_and_far_fire_times_are_refused_before_storing() {
     bad_url.spec.request.url = "http://example.com".into();
     assert!(matches!(
         h.engine.register(&h.tenant, bad_url).await,
-        Err(EngineError::Invalid { field: "url", .. })
+        Err(EngineError::Invalid(refused)) if refused.field == "url"
     ));
     let far = new_task(
         FireTime::After(secs(366 * 24 * 3600)),
@@ -415,7 +415,7 @@ async fn invalid_destinations_and_far_fire_times_are_refused_before_storing() {
     );
     assert!(matches!(
         h.engine.register(&h.tenant, far).await,
-        Err(EngineError::Invalid { field: "delay", .. })
+        Err(EngineError::Invalid(refused)) if refused.field == "delay"
     ));
     assert!(h.stored().await.is_empty());
 }
@@ -560,7 +560,7 @@ async fn a_batch_is_registered_in_order_and_a_refused_task_refuses_it_whole() {
         .await;
     assert!(matches!(
         refused,
-        Err((1, EngineError::Invalid { field: "url", .. }))
+        Err((1, EngineError::Invalid(refused))) if refused.field == "url"
     ));
     assert!(h.timer.armed().is_empty(), "nothing armed");
     assert!(h.stored().await.is_empty(), "nothing stored");
@@ -687,7 +687,7 @@ async fn a_named_policy_is_copied_into_the_task_at_registration() {
     let refused = h.engine.register(&h.tenant, named(&payments)).await;
     assert!(matches!(
         refused,
-        Err(EngineError::Invalid { field: "retry", .. })
+        Err(EngineError::Invalid(refused)) if refused.field == "retry"
     ));
     h.engine
         .put_policy(&h.tenant, &payments, &policy(3))

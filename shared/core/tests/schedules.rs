@@ -33,13 +33,13 @@ async fn a_replacement_that_moves_the_fire_time_later_arms_no_timer_of_its_own()
     };
     let first = h
         .engine
-        .register_replacing(&h.tenant, keyed(10), None)
+        .submit(&h.tenant, Submission::replacing(keyed(10), None).unwrap())
         .await
         .unwrap();
     for n in 1..=20 {
         h.clock.set(t0() + chrono::Duration::seconds(n));
         h.engine
-            .register_replacing(&h.tenant, keyed(10), None)
+            .submit(&h.tenant, Submission::replacing(keyed(10), None).unwrap())
             .await
             .unwrap();
     }
@@ -60,11 +60,11 @@ async fn a_replacement_that_moves_the_fire_time_later_arms_no_timer_of_its_own()
     // Moving it earlier (a shorter delay) arms a timer for the earlier time.
     let second = h
         .engine
-        .register_replacing(&h.tenant, keyed(60), None)
+        .submit(&h.tenant, Submission::replacing(keyed(60), None).unwrap())
         .await
         .unwrap();
     h.engine
-        .register_replacing(&h.tenant, keyed(5), None)
+        .submit(&h.tenant, Submission::replacing(keyed(5), None).unwrap())
         .await
         .unwrap();
     let arms: Vec<_> = h

@@ -374,7 +374,7 @@ fn a_replacement_keeps_the_rules_of_a_replacement() {
         .unwrap();
     assert!(matches!(
         ok,
-        Submission::Replace { max_delay: Some(d), .. } if d == Duration::from_secs(120)
+        Submission::Replace(r) if r.max_delay() == Some(Duration::from_secs(120))
     ));
     let plain = parse(br#"{"url":"https://x.io"}"#)
         .unwrap()

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::domain::Refusal;
+use crate::domain::{Invalid, Refusal};
 use crate::ports::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -14,8 +14,9 @@ pub enum EngineError {
     Conflict(Refusal),
     #[error("this idempotency key was already used with a different request")]
     IdempotencyMismatch,
-    #[error("{field}: {detail}")]
-    Invalid { field: &'static str, detail: String },
+    /// A value the domain refuses, naming its field.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
     /// Over one of the tenant's limits: nothing was done; try again after `retry_after`.
     #[error("{detail}")]
     Limited {

@@ -26,6 +26,6 @@ pub use ports::{Ports, StorePorts};
 pub use schedules::NewSchedule;
 pub use state::{this_process, Engine, EngineSettings};
 pub use tasks::{
-    FireTime, KeyOutcome, NewTask, Registration, RetrySource, Submission, TaskDetails,
+    FireTime, KeyOutcome, NewTask, Registration, Replacement, RetrySource, Submission, TaskDetails,
     TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_TENANT_RATE, MAX_PENDING_RANGE, TENANT_RATE_RANGE,
 };

@@ -10,7 +10,8 @@ use super::error::EngineError;
 use super::state::Engine;
 use super::tasks::NewTask;
 use crate::domain::{
-    CatchUp, Occurrence, Recurrence, Schedule, ScheduleId, ScheduleRefusal, Status, Task, TenantId,
+    CatchUp, Invalid, Occurrence, Recurrence, Schedule, ScheduleId, ScheduleRefusal, Status, Task,
+    TenantId,
 };
 use crate::ports::{SchedulePage, StoreError};
 
@@ -62,10 +63,7 @@ impl Engine {
         )
         // The recurrence was read (and a pattern that matches no date refused) with the
         // request; what is left to refuse here is an end before the first occurrence.
-        .map_err(|e| EngineError::Invalid {
-            field: "end_at",
-            detail: e.detail,
-        })?;
+        .map_err(|e| Invalid::new("end_at", e.detail))?;
         self.ports
             .store
             .schedules

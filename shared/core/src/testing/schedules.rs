@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use crate::clock::{Clock, ManualClock};
 use crate::domain::{BusinessKey, CatchUp, Recurrence, RetryPolicy, Status, Task, TenantId};
-use crate::engine::{DeliverOutcome, Engine, FireTime, NewSchedule, NewTask};
+use crate::engine::{DeliverOutcome, Engine, FireTime, NewSchedule, NewTask, Submission};
 use crate::ports::ListQuery;
 
 /// An engine, the manual clock it runs on, and a tenant to work as.
@@ -250,7 +250,10 @@ pub async fn replace_by_key(scene: &Scene<'_>) {
         scene.clock.set(t0 + chrono::Duration::milliseconds(50 * n));
         let r = scene
             .engine
-            .register_replacing(&scene.tenant, keyed(n as usize), None)
+            .submit(
+                &scene.tenant,
+                Submission::replacing(keyed(n as usize), None).unwrap(),
+            )
             .await
             .unwrap();
         assert_eq!(r.created, n == 0);
@@ -289,7 +292,10 @@ pub async fn replace_by_key(scene: &Scene<'_>) {
         new.spec.key = Some(key2.clone());
         scene
             .engine
-            .register_replacing(&scene.tenant, new, Some(Duration::from_secs(30)))
+            .submit(
+                &scene.tenant,
+                Submission::replacing(new, Some(Duration::from_secs(30))).unwrap(),
+            )
             .await
             .unwrap();
         calls += scene.fire_due().await.len();

@@ -43,9 +43,9 @@ impl Engine {
         match self.try_raise(task, notice, latest).await {
             Ok(Some(id)) => Raised::Alert(id),
             Ok(None) => Raised::Nowhere,
-            Err(EngineError::Invalid { field, detail }) => {
+            Err(EngineError::Invalid(refused)) => {
                 tracing::error!(
-                    task = %task.id, error = %format!("{field}: {detail}"),
+                    task = %task.id, error = %refused,
                     "alert destination refused; no alert sent"
                 );
                 Raised::Nowhere

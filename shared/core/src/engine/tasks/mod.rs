@@ -12,7 +12,7 @@ pub use keys::KeyOutcome;
 pub(in crate::engine) use policies::no_flows;
 pub use policies::RetrySource;
 pub use register::{FireTime, NewTask, Registration, TaskDetails};
-pub use replace::Submission;
+pub use replace::{Replacement, Submission};
 pub use tenant_limits::{
     TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_TENANT_RATE, MAX_PENDING_RANGE, TENANT_RATE_RANGE,
 };

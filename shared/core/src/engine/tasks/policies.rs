@@ -1,7 +1,7 @@
 //! A tenant's named policies: kept by the store, copied into a task at registration (so a
 //! later change affects new tasks only); `default` replaces the built-in default.
 
-use crate::domain::{Policy, PolicyName, TaskSpec, TenantId};
+use crate::domain::{Invalid, Policy, PolicyName, TaskSpec, TenantId};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 
@@ -35,10 +35,11 @@ impl Engine {
             RetrySource::Named(name) => match self.ports.store.policies.policy(tenant, name).await?
             {
                 Some(policy) => Ok(Some(policy)),
-                None => Err(EngineError::Invalid {
-                    field: "retry",
-                    detail: format!("no retry policy named `{name}` (PUT /v1/policies/{name})"),
-                }),
+                None => Err(Invalid::new(
+                    "retry",
+                    format!("no retry policy named `{name}` (PUT /v1/policies/{name})"),
+                )
+                .into()),
             },
         }
     }
@@ -119,8 +120,5 @@ impl Engine {
 
 /// A flow on a backend that keeps no flow counters.
 pub(in crate::engine) fn no_flows() -> EngineError {
-    EngineError::Invalid {
-        field: "flow",
-        detail: "this backend does not keep flow limits".into(),
-    }
+    Invalid::new("flow", "this backend does not keep flow limits").into()
 }

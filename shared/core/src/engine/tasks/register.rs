@@ -8,7 +8,9 @@ use futures_util::StreamExt;
 use super::policies::RetrySource;
 use crate::domain::limits::MAX_SCHEDULE_AHEAD;
 use crate::domain::time::checked_add;
-use crate::domain::{AttemptRecord, AttemptRef, Refusal, Task, TaskId, TaskSpec, TenantId};
+use crate::domain::{
+    AttemptRecord, AttemptRef, Invalid, Refusal, Task, TaskId, TaskSpec, TenantId,
+};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
@@ -150,10 +152,7 @@ impl Engine {
             now,
         )
         .hold_from(now)
-        .map_err(|e| EngineError::Invalid {
-            field: "hold.timeout",
-            detail: e.to_string(),
-        })
+        .map_err(|e| Invalid::new("hold.timeout", e.to_string()).into())
     }
 
     /// Each URL of a spec, checked again by the webhook client's rules.
@@ -174,7 +173,7 @@ impl Engine {
                 self.ports
                     .webhooks
                     .check_destination(url)
-                    .map_err(|detail| EngineError::Invalid { field, detail })?;
+                    .map_err(|detail| Invalid::new(field, detail))?;
             }
         }
         Ok(())
@@ -280,9 +279,6 @@ fn resolve_fire_time(when: FireTime, now: DateTime<Utc>) -> Result<DateTime<Utc>
     };
     match (at, checked_add(now, MAX_SCHEDULE_AHEAD)) {
         (Some(at), Some(limit)) if at <= limit => Ok(at),
-        _ => Err(EngineError::Invalid {
-            field,
-            detail: "must be at most 365 days ahead".into(),
-        }),
+        _ => Err(Invalid::new(field, "must be at most 365 days ahead").into()),
     }
 }

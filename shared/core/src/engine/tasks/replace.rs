@@ -12,7 +12,7 @@ use super::register::{NewTask, Registration};
 use crate::domain::invalid::within;
 use crate::domain::limits::{MAX_SCHEDULE_AHEAD, MIN_STEP};
 use crate::domain::time::checked_add;
-use crate::domain::{Invalid, Task, TenantId};
+use crate::domain::{BusinessKey, Invalid, Task, TenantId};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
@@ -23,24 +23,36 @@ use crate::ports::StoreError;
 #[derive(Clone, Debug)]
 pub enum Submission {
     Add(NewTask),
-    Replace {
-        task: NewTask,
-        /// The replaced task fires at most this long after the first registration it
-        /// replaced, however often it is replaced.
-        max_delay: Option<Duration>,
-    },
+    Replace(Replacement),
+}
+
+/// A registration that replaces its key's pending task. Made only by
+/// [`Submission::replacing`], so it has a key, and neither an idempotency key nor a hold.
+#[derive(Clone, Debug)]
+pub struct Replacement {
+    task: NewTask,
+    key: BusinessKey,
+    max_delay: Option<Duration>,
+}
+
+impl Replacement {
+    /// The replaced task fires at most this long after the first registration it
+    /// replaced, however often it is replaced.
+    pub fn max_delay(&self) -> Option<Duration> {
+        self.max_delay
+    }
 }
 
 impl Submission {
     /// `task` replacing its key's pending task: it needs a key, and takes neither an
     /// idempotency key (a repeat replaces the task again) nor a hold.
     pub fn replacing(task: NewTask, max_delay: Option<Duration>) -> Result<Self, Invalid> {
-        if task.spec.key.is_none() {
+        let Some(key) = task.spec.key.clone() else {
             return Err(Invalid::new(
                 "key",
                 "`on_key: replace` replaces the task of a key: give `key`",
             ));
-        }
+        };
         if task.idempotency_key.is_some() {
             return Err(Invalid::new(
                 "idempotency_key",
@@ -53,13 +65,17 @@ impl Submission {
         let max_delay = max_delay
             .map(|d| within("max_delay", d, MIN_STEP, MAX_SCHEDULE_AHEAD))
             .transpose()?;
-        Ok(Submission::Replace { task, max_delay })
+        Ok(Submission::Replace(Replacement {
+            task,
+            key,
+            max_delay,
+        }))
     }
 }
 
 impl Engine {
-    /// Registers what a client submitted: [`Engine::register`] or
-    /// [`Engine::register_replacing`].
+    /// Registers what a client submitted: a task added ([`Engine::register`]), or put in
+    /// the place of its key's pending task.
     pub async fn submit(
         &self,
         tenant: &TenantId,
@@ -67,26 +83,22 @@ impl Engine {
     ) -> Result<Registration, EngineError> {
         match submission {
             Submission::Add(task) => self.register(tenant, task).await,
-            Submission::Replace { task, max_delay } => {
-                self.register_replacing(tenant, task, max_delay).await
-            }
+            Submission::Replace(replacement) => self.replace_by_key(tenant, replacement).await,
         }
     }
 
-    /// Registers `new` under its key, replacing the key's pending task if it has one
+    /// Registers a task under its key, replacing the key's pending task if it has one
     /// (`created: false` then, and the task is the replaced one, as it now stands).
-    pub async fn register_replacing(
+    async fn replace_by_key(
         &self,
         tenant: &TenantId,
-        new: NewTask,
-        max_delay: Option<Duration>,
+        replacement: Replacement,
     ) -> Result<Registration, EngineError> {
-        let Some(key) = new.spec.key.clone() else {
-            return Err(EngineError::Invalid {
-                field: "key",
-                detail: "`on_key: replace` needs a `key`".into(),
-            });
-        };
+        let Replacement {
+            task: new,
+            key,
+            max_delay,
+        } = replacement;
         let fresh = self.prepare(tenant, new).await?;
         loop {
             let newest = self.ports.store.keyed.keyed(tenant, &key).await?;
