@@ -87,7 +87,7 @@ async fn a_task_released_before_its_timeout_is_delivered_once_on_time(backend: B
     assert!(task.check_at.is_some());
     let held = api
         .list(&ListParams {
-            status: Some("held".into()),
+            status: Some(Status::Held),
             ..ListParams::default()
         })
         .await

@@ -168,6 +168,7 @@ async fn hostile_requests_get_an_answer_and_store_nothing() {
     // Paths and query strings that no parameter type can hold: a problem, never axum's
     // plain-text rejection.
     let key = &server.api_key;
+    let long_key = format!("GET /v1/tasks?key={}", "k".repeat(256));
     let odd_targets = [
         ("GET /v1/tasks/%FF", 404, None),
         ("POST /v1/tasks/%FF%FE/release", 404, None),
@@ -176,6 +177,9 @@ async fn hostile_requests_get_an_answer_and_store_nothing() {
         ("GET /v1/tasks?status=failed&status=held", 400, None),
         ("DELETE /v1/tasks?key=a&key=b", 400, None),
         ("DELETE /v1/tasks?key=%00", 422, Some("key")),
+        ("GET /v1/tasks?status=lost", 422, Some("status")),
+        ("GET /v1/tasks?key=a%0Ab", 422, Some("key")),
+        (&long_key, 422, Some("key")),
     ];
     for (target, want, field) in odd_targets {
         let head =

@@ -8,7 +8,7 @@ use boomerang_api::request::{OnKey, TaskRequest};
 use boomerang_api::view::ScheduleView;
 use boomerang_api::view::TaskView;
 use boomerang_client::ListParams;
-use boomerang_core::domain::{ScheduleId, Status};
+use boomerang_core::domain::{BusinessKey, ScheduleId, Status};
 use boomerang_e2e::{
     callback, on_both_backends, run_cli, wait_for, Backend, Receiver, Reply, Server, ServerOptions,
 };
@@ -147,7 +147,7 @@ async fn rapid_replace_registrations_give_one_call_with_the_last_body(backend: B
         "the last registration's body"
     );
     let params = ListParams {
-        key: Some(key),
+        key: Some(BusinessKey::parse(key).unwrap()),
         ..Default::default()
     };
     assert_eq!(server.api().list(&params).await.unwrap().tasks.len(), 1);

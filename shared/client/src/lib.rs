@@ -10,7 +10,7 @@ use boomerang_api::view::{
     PoliciesView, PolicyView, ScheduleListView, ScheduleView, StatsView, TaskView,
 };
 use boomerang_api::Problem;
-use boomerang_core::domain::{ScheduleId, TaskId};
+use boomerang_core::domain::{BusinessKey, ScheduleId, Status, TaskId};
 use reqwest::{Method, Url};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -62,8 +62,8 @@ pub struct Answer<T> {
 /// Which tasks a list asks for (`GET /v1/tasks`).
 #[derive(Debug, Default, Clone)]
 pub struct ListParams {
-    pub status: Option<String>,
-    pub key: Option<String>,
+    pub status: Option<Status>,
+    pub key: Option<BusinessKey>,
     pub limit: Option<u32>,
     pub cursor: Option<String>,
 }
@@ -136,8 +136,8 @@ impl Client {
     pub async fn list(&self, params: &ListParams) -> Result<PageView, ClientError> {
         let limit = params.limit.map(|l| l.to_string());
         let query: Vec<(&str, &str)> = [
-            ("status", params.status.as_deref()),
-            ("key", params.key.as_deref()),
+            ("status", params.status.map(Status::as_str)),
+            ("key", params.key.as_ref().map(BusinessKey::as_str)),
             ("limit", limit.as_deref()),
             ("cursor", params.cursor.as_deref()),
         ]

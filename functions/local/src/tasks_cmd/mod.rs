@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use boomerang_client::{Client, ClientError, ListParams};
-use boomerang_core::domain::TaskId;
+use boomerang_core::domain::{BusinessKey, Status, TaskId};
 use clap::{Args, Subcommand};
 
 use failure::Failure;
@@ -83,11 +83,11 @@ enum TasksCommand {
 #[derive(Args)]
 struct ListArgs {
     /// Only tasks in this state (held, scheduled, delivering, succeeded, failed, canceled).
-    #[arg(long)]
-    status: Option<String>,
+    #[arg(long, value_parser = status_named)]
+    status: Option<Status>,
     /// Only tasks with this business key.
-    #[arg(long)]
-    key: Option<String>,
+    #[arg(long, value_parser = |s: &str| BusinessKey::parse(s))]
+    key: Option<BusinessKey>,
     /// Tasks per page (1–100).
     #[arg(long, default_value_t = 20)]
     limit: u32,
@@ -204,6 +204,14 @@ async fn execute(api: &Client, command: TasksCommand, json: bool) -> Result<(), 
 enum Target {
     Id(TaskId),
     Key(String),
+}
+
+/// A task state by its name, refused here as the API would refuse it.
+fn status_named(name: &str) -> Result<Status, String> {
+    Status::parse(name).ok_or_else(|| {
+        let names: Vec<_> = Status::ALL.iter().map(|s| s.as_str()).collect();
+        format!("one of {}", names.join(", "))
+    })
 }
 
 fn by_id_or_key(target: ByIdOrKey) -> Target {
