@@ -51,6 +51,9 @@ pub struct ServerOptions {
     pub open_files: Option<u64>,
     /// Where the data directory goes (embedded backend); a fresh temporary one if unset.
     pub data_dir: Option<PathBuf>,
+    /// Set in the server's environment over the rest (an AWS endpoint through a fault
+    /// proxy, say).
+    pub env: Vec<(String, String)>,
 }
 
 impl ServerOptions {
@@ -66,6 +69,7 @@ impl ServerOptions {
             extra_args: Vec::new(),
             open_files: None,
             data_dir: None,
+            env: Vec::new(),
         }
     }
 }
@@ -145,7 +149,7 @@ impl Server {
         };
         let launch = Launch {
             args,
-            env,
+            env: env.into_iter().chain(options.env).collect(),
             open_files: options.open_files,
         };
         let (child, base) = spawn(&data_dir, &launch);
@@ -219,6 +223,20 @@ impl Server {
         self.child.kill().expect("SIGKILL");
         self.child.wait().unwrap();
         self.restart();
+    }
+
+    /// `boomerang ARGS` with the server's environment (its table and queues, on the AWS
+    /// backend): what the command printed.
+    pub fn cli(&self, args: &[&str]) -> String {
+        cli(args, &self.launch.env)
+    }
+
+    /// A variable of the server's environment (`BOOMERANG_TIMER_QUEUE_URL`, on the AWS
+    /// backend), if set.
+    pub fn env_var(&self, name: &str) -> Option<String> {
+        (self.launch.env.iter().rev())
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
     }
 
     /// `boomerang tenants alert`: sets the test tenant's default alert destination (AWS

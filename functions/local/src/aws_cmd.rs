@@ -1,6 +1,8 @@
-//! `boomerang aws bootstrap`, `boomerang keys create`, `boomerang tenants alert` and
-//! `boomerang tenants destination-limit`: setting up the AWS code path (against an
-//! emulator, or the deployed table).
+//! `boomerang aws bootstrap`, `boomerang aws rearm`, `boomerang keys create`, `boomerang
+//! tenants alert` and `boomerang tenants destination-limit`: setting up and repairing the
+//! AWS code path (against an emulator, or the deployed table).
+
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use boomerang_aws::bootstrap::{bootstrap, env_exports};
@@ -154,4 +156,54 @@ fn header(raw: &str) -> Result<(String, String)> {
     reqwest::header::HeaderValue::from_str(value)
         .with_context(|| format!("--header `{raw}`: not a valid header value"))?;
     Ok((name.to_string(), value.to_string()))
+}
+
+#[derive(clap::Args)]
+pub struct RearmArgs {
+    /// Scan segments read side by side (1–1000). A run resumes the positions saved by
+    /// runs with the same count.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    segments: u32,
+    /// Items one read of a segment takes (1–1000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i32).range(1..=1000))]
+    page: i32,
+    /// Read the whole table again, forgetting where earlier runs got to.
+    #[arg(long)]
+    restart: bool,
+}
+
+/// Arms again every unfinished task's pending work, printing each page's count.
+pub async fn rearm(args: RearmArgs) -> Result<()> {
+    let backend =
+        boomerang_aws::lambda::start::backend_with(Arc::new(boomerang_core::metrics::NoMetrics))
+            .await?;
+    let settings = boomerang_aws::rearm::RearmSettings {
+        segments: args.segments,
+        page: args.page,
+        restart: args.restart,
+    };
+    let started = std::time::Instant::now();
+    let total = boomerang_aws::rearm::rearm(&backend, settings, &|page| {
+        let r = page.report;
+        println!(
+            "segment {}: {} items read, {} armed, {} leases, {} dead letters, {} alerts{}",
+            page.segment,
+            page.read,
+            r.rearmed,
+            r.leases_taken_over,
+            r.dead_letters_resent,
+            r.alerts_raised,
+            if page.finished { "; segment done" } else { "" }
+        );
+    })
+    .await?;
+    println!(
+        "done in {:.1} s: {} armed, {} leases, {} dead letters, {} alerts (run with --restart to read the table again)",
+        started.elapsed().as_secs_f64(),
+        total.rearmed,
+        total.leases_taken_over,
+        total.dead_letters_resent,
+        total.alerts_raised
+    );
+    Ok(())
 }

@@ -58,6 +58,9 @@ enum AwsCommand {
         #[arg(long, default_value = "boomerang")]
         prefix: String,
     },
+    /// Arm again the pending work of every unfinished task in BOOMERANG_TABLE (after a
+    /// lost timer queue or schedule group, or a restore); resumes where a run stopped.
+    Rearm(aws_cmd::RearmArgs),
 }
 
 #[derive(Subcommand)]
@@ -109,6 +112,7 @@ async fn main() -> Result<ExitCode> {
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {
             aws_cmd::bootstrap_emulator(&prefix).await
         }
+        Command::Aws(AwsCommand::Rearm(args)) => aws_cmd::rearm(args).await,
         Command::Keys(KeysCommand::Create { tenant }) => aws_cmd::create_key(&tenant).await,
         Command::Tenants(TenantsCommand::Alert(args)) => aws_cmd::tenant_alert(args).await,
         Command::Tenants(TenantsCommand::DestinationLimit(args)) => {

@@ -94,6 +94,14 @@ pub mod checkpoint {
     pub const VERSION: &str = "cv";
 }
 
+/// Where a scan segment of `aws rearm` has read to: the key after which it goes on
+/// (`pk`, `sk` of the last item read), or `done`.
+pub mod rearm {
+    pub const AFTER_PK: &str = "ap";
+    pub const AFTER_SK: &str = "as";
+    pub const DONE: &str = "dn";
+}
+
 /// A flow's items (its partition, [`crate::keys::flow_partition`]): one per rate window,
 /// one per parallelism slot and one per waiting task. A tenant's flows partition holds one
 /// item per flow used lately and one per paused flow, both keys only.

@@ -20,6 +20,7 @@
 //! | a flow a tenant used lately | `FL#<tenant>` | `K#<flow key>` |
 //! | a paused flow | `FL#<tenant>` | `P#<flow key>` |
 //! | the sweep's checkpoint | `SWEEP` | `SWEEP` |
+//! | where `aws rearm` has read to, per scan segment | `REARM` | `<segment>/<segments>` |
 //! | the readiness probe (never written) | `READY` | `PROBE` |
 //!
 //! `K#` begins three different keys: a replace key's partition (`K#<tenant>#<key>`, sort
@@ -59,6 +60,7 @@ const TENANT_SK: &str = "TENANT";
 const FLOW: &str = "F#";
 const TENANT_FLOWS: &str = "FL#";
 const CHECKPOINT: &str = "SWEEP";
+const REARM: &str = "REARM";
 
 /// The sort keys of a flow's slots begin with this.
 pub const FLOW_SLOTS: &str = "S#";
@@ -92,6 +94,11 @@ impl ItemKey {
             (attr::PK.to_string(), AttributeValue::S(self.pk.clone())),
             (attr::SK.to_string(), AttributeValue::S(self.sk.clone())),
         ])
+    }
+
+    /// A key as it was kept elsewhere (where a scan stopped), read back.
+    pub fn stored(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        Self::new(pk, sk)
     }
 
     /// The key of an item, or of an index entry (which carries its item's key).
@@ -259,6 +266,16 @@ pub fn paused_flow(sk: &str) -> Option<FlowKey> {
 /// Where the sweep has read the `due` index up to.
 pub fn sweep_checkpoint() -> ItemKey {
     ItemKey::new(CHECKPOINT, CHECKPOINT)
+}
+
+/// Where `boomerang aws rearm`'s scan of segment `segment` of `segments` has read to.
+pub fn rearm_position(segment: u32, segments: u32) -> ItemKey {
+    ItemKey::new(REARM, format!("{segment}/{segments}"))
+}
+
+/// The first part of every task partition's key: what a scan for tasks looks for.
+pub fn task_partition_prefix() -> &'static str {
+    TASK
 }
 
 /// An item that never exists: what the readiness check reads.

@@ -24,7 +24,8 @@
 //!    through the timer), `system_failures` (the sweeper's redrive into the timer queue).
 //! 5. `lambda`: the functions' event handling (`lambda::events`: the delivery event, read
 //!    once into types).
-//! 6. `backend`: the adapters wired to an engine, and the delivery handler on them.
+//! 6. `backend`: the adapters wired to an engine, and the delivery handler on them; then
+//!    `rearm`: every unfinished task's work armed again from the table (uses `backend`).
 //! 7. What starts a backend: `lambda::start` (a function's start-up), `triggers` (the
 //!    emulators' stand-in for Scheduler and the SQS event source mapping), `bootstrap`
 //!    (creates the resources on an emulator).
@@ -44,6 +45,7 @@ pub mod messages;
 pub mod metric_lines;
 pub mod plan;
 pub mod readiness;
+pub mod rearm;
 pub mod sdk;
 pub mod settings;
 pub mod shards;

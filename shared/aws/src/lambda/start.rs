@@ -9,6 +9,7 @@ use boomerang_core::domain::AlertTarget;
 use boomerang_core::engine::{
     DeliveryLimits, EngineSettings, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE,
 };
+use boomerang_core::metrics::Metrics;
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
 
@@ -40,6 +41,11 @@ pub enum StartError {
 /// The AWS backend as a function builds it: settings from the environment, the SDK's
 /// credential chain, metric lines on stdout.
 pub async fn backend() -> Result<AwsBackend, StartError> {
+    backend_with(Arc::new(MetricLines)).await
+}
+
+/// [`backend`], telling `metrics` of the engine's events (a command line wants none).
+pub async fn backend_with(metrics: Arc<dyn Metrics>) -> Result<AwsBackend, StartError> {
     let settings = AwsSettings::from_env()?;
     let dev = dev_mode(|k| std::env::var(k).ok())?;
     let alert = alert_url(|k| std::env::var(k).ok())?;
@@ -50,7 +56,7 @@ pub async fn backend() -> Result<AwsBackend, StartError> {
             settings,
             dev,
             clock: Arc::new(SystemClock),
-            metrics: Arc::new(MetricLines),
+            metrics,
             metrics_view: None,
             engine: EngineSettings {
                 alert,

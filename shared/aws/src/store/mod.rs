@@ -10,7 +10,7 @@
 //! - an idempotency key's item names its task and holds a copy of it ([`idempotency`]);
 //! - named retry policies ([`policies`]), schedules and the newest task of each replace key
 //!   ([`schedules`]);
-//! - the sweep's checkpoint ([`sweep`]).
+//! - the sweep's checkpoint ([`sweep`]), and where `aws rearm`'s scan is ([`unfinished`]).
 //!
 //! Indexes, both keys only and sparse:
 //! - `due` (sharded): `ds` + `dm`, set while the task has work no durable timer holds (the
@@ -34,7 +34,9 @@ mod schedules;
 mod sweep;
 mod table;
 mod tasks;
+mod unfinished;
 
 pub use buckets::BucketPage;
 pub use idempotency::IDEMPOTENCY_WINDOW;
 pub use table::DynamoStore;
+pub use unfinished::{RearmPosition, UnfinishedPage};

@@ -1,0 +1,179 @@
+//! The AWS backend through outages of the services it stands on. A proxy between the real
+//! `boomerang serve --backend aws` and the emulators injects the faults (refused sends,
+//! throttles); callbacks are registered at the emulators' pace throughout. Each test
+//! checks that every acknowledged callback is delivered (none lost), counts duplicate
+//! calls, and prints how long after the faults ended everything was delivered.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use boomerang_api::request::TaskRequest;
+use boomerang_client::Client;
+use boomerang_e2e::aws::{dynalite_endpoint, moto_endpoint};
+use boomerang_e2e::fault_proxy::{Fault, FaultProxy, Rule, Service};
+use boomerang_e2e::{callback, wait_for, Backend, Callback, Receiver, Server, ServerOptions};
+
+/// Callbacks registered a second while the faults last.
+const RATE: u32 = 10;
+/// How long delivery may take once the faults end before the test fails.
+const REPAIR_PATIENCE: Duration = Duration::from_secs(240);
+
+/// A server on the AWS backend whose calls to `service`'s emulator go through `proxy`.
+fn server_through(proxy: &FaultProxy, service: Service) -> Server {
+    let variable = match service {
+        Service::DynamoDb => "AWS_ENDPOINT_URL_DYNAMODB",
+        Service::Sqs | Service::Scheduler => "AWS_ENDPOINT_URL",
+    };
+    Server::start(ServerOptions {
+        env: vec![(variable.to_string(), proxy.url.clone())],
+        ..ServerOptions::on(Backend::Aws)
+    })
+}
+
+/// Registers `RATE` callbacks a second for `lasting`, each to its own path on `rx`, under
+/// an idempotency key: one the server refuses (a store it cannot write) is sent again until
+/// it is acknowledged, as a client would. Returns how many were registered.
+async fn register_throughout(api: &Client, rx: &Receiver, lasting: Duration) -> usize {
+    let started = Instant::now();
+    let mut sent = Vec::new();
+    let mut n = 0;
+    while started.elapsed() < lasting {
+        let request = callback(rx.url(&format!("/t/{n}"))).delay("1s");
+        let api = api.clone();
+        sent.push(tokio::spawn(register_until_acknowledged(api, request, n)));
+        n += 1;
+        tokio::time::sleep_until((started + Duration::from_secs(1) * n as u32 / RATE).into()).await;
+    }
+    for registration in sent {
+        registration.await.expect("a registration");
+    }
+    n
+}
+
+async fn register_until_acknowledged(api: Client, request: TaskRequest, n: usize) {
+    let key = format!("outage-{n}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        match api.create(&request, Some(&key)).await {
+            Ok(_) => return,
+            Err(e) if Instant::now() < deadline && e.status().is_none_or(|s| s >= 500) => {
+                tokio::time::sleep(Duration::from_millis(500)).await
+            }
+            Err(e) => panic!("registration {n} refused: {e}"),
+        }
+    }
+}
+
+/// Waits until each of the `n` paths was called, and prints how long after the faults
+/// ended that was; returns the calls beyond one per path.
+async fn every_path_called(rx: &Receiver, n: usize, faults_ended: Instant) -> usize {
+    let duplicates = wait_for("every callback delivered", REPAIR_PATIENCE, || async {
+        let mut calls: HashMap<String, usize> = HashMap::new();
+        for r in rx.received() {
+            *calls.entry(r.path).or_default() += 1;
+        }
+        let delivered = (0..n).filter(|i| calls.contains_key(&format!("/t/{i}")));
+        (delivered.count() == n).then(|| calls.values().map(|c| c - 1).sum::<usize>())
+    })
+    .await;
+    println!(
+        "delivered in full {:.1} s after the faults ended; {duplicates} duplicate calls",
+        faults_ended.elapsed().as_secs_f64()
+    );
+    duplicates
+}
+
+/// SQS refuses every send for a minute (an outage of the queue's API) while callbacks are
+/// registered: each is stored unarmed, and the sweep arms it once sends work again.
+#[tokio::test]
+async fn a_minute_of_refused_queue_sends_loses_nothing() {
+    let window = Duration::from_secs(60);
+    let proxy = FaultProxy::start(&moto_endpoint()).await;
+    let rx = Receiver::always(200).await;
+    let server = server_through(&proxy, Service::Sqs);
+    proxy.inject(
+        Rule::every(Service::Sqs, Fault::Outage, window).on(&["SendMessage", "SendMessageBatch"]),
+    );
+    let n = register_throughout(&server.api(), &rx, window).await;
+    let faults_ended = Instant::now();
+    assert!(
+        proxy.injected_into("SendMessage") + proxy.injected_into("SendMessageBatch") > 0,
+        "sends were refused"
+    );
+    let duplicates = every_path_called(&rx, n, faults_ended).await;
+    println!(
+        "{n} callbacks registered through {} refused sends",
+        proxy.injected()
+    );
+    assert!(
+        duplicates <= n,
+        "{duplicates} duplicate calls for {n} callbacks"
+    );
+}
+
+/// DynamoDB throttles 40 % of calls for 30 s while callbacks are registered: what the
+/// server acknowledged is delivered; what it could not store it refused, and the client's
+/// retry under the same idempotency key registers it once.
+#[tokio::test]
+async fn throttled_table_writes_lose_nothing_acknowledged() {
+    let window = Duration::from_secs(30);
+    let proxy = FaultProxy::start(&dynalite_endpoint()).await;
+    let rx = Receiver::always(200).await;
+    let server = server_through(&proxy, Service::DynamoDb);
+    proxy.inject(Rule::every(Service::DynamoDb, Fault::Throttle, window).share(0.4));
+    let n = register_throughout(&server.api(), &rx, window).await;
+    let faults_ended = Instant::now();
+    assert!(proxy.injected() > 0, "calls were throttled");
+    let duplicates = every_path_called(&rx, n, faults_ended).await;
+    println!(
+        "{n} callbacks registered through {} throttled table calls",
+        proxy.injected()
+    );
+    assert!(
+        duplicates <= n,
+        "{duplicates} duplicate calls for {n} callbacks"
+    );
+}
+
+/// The timer queue loses every message (purged, as a deleted and recreated queue would
+/// be): the tasks it held are `scheduled`, with nothing to fire them. `boomerang aws
+/// rearm` arms each again from the table, and each is delivered once; a second run finds
+/// every segment done, until `--restart` reads the table again.
+#[tokio::test]
+async fn rearm_arms_every_unfinished_task_after_the_queue_is_lost() {
+    let n = 40;
+    let rx = Receiver::always(200).await;
+    let server = Server::start(ServerOptions::on(Backend::Aws));
+    let api = server.api();
+    for i in 0..n {
+        let request = callback(rx.url(&format!("/t/{i}"))).delay("25s");
+        api.create(&request, None).await.expect("registered");
+    }
+    let queue = server
+        .env_var("BOOMERANG_TIMER_QUEUE_URL")
+        .expect("the server's timer queue");
+    let sqs = aws_sdk_sqs::Client::new(&boomerang_e2e::aws::moto());
+    sqs.purge_queue()
+        .queue_url(&queue)
+        .send()
+        .await
+        .expect("purged");
+
+    let first = server.cli(&["aws", "rearm", "--segments", "4", "--page", "25"]);
+    assert!(first.contains("done in"), "{first}");
+    let armed: usize = first
+        .lines()
+        .filter_map(|l| l.split(" items read, ").nth(1))
+        .filter_map(|rest| rest.split(' ').next()?.parse::<usize>().ok())
+        .sum();
+    assert_eq!(armed, n, "every unfinished task armed once:\n{first}");
+    let again = server.cli(&["aws", "rearm", "--segments", "4", "--page", "25"]);
+    assert!(
+        again.contains("done in") && again.contains(" 0 armed"),
+        "{again}"
+    );
+
+    let since = Instant::now();
+    let duplicates = every_path_called(&rx, n, since).await;
+    assert_eq!(duplicates, 0, "each delivered once");
+}
