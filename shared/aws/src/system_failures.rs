@@ -6,8 +6,10 @@
 //! fire: the sweeper hands each one back to the timer queue and then deletes it.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::Message;
+use futures_util::future::join_all;
 
 use crate::messages::TimerMessage;
 use crate::sdk::delete_messages;
@@ -15,8 +17,10 @@ use crate::sdk::describe;
 use crate::timer::AwsTimer;
 use boomerang_core::engine::Engine;
 
-/// Most messages one sweep hands back.
-const MAX_PER_SWEEP: usize = 500;
+/// Readers of the queue side by side: each receives ten messages, hands them back (the
+/// attempts armed ten to a request) and deletes them, so a run hands back about eighty
+/// messages per round trip of three calls.
+const READERS: usize = 8;
 
 pub struct SystemFailures {
     pub sqs: aws_sdk_sqs::Client,
@@ -25,12 +29,24 @@ pub struct SystemFailures {
 }
 
 impl SystemFailures {
-    /// Re-arms the attempt, or re-queues the bucket, of every message it can read one in;
-    /// returns how many. Messages it cannot read stay in the queue for an operator (and
-    /// its alarm).
-    pub async fn redrive(&self, engine: &Engine) -> Result<usize, String> {
+    /// Re-arms the attempt, or re-queues the bucket, of every message it can read one in,
+    /// until the queue is empty or `budget` has passed (no read starts after it); returns
+    /// how many. Messages it cannot read stay in the queue for an operator (and its
+    /// alarm).
+    pub async fn redrive(&self, engine: &Engine, budget: Duration) -> Result<usize, String> {
+        let deadline = Instant::now() + budget;
+        let readers = (0..READERS).map(|_| self.redrive_until(engine, deadline));
         let mut redriven = 0;
-        while redriven < MAX_PER_SWEEP {
+        for read in join_all(readers).await {
+            redriven += read?;
+        }
+        Ok(redriven)
+    }
+
+    /// One reader: batches of ten until the queue is empty or the deadline.
+    async fn redrive_until(&self, engine: &Engine, deadline: Instant) -> Result<usize, String> {
+        let mut redriven = 0;
+        while Instant::now() < deadline {
             let received = self
                 .sqs
                 .receive_message()

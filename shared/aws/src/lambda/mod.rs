@@ -193,7 +193,7 @@ pub async fn sweep(
     // The two touch nothing of each other's: the index's work, and the failed timers.
     let redrive = async {
         match failures {
-            Some(f) => f.redrive(engine).await.unwrap_or_else(|e| {
+            Some(f) => f.redrive(engine, SWEEP_BUDGET).await.unwrap_or_else(|e| {
                 tracing::error!(error = %e, "could not read the system-failures queue");
                 0
             }),
