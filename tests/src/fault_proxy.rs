@@ -106,7 +106,8 @@ impl FaultProxy {
         let state = Arc::new(Mutex::new(State::default()));
         let forward = Forward {
             upstream: upstream.trim_end_matches('/').to_string(),
-            http: reqwest::Client::new(),
+            // Straight to the upstream, whatever proxy the environment names.
+            http: reqwest::Client::builder().no_proxy().build().unwrap(),
             state: state.clone(),
         };
         let app = axum::Router::new().fallback(
@@ -196,7 +197,7 @@ impl Forward {
         let mut out = HeaderMap::new();
         for (name, value) in answer.headers() {
             if !hop_by_hop(name) {
-                out.insert(name.clone(), value.clone());
+                out.append(name.clone(), value.clone());
             }
         }
         let body = answer.bytes().await.unwrap_or_default();
@@ -205,6 +206,8 @@ impl Forward {
 }
 
 /// Headers that belong to one connection (or that the client sets again for the upstream).
+/// `host` is the upstream's once passed on, so a request's SigV4 signature no longer
+/// matches it: the emulators do not check signatures.
 fn hop_by_hop(name: &HeaderName) -> bool {
     matches!(
         name.as_str(),
@@ -261,9 +264,8 @@ fn answer(call: &Call, fault: Fault) -> Response {
         }
         Fault::Throttle => (StatusCode::BAD_REQUEST, "ThrottlingException"),
         Fault::ServerError => (StatusCode::INTERNAL_SERVER_ERROR, "InternalFailure"),
-        Fault::Outage | Fault::Latency(_) => {
-            (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable")
-        }
+        Fault::Outage => (StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable"),
+        Fault::Latency(_) => unreachable!("a delayed call is passed on, not answered"),
     };
     let body = serde_json::json!({ "__type": kind, "message": "injected by the test's proxy" });
     let mut headers = HeaderMap::new();

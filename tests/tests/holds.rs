@@ -226,6 +226,11 @@ async fn a_silent_caller_is_asked_and_its_answers_decide(backend: Backend) {
         chrono::Utc::now().timestamp(),
     )
     .is_ok());
+    assert_eq!(
+        header(&asked, "boomerang-attempt"),
+        "0",
+        "a check call says attempt 0, as documented"
+    );
     let body: CheckBody = serde_json::from_slice(&asked.body).unwrap();
     assert_eq!(body.task_id, ids[0]);
     assert_eq!(body.key.as_deref(), Some("slow"));

@@ -186,19 +186,23 @@ pub async fn rearm(args: RearmArgs) -> Result<()> {
     let total = boomerang_aws::rearm::rearm(&backend, settings, &|page| {
         let r = page.report;
         println!(
-            "segment {}: {} items read, {} armed, {} leases, {} dead letters, {} alerts{}",
+            "segment {}: {} items read, {} armed, {} leases, {} dead letters, {} alerts{}{}",
             page.segment,
             page.read,
             r.rearmed,
             r.leases_taken_over,
             r.dead_letters_resent,
             r.alerts_raised,
+            match page.unreadable {
+                0 => String::new(),
+                n => format!(", {n} unreadable tasks passed over (see the log)"),
+            },
             if page.finished { "; segment done" } else { "" }
         );
     })
     .await?;
     println!(
-        "done in {:.1} s: {} armed, {} leases, {} dead letters, {} alerts (run with --restart to read the table again)",
+        "done in {:.1} s: {} armed, {} leases, {} dead letters, {} alerts (within a day, a run resumes; --restart reads the table again)",
         started.elapsed().as_secs_f64(),
         total.rearmed,
         total.leases_taken_over,

@@ -97,7 +97,7 @@ impl ItemKey {
     }
 
     /// A key as it was kept elsewhere (where a scan stopped), read back.
-    pub fn stored(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+    pub(crate) fn stored(pk: impl Into<String>, sk: impl Into<String>) -> Self {
         Self::new(pk, sk)
     }
 
@@ -274,7 +274,7 @@ pub fn rearm_position(segment: u32, segments: u32) -> ItemKey {
 }
 
 /// The first part of every task partition's key: what a scan for tasks looks for.
-pub fn task_partition_prefix() -> &'static str {
+pub(crate) fn task_partition_prefix() -> &'static str {
     TASK
 }
 

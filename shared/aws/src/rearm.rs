@@ -3,8 +3,9 @@
 //! schedule group, a table restored from a backup). The table is scanned in segments side
 //! by side; each page's work is armed together (ten to a queue request) and then the
 //! segment's position is saved, so a run that stops, or meets a failure, is resumed by
-//! running it again. Arming what a timer still holds is harmless: the attempt is claimed
-//! once, whoever fires it.
+//! running it again (within a day: positions expire, and a later run reads the table
+//! again). Arming what a timer still holds is harmless: the attempt is claimed once,
+//! whoever fires it.
 
 use futures_util::future::join_all;
 
@@ -15,7 +16,7 @@ use boomerang_core::engine::{EngineError, SweepReport};
 /// How a run reads the table.
 #[derive(Clone, Copy, Debug)]
 pub struct RearmSettings {
-    /// Scan segments read side by side (1–1,000,000; the positions saved belong to this
+    /// Scan segments read side by side (1–1,000; the positions saved belong to this
     /// count: a run with another count starts over).
     pub segments: u32,
     /// Items one read of a segment takes (1–1,000).
@@ -30,6 +31,8 @@ pub struct PageDone {
     pub segment: u32,
     /// Items read (tasks and everything else).
     pub read: usize,
+    /// Task items that could not be read, passed over (and logged).
+    pub unreadable: usize,
     pub report: SweepReport,
     /// The segment has been read to its end.
     pub finished: bool,
@@ -96,6 +99,7 @@ async fn rearm_segment(
         done(PageDone {
             segment,
             read: page.read,
+            unreadable: page.unreadable,
             report,
             finished: page.next == RearmPosition::Done,
         });

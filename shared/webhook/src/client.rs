@@ -120,7 +120,7 @@ fn build_headers(call: &WebhookCall<'_>) -> Result<HeaderMap, String> {
             signing::HEADER_SIGNATURE,
             signing::sign(call.secret, &id, ts, body),
         ),
-        (HEADER_ATTEMPT, call.attempt.attempt.to_string()),
+        (HEADER_ATTEMPT, call.attempt.attempt.number().to_string()),
     ];
     for (name, value) in fixed {
         let value = HeaderValue::from_str(&value).map_err(|e| e.to_string())?;

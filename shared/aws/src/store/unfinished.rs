@@ -1,18 +1,24 @@
 //! Every unfinished task in the table, read with a parallel `Scan`, segment by segment:
 //! what `boomerang aws rearm` arms again when the timers were lost (a deleted or purged
 //! queue or schedule group, a table restored from a backup). A segment's position is kept
-//! in the table after each page it finishes, so a run that stops resumes where it was.
+//! in the table after each page it finishes, so a run that stops resumes where it was; a
+//! position expires a day after it was saved, so the next incident's run reads the whole
+//! table again.
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::Utc;
 
 use super::item::task_from;
 use super::table::DynamoStore;
 use crate::attr;
 use crate::keys::{self, ItemKey};
-use crate::sdk::items::{get_item, s, Item};
+use crate::sdk::items::{corrupt, get_item, get_n, n, s, Item};
 use crate::sdk::sdk_failure;
 use boomerang_core::domain::PendingWork;
 use boomerang_core::ports::StoreError;
+
+/// How long a segment's saved position is kept.
+const POSITION_KEPT: chrono::Duration = chrono::Duration::hours(24);
 
 /// Where one scan segment is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +35,8 @@ pub struct UnfinishedPage {
     pub work: Vec<PendingWork>,
     /// Items the page read (tasks and everything else the segment holds).
     pub read: usize,
+    /// Task items that could not be read (logged, and passed over).
+    pub unreadable: usize,
     pub next: RearmPosition,
 }
 
@@ -43,7 +51,10 @@ impl DynamoStore {
         let item = get_item(&self.client, &self.table, &key, true)
             .await
             .map_err(StoreError::Unavailable)?;
-        let Some(item) = item else {
+        // DynamoDB removes expired items late: an expired position is no position.
+        let live =
+            |item: &Item| get_n(item, attr::EXPIRES).map_or(true, |x| x > Utc::now().timestamp());
+        let Some(item) = item.filter(live) else {
             return Ok(RearmPosition::From(None));
         };
         if item.contains_key(attr::rearm::DONE) {
@@ -62,9 +73,11 @@ impl DynamoStore {
         segments: u32,
         position: &RearmPosition,
     ) -> Result<(), StoreError> {
+        let expires = (Utc::now() + POSITION_KEPT).timestamp();
         let mut put = (self.client.put_item())
             .table_name(&self.table)
-            .set_item(Some(keys::rearm_position(segment, segments).to_item()));
+            .set_item(Some(keys::rearm_position(segment, segments).to_item()))
+            .item(attr::EXPIRES, n(expires));
         match position {
             RearmPosition::Done => put = put.item(attr::rearm::DONE, AttributeValue::Bool(true)),
             RearmPosition::From(Some(after)) => {
@@ -120,17 +133,28 @@ impl DynamoStore {
             .send()
             .await
             .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-        let work = (out.items().iter())
-            .map(|item: &Item| Ok(task_from(item)?.pending_work()))
-            .filter_map(Result::transpose)
-            .collect::<Result<Vec<_>, StoreError>>()?;
+        let (mut work, mut unreadable) = (Vec::new(), 0);
+        for item in out.items() {
+            match task_from(item) {
+                Ok(task) => work.extend(task.pending_work()),
+                Err(e) => {
+                    // One bad item must not stop the segment for good: it is left for an
+                    // operator, and the rest is armed.
+                    tracing::warn!(key = ?ItemKey::of(item), error = %e, "unreadable task item passed over");
+                    unreadable += 1;
+                }
+            }
+        }
         let next = match out.last_evaluated_key() {
-            Some(last) => RearmPosition::From(ItemKey::of(last)),
+            Some(last) => RearmPosition::From(Some(
+                ItemKey::of(last).ok_or_else(|| corrupt("the scan's last evaluated key"))?,
+            )),
             None => RearmPosition::Done,
         };
         Ok(UnfinishedPage {
             work,
             read: out.scanned_count() as usize,
+            unreadable,
             next,
         })
     }

@@ -86,9 +86,9 @@ impl TaskId {
 
 /// Which call of a task a timer is for: delivery attempt `n` (1-based, counted over the
 /// task's whole life), or a held task's next check. The check is apart from every
-/// delivery attempt, so the two never share a timer (on AWS a long wait's schedule is
-/// named after it), and a check timer that fires after the release is stale. Stored and
-/// sent as a number, 0 for the check.
+/// delivery attempt, so a check timer is never taken for the first attempt's, and one
+/// that fires after the release is stale. Stored and sent as a number, 0 for the check
+/// (the `boomerang-attempt` header of a check call says `0`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(from = "u32", into = "u32")]
 pub enum Attempt {
@@ -121,12 +121,10 @@ impl From<Attempt> for u32 {
     }
 }
 
+/// The number it is stored and sent as (logs, headers): 0 for the check.
 impl fmt::Display for Attempt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Attempt::Check => f.write_str("check"),
-            Attempt::Delivery(n) => write!(f, "{n}"),
-        }
+        write!(f, "{}", self.number())
     }
 }
 
@@ -153,6 +151,7 @@ impl AttemptRef {
 
     /// Delivery attempt `number` (1-based) of the task.
     pub fn delivery(tenant: TenantId, task_id: TaskId, number: u32) -> Self {
+        debug_assert!(number >= 1, "attempts count from 1; 0 is the check");
         Self::new(tenant, task_id, Attempt::Delivery(number))
     }
 
@@ -373,5 +372,10 @@ mod tests {
         assert!(serde_json::from_str::<AttemptRef>(&bad_tenant).is_err());
         let no_tenant = format!(r#"{{"task_id":"{}","attempt":1}}"#, r.task_id);
         assert!(serde_json::from_str::<AttemptRef>(&no_tenant).is_err());
+        // A held task's check is stored and sent as attempt 0, as it always was.
+        let check = AttemptRef::check(TenantId::parse("acme").unwrap(), r.task_id);
+        let json = serde_json::to_string(&check).unwrap();
+        assert!(json.contains("\"attempt\":0"), "{json}");
+        assert_eq!(serde_json::from_str::<AttemptRef>(&json).unwrap(), check);
     }
 }

@@ -1,14 +1,13 @@
 //! Held tasks: release (by business key in `tasks/keys.rs`), and the check-back when the caller
 //! goes silent (see [`crate::domain::hold`]).
 
-use super::delivery::DeliverOutcome;
+use super::delivery::{DeliverOutcome, Ended, Step, LOCAL_RETRY};
 use super::error::EngineError;
 use super::state::Engine;
 use crate::domain::held::judge_check;
 use crate::domain::{
     AttemptRef, CheckAnswer, CheckRecord, Refusal, Status, Task, TaskId, TenantId,
 };
-use crate::engine::delivery::{Ended, Step, LOCAL_RETRY};
 use crate::metrics::MetricEvent;
 use crate::ports::{StoreError, WebhookError};
 

@@ -1,14 +1,5 @@
-//! What the suites and the engine's tests build tasks and tenants from.
-
-/// A backend that is always ready: for the engine's unit tests.
-pub struct AlwaysReady;
-
-#[async_trait::async_trait]
-impl crate::ports::Readiness for AlwaysReady {
-    async fn failing(&self) -> Vec<String> {
-        Vec::new()
-    }
-}
+//! What the suites and the engine's tests are built from: tenants, tasks, the store
+//! capabilities a contract needs, and a backend that is always ready.
 
 use std::time::Duration;
 
@@ -74,4 +65,14 @@ pub fn sample_task(tenant: &TenantId, key: Option<&str>, fire_at: DateTime<Utc>)
 /// `t` to the millisecond, as every store keeps times.
 pub(super) fn millis(t: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(t.timestamp_millis()).expect("in range")
+}
+
+/// A backend that is always ready: for the engine's unit tests.
+pub struct AlwaysReady;
+
+#[async_trait::async_trait]
+impl crate::ports::Readiness for AlwaysReady {
+    async fn failing(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

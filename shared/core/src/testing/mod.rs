@@ -1,5 +1,5 @@
 //! Test doubles for the engine's ports (an in-memory store and dead letters, a recording
-//! timer; the manual clock is in [`crate::clock`]) and the contracts every [`TaskStore`] and
+//! timer; the manual clock is in [`crate::clock`]) and the contracts every [`crate::ports::TaskStore`] and
 //! [`crate::ports::Timer`] adapter must honour, as suites that each adapter's tests run.
 //! Tenants are unique per run, so the suites can share a table with other tests.
 

@@ -1,14 +1,17 @@
-//! Stopping: the line past which no call starts (a Lambda invocation's end), and the
-//! drain of a shutdown, which lets calls under way finish and hands back the rest.
+//! Draining: the line past which no call starts (a Lambda invocation's end), and the
+//! drain of a shutdown, which lets calls under way finish and hands back the rest (the
+//! state they share is [`super::stopping`]'s).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 use super::outcome::{DeliverOutcome, Step};
 use super::stopping::{Drained, WRITE_ROOM};
 use crate::domain::{AttemptRef, Task};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
-use chrono::{DateTime, Utc};
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 impl Engine {
     /// From now on (a Lambda invocation's start), no call starts unless it can end (its

@@ -90,8 +90,9 @@ async fn an_early_fire_is_armed_again_for_its_time() {
 #[tokio::test]
 async fn a_fire_ahead_of_the_task_or_behind_it_is_stale() {
     let (h, task) = due_task(RecordingTimer::default()).await;
-    for number in [0, 2] {
-        let step = h.engine.take_claim(&task.attempt_ref(number), &task).await;
+    // A check's timer, on a task that is not held; and the attempt after its current one.
+    for at in [task.check_ref(), task.attempt_ref(2)] {
+        let step = h.engine.take_claim(&at, &task).await;
         assert!(matches!(step.unwrap(), Step::Done(DeliverOutcome::Stale)));
     }
 }
