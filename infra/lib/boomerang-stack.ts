@@ -378,6 +378,28 @@ export class BoomerangStack extends Stack {
         }),
       );
     }
+    // No function writes an API key (`K#<sha-256 hex>`) or a tenant (`N#<tenant>`, which
+    // holds its signing secret): operators mint and change them (`boomerang keys create`,
+    // `boomerang tenants …`) with their own credentials. A replace key's item also begins
+    // `K#`, but as `K#<tenant>#<key>`: the second `#` tells the two apart.
+    for (const fn of [apiFn, deliveryFn, sweeperFn]) {
+      fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          effect: iam.Effect.DENY,
+          actions: [
+            'dynamodb:PutItem',
+            'dynamodb:UpdateItem',
+            'dynamodb:DeleteItem',
+            'dynamodb:BatchWriteItem',
+          ],
+          resources: [this.table.tableArn],
+          conditions: {
+            'ForAnyValue:StringLike': { 'dynamodb:LeadingKeys': ['N#*', `K#${'?'.repeat(64)}`] },
+            'ForAllValues:StringNotLike': { 'dynamodb:LeadingKeys': ['K#*#*'] },
+          },
+        }),
+      );
+    }
     // The API removes a tenant's named retry policies (`P#<tenant>` items), and nothing
     // else: tasks are never deleted by a function (their TTL does it).
     apiFn.addToRolePolicy(
@@ -439,15 +461,37 @@ export class BoomerangStack extends Stack {
     }
 
     // ── Alarms and dashboard ───────────────────────────────────────────────────────────
+    // The topic's own key: CloudWatch publishes an alarm to an encrypted topic only with
+    // leave to use its key, and the AWS-managed SNS key (`alias/aws/sns`) has a policy no
+    // one can change. ($1 a month.)
+    const alarmKey = new kms.Key(this, 'AlarmTopicKey', {
+      description: `${stage} Boomerang alarm topic`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    alarmKey.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
+    );
     const topic = new sns.Topic(this, 'Alarms', {
       topicName: `${stage}-boomerang-alarms`,
-      masterKey: kms.Alias.fromAliasName(this, 'SnsKey', 'alias/aws/sns'),
+      masterKey: alarmKey,
       enforceSSL: true,
     });
     if (props.alarmEmail) {
       topic.addSubscription(new subs.EmailSubscription(props.alarmEmail));
     }
-    const alarm = (id: string, metric: cloudwatch.IMetric, description: string) => {
+    // Over `threshold` (0 unless said) for `periods` periods in a row (1 unless said).
+    const alarm = (
+      id: string,
+      metric: cloudwatch.IMetric,
+      description: string,
+      options: Partial<cloudwatch.CreateAlarmOptions> = {},
+    ) => {
       const a = new cloudwatch.Alarm(this, id, {
         alarmName: `${stage}-boomerang-${id}`,
         alarmDescription: description,
@@ -456,6 +500,7 @@ export class BoomerangStack extends Stack {
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 1,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        ...options,
       });
       a.addAlarmAction(new cwActions.SnsAction(topic));
       return a;
@@ -483,6 +528,16 @@ export class BoomerangStack extends Stack {
       custom('SweepRepaired', 'Sum'),
       'The sweeper found lost timers or stalled deliveries and re-armed them.',
     );
+    this.custodyAlarms(alarm, period, { timerQueue, systemFailures, deadLetters, group });
+    this.capacityAlarms(alarm, period, { api: apiFn, delivery: deliveryFn, sweeper: sweeperFn });
+    if (this.api) {
+      alarm(
+        'api-5xx',
+        this.api.metricServerError({ period, statistic: 'Sum' }),
+        'The API answered 5xx (a store or queue it could not reach) for 15 minutes: clients are retrying.',
+        { evaluationPeriods: 3 },
+      );
+    }
 
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       dashboardName: `${stage}-boomerang`,
@@ -507,6 +562,134 @@ export class BoomerangStack extends Stack {
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: deadLetters.queueUrl });
     new CfnOutput(this, 'SystemFailuresQueueUrl', { value: systemFailures.queueUrl });
     new CfnOutput(this, 'ScheduleGroup', { value: Fn.ref(group.logicalId) });
+  }
+
+  /**
+   * Alarms on what holds the work: the timer queue falling behind, the sweeper not running,
+   * bucket fires Scheduler dropped or could not deliver, and messages that would outlive
+   * their queue's 14 days.
+   */
+  private custodyAlarms(
+    alarm: (id: string, m: cloudwatch.IMetric, d: string, o?: Partial<cloudwatch.CreateAlarmOptions>) => cloudwatch.Alarm,
+    period: Duration,
+    q: { timerQueue: sqs.Queue; systemFailures: sqs.Queue; deadLetters: sqs.Queue; group: scheduler.CfnScheduleGroup },
+  ) {
+    const max = { period, statistic: 'Maximum' };
+    // A wait on the queue is at most 14 minutes (and 15 s of rounding): a message older
+    // than 20 is not being taken.
+    alarm(
+      'timer-queue-age',
+      q.timerQueue.metricApproximateAgeOfOldestMessage(max),
+      'A timer message has waited over 20 minutes: deliveries are not taking the timer queue (function throttled or failing).',
+      { threshold: 20 * 60 },
+    );
+    // Two days before the queue's 14-day retention would drop the message.
+    const twelveDays = 12 * 24 * 3600;
+    alarm(
+      'system-failures-age',
+      q.systemFailures.metricApproximateAgeOfOldestMessage(max),
+      'A system failure is 12 days old and the sweeper has not handed it back: 2 days before it expires, run `boomerang aws rearm`.',
+      { threshold: twelveDays },
+    );
+    alarm(
+      'dead-letters-age',
+      q.deadLetters.metricApproximateAgeOfOldestMessage(max),
+      'A dead letter is 12 days old: read it before the queue drops it in 2 days (the task stays `failed` in the table).',
+      { threshold: twelveDays },
+    );
+    const sweeperInvocations = new cloudwatch.Metric({
+      namespace: 'AWS/Lambda',
+      metricName: 'Invocations',
+      dimensionsMap: { FunctionName: this.functions.sweeper.functionName },
+      period,
+      statistic: 'Sum',
+    });
+    alarm(
+      'sweeper-heartbeat',
+      sweeperInvocations,
+      'The sweeper has not run for 10 minutes (it runs every minute): lost timers are not being repaired.',
+      {
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: 2,
+        treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      },
+    );
+    alarm(
+      'sweeper-errors',
+      this.functions.sweeper.metricErrors({ period, statistic: 'Sum' }),
+      'The sweeper failed: lost timers and system failures wait for its next run.',
+    );
+    const scheduler = (metricName: string) =>
+      new cloudwatch.Metric({
+        namespace: 'AWS/Scheduler',
+        metricName,
+        dimensionsMap: { ScheduleGroup: q.group.name! },
+        period,
+        statistic: 'Sum',
+      });
+    alarm(
+      'scheduler-target-errors',
+      scheduler('TargetErrorCount'),
+      'Scheduler could not invoke the delivery function for a minute\'s bucket; it retries, then sends the fire to system failures.',
+    );
+    alarm(
+      'scheduler-dropped',
+      scheduler('InvocationDroppedCount'),
+      'Scheduler dropped a bucket fire: run `boomerang aws rearm` to arm that minute\'s tasks again.',
+    );
+  }
+
+  /**
+   * Alarms on capacity: throttled functions and table, and attempts running late.
+   */
+  private capacityAlarms(
+    alarm: (id: string, m: cloudwatch.IMetric, d: string, o?: Partial<cloudwatch.CreateAlarmOptions>) => cloudwatch.Alarm,
+    period: Duration,
+    fns: Record<'api' | 'delivery' | 'sweeper', lambda.Function>,
+  ) {
+    for (const [name, fn] of Object.entries(fns)) {
+      alarm(
+        `${name}-throttles`,
+        fn.metricThrottles({ period, statistic: 'Sum' }),
+        `The ${name} function was throttled: raise its reserved concurrency or the account's limit.`,
+      );
+    }
+    // The SDK retries a throttled request (five tries), so a throttle is an alarm only when
+    // it goes on: three periods in a row.
+    const dynamo = (metricName: string, index?: string) =>
+      new cloudwatch.Metric({
+        namespace: 'AWS/DynamoDB',
+        metricName,
+        dimensionsMap: {
+          TableName: this.table.tableName,
+          ...(index ? { GlobalSecondaryIndexName: index } : {}),
+        },
+        period,
+        statistic: 'Sum',
+      });
+    const sustained = { evaluationPeriods: 3 };
+    alarm('table-read-throttles', dynamo('ReadThrottleEvents'), 'Table reads throttled for 15 minutes.', sustained);
+    alarm('table-write-throttles', dynamo('WriteThrottleEvents'), 'Table writes throttled for 15 minutes: registrations are being refused.', sustained);
+    for (const index of tableLayout.indexes) {
+      alarm(
+        `${index.name.replace('_', '-')}-index-write-throttles`,
+        dynamo('WriteThrottleEvents', index.name),
+        `The ${index.name} index throttled for 15 minutes; a throttled index throttles the table's writes.`,
+        sustained,
+      );
+    }
+    alarm(
+      'lateness-p99',
+      new cloudwatch.Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: 'AttemptLateness',
+        period,
+        statistic: 'p99',
+      }),
+      'The slowest 1 % of attempts started over a minute late for 15 minutes: delivery cannot keep up.',
+      { threshold: 60_000, evaluationPeriods: 3 },
+    );
   }
 
   /**

@@ -272,14 +272,20 @@ test('no IAM statement has a wildcard action or a `*` resource', () => {
   }
 });
 
+/** The statements of the policies on a function's role. */
+const statementsOf = (name: string): any[] => {
+  const fnRole = fnByName(name).Properties.Role['Fn::GetAtt'][0];
+  return Object.values(resources('AWS::IAM::Policy'))
+    .filter((p: any) => p.Properties.Roles.some((r: any) => r.Ref === fnRole))
+    .flatMap((p: any) => p.Properties.PolicyDocument.Statement);
+};
+const allows = (s: any) => s.Effect !== 'Deny';
+
 test('each function may touch only what it uses', () => {
-  const actionsOf = (name: string) => {
-    const fnRole = fnByName(name).Properties.Role['Fn::GetAtt'][0];
-    return Object.values(resources('AWS::IAM::Policy'))
-      .filter((p: any) => p.Properties.Roles.some((r: any) => r.Ref === fnRole))
-      .flatMap((p: any) => p.Properties.PolicyDocument.Statement)
+  const actionsOf = (name: string) =>
+    statementsOf(name)
+      .filter(allows)
       .flatMap((s: any) => [s.Action].flat());
-  };
   const api = new Set(actionsOf('api'));
   assert.ok(!api.has('sqs:ReceiveMessage'), 'the API does not consume the timer queue');
   const delivery = new Set(actionsOf('delivery'));
@@ -296,6 +302,7 @@ test('each function may touch only what it uses', () => {
   // The API deletes retry policies (`P#…` items) only.
   const deletes = Object.values(template.findResources('AWS::IAM::Policy'))
     .flatMap((p: any) => p.Properties.PolicyDocument.Statement)
+    .filter(allows)
     .filter((s: any) => [s.Action].flat().includes('dynamodb:DeleteItem'));
   assert.equal(deletes.length, 1);
   assert.deepEqual(deletes[0].Condition, {
@@ -308,6 +315,23 @@ test('each function may touch only what it uses', () => {
   }
 });
 
+test('no function may write an API key or a tenant (which holds its signing secret)', () => {
+  for (const name of ['api', 'delivery', 'sweeper']) {
+    const denied = statementsOf(name).filter((s: any) => s.Effect === 'Deny');
+    assert.equal(denied.length, 1, name);
+    const [deny] = denied;
+    for (const a of ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem']) {
+      assert.ok([deny.Action].flat().includes(a), `${name}: ${a} denied`);
+    }
+    // API keys are `K#<64 hex digits>`, tenants `N#<tenant>`; a replace key's
+    // `K#<tenant>#<key>` stays writable.
+    assert.deepEqual(deny.Condition, {
+      'ForAnyValue:StringLike': { 'dynamodb:LeadingKeys': ['N#*', `K#${'?'.repeat(64)}`] },
+      'ForAllValues:StringNotLike': { 'dynamodb:LeadingKeys': ['K#*#*'] },
+    });
+  }
+});
+
 test('queues and table are encrypted and log groups have retention', () => {
   for (const q of Object.values(resources('AWS::SQS::Queue')) as any[]) {
     assert.equal(q.Properties.SqsManagedSseEnabled, true);
@@ -316,18 +340,64 @@ test('queues and table are encrypted and log groups have retention', () => {
   for (const g of Object.values(resources('AWS::Logs::LogGroup')) as any[]) {
     assert.ok(g.Properties.RetentionInDays > 0);
   }
-  template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+});
+
+test('the alarm topic is encrypted with a key CloudWatch may use, not the AWS-managed one', () => {
+  const topic = only('AWS::SNS::Topic');
+  const keyId = Object.keys(resources('AWS::KMS::Key'))[0];
+  assert.deepEqual(topic.Properties.KmsMasterKeyId, { 'Fn::GetAtt': [keyId, 'Arn'] });
+  assert.ok(!JSON.stringify(template.toJSON()).includes('alias/aws/sns'));
+  const key = only('AWS::KMS::Key');
+  assert.equal(key.Properties.EnableKeyRotation, true);
+  const forCloudWatch = key.Properties.KeyPolicy.Statement.filter(
+    (s: any) => s.Principal?.Service === 'cloudwatch.amazonaws.com',
+  );
+  assert.equal(forCloudWatch.length, 1);
+  const actions = [forCloudWatch[0].Action].flat();
+  assert.ok(actions.includes('kms:Decrypt') && actions.includes('kms:GenerateDataKey*'));
+  assert.ok(forCloudWatch[0].Condition.StringEquals['aws:SourceAccount']);
 });
 
 test('alarms go to the SNS topic; e-mail only when asked', () => {
   const alarms = Object.values(resources('AWS::CloudWatch::Alarm')) as any[];
   const names = alarms.map((a) => a.Properties.AlarmName).sort();
-  assert.deepEqual(names, [
-    'test-boomerang-dead-letters',
-    'test-boomerang-delivery-errors',
-    'test-boomerang-sweeper-repairs',
-    'test-boomerang-system-failures',
-  ]);
+  assert.deepEqual(
+    names,
+    [
+      'api-5xx',
+      'api-throttles',
+      'by-key-index-write-throttles',
+      'dead-letters',
+      'dead-letters-age',
+      'delivery-errors',
+      'delivery-throttles',
+      'due-index-write-throttles',
+      'lateness-p99',
+      'scheduler-dropped',
+      'scheduler-target-errors',
+      'sweeper-errors',
+      'sweeper-heartbeat',
+      'sweeper-repairs',
+      'sweeper-throttles',
+      'system-failures',
+      'system-failures-age',
+      'table-read-throttles',
+      'table-write-throttles',
+      'timer-queue-age',
+    ].map((n) => `test-boomerang-${n}`),
+  );
+  const byName = new Map(alarms.map((a) => [a.Properties.AlarmName.replace('test-boomerang-', ''), a.Properties]));
+  // A silent sweeper is an alarm: no data counts as breaching.
+  const heartbeat = byName.get('sweeper-heartbeat');
+  assert.equal(heartbeat.ComparisonOperator, 'LessThanThreshold');
+  assert.equal(heartbeat.TreatMissingData, 'breaching');
+  // Queue ages against the 14-day retention, and the timer queue's longest wait.
+  assert.equal(byName.get('system-failures-age').Threshold, 12 * 24 * 3600);
+  assert.equal(byName.get('timer-queue-age').Threshold, 1200);
+  assert.equal(byName.get('lateness-p99').Threshold, 60000);
+  for (const sustained of ['table-write-throttles', 'due-index-write-throttles', 'lateness-p99']) {
+    assert.equal(byName.get(sustained).EvaluationPeriods, 3, sustained);
+  }
   const topicId = Object.keys(resources('AWS::SNS::Topic'))[0];
   for (const a of alarms) {
     assert.deepEqual(a.Properties.AlarmActions, [{ Ref: topicId }]);
