@@ -1,7 +1,8 @@
 //! Far-future attempts through buckets, on moto: a minute's schedule fires two minutes
 //! early and its fire arms each pending task of the minute through the timer queue; a
 //! large minute is handed on partition by partition; a failed fire comes back through the
-//! sweeper; and a per-task schedule from before buckets still delivers its attempt.
+//! sweeper; a minute whose fire never came is found and fired by the sweeper's check; and
+//! a per-task schedule from before buckets still delivers its attempt.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use boomerang_aws::messages::{BucketWork, TimerMessage};
 use boomerang_aws::timer::{at_expression, bucket_schedule_name};
 use boomerang_aws::triggers::TriggerEmulator;
 use boomerang_aws::AwsBackend;
-use boomerang_core::clock::ManualClock;
+use boomerang_core::clock::{Clock, ManualClock};
 use boomerang_core::domain::{Status, Task, TenantId};
 use boomerang_core::engine::{FireTime, NewTask};
 use boomerang_e2e::aws::{fresh_moto_resources, moto, moto_backend, take_timer_messages};
@@ -182,6 +183,62 @@ async fn a_large_minute_is_handed_on_by_partition_and_every_task_armed_once() {
         "each armed once: {expected:?}"
     );
     assert!(fires >= 60 / 7, "{fires} invocations");
+}
+
+/// A minute whose fire never came (its schedule lost) is found by the sweeper's check
+/// once the fire is a minute overdue, and fired then, as bucket work on the timer queue; a
+/// minute that fired is not fired again, and each minute is checked once.
+#[tokio::test]
+async fn a_minute_whose_fire_never_came_is_fired_by_the_sweepers_check() {
+    let (backend, clock, now) = start("lostfire").await;
+    let minute_of = |t: DateTime<Utc>| t.duration_trunc(chrono::Duration::minutes(1)).unwrap();
+    let due = now + chrono::Duration::minutes(20);
+    let lost = register(&backend, "http://127.0.0.1:9/lost", due).await;
+    let later = due + chrono::Duration::minutes(1);
+    register(&backend, "http://127.0.0.1:9/fired", later).await;
+    // The first check on a table starts with the last overdue minute: none has entries.
+    assert_eq!(backend.buckets.check_fires(clock.now()).await.unwrap(), 0);
+
+    // The later minute fires (late in its window, so its attempt waits no more); the
+    // earlier one's fire never comes.
+    clock.set(later);
+    let report = backend
+        .buckets
+        .run(BucketWork::whole(minute_of(later)))
+        .await;
+    assert_eq!(report.unwrap().armed, 1);
+    assert_eq!(
+        take_messages(&backend, 1, Duration::from_secs(10))
+            .await
+            .len(),
+        1
+    );
+
+    clock.set(later + chrono::Duration::minutes(1) + chrono::Duration::seconds(5));
+    assert_eq!(
+        backend.buckets.check_fires(clock.now()).await.unwrap(),
+        1,
+        "only the minute that never fired"
+    );
+    let refire = TimerMessage::Bucket {
+        bucket: BucketWork::whole(minute_of(due)),
+    };
+    assert_eq!(
+        take_messages(&backend, 1, Duration::from_secs(10)).await,
+        vec![refire]
+    );
+    // What the delivery function does with that message: the lost task is armed.
+    let report = backend.buckets.run(BucketWork::whole(minute_of(due))).await;
+    assert_eq!(report.unwrap().armed, 1);
+    assert_eq!(
+        take_messages(&backend, 1, Duration::from_secs(10)).await,
+        vec![TimerMessage::Attempt(lost.attempt_ref(1))]
+    );
+    assert_eq!(
+        backend.buckets.check_fires(clock.now()).await.unwrap(),
+        0,
+        "each minute is checked once"
+    );
 }
 
 #[tokio::test]

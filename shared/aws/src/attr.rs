@@ -94,6 +94,10 @@ pub mod checkpoint {
     pub const VERSION: &str = "cv";
 }
 
+/// How far the sweeper has checked that each minute's bucket fired: the next minute to
+/// check (epoch ms).
+pub const CHECKED_FROM: &str = "cf";
+
 /// Where a scan segment of `aws rearm` has read to: the key after which it goes on
 /// (`pk`, `sk` of the last item read), or `done`.
 pub mod rearm {

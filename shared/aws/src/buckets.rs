@@ -8,11 +8,16 @@
 //! read by several invocations at once, each carrying on its own partition page by page.
 //! A fire that fails is retried whole (by Scheduler, or by SQS for bucket work): arming an
 //! attempt twice is harmless, its claim sends it once.
+//!
+//! A minute's own fire first records that it began. The sweeper checks every minute once
+//! its fire is a minute overdue ([`BucketFire::check_fires`]): a minute with entries and no
+//! such record (its schedule lost or deleted, its invocation dropped) is fired then, by
+//! putting the whole minute on the timer queue as bucket work.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound, Utc};
 use futures_util::future::join_all;
 
 use crate::keys::BUCKET_SHARDS;
@@ -20,6 +25,12 @@ use crate::messages::{BucketWork, TimerMessage};
 use crate::store::DynamoStore;
 use crate::timer::AwsTimer;
 use boomerang_core::ports::{StoreError, TimerError};
+
+/// How long after its minute began a minute's fire is looked for: the schedule fires
+/// [`crate::plan::BUCKET_LEAD`] before the minute, so the fire is that much more overdue.
+pub const FIRE_OVERDUE_AFTER: chrono::Duration = chrono::Duration::minutes(1);
+/// Minutes one check covers at most; the next run goes on from there.
+const CHECK_MINUTES: usize = 60;
 
 /// Entries one invocation reads before it hands the rest on.
 pub const MAX_PER_FIRE: usize = 2000;
@@ -66,6 +77,10 @@ impl BucketFire {
     /// one after another would be most of its time.
     pub async fn run(&self, work: BucketWork) -> Result<BucketReport, BucketError> {
         let mut report = BucketReport::default();
+        if work.is_whole() {
+            // Before the reads: a fire that fails after it is retried anyway.
+            self.store.mark_bucket_fired(work.minute).await?;
+        }
         // A minute's own fire reads every partition there is now, even if its schedule was
         // made when there were fewer (entries written since may be in the new ones); work
         // handed on names its one partition. None reads past the partitions there are.
@@ -112,6 +127,39 @@ impl BucketFire {
             "bucket fired"
         );
         Ok(report)
+    }
+
+    /// Checks the minutes from where the last check stopped up to the last one whose fire
+    /// is overdue at `now`: each with entries whose fire never began is fired, as bucket
+    /// work on the timer queue. Returns how many it fired. Progress is saved minute by
+    /// minute, so each minute is checked once (a failure leaves the rest to the next run).
+    pub async fn check_fires(&self, now: DateTime<Utc>) -> Result<usize, BucketError> {
+        let minute_of =
+            |t: DateTime<Utc>| t.duration_trunc(chrono::Duration::minutes(1)).unwrap_or(t);
+        let last = minute_of(now - FIRE_OVERDUE_AFTER);
+        let checked_from = self.store.bucket_fires_checked_from().await?;
+        // The first check on a table starts with the last overdue minute: earlier minutes
+        // fired before fires were recorded.
+        let mut minute = checked_from.unwrap_or(last);
+        let mut fired = 0;
+        for _ in 0..CHECK_MINUTES {
+            if minute > last {
+                break;
+            }
+            if !self.store.bucket_fired(minute).await?
+                && self.store.bucket_has_entries(minute).await?
+            {
+                tracing::warn!(%minute, "this minute's bucket never fired; firing it now");
+                let work = TimerMessage::Bucket {
+                    bucket: BucketWork::whole(minute),
+                };
+                self.timer.send(&work, 0).await?;
+                fired += 1;
+            }
+            minute += chrono::Duration::minutes(1);
+            self.store.set_bucket_fires_checked_from(minute).await?;
+        }
+        Ok(fired)
     }
 
     /// Puts each partition left to read back on the timer queue, one message each (ten to

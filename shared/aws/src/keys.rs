@@ -21,6 +21,8 @@
 //! | a paused flow | `FL#<tenant>` | `P#<flow key>` |
 //! | the sweep's checkpoint | `SWEEP` | `SWEEP` |
 //! | where `aws rearm` has read to, per scan segment | `REARM` | `<segment>/<segments>` |
+//! | a minute's bucket fire began | `BUCKET` | `<minute, epoch ms>` |
+//! | the minutes the sweeper has checked for a fire | `BUCKET` | `CHECKED` |
 //! | the readiness probe (never written) | `READY` | `PROBE` |
 //!
 //! `K#` begins three different keys: a replace key's partition (`K#<tenant>#<key>`, sort
@@ -61,6 +63,7 @@ const FLOW: &str = "F#";
 const TENANT_FLOWS: &str = "FL#";
 const CHECKPOINT: &str = "SWEEP";
 const REARM: &str = "REARM";
+const BUCKET_FIRES: &str = "BUCKET";
 
 /// The sort keys of a flow's slots begin with this.
 pub const FLOW_SLOTS: &str = "S#";
@@ -271,6 +274,16 @@ pub fn sweep_checkpoint() -> ItemKey {
 /// Where `boomerang aws rearm`'s scan of segment `segment` of `segments` has read to.
 pub fn rearm_position(segment: u32, segments: u32) -> ItemKey {
     ItemKey::new(REARM, format!("{segment}/{segments}"))
+}
+
+/// The record that a minute's bucket fire began.
+pub fn bucket_fired(minute: DateTime<Utc>) -> ItemKey {
+    ItemKey::new(BUCKET_FIRES, minute.timestamp_millis().to_string())
+}
+
+/// How far the sweeper has checked that each minute's bucket fired.
+pub fn bucket_fires_checked() -> ItemKey {
+    ItemKey::new(BUCKET_FIRES, "CHECKED")
 }
 
 /// The first part of every task partition's key: what a scan for tasks looks for.

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use boomerang_aws::buckets::BucketFire;
 use boomerang_aws::system_failures::SystemFailures;
 use boomerang_core::engine::Engine;
 use boomerang_embedded::Fire;
@@ -51,14 +52,17 @@ pub(crate) async fn run_retention(engine: Arc<Engine>, retention: Duration, peri
     .await
 }
 
-/// The AWS sweeper's work, played locally: the sweep and the system-failures redrive.
+/// The AWS sweeper's work, played locally: the check of the minutes' bucket fires, the
+/// sweep and the system-failures redrive.
 pub(crate) async fn run_aws_sweeper(
     engine: Arc<Engine>,
+    buckets: Arc<BucketFire>,
     failures: Option<SystemFailures>,
     period: Duration,
     lookahead: chrono::Duration,
 ) {
     every(period, || async {
+        boomerang_aws::lambda::check_bucket_fires(&engine, &buckets).await;
         if let Err(e) = boomerang_aws::lambda::sweep(&engine, failures.as_ref(), lookahead).await {
             tracing::error!(error = %e, "sweep failed");
         }

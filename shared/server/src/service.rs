@@ -251,6 +251,7 @@ async fn start_aws(
         tokio::spawn(TriggerEmulator::for_backend(&backend).run(Duration::from_secs(1)));
         tokio::spawn(loops::run_aws_sweeper(
             backend.engine.clone(),
+            backend.buckets.clone(),
             backend.system_failures(),
             config.sweep_interval,
             -chrono_of(sweep_lag),

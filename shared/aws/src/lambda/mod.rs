@@ -163,6 +163,16 @@ pub async fn handle_sweep(
     Ok(serde_json::to_value(report)?)
 }
 
+/// Fires each minute's bucket whose fire never came (a failure is logged: the next run
+/// checks the same minutes again); a fired minute counts as a repair.
+pub async fn check_bucket_fires(engine: &Engine, buckets: &BucketFire) {
+    match buckets.check_fires(engine.now()).await {
+        Ok(0) => {}
+        Ok(fired) => engine.record(MetricEvent::SweepRepaired { count: fired }),
+        Err(e) => tracing::error!(error = %e, "could not check the minutes' bucket fires"),
+    }
+}
+
 /// How long after a sweeper run its half-minute pass runs: with [`SWEEP_LAG`], a lost
 /// timer is re-armed at most about 45 seconds late.
 pub const HALF_MINUTE_PASS_DELAY: i32 = 30;

@@ -10,7 +10,8 @@
 //! - an idempotency key's item names its task and holds a copy of it ([`idempotency`]);
 //! - named retry policies ([`policies`]), schedules and the newest task of each replace key
 //!   ([`schedules`]);
-//! - the sweep's checkpoint ([`sweep`]), and where `aws rearm`'s scan is ([`unfinished`]).
+//! - the sweep's checkpoint ([`sweep`]), where `aws rearm`'s scan is ([`unfinished`]),
+//!   and which minutes' bucket fires began ([`minutes`]).
 //!
 //! Indexes, both keys only and sparse:
 //! - `due` (sharded): `ds` + `dm`, set while the task has work no durable timer holds (the
@@ -29,6 +30,7 @@ mod due_entry;
 mod idempotency;
 pub mod item;
 mod list;
+mod minutes;
 mod policies;
 mod schedules;
 mod sweep;

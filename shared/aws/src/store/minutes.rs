@@ -1,0 +1,109 @@
+//! The custody of a minute's bucket: the record that its fire began, and how far the
+//! sweeper has checked that every minute with entries had one. A minute whose fire never
+//! came (its schedule lost, its invocation dropped) is found by the sweeper and fired then
+//! ([`crate::buckets::BucketFire::check_fires`]).
+
+use chrono::{DateTime, Utc};
+
+use super::table::DynamoStore;
+use crate::attr::{self, DUE_INDEX};
+use crate::keys::{self, bucket_sort_key_from, BUCKET_SHARDS};
+use crate::sdk::items::{get_item, get_n, n, s};
+use crate::sdk::sdk_failure;
+use boomerang_core::ports::StoreError;
+use futures_util::future::join_all;
+
+/// How long a minute's fire record is kept (TTL): well past the time the sweeper checks it.
+const FIRED_KEPT: chrono::Duration = chrono::Duration::days(2);
+
+fn unavailable<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
+    StoreError::Unavailable(sdk_failure(e))
+}
+
+impl DynamoStore {
+    /// Records that `minute`'s bucket fire began (written by the fire, before it reads).
+    pub async fn mark_bucket_fired(&self, minute: DateTime<Utc>) -> Result<(), StoreError> {
+        let expires = minute
+            .checked_add_signed(FIRED_KEPT)
+            .unwrap_or(minute)
+            .timestamp();
+        (self.client.put_item())
+            .table_name(&self.table)
+            .set_item(Some(keys::bucket_fired(minute).to_item()))
+            .item(attr::EXPIRES, n(expires))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    /// Whether `minute`'s bucket fire began.
+    pub async fn bucket_fired(&self, minute: DateTime<Utc>) -> Result<bool, StoreError> {
+        let item = get_item(&self.client, &self.table, &keys::bucket_fired(minute), true)
+            .await
+            .map_err(StoreError::Unavailable)?;
+        Ok(item.is_some())
+    }
+
+    /// Whether any bucket partition holds an entry due in `minute`: one key read from each,
+    /// side by side.
+    pub async fn bucket_has_entries(&self, minute: DateTime<Utc>) -> Result<bool, StoreError> {
+        let Some(end) = minute.checked_add_signed(chrono::Duration::minutes(1)) else {
+            return Ok(false); // no task is due at the end of time
+        };
+        let reads = join_all((0..BUCKET_SHARDS).map(|shard| {
+            (self.client.query())
+                .table_name(&self.table)
+                .index_name(DUE_INDEX)
+                .key_condition_expression(format!(
+                    "{} = :p AND {} BETWEEN :from AND :to",
+                    attr::DUE_SHARD,
+                    attr::DUE_AT
+                ))
+                .expression_attribute_values(":p", s(keys::bucket_partition(shard)))
+                .expression_attribute_values(":from", n(bucket_sort_key_from(minute)))
+                .expression_attribute_values(":to", n(bucket_sort_key_from(end) - 1))
+                .limit(1)
+                .send()
+        }))
+        .await;
+        for read in reads {
+            if !read.map_err(unavailable)?.items().is_empty() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The next minute the sweeper is to check, if it has checked any.
+    pub async fn bucket_fires_checked_from(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let item = get_item(
+            &self.client,
+            &self.table,
+            &keys::bucket_fires_checked(),
+            true,
+        )
+        .await
+        .map_err(StoreError::Unavailable)?;
+        let Some(item) = item else {
+            return Ok(None);
+        };
+        let ms = get_n(&item, attr::CHECKED_FROM)?;
+        Ok(DateTime::from_timestamp_millis(ms))
+    }
+
+    /// Moves the sweeper's check on to `minute` (the next to check).
+    pub async fn set_bucket_fires_checked_from(
+        &self,
+        minute: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        (self.client.put_item())
+            .table_name(&self.table)
+            .set_item(Some(keys::bucket_fires_checked().to_item()))
+            .item(attr::CHECKED_FROM, n(minute.timestamp_millis()))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+}
