@@ -32,7 +32,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use boomerang_aws::backend::{aws_with_clients, AwsBackendConfig, AwsClients};
 use boomerang_aws::buckets::MAX_PER_FIRE;
-use boomerang_aws::keys::{BUCKET_SHARDS, DUE_SHARDS};
+use boomerang_aws::keys::{BUCKET_SHARDS, DUE_SHARDS, SWEEP_PAGE};
 use boomerang_aws::lambda::{handle_sweep, SweeperReport, SWEEP_BUDGET};
 use boomerang_aws::messages::{BucketWork, TimerMessage};
 use boomerang_aws::plan::bucket_fire_at;
@@ -661,7 +661,7 @@ fn print_sweep(pass: &Pass, call_ms: u64) {
         one.armed,
         one.chain()
     );
-    let full = DUE_SHARDS as usize * EngineSettings::default().sweep_batch;
+    let full = DUE_SHARDS as usize * SWEEP_PAGE.min(EngineSettings::default().sweep_batch);
     if one.armed < full {
         println!("    (a run smaller than one full sweep: --entries {full} measures one)");
     }

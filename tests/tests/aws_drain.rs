@@ -16,7 +16,7 @@ use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchInput;
 use aws_sdk_sqs::types::QueueAttributeName;
 use boomerang_aws::backend::{aws_with_clients, AwsClients};
 use boomerang_aws::buckets::BucketFire;
-use boomerang_aws::keys::BUCKET_SHARDS;
+use boomerang_aws::keys::{BUCKET_SHARDS, DUE_SHARDS};
 use boomerang_aws::lambda::{sweep, SWEEP_BUDGET};
 use boomerang_aws::messages::{BucketWork, SweepPass, TimerMessage};
 use boomerang_aws::settings::SWEEP_LAG;
@@ -153,8 +153,8 @@ async fn one_sweeper_run_rearms_a_backlog_larger_than_a_sweep_ten_to_a_request()
     let settings = fresh_moto_resources("backlog").await;
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     let lost = lost_timers(&settings, &clock, 120).await;
-    // Five entries a shard per sweep: forty at most, a third of the backlog.
-    let (backend, sends) = counted_backend(&settings, clock.clone(), 5);
+    // Two entries a shard per sweep: 64 at most, about half the backlog.
+    let (backend, sends) = counted_backend(&settings, clock.clone(), 2);
 
     let report = sweep(&backend.engine, None, -SWEEP_LAG).await.unwrap();
     assert_eq!(
@@ -189,15 +189,15 @@ async fn one_sweeper_run_rearms_a_backlog_larger_than_a_sweep_ten_to_a_request()
 async fn a_run_whose_arms_fail_stops_after_one_sweep_and_the_next_run_repairs_them() {
     let settings = fresh_moto_resources("refused").await;
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
-    let lost = lost_timers(&settings, &clock, 60).await;
+    let lost = lost_timers(&settings, &clock, 100).await;
     let mut broken = settings.clone();
     broken.timer_queue_url = format!("{}-missing", settings.timer_queue_url);
-    let (refusing, _) = counted_backend(&broken, clock.clone(), 5);
+    let (refusing, _) = counted_backend(&broken, clock.clone(), 2);
 
     let started = Instant::now();
     let report = sweep(&refusing.engine, None, -SWEEP_LAG).await.unwrap();
     assert!(
-        report.rearmed <= 5 * 8,
+        report.rearmed <= 2 * DUE_SHARDS as usize,
         "one sweep's worth was tried, not the same again: {}",
         report.rearmed
     );

@@ -298,14 +298,20 @@ pub fn readiness_probe() -> ItemKey {
 
 // The indexes.
 
-/// Sweep partitions of the `due` index: spreads sweeper reads and hot due-times.
-pub const DUE_SHARDS: u32 = 8;
+/// Sweep partitions of the `due` index: spreads sweeper reads and hot due-times. While the
+/// timer queue refuses sends, every registration writes its unarmed work here: an index
+/// partition takes 1,000 writes a second, so 32 take 32,000 (10,000 callbacks a second
+/// with room). The count may grow (the sweeper reads every partition there is, and an
+/// entry stays in the partition it was written to), never shrink.
+pub const DUE_SHARDS: u32 = 32;
+/// Entries one sweep pass reads at most from each sweep partition: 32 × 250 = 8,000 a pass.
+pub const SWEEP_PAGE: usize = 250;
 /// Bucket partitions of the `due` index: an index partition takes 1,000 writes a second,
 /// so sixteen take about 16,000 far-future registrations a second (all tenants together).
 /// The count may grow (a minute's fire reads every partition there is), never shrink.
 pub const BUCKET_SHARDS: u32 = 16;
 
-/// The sweep partition of the `due` index that holds a task's unarmed work: `0`…`7`.
+/// The sweep partition of the `due` index that holds a task's unarmed work: `0`…`31`.
 pub fn sweep_shard(id: &TaskId) -> String {
     id.spread(DUE_SHARDS).to_string()
 }
@@ -423,11 +429,10 @@ mod tests {
         );
         assert_eq!(key(sweep_checkpoint()), ("SWEEP".into(), "SWEEP".into()));
         assert_eq!(key(readiness_probe()), ("READY".into(), "PROBE".into()));
-        assert_eq!(sweep_shard(&id), id.spread(8).to_string());
-        assert_eq!(
-            sweep_shards().collect::<Vec<_>>(),
-            ["0", "1", "2", "3", "4", "5", "6", "7"]
-        );
+        assert_eq!(sweep_shard(&id), id.spread(32).to_string());
+        let shards: Vec<String> = sweep_shards().collect();
+        assert_eq!(shards.len(), 32);
+        assert_eq!((shards[0].as_str(), shards[31].as_str()), ("0", "31"));
         assert_eq!(bucket_partition(15), "b15");
         assert_eq!(business_key(&acme(), &business), "acme#order-42");
     }

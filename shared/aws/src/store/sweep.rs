@@ -61,7 +61,8 @@ async fn load(store: &DynamoStore) -> Result<Checkpoint, StoreError> {
 }
 
 /// Reads every sweep shard side by side (a shard's pages follow one another), from the
-/// checkpoint up to `cutoff`, at most `limit` entries a shard; then the tasks they name.
+/// checkpoint up to `cutoff`, at most `limit` entries a shard (and no more than
+/// [`keys::SWEEP_PAGE`]); then the tasks they name.
 async fn due(
     store: &DynamoStore,
     cutoff: DateTime<Utc>,
@@ -71,7 +72,7 @@ async fn due(
     let shards: Vec<String> = keys::sweep_shards().collect();
     let reads = join_all(shards.iter().map(|shard| {
         let after = checkpoint.after.get(shard);
-        read_shard(store, shard, after, cutoff, limit)
+        read_shard(store, shard, after, cutoff, limit.min(keys::SWEEP_PAGE))
     }))
     .await;
     let mut keys = Vec::new();
