@@ -37,6 +37,8 @@ new BoomerangStack(app, `Boomerang-${stage}`, {
   frontend,
   alarmEmail: ctx('alarmEmail'),
   retentionDays: num('retentionDays'),
+  tableWarmWrites: num('tableWarmWrites'),
+  tableWarmReads: num('tableWarmReads'),
   deliveryReservedConcurrency: num('deliveryReservedConcurrency'),
   apiReservedConcurrency: num('apiReservedConcurrency'),
   deliveryMaxConcurrency: num('deliveryMaxConcurrency'),

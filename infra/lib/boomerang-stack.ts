@@ -33,6 +33,20 @@ export const LEASE_MARGIN_SECONDS = 30;
 /** Memory of the API and delivery functions (`boomerang-bench cost` prices with these). */
 export const API_MEMORY_MB = 256;
 export const DELIVERY_MEMORY_MB = 256;
+/** The table's warm throughput, if asked for: whole units a second, at least one. */
+function warmThroughput(props: BoomerangStackProps): dynamodb.WarmThroughput | undefined {
+  const { tableWarmWrites: writes, tableWarmReads: reads } = props;
+  if (writes === undefined && reads === undefined) {
+    return undefined;
+  }
+  for (const units of [writes, reads]) {
+    if (units !== undefined && (!Number.isInteger(units) || units < 1)) {
+      throw new Error('tableWarmWrites and tableWarmReads must be whole numbers of units, at least 1');
+    }
+  }
+  return { writeUnitsPerSecond: writes, readUnitsPerSecond: reads };
+}
+
 /** The namespace the metric filters publish the functions' metric lines to. */
 export const METRICS_NAMESPACE = 'Boomerang';
 
@@ -50,6 +64,14 @@ export interface BoomerangStackProps extends StackProps {
   readonly alarmEmail?: string;
   /** Days finished tasks are kept (at least 2). */
   readonly retentionDays?: number;
+  /**
+   * The table's warm throughput: the writes and reads a second it takes at once, before
+   * on-demand scaling has seen the traffic (a new on-demand table starts at 4,000 writes
+   * and 12,000 reads). A callback writes three units: 10,000 callbacks a second want about
+   * 30,000 writes. Default: none set (the table warms with its traffic).
+   */
+  readonly tableWarmWrites?: number;
+  readonly tableWarmReads?: number;
   /**
    * Reserves (and caps) the delivery function's concurrency, and so the outbound fan-out.
    * Default: none, the function draws on the account's pool, capped by the mapping's
@@ -184,6 +206,7 @@ export class BoomerangStack extends Stack {
       deletionProtection: protect,
       timeToLiveAttribute: tableLayout.timeToLive,
       removalPolicy,
+      warmThroughput: warmThroughput(props),
     });
     // Tasks are keyed by tenant (`T#<tenant>#<shard>`, task id), so a tenant's tasks are
     // listed from the table itself: no index entry per task. Both indexes project keys

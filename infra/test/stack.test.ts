@@ -448,3 +448,12 @@ test('outputs name the API URL, the table and the queues', () => {
     assert.ok(outputs.includes(o), o);
   }
 });
+
+test('the table takes a warm throughput when asked, and none by default', () => {
+  assert.equal(only('AWS::DynamoDB::Table').Properties.WarmThroughput, undefined);
+  synth({ tableWarmWrites: 30000, tableWarmReads: 20000 }).hasResourceProperties(
+    'AWS::DynamoDB::Table',
+    { WarmThroughput: { WriteUnitsPerSecond: 30000, ReadUnitsPerSecond: 20000 } },
+  );
+  assert.throws(() => synth({ tableWarmWrites: 0 }), /at least 1/);
+});
