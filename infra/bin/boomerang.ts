@@ -47,6 +47,8 @@ new BoomerangStack(app, `Boomerang-${stage}`, {
   apiRateLimit: num('apiRateLimit'),
   apiBurstLimit: num('apiBurstLimit'),
   allowedCidrs: ctx('allowedCidrs'),
+  deliverySubnetIds: ctx('deliverySubnetIds')?.split(',').map((s) => s.trim()),
+  deliverySecurityGroupIds: ctx('deliverySecurityGroupIds')?.split(',').map((s) => s.trim()),
   alertUrl: ctx('alertUrl'),
   deletionProtection: ctx('deletionProtection') !== 'false',
   env: {

@@ -112,6 +112,14 @@ export interface BoomerangStackProps extends StackProps {
   readonly apiBurstLimit?: number;
   /** Private ranges webhooks may reach (comma-separated CIDRs). */
   readonly allowedCidrs?: string;
+  /**
+   * Runs the delivery function in these subnets of a VPC, with these security groups: for
+   * receivers only a private network reaches (give their ranges in `allowedCidrs`). The
+   * subnets need a route to DynamoDB, SQS and Scheduler (VPC endpoints, or a NAT
+   * gateway) and to the receivers. Default: none (the function has AWS's own network).
+   */
+  readonly deliverySubnetIds?: string[];
+  readonly deliverySecurityGroupIds?: string[];
   /** Where failure alerts go when neither a task nor its tenant names a destination. */
   readonly alertUrl?: string;
   /** Off only for throw-away test stacks. */
@@ -432,6 +440,7 @@ export class BoomerangStack extends Stack {
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['P#*'] } },
       }),
     );
+    this.deliveryInVpc(deliveryFn, props);
     // Exhausted tasks are dead-lettered by whoever ran the last attempt, or by the sweeper.
     for (const fn of [deliveryFn, sweeperFn]) {
       fn.addToRolePolicy(
@@ -585,6 +594,55 @@ export class BoomerangStack extends Stack {
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: deadLetters.queueUrl });
     new CfnOutput(this, 'SystemFailuresQueueUrl', { value: systemFailures.queueUrl });
     new CfnOutput(this, 'ScheduleGroup', { value: Fn.ref(group.logicalId) });
+  }
+
+  /**
+   * Puts the delivery function in the VPC subnets the props name, if any, with the
+   * security groups they name, and lets Lambda manage its network interfaces there: the
+   * interfaces, subnets and groups named, and the two describe calls, which take no
+   * resource but `*`.
+   */
+  private deliveryInVpc(fn: lambda.Function, props: BoomerangStackProps) {
+    const subnets = props.deliverySubnetIds ?? [];
+    const groups = props.deliverySecurityGroupIds ?? [];
+    if (subnets.length === 0 && groups.length === 0) {
+      return;
+    }
+    if (subnets.length === 0 || groups.length === 0) {
+      throw new Error('deliverySubnetIds and deliverySecurityGroupIds go together');
+    }
+    (fn.node.defaultChild as lambda.CfnFunction).vpcConfig = {
+      subnetIds: subnets,
+      securityGroupIds: groups,
+    };
+    const ec2Arn = (resource: string, name: string) =>
+      Stack.of(this).formatArn({ service: 'ec2', resource, resourceName: name });
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['ec2:CreateNetworkInterface'],
+        resources: [
+          ec2Arn('network-interface', '*'),
+          ...subnets.map((id) => ec2Arn('subnet', id)),
+          ...groups.map((id) => ec2Arn('security-group', id)),
+        ],
+      }),
+    );
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: [
+          'ec2:DeleteNetworkInterface',
+          'ec2:AssignPrivateIpAddresses',
+          'ec2:UnassignPrivateIpAddresses',
+        ],
+        resources: [ec2Arn('network-interface', '*')],
+      }),
+    );
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'],
+        resources: ['*'],
+      }),
+    );
   }
 
   /**

@@ -457,3 +457,29 @@ test('the table takes a warm throughput when asked, and none by default', () => 
   );
   assert.throws(() => synth({ tableWarmWrites: 0 }), /at least 1/);
 });
+
+test('the delivery function runs in the VPC subnets given, managing only its own interfaces', () => {
+  assert.equal(fnByName('delivery').Properties.VpcConfig, undefined, 'no VPC by default');
+  const inVpc = synth({
+    deliverySubnetIds: ['subnet-0a', 'subnet-0b'],
+    deliverySecurityGroupIds: ['sg-0c'],
+  });
+  const fns = Object.values(inVpc.findResources('AWS::Lambda::Function')) as any[];
+  const delivery = fns.find((f) => f.Properties.FunctionName === 'test-boomerang-delivery');
+  assert.deepEqual(delivery.Properties.VpcConfig, {
+    SubnetIds: ['subnet-0a', 'subnet-0b'],
+    SecurityGroupIds: ['sg-0c'],
+  });
+  for (const other of fns.filter((f) => f !== delivery)) {
+    assert.equal(other.Properties.VpcConfig, undefined, 'only the delivery function');
+  }
+  const statements = Object.values(inVpc.findResources('AWS::IAM::Policy')).flatMap(
+    (p: any) => p.Properties.PolicyDocument.Statement,
+  );
+  for (const s of statements) {
+    if ([s.Resource].flat().includes('*')) {
+      assert.deepEqual([s.Action].flat().sort(), ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets']);
+    }
+  }
+  assert.throws(() => synth({ deliverySubnetIds: ['subnet-0a'] }), /go together/);
+});
