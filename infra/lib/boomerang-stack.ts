@@ -232,12 +232,16 @@ export class BoomerangStack extends Stack {
     }
 
     // ── Queues ─────────────────────────────────────────────────────────────────────────
+    // The queues and the schedule group hold the work's custody (a pending attempt's
+    // timer, a minute's fire, a failure to hand back, a dead letter): kept, as the table
+    // is, when the stack is deleted, unless deletion protection is off.
     const queue = (id: string, name: string, extra: Partial<sqs.QueueProps> = {}) =>
       new sqs.Queue(this, id, {
         queueName: `${stage}-boomerang-${name}`,
         encryption: sqs.QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         retentionPeriod: Duration.days(14),
+        removalPolicy,
         ...extra,
       });
     // Fires Scheduler could not deliver, failed async invocations and timer messages that
@@ -264,6 +268,7 @@ export class BoomerangStack extends Stack {
     const group = new scheduler.CfnScheduleGroup(this, 'Timers', {
       name: `${stage}-boomerang-timers`,
     });
+    group.applyRemovalPolicy(removalPolicy);
     const scheduleArns = Stack.of(this).formatArn({
       service: 'scheduler',
       resource: 'schedule',

@@ -92,6 +92,18 @@ test('deletion protection can be turned off for test stacks', () => {
   template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
 });
 
+test('what holds the work is kept when the stack goes: the table, the queues, the schedule group', () => {
+  for (const type of ['AWS::DynamoDB::Table', 'AWS::SQS::Queue', 'AWS::Scheduler::ScheduleGroup']) {
+    for (const r of Object.values(resources(type)) as any[]) {
+      assert.equal(r.DeletionPolicy, 'Retain', type);
+    }
+    const throwAway = Object.values(synth({ deletionProtection: false }).findResources(type)) as any[];
+    for (const r of throwAway) {
+      assert.equal(r.DeletionPolicy, 'Delete', `${type} of a test stack`);
+    }
+  }
+});
+
 test('three provided.al2023 functions, arm64 by default, sized as the cost meter prices them', () => {
   for (const name of ['api', 'delivery', 'sweeper']) {
     const fn = fnByName(name).Properties;
