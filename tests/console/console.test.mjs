@@ -276,7 +276,7 @@ test('a paused flow is listed with its waiting task, and resuming it sends the t
   assert.equal((await call('GET', path)).body.paused, false);
   // Any flow can be paused by its key, busy or not.
   await page.getByLabel('Flow key').fill('idle-flow');
-  await page.getByRole('button', { name: 'Pause flow' }).click();
+  await page.getByRole('button', { name: 'Pause flow', exact: true }).click();
   await page.locator('tr[data-flow="idle-flow"] .badge', { hasText: 'paused' }).waitFor();
   assert.equal((await call('POST', '/v1/flows/idle-flow/resume')).status, 200);
   assert.deepEqual(requested.filter((url) => !url.startsWith(`${base}/`)), []);
