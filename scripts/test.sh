@@ -48,7 +48,7 @@ fuzz_pid=$!
 
 echo "== cargo test"
 test_status=0
-cargo test --locked --workspace 2>&1 | tee -a "$log" || test_status=$?
+cargo test --locked --workspace --no-fail-fast 2>&1 | tee -a "$log" || test_status=$?
 
 echo "== console browser tests (headless Chromium)"
 console_status=0

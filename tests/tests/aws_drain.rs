@@ -4,7 +4,7 @@
 //! hands back, and the work a bucket's fire hands on, go ten to a request too. On moto,
 //! with the SQS client's sends counted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -210,6 +210,24 @@ async fn a_run_whose_arms_fail_stops_after_one_sweep_and_the_next_run_repairs_th
     assert_eq!(armed.len(), lost.len());
 }
 
+/// What the timer queue holds once each of `attempts` and something else came, or 30 s
+/// passed: how many times each attempt came, and everything else.
+async fn take_until_all_came(
+    queue: &str,
+    attempts: &[AttemptRef],
+) -> (BTreeMap<AttemptRef, usize>, Vec<TimerMessage>) {
+    let sqs = aws_sdk_sqs::Client::new(&moto());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    loop {
+        let (armed, other) = tally(got.clone());
+        if (armed.len() == attempts.len() && !other.is_empty()) || Instant::now() > deadline {
+            return (armed, other);
+        }
+        got.extend(take_timer_messages(&sqs, queue, 1, Duration::from_secs(1)).await);
+    }
+}
+
 #[tokio::test]
 async fn system_failures_are_handed_back_ten_to_a_request() {
     let settings = fresh_moto_resources("redrive").await;
@@ -245,18 +263,22 @@ async fn system_failures_are_handed_back_ten_to_a_request() {
     let report = sweep(&backend.engine, Some(&failures), -SWEEP_LAG)
         .await
         .unwrap();
-    assert_eq!(
-        report.timers_redriven,
-        attempts.len() + 2,
-        "all but the stranger"
+    // A standard queue delivers at least once: two readers may both receive a message,
+    // and then both hand it back (a second timer for an attempt is harmless).
+    assert!(
+        report.timers_redriven >= attempts.len() + 2,
+        "all but the stranger: {}",
+        report.timers_redriven
     );
-    let (armed, other) = tally(take_all(&settings.timer_queue_url, attempts.len() + 1).await);
-    assert_eq!(armed.len(), attempts.len());
-    assert!(armed.values().all(|&n| n == 1));
+    let (armed, other) = take_until_all_came(&settings.timer_queue_url, &attempts).await;
     assert_eq!(
-        other,
-        vec![bucket],
-        "the bucket is queued again, the pass is not"
+        armed.keys().cloned().collect::<BTreeSet<_>>(),
+        attempts.iter().cloned().collect::<BTreeSet<_>>()
+    );
+    assert!(!other.is_empty());
+    assert!(
+        other.iter().all(|m| *m == bucket),
+        "the bucket is queued again, the pass is not: {other:?}"
     );
     assert_eq!(sends.single.load(Ordering::SeqCst), 0);
     assert!(
