@@ -16,7 +16,7 @@ pub use cli::*;
 pub use receiver::*;
 pub use requests::*;
 pub use server::*;
-pub use wait::wait_for;
+pub use wait::{try_wait_for, wait_for};
 
 /// Generates a test per scenario and backend: `embedded::NAME` and `aws::NAME`. The
 /// calling file has `Backend` in scope and a function `NAME(backend: Backend)` for each.

@@ -3,7 +3,20 @@
 use std::time::{Duration, Instant};
 
 /// Polls `check` until it returns `Some`, or panics with `what` after `within`.
-pub async fn wait_for<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
+pub async fn wait_for<T, F, Fut>(what: &str, within: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    match try_wait_for(within, check).await {
+        Some(v) => v,
+        None => panic!("timed out waiting for {what}"),
+    }
+}
+
+/// Polls `check` until it returns `Some`, or gives `None` after `within` (for a test that
+/// has something to show before it fails).
+pub async fn try_wait_for<T, F, Fut>(within: Duration, mut check: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -11,9 +24,11 @@ where
     let deadline = Instant::now() + within;
     loop {
         if let Some(v) = check().await {
-            return v;
+            return Some(v);
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() >= deadline {
+            return None;
+        }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }

@@ -25,7 +25,7 @@ use boomerang_core::clock::{Clock, SystemClock};
 use boomerang_core::domain::{Backoff, MaxAttempts, RetryPolicy, Status, TaskId, TenantId};
 use boomerang_core::engine::{Engine, FireTime, NewTask};
 use boomerang_e2e::aws::{bulk_moto, dev_config, dynalite, fresh_dynalite_table, unique_prefix};
-use boomerang_e2e::{wait_for, Receiver, Reply};
+use boomerang_e2e::{try_wait_for, wait_for, Receiver, Reply};
 use chrono::{DateTime, Utc};
 use futures_util::{stream, StreamExt};
 
@@ -236,6 +236,25 @@ async fn queue_counts(sqs: &aws_sdk_sqs::Client, queue: &str) -> [u64; 3] {
     ]
 }
 
+/// Prints each task that has not had its calls yet, as the store holds it.
+async fn show_missing(
+    registered: &[(usize, Kind, TenantId, TaskId)],
+    rx: &Receiver,
+    engine: &Engine,
+) {
+    let mut calls: HashMap<String, usize> = HashMap::new();
+    for r in rx.received() {
+        *calls.entry(r.path).or_default() += 1;
+    }
+    for (i, kind, tenant, id) in registered {
+        let got = calls.get(&format!("/{}/{i}", kind.name())).copied();
+        if got.unwrap_or(0) < kind.calls() {
+            let view = engine.get(tenant, id).await;
+            eprintln!("task {i} ({kind:?}) called {got:?} times: {view:#?}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honour_cancels() {
     let started = Instant::now();
@@ -376,7 +395,7 @@ async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honou
             .count()
     };
     let mut said = Instant::now();
-    wait_for("every call", Duration::from_secs(600), || {
+    let all_called = try_wait_for(Duration::from_secs(600), || {
         let calls = ok_calls();
         if said.elapsed() > Duration::from_secs(10) {
             said = Instant::now();
@@ -385,6 +404,10 @@ async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honou
         async move { (calls >= expected).then_some(()) }
     })
     .await;
+    if all_called.is_none() {
+        show_missing(&registered, &rx, &workers[0].engine).await;
+        panic!("timed out waiting for every call");
+    }
     stop_sweeper.store(true, Ordering::Relaxed);
     let mut said = Instant::now();
     wait_for("an empty queue", Duration::from_secs(300), || {

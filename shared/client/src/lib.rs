@@ -2,6 +2,8 @@
 //! renamed field fails to compile here, not at run time in a caller. The command line and
 //! the end-to-end tests use it.
 
+mod transport;
+
 use std::time::Duration;
 
 use boomerang_api::request::{BatchRequest, PolicyRequest, ScheduleFields, TaskRequest};
@@ -11,9 +13,14 @@ use boomerang_api::view::{
 };
 use boomerang_api::Problem;
 use boomerang_core::domain::{BusinessKey, ScheduleId, Status, TaskId};
-use reqwest::{Method, Url};
+use http::header::HeaderName;
+use http::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use url::Url;
+
+pub use transport::TransportError;
+use transport::{Call, Transport};
 
 /// Why a call did not get its answer.
 #[derive(Debug, thiserror::Error)]
@@ -29,8 +36,11 @@ pub enum ClientError {
     Unexpected { status: u16, body: String },
     #[error("bad URL: {0}")]
     Url(String),
+    #[error("cannot encode the request: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// An answer cut short, or a request that could not be made.
     #[error(transparent)]
-    Http(reqwest::Error),
+    Http(TransportError),
 }
 
 impl ClientError {
@@ -72,17 +82,14 @@ pub struct ListParams {
 pub struct Client {
     base: Url,
     api_key: String,
-    http: reqwest::Client,
+    http: Transport,
 }
 
 impl Client {
     /// The API at `base` (`http://127.0.0.1:8080`), called with `api_key`.
     pub fn new(base: &str, api_key: impl Into<String>) -> Result<Self, ClientError> {
         let base = Url::parse(base).map_err(|e| ClientError::Url(format!("{base}: {e}")))?;
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(ClientError::Http)?;
+        let http = Transport::new(Duration::from_secs(30)).map_err(ClientError::Http)?;
         Ok(Self {
             base,
             api_key: api_key.into(),
@@ -113,9 +120,9 @@ impl Client {
         task: &TaskRequest,
         idempotency_key: Option<&str>,
     ) -> Result<Answer<TaskView>, ClientError> {
-        let mut request = self.request(Method::POST, "/v1/tasks", &[])?.json(task);
+        let mut request = self.request(Method::POST, "/v1/tasks", &[])?.json(task)?;
         if let Some(key) = idempotency_key {
-            request = request.header("Idempotency-Key", key);
+            request = request.header(HeaderName::from_static("idempotency-key"), key);
         }
         self.answer(request).await
     }
@@ -268,7 +275,7 @@ impl Client {
         }
         let request = self
             .request(Method::POST, "/v1/schedules", &[])?
-            .json(&body);
+            .json(&body)?;
         self.answer(request).await
     }
 
@@ -327,7 +334,7 @@ impl Client {
         method: Method,
         path: &str,
         query: &[(&str, &str)],
-    ) -> Result<reqwest::RequestBuilder, ClientError> {
+    ) -> Result<Call, ClientError> {
         let mut url = self
             .base
             .join(path)
@@ -335,7 +342,7 @@ impl Client {
         if !query.is_empty() {
             url.query_pairs_mut().extend_pairs(query);
         }
-        Ok(self.http.request(method, url).bearer_auth(&self.api_key))
+        Ok(Call::new(method, url, &self.api_key))
     }
 
     async fn send<B: Serialize + ?Sized, T: DeserializeOwned>(
@@ -347,15 +354,12 @@ impl Client {
     ) -> Result<T, ClientError> {
         let mut request = self.request(method, path, query)?;
         if let Some(body) = body {
-            request = request.json(body);
+            request = request.json(body)?;
         }
         Ok(self.answer(request).await?.body)
     }
 
-    async fn answer<T: DeserializeOwned>(
-        &self,
-        request: reqwest::RequestBuilder,
-    ) -> Result<Answer<T>, ClientError> {
+    async fn answer<T: DeserializeOwned>(&self, request: Call) -> Result<Answer<T>, ClientError> {
         let (status, body) = self.body(request).await?;
         match serde_json::from_str(&body) {
             Ok(body) => Ok(Answer { status, body }),
@@ -364,10 +368,8 @@ impl Client {
     }
 
     /// Sends `request`; a success's status and body, or the problem it was refused with.
-    async fn body(&self, request: reqwest::RequestBuilder) -> Result<(u16, String), ClientError> {
-        let response = request.send().await.map_err(unreachable_or_http)?;
-        let status = response.status().as_u16();
-        let body = response.text().await.map_err(unreachable_or_http)?;
+    async fn body(&self, request: Call) -> Result<(u16, String), ClientError> {
+        let (status, body) = self.http.send(request).await.map_err(unreachable_or_http)?;
         if (200..300).contains(&status) {
             Ok((status, body))
         } else {
@@ -394,16 +396,9 @@ fn refused(status: u16, body: String) -> ClientError {
     }
 }
 
-fn unreachable_or_http(e: reqwest::Error) -> ClientError {
-    if e.is_connect() || e.is_timeout() || e.is_request() {
-        // The error and its causes: "error sending request…: … Connection refused".
-        let mut why = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            why = format!("{why}: {cause}");
-            source = cause.source();
-        }
-        ClientError::Unreachable(why)
+fn unreachable_or_http(e: TransportError) -> ClientError {
+    if e.is_unreachable() {
+        ClientError::Unreachable(e.to_string())
     } else {
         ClientError::Http(e)
     }

@@ -1,0 +1,142 @@
+//! The HTTP under the client: hyper's client over rustls (the platform's roots), one
+//! deadline per call. The API needs no more than a method, a URL, a few headers, a JSON
+//! body and the answer's status and text, so the client carries no more than that (and
+//! none of a server's layers).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderName, AUTHORIZATION, CONTENT_TYPE};
+use http::{Method, Request};
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use url::Url;
+
+/// Why a call got no answer, or no whole one.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("TLS setup: {0}")]
+    Tls(#[source] std::io::Error),
+    #[error("cannot build the request: {0}")]
+    Request(#[from] http::Error),
+    /// Refused connection, unknown host, a connection closed before the answer.
+    #[error("{}", chain(.0))]
+    Send(#[source] hyper_util::client::legacy::Error),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("reading the answer: {0}")]
+    Read(#[source] hyper::Error),
+}
+
+impl TransportError {
+    /// Whether the API was never reached (as opposed to an answer cut short).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Self::Send(_) | Self::Timeout(_))
+    }
+}
+
+/// One request to the API.
+pub struct Call {
+    method: Method,
+    url: Url,
+    bearer: String,
+    headers: Vec<(HeaderName, String)>,
+    /// A JSON body, if any.
+    json: Option<Vec<u8>>,
+}
+
+impl Call {
+    /// `method` on `url`, with `bearer` as its key.
+    pub fn new(method: Method, url: Url, bearer: &str) -> Self {
+        Self {
+            method,
+            url,
+            bearer: bearer.to_string(),
+            headers: Vec::new(),
+            json: None,
+        }
+    }
+
+    pub fn header(mut self, name: HeaderName, value: &str) -> Self {
+        self.headers.push((name, value.to_string()));
+        self
+    }
+
+    pub fn json<T: serde::Serialize + ?Sized>(mut self, body: &T) -> serde_json::Result<Self> {
+        self.json = Some(serde_json::to_vec(body)?);
+        Ok(self)
+    }
+}
+
+#[derive(Clone)]
+pub struct Transport {
+    http: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    timeout: Duration,
+}
+
+impl Transport {
+    /// Plain HTTP or HTTPS (a deployed API is behind HTTPS), each call given `timeout` to
+    /// answer in full.
+    pub fn new(timeout: Duration) -> Result<Self, TransportError> {
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        let https = HttpsConnectorBuilder::new()
+            .with_provider_and_platform_verifier(provider)
+            .map_err(TransportError::Tls)?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(Self {
+            http: HyperClient::builder(TokioExecutor::new()).build(https),
+            timeout,
+        })
+    }
+
+    /// Sends `call`; the answer's status and body as text.
+    pub async fn send(&self, call: Call) -> Result<(u16, String), TransportError> {
+        let request = request(call)?;
+        let exchange = async {
+            let response = (self.http.request(request).await).map_err(TransportError::Send)?;
+            let status = response.status().as_u16();
+            let body = (response.into_body().collect().await).map_err(TransportError::Read)?;
+            Ok((
+                status,
+                String::from_utf8_lossy(&body.to_bytes()).into_owned(),
+            ))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| TransportError::Timeout(self.timeout))?
+    }
+}
+
+fn request(call: Call) -> Result<Request<Full<Bytes>>, TransportError> {
+    let mut builder = Request::builder()
+        .method(call.method)
+        .uri(call.url.as_str())
+        .header(AUTHORIZATION, format!("Bearer {}", call.bearer));
+    for (name, value) in call.headers {
+        builder = builder.header(name, value);
+    }
+    let body = match call.json {
+        Some(json) => {
+            builder = builder.header(CONTENT_TYPE, "application/json");
+            Full::new(Bytes::from(json))
+        }
+        None => Full::new(Bytes::new()),
+    };
+    Ok(builder.body(body)?)
+}
+
+/// An error and its causes: "client error (Connect): tcp connect error: Connection refused".
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut why = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        why = format!("{why}: {cause}");
+        source = cause.source();
+    }
+    why
+}
