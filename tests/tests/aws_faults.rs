@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use boomerang_aws::bucket_schedules::{BucketSchedules, ScheduleTarget};
 use boomerang_aws::buckets::BucketFire;
 use boomerang_aws::lambda::{Delivery, QueueBatch};
 use boomerang_aws::settings::SWEEP_LAG;
@@ -141,9 +142,15 @@ async fn atomic_ports(
         table,
         Duration::from_secs(7 * 24 * 3600),
     ));
+    let schedules = BucketSchedules::new(
+        aws_sdk_scheduler::Client::new(&sdk),
+        ScheduleTarget::of(settings),
+        store.clone(),
+        clock.clone(),
+    );
     let timer = Arc::new(AwsTimer::new(
         aws_sdk_sqs::Client::new(&sdk),
-        aws_sdk_scheduler::Client::new(&sdk),
+        schedules,
         settings,
         clock.clone(),
     ));

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use aws_sdk_scheduler::types::{
     ActionAfterCompletion, FlexibleTimeWindow, FlexibleTimeWindowMode, Target,
 };
+use boomerang_aws::bucket_schedules::{at_expression, bucket_schedule_name};
 use boomerang_aws::buckets::BucketFire;
 use boomerang_aws::messages::{BucketWork, TimerMessage};
-use boomerang_aws::timer::{at_expression, bucket_schedule_name};
 use boomerang_aws::triggers::TriggerEmulator;
 use boomerang_aws::AwsBackend;
 use boomerang_core::clock::{Clock, ManualClock};

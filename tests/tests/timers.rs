@@ -7,8 +7,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_sdk_sqs::types::QueueAttributeName;
+use boomerang_aws::bucket_schedules::{at_expression, bucket_schedule_name};
+use boomerang_aws::bucket_schedules::{BucketSchedules, ScheduleTarget};
 use boomerang_aws::messages::{BucketWork, TimerMessage};
-use boomerang_aws::timer::{at_expression, bucket_schedule_name, AwsTimer};
+use boomerang_aws::store::DynamoStore;
+use boomerang_aws::timer::AwsTimer;
 use boomerang_aws::AwsSettings;
 use boomerang_core::clock::{Clock, ManualClock, SystemClock};
 use boomerang_core::domain::{AttemptRef, TaskId};
@@ -103,13 +106,36 @@ impl TimerProbe for BufferedQueueProbe {
 }
 
 fn aws_timer(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsTimer {
+    aws_timer_calling(settings, clock, aws_sdk_scheduler::Client::new(&moto()))
+}
+
+/// An instance's timer, calling Scheduler through `scheduler`.
+fn aws_timer_calling(
+    settings: &AwsSettings,
+    clock: Arc<dyn Clock>,
+    scheduler: aws_sdk_scheduler::Client,
+) -> AwsTimer {
     let sdk = moto();
-    AwsTimer::new(
-        aws_sdk_sqs::Client::new(&sdk),
-        aws_sdk_scheduler::Client::new(&sdk),
-        settings,
-        clock,
-    )
+    let store = Arc::new(DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&sdk),
+        &settings.table,
+        Duration::from_secs(3600),
+    ));
+    let schedules = BucketSchedules::new(
+        scheduler,
+        ScheduleTarget::of(settings),
+        store,
+        clock.clone(),
+    );
+    AwsTimer::new(aws_sdk_sqs::Client::new(&sdk), schedules, settings, clock)
+}
+
+/// A port nothing listens on: the one a just-dropped listener had.
+fn closed_port() -> u16 {
+    (std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn probe(settings: &AwsSettings) -> QueueProbe {
@@ -166,7 +192,7 @@ async fn a_five_minute_wait_uses_the_queue_only() {
 }
 
 #[tokio::test]
-async fn far_waits_make_sure_their_minute_has_one_bucket_schedule() {
+async fn far_waits_make_sure_their_minute_has_one_bucket_schedule_for_every_instance() {
     let settings = fresh_moto_resources("twenty").await;
     let now = Utc::now()
         .duration_trunc(chrono::Duration::minutes(1))
@@ -183,11 +209,29 @@ async fn far_waits_make_sure_their_minute_has_one_bucket_schedule() {
             .await
             .unwrap();
     }
-    // Another function instance arming into the same minute finds the schedule there.
-    aws_timer(&settings, clock)
+    // Another function instance arming into the same minute finds the schedule recorded in
+    // the table, and does not call Scheduler at all (here it could not reach it).
+    let unreachable = aws_sdk_scheduler::config::Builder::from(&moto())
+        .endpoint_url(format!("http://127.0.0.1:{}", closed_port()))
+        .build();
+    let other = aws_timer_calling(
+        &settings,
+        clock.clone(),
+        aws_sdk_scheduler::Client::from_conf(unreachable),
+    );
+    other
         .arm(AttemptRef::delivery(tenant.clone(), TaskId::new(), 1), due)
         .await
         .unwrap();
+    // A minute no instance has recorded is created through it, so it fails.
+    let later = due + chrono::Duration::minutes(1);
+    assert!(other
+        .arm(
+            AttemptRef::delivery(tenant.clone(), TaskId::new(), 1),
+            later
+        )
+        .await
+        .is_err());
 
     let scheduler = aws_sdk_scheduler::Client::new(&moto());
     let listed = scheduler

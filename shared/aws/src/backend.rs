@@ -11,6 +11,7 @@ use boomerang_core::ports::FlowPorts;
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
+use crate::bucket_schedules::{BucketSchedules, ScheduleTarget};
 use crate::buckets::BucketFire;
 use crate::dead_letters::SqsDeadLetters;
 use crate::flows::DynamoFlowCounters;
@@ -87,9 +88,15 @@ pub fn aws_with_clients(
     let flows = Arc::new(DynamoFlowCounters::new(ddb.clone(), &settings.table));
     let readiness = Arc::new(AwsReadiness::new(ddb.clone(), &settings.table));
     let tenants = Arc::new(DynamoTenants::new(ddb, &settings.table));
+    let schedules = BucketSchedules::new(
+        scheduler.clone(),
+        ScheduleTarget::of(&settings),
+        store.clone(),
+        config.clock.clone(),
+    );
     let timer = Arc::new(AwsTimer::new(
         sqs.clone(),
-        scheduler.clone(),
+        schedules,
         &settings,
         config.clock.clone(),
     ));

@@ -64,6 +64,10 @@ const TENANT_FLOWS: &str = "FL#";
 const CHECKPOINT: &str = "SWEEP";
 const REARM: &str = "REARM";
 const BUCKET_FIRES: &str = "BUCKET";
+/// A minute's own partition for the record that its schedule exists: every instance
+/// arming into a new minute reads it, so minutes do not share a partition's reads.
+const BUCKET_SCHEDULE: &str = "M#";
+const BUCKET_SCHEDULE_SK: &str = "SCHEDULED";
 
 /// The sort keys of a flow's slots begin with this.
 pub const FLOW_SLOTS: &str = "S#";
@@ -279,6 +283,14 @@ pub fn rearm_position(segment: u32, segments: u32) -> ItemKey {
 /// The record that a minute's bucket fire began.
 pub fn bucket_fired(minute: DateTime<Utc>) -> ItemKey {
     ItemKey::new(BUCKET_FIRES, minute.timestamp_millis().to_string())
+}
+
+/// The record that a minute's bucket schedule exists.
+pub fn bucket_scheduled(minute: DateTime<Utc>) -> ItemKey {
+    ItemKey::new(
+        format!("{BUCKET_SCHEDULE}{}", minute.timestamp_millis()),
+        BUCKET_SCHEDULE_SK,
+    )
 }
 
 /// How far the sweeper has checked that each minute's bucket fired.

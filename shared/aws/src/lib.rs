@@ -35,6 +35,7 @@
 pub mod attr;
 pub mod backend;
 pub mod bootstrap;
+pub mod bucket_schedules;
 pub mod buckets;
 pub mod capacity;
 pub mod dead_letters;

@@ -7,64 +7,32 @@
 //! [`BUCKET_LEAD`](crate::plan::BUCKET_LEAD) before the minute begins, and the fire
 //! ([`crate::buckets`]) reads the minute's entries and arms each attempt through SQS with
 //! the seconds it still has to wait. So a far-future task costs no Scheduler call after
-//! the first of its minute, the schedule quota counts minutes rather than tasks, a cancel
-//! leaves nothing to delete, and every attempt is precise to the second.
+//! the first of its minute in the whole fleet ([`crate::bucket_schedules`]), the schedule
+//! quota counts minutes rather than tasks, a cancel leaves nothing to delete, and every
+//! attempt is precise to the second.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_sdk_scheduler::types::{
-    ActionAfterCompletion, DeadLetterConfig, FlexibleTimeWindow, FlexibleTimeWindowMode,
-    RetryPolicy as SchedulerRetryPolicy, Target,
-};
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
 
-use crate::messages::{BucketWork, TimerMessage};
-use crate::plan::{bucket_fire_at, plan, queue_delay, TimerPlan};
+use crate::bucket_schedules::BucketSchedules;
+use crate::messages::TimerMessage;
+use crate::plan::{plan, queue_delay, TimerPlan};
 use crate::sdk::sdk_failure;
 use boomerang_core::clock::Clock;
 use boomerang_core::domain::AttemptRef;
 use boomerang_core::ports::{Timer, TimerError};
 
-/// Deterministic, so that every function instance arming into the minute finds the same
-/// schedule (≤ 64 chars).
-pub fn bucket_schedule_name(minute: DateTime<Utc>) -> String {
-    format!("bucket-{}", minute.format("%Y%m%dT%H%M"))
-}
-
-/// Scheduler's one-time expression, in UTC.
-pub fn at_expression(t: DateTime<Utc>) -> String {
-    format!("at({})", t.format("%Y-%m-%dT%H:%M:%S"))
-}
-
-/// Parses `at(…)` back (the trigger emulation needs it).
-pub fn parse_at_expression(expr: &str) -> Option<DateTime<Utc>> {
-    let inner = expr.strip_prefix("at(")?.strip_suffix(')')?;
-    chrono::NaiveDateTime::parse_from_str(inner, "%Y-%m-%dT%H:%M:%S")
-        .ok()
-        .map(|t| t.and_utc())
-}
-
-/// Minutes one instance remembers having made sure of, before it forgets the past ones.
-const ENSURED_KEPT: usize = 4096;
-
 pub struct AwsTimer {
     sqs: aws_sdk_sqs::Client,
-    scheduler: aws_sdk_scheduler::Client,
+    schedules: BucketSchedules,
     queue_url: String,
-    group: String,
-    target_arn: String,
-    role_arn: String,
-    dlq_arn: Option<String>,
     clock: Arc<dyn Clock>,
-    /// Buckets whose schedule this instance created or found: the next arm into the same
-    /// minute costs no call.
-    ensured: Mutex<BTreeSet<DateTime<Utc>>>,
     /// Whether messages go under their tenant's group (a fair queue); off once the queue
     /// refuses groups, as older emulators do on a standard queue.
     grouped: AtomicBool,
@@ -83,20 +51,15 @@ fn refuses_groups(why: &str) -> bool {
 impl AwsTimer {
     pub fn new(
         sqs: aws_sdk_sqs::Client,
-        scheduler: aws_sdk_scheduler::Client,
+        schedules: BucketSchedules,
         settings: &crate::settings::AwsSettings,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
             sqs,
-            scheduler,
+            schedules,
             queue_url: settings.timer_queue_url.clone(),
-            group: settings.schedule_group.clone(),
-            target_arn: settings.delivery_target_arn.clone(),
-            role_arn: settings.scheduler_role_arn.clone(),
-            dlq_arn: settings.scheduler_dlq_arn.clone(),
             clock,
-            ensured: Mutex::new(BTreeSet::new()),
             grouped: AtomicBool::new(true),
         }
     }
@@ -262,76 +225,6 @@ impl AwsTimer {
             .collect()
             .await
     }
-
-    /// Makes sure the minute's bucket has its schedule: created once by whichever instance
-    /// arms into it first; for the others, and for this one afterwards, already there.
-    async fn ensure_bucket(&self, minute: DateTime<Utc>) -> Result<(), TimerError> {
-        if self.ensured.lock().expect("not poisoned").contains(&minute) {
-            return Ok(());
-        }
-        self.create_bucket_schedule(minute).await?;
-        let mut ensured = self.ensured.lock().expect("not poisoned");
-        if ensured.len() >= ENSURED_KEPT {
-            // Past buckets have fired: no arm goes into them again.
-            let now = self.clock.now();
-            ensured.retain(|m| *m > now);
-        }
-        ensured.insert(minute);
-        Ok(())
-    }
-
-    async fn create_bucket_schedule(&self, minute: DateTime<Utc>) -> Result<(), TimerError> {
-        let input = serde_json::to_string(&TimerMessage::Bucket {
-            bucket: BucketWork::whole(minute),
-        })
-        .map_err(|e| TimerError(e.into()))?;
-        let target = Target::builder()
-            .arn(&self.target_arn)
-            .role_arn(&self.role_arn)
-            .input(input)
-            // Scheduler retries a failed invoke for a while; what still fails goes to its DLQ
-            // (the system-failures queue), and the sweeper hands it back to the timer queue.
-            .retry_policy(
-                SchedulerRetryPolicy::builder()
-                    .maximum_retry_attempts(10)
-                    .maximum_event_age_in_seconds(3600)
-                    .build(),
-            )
-            .set_dead_letter_config(
-                self.dlq_arn
-                    .as_ref()
-                    .map(|arn| DeadLetterConfig::builder().arn(arn).build()),
-            )
-            .build()
-            .map_err(|e| TimerError(e.into()))?;
-        let window = FlexibleTimeWindow::builder()
-            .mode(FlexibleTimeWindowMode::Off)
-            .build()
-            .map_err(|e| TimerError(e.into()))?;
-        let created = self
-            .scheduler
-            .create_schedule()
-            .name(bucket_schedule_name(minute))
-            .group_name(&self.group)
-            .schedule_expression(at_expression(bucket_fire_at(minute)))
-            .schedule_expression_timezone("UTC")
-            .flexible_time_window(window)
-            .action_after_completion(ActionAfterCompletion::Delete)
-            .target(target)
-            .send()
-            .await;
-        match created {
-            Ok(_) => Ok(()),
-            // Another instance (or this one, before a restart) made it: it does the job.
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conflict_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(TimerError(sdk_failure(e))),
-        }
-    }
 }
 
 #[async_trait]
@@ -342,7 +235,7 @@ impl Timer for AwsTimer {
                 self.send(&TimerMessage::Attempt(attempt), delay_seconds)
                     .await
             }
-            TimerPlan::Bucket { minute } => self.ensure_bucket(minute).await,
+            TimerPlan::Bucket { minute } => self.schedules.ensure(minute).await,
         }
     }
 
@@ -367,7 +260,7 @@ impl Timer for AwsTimer {
                     queued.push((i, TimerMessage::Attempt(attempt.clone()), delay_seconds))
                 }
                 TimerPlan::Bucket { minute } => {
-                    results[i] = Some(self.ensure_bucket(minute).await);
+                    results[i] = Some(self.schedules.ensure(minute).await);
                 }
             }
         }
@@ -394,15 +287,6 @@ impl Timer for AwsTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
-
-    #[test]
-    fn a_buckets_schedule_is_named_after_its_minute() {
-        let minute = Utc.with_ymd_and_hms(2030, 1, 1, 12, 20, 0).unwrap();
-        let name = bucket_schedule_name(minute);
-        assert_eq!(name, "bucket-20300101T1220");
-        assert!(name.len() <= 64);
-    }
 
     #[test]
     fn a_queue_refusing_groups_is_told_from_other_failures() {
@@ -412,13 +296,5 @@ mod tests {
              Reason: The request include parameter that is not valid for this queue type."
         ));
         assert!(!refuses_groups("ThrottlingException: Rate exceeded"));
-    }
-
-    #[test]
-    fn at_expressions_round_trip() {
-        let t = Utc.with_ymd_and_hms(2031, 2, 3, 4, 5, 0).unwrap();
-        assert_eq!(at_expression(t), "at(2031-02-03T04:05:00)");
-        assert_eq!(parse_at_expression(&at_expression(t)), Some(t));
-        assert_eq!(parse_at_expression("rate(1 minute)"), None);
     }
 }

@@ -11,9 +11,9 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_sqs::types::Message;
 
 use crate::backend::AwsBackend;
+use crate::bucket_schedules::parse_at_expression;
 use crate::lambda::{Delivery, DeliveryEvent};
 use crate::sdk::{delete_messages, describe};
-use crate::timer::parse_at_expression;
 use boomerang_core::clock::Clock;
 
 /// How long a received timer message stays invisible.

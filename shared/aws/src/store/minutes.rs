@@ -1,40 +1,76 @@
-//! The custody of a minute's bucket: the record that its fire began, and how far the
-//! sweeper has checked that every minute with entries had one. A minute whose fire never
+//! The custody of a minute's bucket: the record that its schedule exists (so the fleet
+//! creates it once: [`crate::bucket_schedules`]), the record that its fire began, and how
+//! far the sweeper has checked that every minute with entries had one. A minute whose fire never
 //! came (its schedule lost, its invocation dropped) is found by the sweeper and fired then
 //! ([`crate::buckets::BucketFire::check_fires`]).
 
 use chrono::{DateTime, Utc};
 
+use async_trait::async_trait;
+
 use super::table::DynamoStore;
 use crate::attr::{self, DUE_INDEX};
+use crate::bucket_schedules::ScheduledMinutes;
 use crate::keys::{self, bucket_sort_key_from, BUCKET_SHARDS};
 use crate::sdk::items::{get_item, get_n, n, s};
 use crate::sdk::sdk_failure;
 use boomerang_core::ports::StoreError;
 use futures_util::future::join_all;
 
-/// How long a minute's fire record is kept (TTL): well past the time the sweeper checks it.
+/// How long a minute's records are kept (TTL): well past the time the sweeper checks them.
 const FIRED_KEPT: chrono::Duration = chrono::Duration::days(2);
 
 fn unavailable<E: std::error::Error + Send + Sync + 'static>(e: E) -> StoreError {
     StoreError::Unavailable(sdk_failure(e))
 }
 
+#[async_trait]
+impl ScheduledMinutes for DynamoStore {
+    /// An eventually consistent read: a record not seen yet costs one `CreateSchedule`
+    /// that finds the schedule there.
+    async fn is_scheduled(&self, minute: DateTime<Utc>) -> Result<bool, StoreError> {
+        let item = get_item(
+            &self.client,
+            &self.table,
+            &keys::bucket_scheduled(minute),
+            false,
+        )
+        .await
+        .map_err(StoreError::Unavailable)?;
+        Ok(item.is_some())
+    }
+
+    async fn mark_scheduled(&self, minute: DateTime<Utc>) -> Result<(), StoreError> {
+        self.put_minute_record(keys::bucket_scheduled(minute), minute)
+            .await
+    }
+}
+
 impl DynamoStore {
-    /// Records that `minute`'s bucket fire began (written by the fire, before it reads).
-    pub async fn mark_bucket_fired(&self, minute: DateTime<Utc>) -> Result<(), StoreError> {
+    /// Puts a record about `minute`, kept (TTL) until well past the sweeper's check of it.
+    async fn put_minute_record(
+        &self,
+        key: keys::ItemKey,
+        minute: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
         let expires = minute
             .checked_add_signed(FIRED_KEPT)
             .unwrap_or(minute)
             .timestamp();
         (self.client.put_item())
             .table_name(&self.table)
-            .set_item(Some(keys::bucket_fired(minute).to_item()))
+            .set_item(Some(key.to_item()))
             .item(attr::EXPIRES, n(expires))
             .send()
             .await
             .map_err(unavailable)?;
         Ok(())
+    }
+
+    /// Records that `minute`'s bucket fire began (written by the fire, before it reads).
+    pub async fn mark_bucket_fired(&self, minute: DateTime<Utc>) -> Result<(), StoreError> {
+        self.put_minute_record(keys::bucket_fired(minute), minute)
+            .await
     }
 
     /// Whether `minute`'s bucket fire began.
