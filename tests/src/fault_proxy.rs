@@ -52,6 +52,8 @@ pub struct Rule {
     /// The share of matching calls it answers (0 to 1), drawn at random per call.
     pub share: f64,
     pub until: Instant,
+    /// Only calls whose request body holds this text (a key, a task id); `None`: any.
+    pub containing: Option<String>,
 }
 
 impl Rule {
@@ -63,6 +65,7 @@ impl Rule {
             fault,
             share: 1.0,
             until: Instant::now() + lasting,
+            containing: None,
         }
     }
 
@@ -78,10 +81,17 @@ impl Rule {
         self
     }
 
-    fn matches(&self, call: &Call, now: Instant) -> bool {
+    /// Only the calls whose body holds `text`: the calls about one item.
+    pub fn containing(mut self, text: &str) -> Self {
+        self.containing = Some(text.to_string());
+        self
+    }
+
+    fn matches(&self, call: &Call, body: &[u8], now: Instant) -> bool {
         now < self.until
             && call.service == Some(self.service)
             && (self.operations.is_empty() || self.operations.contains(&call.operation.as_str()))
+            && (self.containing.as_ref()).is_none_or(|text| holds(body, text.as_bytes()))
             && rand::random::<f64>() < self.share
     }
 }
@@ -162,7 +172,7 @@ struct Forward {
 impl Forward {
     async fn handle(&self, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
         let call = call_of(&method, &uri, &headers);
-        match self.fault_for(&call) {
+        match self.fault_for(&call, &body) {
             Some(Fault::Latency(d)) => tokio::time::sleep(d).await,
             Some(fault) => return answer(&call, fault),
             None => {}
@@ -171,10 +181,14 @@ impl Forward {
     }
 
     /// The fault of the first rule in force that matches, recorded.
-    fn fault_for(&self, call: &Call) -> Option<Fault> {
+    fn fault_for(&self, call: &Call, body: &[u8]) -> Option<Fault> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
-        let fault = state.rules.iter().find(|r| r.matches(call, now))?.fault;
+        let fault = state
+            .rules
+            .iter()
+            .find(|r| r.matches(call, body, now))?
+            .fault;
         state.injected.push((call.operation.clone(), fault));
         Some(fault)
     }
@@ -203,6 +217,10 @@ impl Forward {
         let body = answer.bytes().await.unwrap_or_default();
         (status, out, body).into_response()
     }
+}
+
+fn holds(body: &[u8], text: &[u8]) -> bool {
+    !text.is_empty() && body.windows(text.len()).any(|w| w == text)
 }
 
 /// Headers that belong to one connection (or that the client sets again for the upstream).

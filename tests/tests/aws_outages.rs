@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use boomerang_api::request::TaskRequest;
+use boomerang_api::request::{BatchRequest, TaskRequest};
 use boomerang_client::Client;
 use boomerang_e2e::aws::{dynalite_endpoint, moto_endpoint};
 use boomerang_e2e::fault_proxy::{Fault, FaultProxy, Rule, Service};
@@ -182,4 +182,70 @@ async fn rearm_arms_every_unfinished_task_after_the_queue_is_lost() {
     let since = Instant::now();
     let duplicates = every_path_called(&rx, n, since).await;
     assert_eq!(duplicates, 0, "each delivered once");
+}
+
+/// One timer message in a thousand is poisoned: every time a worker takes it, the table
+/// fails the reads of its task (here for 90 s), so its handling fails again and again. SQS
+/// moves it to the system-failures queue after its fifth receive, the sweeper hands it
+/// back, and it is delivered once the reads work; the other 999 in a thousand go out
+/// meanwhile, none held behind it.
+#[tokio::test]
+async fn poisoned_timer_messages_hold_nothing_back_and_are_delivered_in_the_end() {
+    const TASKS: usize = 2_000;
+    let poison_window = Duration::from_secs(90);
+    let proxy = FaultProxy::start(&dynalite_endpoint()).await;
+    let rx = Receiver::always(200).await;
+    let server = server_through(&proxy, Service::DynamoDb);
+    let api = server.api();
+    let mut ids = Vec::new();
+    for first in (0..TASKS).step_by(100) {
+        let tasks = (first..first + 100)
+            .map(|i| callback(rx.url(&format!("/t/{i}"))).delay("15s"))
+            .collect();
+        let batch = BatchRequest { tasks };
+        let answer = api.create_batch(&batch).await.expect("batch registered");
+        ids.extend(
+            answer
+                .tasks
+                .into_iter()
+                .map(|t| t.task.expect("registered").id),
+        );
+    }
+    let poisoned: Vec<usize> = (0..TASKS).step_by(1000).map(|i| i + 7).collect();
+    for &i in &poisoned {
+        proxy.inject(
+            Rule::every(Service::DynamoDb, Fault::ServerError, poison_window)
+                .containing(&ids[i].to_string()),
+        );
+    }
+    let poisons_lifted = Instant::now() + poison_window;
+
+    // Everything else is delivered while the poisoned messages still fail.
+    let healthy = TASKS - poisoned.len();
+    wait_for("every healthy callback", REPAIR_PATIENCE, || async {
+        let paths: std::collections::HashSet<String> =
+            rx.received().into_iter().map(|r| r.path).collect();
+        (paths.len() >= healthy).then_some(())
+    })
+    .await;
+    let healthy_done = Instant::now();
+    let duplicates = every_path_called(&rx, TASKS, poisons_lifted).await;
+    println!(
+        "{TASKS} callbacks, {} poisoned: the rest delivered {:.1} s before the poison lifted; \
+         {} refused reads of the poisoned tasks",
+        poisoned.len(),
+        poisons_lifted
+            .saturating_duration_since(healthy_done)
+            .as_secs_f64(),
+        proxy.injected()
+    );
+    assert!(
+        proxy.injected() >= 5 * poisoned.len(),
+        "each poisoned message failed on every receive: {}",
+        proxy.injected()
+    );
+    assert!(
+        duplicates <= TASKS / 100,
+        "{duplicates} duplicate calls for {TASKS} callbacks"
+    );
 }

@@ -257,6 +257,11 @@ async fn show_missing(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honour_cancels() {
+    // The workers' warnings and errors, shown if the test fails.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("warn")
+        .with_test_writer()
+        .try_init();
     let started = Instant::now();
     let mut settings = bootstrap(&bulk_moto(), &unique_prefix("many"))
         .await

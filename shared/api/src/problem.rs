@@ -218,6 +218,10 @@ impl From<EngineError> for Problem {
                 // Nothing was acknowledged, so the client may safely retry.
                 Problem::unavailable("the task store is unavailable")
             }
+            EngineError::Timer(e) => {
+                tracing::error!(error = %e, "timer error");
+                Problem::unavailable("the timer is unavailable")
+            }
         }
     }
 }

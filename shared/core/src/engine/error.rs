@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::domain::{Invalid, Refusal};
-use crate::ports::StoreError;
+use crate::ports::{StoreError, TimerError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -28,4 +28,8 @@ pub enum EngineError {
     ScheduleConflict(crate::domain::ScheduleRefusal),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A fire being handled could not arm the timer that was to take its place: the fire
+    /// fails, so that the timer that brought it comes again.
+    #[error(transparent)]
+    Timer(#[from] TimerError),
 }

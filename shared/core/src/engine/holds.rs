@@ -51,7 +51,7 @@ impl Engine {
         match task.claim_check(at.attempt, self.ports.clock.now()) {
             Ok(()) => {}
             Err(Refusal::NotDue(due)) => {
-                self.arm(at, due).await;
+                self.arm_in_place(at, due).await?;
                 return Ok(Step::Done(DeliverOutcome::Early));
             }
             // Not held, or not a check's timer: perhaps a lagging read, so it is read again
@@ -73,7 +73,7 @@ impl Engine {
                         "check given back: this machine ran out of resources before the call left"
                     );
                     let again = self.ports.clock.now() + LOCAL_RETRY;
-                    self.put_off(at, again).await;
+                    self.put_off_in_place(at, again).await?;
                     self.record(MetricEvent::GivenBack);
                     return Ok(Step::Done(DeliverOutcome::GivenBack));
                 }

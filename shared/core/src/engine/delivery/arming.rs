@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::domain::{Attempt, AttemptRef, Task, TaskId};
+use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::ports::TimerError;
 
@@ -21,16 +22,24 @@ impl Engine {
         self.armed(task, number, result)
     }
 
-    /// Puts an attempt off past its stored due time ([`crate::ports::Timer::put_off`]); a failure is
-    /// logged and left to the sweep. Returns whether it armed.
-    pub(in crate::engine) async fn put_off(
+    /// Arms the timer that takes a fire's place (the fire came early, or is to be looked
+    /// at again): a failure fails the fire, which a durable timer then brings again,
+    /// instead of letting the fire go with nothing armed in its place.
+    pub(in crate::engine) async fn arm_in_place(
+        &self,
+        attempt: AttemptRef,
+        at: DateTime<Utc>,
+    ) -> Result<(), EngineError> {
+        Ok(self.ports.timer.arm(attempt, at).await?)
+    }
+
+    /// [`Self::arm_in_place`], putting the attempt off past its stored due time.
+    pub(in crate::engine) async fn put_off_in_place(
         &self,
         attempt: AttemptRef,
         until: DateTime<Utc>,
-    ) -> bool {
-        let (task, number) = (attempt.task_id, attempt.attempt);
-        let result = self.ports.timer.put_off(attempt, until).await;
-        self.armed(task, number, result)
+    ) -> Result<(), EngineError> {
+        Ok(self.ports.timer.put_off(attempt, until).await?)
     }
 
     /// Whether an arm worked; a failure is logged and left to the sweep.

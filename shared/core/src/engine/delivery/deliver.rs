@@ -104,12 +104,12 @@ impl Engine {
         let now = self.ports.clock.now();
         let (_, lane) = self.lane_of(&task).await;
         if let Some(until) = lane.paused(now) {
-            return Ok(self.defer(at, until).await);
+            return self.defer(at, until).await;
         }
         let mut lane_slot = match self.gate.enter(&lane, &at) {
             Entry::Entered(lane_slot) => lane_slot,
             Entry::Queued => return Ok(DeliverOutcome::Queued),
-            Entry::Full => return Ok(self.defer(at, now + LOCAL_RETRY).await),
+            Entry::Full => return self.defer(at, now + LOCAL_RETRY).await,
         };
         let outcome = self.deliver_found(at, Some(task), consistent, worker).await;
         delivered();
@@ -136,20 +136,21 @@ impl Engine {
     }
 
     /// Delivers an attempt that waited in its destination's queue. Its task is read again
-    /// (it may have changed meanwhile); an error is logged and left to the sweep, as a
-    /// failed timer fire's would be.
+    /// (it may have changed meanwhile). Its timer was let go when it joined the queue, so
+    /// one that fails is armed again a little later (and a failure to arm is logged: the
+    /// sweep of the embedded store, or `aws rearm`, finds the task).
     async fn deliver_queued(&self, at: AttemptRef, lane: &Lane, worker: &str) {
-        if let Some(until) = lane.paused(self.ports.clock.now()) {
-            self.defer(at, until).await;
-            return;
-        }
-        let (task, number) = (at.task_id, at.attempt);
-        let delivered = match self.ports.store.tasks.peek(&at.tenant, &at.task_id).await {
-            Ok(found) => self.deliver_found(at, found, false, worker).await,
-            Err(e) => Err(e.into()),
+        let delivered = match lane.paused(self.ports.clock.now()) {
+            Some(until) => self.defer(at.clone(), until).await,
+            None => match self.ports.store.tasks.peek(&at.tenant, &at.task_id).await {
+                Ok(found) => self.deliver_found(at.clone(), found, false, worker).await,
+                Err(e) => Err(e.into()),
+            },
         };
         if let Err(e) = delivered {
-            tracing::error!(task = %task, attempt = %number, error = %e, "queued delivery failed");
+            let (task, number) = (at.task_id, at.attempt);
+            tracing::warn!(task = %task, attempt = %number, error = %e, "queued delivery failed; armed again");
+            self.arm(at, self.ports.clock.now() + LOCAL_RETRY).await;
         }
     }
 
@@ -170,7 +171,7 @@ impl Engine {
                     Step::Reread => consistent = true,
                     Step::Continue(never) => match never {},
                 },
-                None if consistent => return Ok(self.unknown(at).await),
+                None if consistent => return self.unknown(at).await,
                 None => consistent = true,
             }
             found = self.ports.store.tasks.get(&at.tenant, &at.task_id).await?;
@@ -179,39 +180,44 @@ impl Engine {
 
     /// Puts off an attempt whose destination asked for a pause (or whose queue is full),
     /// or whose flow is over a limit: armed again for `until`, unclaimed and uncounted.
-    pub(super) async fn defer(&self, at: AttemptRef, until: DateTime<Utc>) -> DeliverOutcome {
-        self.put_off(at, until).await;
+    pub(super) async fn defer(
+        &self,
+        at: AttemptRef,
+        until: DateTime<Utc>,
+    ) -> Result<DeliverOutcome, EngineError> {
+        self.put_off_in_place(at, until).await?;
         self.record(MetricEvent::Deferred);
-        DeliverOutcome::Deferred
+        Ok(DeliverOutcome::Deferred)
     }
 
     /// A fire for a task the store does not have. With a durable timer, armed before the
     /// task is written, the write may still be on its way: a young task's first timer (its
     /// first attempt's, or a held task's check) is looked at again a little later instead
     /// of being dropped.
-    async fn unknown(&self, at: AttemptRef) -> DeliverOutcome {
+    async fn unknown(&self, at: AttemptRef) -> Result<DeliverOutcome, EngineError> {
         let now = self.ports.clock.now();
         let age = now.signed_duration_since(at.task_id.created_at());
         // A task's first timer: its first attempt's, or a held task's check.
         let first = matches!(at.attempt, Attempt::Delivery(1) | Attempt::Check);
         if self.ports.timer.durable() && first && age < WRITE_WINDOW {
             tracing::debug!(task = %at.task_id, "timer fired before its task was stored; looking again");
-            self.arm(at, now + recheck_after(age)).await;
+            self.arm_in_place(at, now + recheck_after(age)).await?;
         } else {
             tracing::info!(task = %at.task_id, attempt = %at.attempt, "timer fired for an unknown task");
         }
-        DeliverOutcome::Unknown
+        Ok(DeliverOutcome::Unknown)
     }
 
     /// A fire for an attempt after the task's current one: with a durable timer, armed
     /// before the write that finishes the attempt before it, that write may still be on its
     /// way. While the task was written recently, it is looked at again a little later; a
     /// timer whose write never happened (it lost a race) is dropped after that.
-    pub(super) async fn ahead(&self, at: AttemptRef, task: &Task) {
+    pub(super) async fn ahead(&self, at: AttemptRef, task: &Task) -> Result<(), EngineError> {
         let now = self.ports.clock.now();
         let age = now.signed_duration_since(task.updated_at);
         if self.ports.timer.durable() && age < WRITE_WINDOW {
-            self.arm(at, now + recheck_after(age)).await;
+            self.arm_in_place(at, now + recheck_after(age)).await?;
         }
+        Ok(())
     }
 }

@@ -64,16 +64,16 @@ impl Engine {
         &self,
         at: &AttemptRef,
         task: &Task,
-    ) -> Step<()> {
+    ) -> Result<Step<()>, EngineError> {
         let now = self.ports.clock.now();
         let needs = task.spec.timeout.saturating_add(WRITE_ROOM);
         let needs = chrono::Duration::from_std(needs).unwrap_or(chrono::Duration::MAX);
         if self.stopping.allows(now, needs) {
-            return Step::Continue(());
+            return Ok(Step::Continue(()));
         }
         if self.ports.timer.durable() {
-            self.arm(at.clone(), now).await;
+            self.arm_in_place(at.clone(), now).await?;
         }
-        Step::Done(DeliverOutcome::Stopped)
+        Ok(Step::Done(DeliverOutcome::Stopped))
     }
 }

@@ -4,6 +4,7 @@ use super::call::judge;
 use super::outcome::Step;
 use super::steps::Claim;
 use crate::domain::{AttemptRecord, Task, Verdict};
+use crate::engine::error::EngineError;
 use crate::testing::harness::*;
 
 /// A harness with one task due now, as stored.
@@ -47,7 +48,7 @@ async fn the_stop_line_stops_a_call_that_could_not_end_before_it() {
     let (h, task) = due_task(RecordingTimer::durable()).await;
     let at = task.attempt_ref(1);
     assert_eq!(
-        h.engine.check_stop_line(&at, &task).await,
+        h.engine.check_stop_line(&at, &task).await.unwrap(),
         Step::Continue(())
     );
     // A line drawn a minute ahead; 55 s later, the task's call (up to 10 s) could no
@@ -57,7 +58,7 @@ async fn the_stop_line_stops_a_call_that_could_not_end_before_it() {
     h.clock.advance(secs(55));
     h.timer.clear();
     assert_eq!(
-        h.engine.check_stop_line(&at, &task).await,
+        h.engine.check_stop_line(&at, &task).await.unwrap(),
         Step::Done(DeliverOutcome::Stopped)
     );
     // Left due, armed again at once for another worker.
@@ -85,6 +86,24 @@ async fn an_early_fire_is_armed_again_for_its_time() {
     assert!(matches!(step.unwrap(), Step::Done(DeliverOutcome::Early)));
     let due = h.clock_now() + chrono::Duration::seconds(60);
     assert_eq!(h.timer.armed(), vec![(task.id, Attempt::Delivery(1), due)]);
+}
+
+/// A fire that came early and cannot arm its time again fails, so that the timer that
+/// brought it (a queue message, not deleted) comes again: it is not let go with nothing
+/// in its place.
+#[tokio::test]
+async fn an_early_fire_that_cannot_arm_again_fails() {
+    let h = harness(ScriptedWebhooks::default());
+    let task = h
+        .register(FireTime::After(secs(60)), RetryPolicy::default())
+        .await;
+    h.timer.clear();
+    h.timer.fail_next(1);
+    let step = h.engine.take_claim(&task.attempt_ref(1), &task).await;
+    assert!(matches!(step, Err(EngineError::Timer(_))), "{step:?}");
+    let failed = h.engine.deliver(task.attempt_ref(1)).await;
+    assert!(failed.is_ok(), "the timer works again: {failed:?}");
+    assert_eq!(h.timer.armed().len(), 1);
 }
 
 #[tokio::test]

@@ -64,7 +64,7 @@ impl Engine {
         task: Task,
         worker: &str,
     ) -> Result<Ended, EngineError> {
-        proceed!(self.check_stop_line(&at, &task).await);
+        proceed!(self.check_stop_line(&at, &task).await?);
         if task.status == Status::Held {
             return self.check_hold(at, task).await;
         }
@@ -139,18 +139,18 @@ impl Engine {
         let claimed = match task.claim(at.attempt, started, lease) {
             Ok(claimed) => claimed,
             Err(Refusal::NotDue(due)) => {
-                self.arm(at.clone(), due).await;
+                self.arm_in_place(at.clone(), due).await?;
                 return Ok(Step::Done(DeliverOutcome::Early));
             }
             // The timer (or the message it is) is the custody of the attempt: if the worker
             // holding the lease dies, this re-armed fire takes the attempt over.
             Err(Refusal::Leased(until)) => {
-                self.put_off(at.clone(), until).await;
+                self.put_off_in_place(at.clone(), until).await?;
                 return Ok(Step::Done(DeliverOutcome::Stale));
             }
             Err(Refusal::StaleAttempt(_)) => return Ok(Step::Done(DeliverOutcome::Stale)),
             Err(Refusal::AttemptAhead(_)) => {
-                self.ahead(at.clone(), task).await;
+                self.ahead(at.clone(), task).await?;
                 return Ok(Step::Done(DeliverOutcome::Stale));
             }
             Err(other) => return Err(EngineError::Conflict(other)),
@@ -177,7 +177,7 @@ impl Engine {
     ) -> Result<Step<Option<FlowSlot>>, EngineError> {
         Ok(match self.admit_flow(at, task, lease_until).await? {
             FlowAdmission::Go(slot) => Step::Continue(slot),
-            FlowAdmission::Wait(until) => Step::Done(self.defer(at.clone(), until).await),
+            FlowAdmission::Wait(until) => Step::Done(self.defer(at.clone(), until).await?),
         })
     }
 
