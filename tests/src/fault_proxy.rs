@@ -139,6 +139,14 @@ impl FaultProxy {
         self.lock().rules.push(rule);
     }
 
+    /// Ends every rule in force now.
+    pub fn lift_all(&self) {
+        let now = Instant::now();
+        for rule in &mut self.lock().rules {
+            rule.until = rule.until.min(now);
+        }
+    }
+
     /// How many calls a fault was injected into so far.
     pub fn injected(&self) -> usize {
         self.lock().injected.len()
