@@ -106,12 +106,14 @@ pub fn aws_with_clients(
         allowed_cidrs: settings.allowed_cidrs.clone(),
     })?;
     // DynamoDB's TTL removes finished tasks, and counting them by state would read every
-    // item: neither is added. Flow limits are in the table, so that they hold across every
-    // delivery function instance.
-    let store_ports = StorePorts::of(store.clone()).with_flows(FlowPorts {
-        counters: flows.clone(),
-        pauses: flows,
-    });
+    // item: neither is added. Flow limits and tenants' destination limits are in the table,
+    // so that they hold across every delivery function instance.
+    let store_ports = StorePorts::of(store.clone())
+        .with_flows(FlowPorts {
+            counters: flows.clone(),
+            pauses: flows.clone(),
+        })
+        .with_destination_slots(flows);
     let dead_letters = SqsDeadLetters::new(sqs.clone(), &settings.dead_letter_queue_url);
     let ports = Ports::new(
         store_ports,

@@ -44,7 +44,7 @@ use sha2::{Digest, Sha256};
 
 use crate::attr;
 use boomerang_core::domain::{
-    Attempt, BusinessKey, FlowKey, PolicyName, ScheduleId, TaskId, TenantId,
+    Attempt, BusinessKey, Destination, FlowKey, PolicyName, ScheduleId, TaskId, TenantId,
 };
 
 const TASK: &str = "T#";
@@ -60,6 +60,7 @@ const API_KEY_SK: &str = "KEY";
 const TENANT: &str = "N#";
 const TENANT_SK: &str = "TENANT";
 const FLOW: &str = "F#";
+const DESTINATION: &str = "D#";
 const TENANT_FLOWS: &str = "FL#";
 const CHECKPOINT: &str = "SWEEP";
 const REARM: &str = "REARM";
@@ -213,6 +214,11 @@ pub fn tenant(tenant: &TenantId) -> ItemKey {
 /// A flow's partition: `F#<tenant>#<flow key>`.
 pub fn flow_partition(tenant: &TenantId, key: &FlowKey) -> String {
     format!("{FLOW}{tenant}#{key}")
+}
+
+/// The partition of a tenant's call slots at a destination.
+pub fn destination_partition(tenant: &TenantId, destination: &Destination) -> String {
+    format!("{DESTINATION}{tenant}#{destination}")
 }
 
 /// A flow's rate window starting at `start`: `W#<start, ms>`.

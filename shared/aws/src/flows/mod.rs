@@ -6,6 +6,8 @@
 //!   unit per ask.
 //! - Parallelism slots are items `S#0` … `S#<parallelism - 1>` ([`slots`]). A limited
 //!   delivery costs one query (a read unit or two) and two write units.
+//! - A tenant's slots at a destination, where it has a limit of its own, are the same
+//!   items in the destination's partition.
 //! - Tasks waiting in a flow, and the flows a tenant has, are items too ([`waiting`]), and
 //!   so are paused flows ([`pauses`]).
 //!
@@ -23,8 +25,8 @@ use crate::attr;
 use crate::keys;
 use crate::sdk::items::{corrupt, n, s};
 use crate::sdk::sdk_failure;
-use boomerang_core::domain::{AttemptRef, FlowKey, TenantId};
-use boomerang_core::ports::{FlowCounters, FlowFigures, SlotHolder, StoreError};
+use boomerang_core::domain::{AttemptRef, Destination, FlowKey, TenantId};
+use boomerang_core::ports::{DestinationSlots, FlowCounters, FlowFigures, SlotHolder, StoreError};
 
 mod counters;
 mod pauses;
@@ -73,7 +75,8 @@ impl FlowCounters for DynamoFlowCounters {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        (self.take_slot_in(tenant, key, parallelism, holder, now, until)).await
+        let pk = keys::flow_partition(tenant, key);
+        (self.take_slot_in(pk, parallelism, holder, now, until)).await
     }
 
     async fn free_slot(
@@ -82,7 +85,7 @@ impl FlowCounters for DynamoFlowCounters {
         key: &FlowKey,
         holder: &SlotHolder,
     ) -> Result<(), StoreError> {
-        self.free_slot_in(tenant, key, holder).await
+        (self.free_slot_in(keys::flow_partition(tenant, key), holder)).await
     }
 
     async fn slot_freed(&self, tenant: &TenantId, key: &FlowKey, at_most: Duration) {
@@ -123,5 +126,32 @@ impl FlowCounters for DynamoFlowCounters {
         now: DateTime<Utc>,
     ) -> Result<FlowFigures, StoreError> {
         self.flow_figures_of(tenant, key.clone(), now).await
+    }
+}
+
+/// A tenant's calls at one destination take slots as a flow's do, in the destination's
+/// own partition: the limit holds across every delivery function instance.
+#[async_trait]
+impl DestinationSlots for DynamoFlowCounters {
+    async fn take_destination_slot(
+        &self,
+        tenant: &TenantId,
+        destination: &Destination,
+        limit: u32,
+        holder: &SlotHolder,
+        (now, until): (DateTime<Utc>, DateTime<Utc>),
+    ) -> Result<bool, StoreError> {
+        let pk = keys::destination_partition(tenant, destination);
+        (self.take_slot_in(pk, limit, holder, now, until)).await
+    }
+
+    async fn free_destination_slot(
+        &self,
+        tenant: &TenantId,
+        destination: &Destination,
+        holder: &SlotHolder,
+    ) -> Result<(), StoreError> {
+        let pk = keys::destination_partition(tenant, destination);
+        self.free_slot_in(pk, holder).await
     }
 }

@@ -1,5 +1,5 @@
-//! A flow's parallelism slots: items `S#0` … `S#<parallelism - 1>` in the flow's
-//! partition, each naming its holder and until when. A slot is taken with a conditional put
+//! Shared call slots, a flow's (its parallelism) or a tenant's at a destination (its
+//! limit there): items `S#0` … `S#<limit - 1>` in the flow's or destination's partition, each naming its holder and until when. A slot is taken with a conditional put
 //! on a free or expired one, found by one consistent query of the flow's slots, and freed
 //! with a delete conditional on its holder (this process remembers which slot each of its
 //! holders took).
@@ -22,16 +22,15 @@ const TAKE_TRIES: usize = 3;
 const LOOK_AGAIN: Duration = Duration::from_millis(100);
 
 impl DynamoFlowCounters {
+    /// Takes one of the `parallelism` slots of partition `pk` for `holder`.
     pub(super) async fn take_slot_in(
         &self,
-        tenant: &TenantId,
-        key: &FlowKey,
+        pk: String,
         parallelism: u32,
         holder: &SlotHolder,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let pk = keys::flow_partition(tenant, key);
         let hint = self.just_freed().remove(&pk);
         if let Some(index) = hint.filter(|i| *i < parallelism) {
             if self.put_slot(&pk, index, holder, now, until).await? {
@@ -52,17 +51,16 @@ impl DynamoFlowCounters {
         Ok(false)
     }
 
+    /// Frees `holder`'s slot of partition `pk`.
     pub(super) async fn free_slot_in(
         &self,
-        tenant: &TenantId,
-        key: &FlowKey,
+        pk: String,
         holder: &SlotHolder,
     ) -> Result<(), StoreError> {
         // Only a holder of this process can free a slot, and it took it here.
         let Some(index) = self.held().remove(holder) else {
             return Ok(());
         };
-        let pk = keys::flow_partition(tenant, key);
         let delete = self
             .client
             .delete_item()

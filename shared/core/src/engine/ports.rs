@@ -6,8 +6,9 @@ use std::sync::Arc;
 use crate::clock::{Clock, Random, SystemClock, ThreadRandom};
 use crate::metrics::{Metrics, MetricsView, NoMetrics};
 use crate::ports::{
-    DeadLetters, FlowPauses, FlowPorts, KeyedTasks, PolicyStore, ProcessFlowCounters, Readiness,
-    Retention, ScheduleStore, StatusCounts, SweepIndex, TaskStore, Tenants, Timer, Webhooks,
+    DeadLetters, DestinationSlots, FlowPauses, FlowPorts, KeyedTasks, PolicyStore,
+    ProcessFlowCounters, Readiness, Retention, ScheduleStore, StatusCounts, SweepIndex, TaskStore,
+    Tenants, Timer, Webhooks,
 };
 
 /// What one store provides: every capability it has, the `Option`s being those some
@@ -27,6 +28,9 @@ pub struct StorePorts {
     /// `None`: this backend cannot keep flow limits across its workers yet; a task with a
     /// `flow` is refused.
     pub flows: Option<FlowPorts>,
+    /// `None`: one process makes every call, so its destination lanes hold the tenants'
+    /// limits by themselves.
+    pub destinations: Option<Arc<dyn DestinationSlots>>,
 }
 
 impl StorePorts {
@@ -45,7 +49,14 @@ impl StorePorts {
             retention: None,
             counts: None,
             flows: None,
+            destinations: None,
         }
+    }
+
+    /// Destination limits are held across the instances that share the store.
+    pub fn with_destination_slots(mut self, slots: Arc<dyn DestinationSlots>) -> Self {
+        self.destinations = Some(slots);
+        self
     }
 
     /// The store removes finished tasks when asked ([`crate::engine::Engine::purge`]).

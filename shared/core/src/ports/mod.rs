@@ -7,6 +7,7 @@
 
 mod cause;
 mod dead_letters;
+mod destination_slots;
 mod flows;
 mod process_flows;
 mod readiness;
@@ -18,6 +19,7 @@ mod webhooks;
 
 pub use cause::Cause;
 pub use dead_letters::{DeadLetterError, DeadLetters};
+pub use destination_slots::DestinationSlots;
 pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
 pub use process_flows::ProcessFlowCounters;
 pub use readiness::{Readiness, RecentAnswer};

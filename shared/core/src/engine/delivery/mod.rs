@@ -7,6 +7,7 @@ mod arming;
 mod call;
 mod dead_letters;
 mod deliver;
+mod destination_gate;
 mod drain;
 mod flow_gate;
 pub(in crate::engine) mod gate;

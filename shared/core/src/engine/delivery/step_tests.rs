@@ -1,6 +1,7 @@
 //! Each step of an attempt, alone, on the in-memory harness.
 
 use super::call::judge;
+use super::destination_gate::HeldSlots;
 use super::outcome::Step;
 use super::steps::Claim;
 use crate::domain::{AttemptRecord, Task, Verdict};
@@ -24,7 +25,11 @@ async fn written_claim(h: &Harness, task: &Task) -> Claim {
     else {
         panic!("the claim was refused");
     };
-    let written = h.engine.write_claim(&claim, None).await.unwrap();
+    let written = h
+        .engine
+        .write_claim(&claim, &HeldSlots::default())
+        .await
+        .unwrap();
     assert_eq!(written, Step::Continue(()));
     claim
 }
@@ -152,7 +157,11 @@ async fn a_claim_written_over_a_newer_write_reads_again() {
         panic!("the claim was refused");
     };
     h.engine.cancel(&h.tenant, &task.id).await.unwrap();
-    let written = h.engine.write_claim(&claim, None).await.unwrap();
+    let written = h
+        .engine
+        .write_claim(&claim, &HeldSlots::default())
+        .await
+        .unwrap();
     assert_eq!(written, Step::Reread);
     assert_eq!(h.status_of(&task).await, Status::Canceled);
 }
@@ -235,7 +244,10 @@ async fn an_attempt_written_after_another_worker_took_it_over_is_stale() {
     let Step::Continue(theirs) = h.engine.take_claim(&at, &stored).await.unwrap() else {
         panic!("the takeover was refused");
     };
-    h.engine.write_claim(&theirs, None).await.unwrap();
+    h.engine
+        .write_claim(&theirs, &HeldSlots::default())
+        .await
+        .unwrap();
     let ended = h
         .engine
         .arm_and_write(&at, &claim.claimed, next, &record)

@@ -8,7 +8,8 @@
 //!    lease starts;
 //! 5. [`Engine::take_claim`]: the lifecycle's claim, in memory (an early, leased, stale or
 //!    ahead fire ends here);
-//! 6. [`Engine::pass_flow_gate`]: the task's flow limits;
+//! 6. [`Engine::take_slots`]: the task's flow limits, and its tenant's limit at the
+//!    destination where every instance shares it;
 //! 7. [`Engine::write_claim`]: the claim's conditional write;
 //! 8. [`Engine::call_claimed`]: the call, with the slots freed when it ends;
 //! 9. [`Engine::give_back_local`]: a call that never left this machine is given back;
@@ -25,6 +26,7 @@ use chrono::{DateTime, Utc};
 
 use super::call::judge;
 use super::deliver::LOCAL_RETRY;
+use super::destination_gate::HeldSlots;
 use super::flow_gate::{FlowAdmission, FlowSlot};
 use super::gate::{CallSlot, Lane};
 use super::outcome::{proceed, DeliverOutcome, Ended, Step};
@@ -71,15 +73,16 @@ impl Engine {
         proceed!(self.take_occurrence(&at, &task).await?);
         let seat = self.take_lane(&task).await;
         let claim = proceed!(self.take_claim(&at, &task).await?);
-        let flow_slot = proceed!(self.pass_flow_gate(&at, &task, claim.lease_until).await?);
-        proceed!(self.write_claim(&claim, flow_slot.as_ref()).await?);
+        let lease_until = claim.lease_until;
+        let slots = proceed!((self.take_slots(&at, &task, &seat.destination, lease_until)).await?);
+        proceed!(self.write_claim(&claim, &slots).await?);
         let Claim {
             claimed, started, ..
         } = claim;
         let claimed = Arc::new(claimed);
         // Until the attempt is written, a shutdown's drain may give it back.
         let _held = self.stopping.hold(&claimed);
-        let result = self.call_claimed(&claimed, seat.slot, flow_slot).await;
+        let result = self.call_claimed(&claimed, seat.slot, slots).await;
         proceed!(self.give_back_local(&claimed, &result).await?);
         let finished = self.ports.clock.now();
         self.pause_if_asked(&seat.lane, &seat.destination, &result, finished);
@@ -182,16 +185,16 @@ impl Engine {
     }
 
     /// Writes the claim, conditionally on the version read: [`Step::Reread`] when another
-    /// write got there first. A claim not written frees the flow slot it took.
+    /// write got there first. A claim not written frees the slots it took.
     pub(in crate::engine) async fn write_claim(
         &self,
         claim: &Claim,
-        flow_slot: Option<&FlowSlot>,
+        slots: &HeldSlots,
     ) -> Result<Step<()>, EngineError> {
         let claimed = &claim.claimed;
         let written = self.ports.store.tasks.claim(claimed, claim.read).await;
-        if let (Err(_), Some(slot)) = (&written, flow_slot) {
-            self.free_flow_slot(claimed, slot).await;
+        if written.is_err() {
+            self.free_slots(claimed, slots).await;
         }
         match written {
             Ok(()) => Ok(Step::Continue(())),
@@ -201,19 +204,17 @@ impl Engine {
     }
 
     /// Calls the webhook for the claimed attempt; the destination's call slot and the
-    /// flow's slot are freed as soon as the call ends.
+    /// shared slots are freed as soon as the call ends.
     pub(in crate::engine) async fn call_claimed(
         &self,
         claimed: &Task,
         call_slot: CallSlot,
-        flow_slot: Option<FlowSlot>,
+        slots: HeldSlots,
     ) -> WebhookResult {
         self.record(MetricEvent::DeliveryStarted);
         let result = (self.send_signed(claimed.attempt_ref(claimed.attempt), &claimed.spec)).await;
         drop(call_slot);
-        if let Some(slot) = &flow_slot {
-            self.free_flow_slot(claimed, slot).await;
-        }
+        self.free_slots(claimed, &slots).await;
         self.record(MetricEvent::DeliveryFinished);
         result
     }

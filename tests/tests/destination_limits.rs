@@ -1,0 +1,126 @@
+//! A tenant's own limit of calls at once to one destination holds across instances: two
+//! AWS backends (as two delivery function instances) share the table (dynalite, whose
+//! conditional writes are atomic) and the timer queue (moto), each with lanes of its own;
+//! a slow receiver never has more of the tenant's calls in flight than the limit.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use boomerang_aws::backend::{aws_with_clients, AwsBackend, AwsClients};
+use boomerang_aws::bootstrap::bootstrap;
+use boomerang_aws::triggers::poll_queue;
+use boomerang_core::clock::SystemClock;
+use boomerang_core::domain::{Status, TenantId};
+use boomerang_core::engine::{FireTime, NewTask};
+use boomerang_e2e::aws::{dev_config, dynalite, fresh_dynalite_table, moto, unique_prefix};
+use boomerang_e2e::{wait_for, Receiver, Reply};
+
+/// How long the receiver takes to answer each call.
+const SLOW: Duration = Duration::from_millis(800);
+const LIMIT: usize = 2;
+const TASKS: usize = 10;
+
+fn instance(settings: &boomerang_aws::AwsSettings) -> AwsBackend {
+    let (table, queues) = (dynalite(), moto());
+    let clients = AwsClients {
+        dynamodb: aws_sdk_dynamodb::Client::new(&table),
+        sqs: aws_sdk_sqs::Client::new(&queues),
+        scheduler: aws_sdk_scheduler::Client::new(&queues),
+    };
+    aws_with_clients(clients, dev_config(settings, Arc::new(SystemClock))).expect("aws backend")
+}
+
+fn due_now(tenant: &TenantId, url: String) -> NewTask {
+    let mut spec = boomerang_core::testing::sample_task(tenant, None, chrono::Utc::now()).spec;
+    spec.request.url = url;
+    spec.on_failure = None;
+    spec.timeout = Duration::from_secs(5);
+    NewTask {
+        spec,
+        retry_from: Default::default(),
+        when: FireTime::Now,
+        idempotency_key: None,
+        request_hash: String::new(),
+    }
+}
+
+/// The most calls that were in flight at once, each taking `SLOW` from its arrival.
+fn most_at_once(arrivals: &[std::time::Instant]) -> usize {
+    (arrivals.iter())
+        .map(|t| {
+            let started_before = |a: &&std::time::Instant| *a <= t && t.duration_since(**a) < SLOW;
+            arrivals.iter().filter(started_before).count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_destination_limit_holds_across_instances() {
+    let mut settings = bootstrap(&moto(), &unique_prefix("dest")).await.unwrap();
+    settings.table = fresh_dynalite_table("dest").await;
+    let rx = Receiver::start(|_, _| Reply {
+        delay: SLOW,
+        ..Reply::status(200)
+    })
+    .await;
+    let instances = [instance(&settings), instance(&settings)];
+    let tenant = boomerang_core::testing::unique_tenant("dest");
+    let tenants = &instances[0].tenants;
+    tenants.mint_key(&tenant).await.unwrap();
+    tenants
+        .set_destination_limit(&tenant, Some(LIMIT))
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..TASKS {
+        let engine = &instances[i % 2].engine;
+        let task = due_now(&tenant, rx.url(&format!("/d/{i}")));
+        ids.push(engine.register(&tenant, task).await.unwrap().task.id);
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for (n, backend) in instances.iter().enumerate() {
+        let (delivery, sqs) = (backend.delivery(), backend.sqs.clone());
+        let (queue, stop) = (settings.timer_queue_url.clone(), stop.clone());
+        workers.push(tokio::spawn(async move {
+            let name = format!("instance-{n}");
+            while !stop.load(Ordering::Relaxed) {
+                let (delivery, name) = (&delivery, name.as_str());
+                let _ = poll_queue(&sqs, &queue, |batch| async move {
+                    Ok(delivery.queue(&batch.into(), Some(name)).await)
+                })
+                .await;
+            }
+        }));
+    }
+    wait_for("every call", Duration::from_secs(120), || async {
+        (rx.received().len() >= TASKS).then_some(())
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await.unwrap();
+    }
+
+    let arrivals: Vec<_> = rx.received().iter().map(|r| r.at).collect();
+    assert_eq!(arrivals.len(), TASKS, "each task called once");
+    let at_once = most_at_once(&arrivals);
+    assert!(
+        at_once <= LIMIT,
+        "{at_once} calls at once, over the limit of {LIMIT}"
+    );
+    let mut workers_seen = std::collections::BTreeSet::new();
+    for id in &ids {
+        let view = instances[0].engine.get(&tenant, id).await.unwrap();
+        assert_eq!(view.task.status, Status::Succeeded);
+        workers_seen.extend(view.attempts.iter().filter_map(|a| a.worker.clone()));
+    }
+    assert_eq!(
+        workers_seen.len(),
+        2,
+        "both instances called: {workers_seen:?}"
+    );
+}
