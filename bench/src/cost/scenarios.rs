@@ -249,6 +249,8 @@ enum Via {
 struct Bench {
     via: Via,
     api_key: String,
+    /// The key of a tenant with a destination limit of its own (held across instances).
+    limited_key: String,
     meter: Meter,
     clock: Arc<ShiftedClock>,
     receiver: InProcessReceiver,
@@ -265,6 +267,28 @@ struct Results {
     thirty_days: Run,
     gets: Run,
     occurrences: Run,
+    limited: Run,
+}
+
+/// How a scenario's tasks are registered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Registration {
+    Plain,
+    /// Each under an `Idempotency-Key`.
+    Idempotent,
+    /// By a tenant with a destination limit of its own.
+    Limited,
+}
+
+/// A destination limit the scenario's calls never reach: what is priced is holding it.
+const OWN_DESTINATION_LIMIT: usize = 64;
+
+/// Mints the tenant with a destination limit of its own; returns its key.
+async fn limited_tenant(tenants: &boomerang_aws::DynamoTenants) -> Result<String> {
+    let tenant = TenantId::parse("limited")?;
+    let minted = tenants.mint_key(&tenant).await?;
+    (tenants.set_destination_limit(&tenant, Some(OWN_DESTINATION_LIMIT))).await?;
+    Ok(minted.api_key)
 }
 
 pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf>) -> Result<()> {
@@ -340,6 +364,11 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
             cost(|r| &r.batched),
             Some(2.50),
         ),
+        (
+            "a tenant with its own destination limit",
+            cost(|r| &r.limited),
+            None,
+        ),
         ("GET of a task (per request)", cost(|r| &r.gets), None),
         ("a schedule's occurrence", cost(|r| &r.occurrences), None),
     ];
@@ -370,6 +399,7 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
         ("first attempt", (|r| &r.first) as fn(&Results) -> &Run),
         ("one retry", |r| &r.retry),
         ("idempotency key", |r| &r.idempotent),
+        ("own destination limit", |r| &r.limited),
         ("batches of 100", |r| &r.batched),
         ("due in 2 hours", |r| &r.scheduled),
         ("due in 30 days", |r| &r.thirty_days),
@@ -508,6 +538,7 @@ impl Bench {
             },
         )?;
         let minted = backend.tenants.mint_key(&TenantId::parse("acme")?).await?;
+        let limited_key = limited_tenant(&backend.tenants).await?;
         // The emulator plays Scheduler with a client the meter does not see (AWS's own
         // work), and the SQS event source mapping with a metered one: its receives and
         // deletes are billed to the account.
@@ -531,6 +562,7 @@ impl Bench {
                 sweeper,
             },
             api_key: minted.api_key,
+            limited_key,
             meter,
             clock,
             receiver,
@@ -569,6 +601,7 @@ impl Bench {
         let tenants =
             boomerang_aws::DynamoTenants::new(aws_sdk_dynamodb::Client::new(sdk), &settings.table);
         let minted = tenants.mint_key(&TenantId::parse("acme")?).await?;
+        let limited_key = limited_tenant(&tenants).await?;
         let bench = Bench {
             via: Via::Functions {
                 functions,
@@ -578,6 +611,7 @@ impl Bench {
                 group: settings.schedule_group.clone(),
             },
             api_key: minted.api_key,
+            limited_key,
             meter: Meter::default(),
             clock: Arc::new(ShiftedClock::default()),
             receiver,
@@ -601,19 +635,28 @@ impl Bench {
 
     async fn run_scenarios(&self, tasks: usize) -> Result<Results> {
         let (first, ids) = self
-            .scenario(tasks, "/ok", json!({"delay": "1s"}), false)
+            .scenario(tasks, "/ok", json!({"delay": "1s"}), Registration::Plain)
             .await?;
         let retry = self
             .scenario(
                 tasks,
                 "/fail-once",
                 json!({"delay": "1s", "retry": {"schedule": ["1s"]}}),
-                false,
+                Registration::Plain,
             )
             .await?
             .0;
         let idempotent = self
-            .scenario(tasks, "/ok", json!({"delay": "1s"}), true)
+            .scenario(
+                tasks,
+                "/ok",
+                json!({"delay": "1s"}),
+                Registration::Idempotent,
+            )
+            .await?
+            .0;
+        let limited = self
+            .scenario(tasks, "/ok", json!({"delay": "1s"}), Registration::Limited)
             .await?
             .0;
         let gets = self.gets(&ids).await?;
@@ -630,6 +673,7 @@ impl Bench {
             thirty_days,
             gets,
             occurrences,
+            limited,
         })
     }
 
@@ -676,10 +720,22 @@ impl Bench {
         }
     }
 
-    /// One API request, as the API function gets it; returns the answer and how long the
-    /// function took.
+    /// One API request of the bench's tenant.
     async fn call(
         &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        idempotency_key: Option<String>,
+    ) -> Result<(StatusCode, Value, f64)> {
+        (self.call_as(&self.api_key, method, path, body, idempotency_key)).await
+    }
+
+    /// One API request with `api_key`, as the API function gets it; returns the answer and
+    /// how long the function took.
+    async fn call_as(
+        &self,
+        api_key: &str,
         method: &str,
         path: &str,
         body: Option<&Value>,
@@ -690,7 +746,7 @@ impl Bench {
                 let mut request = Request::builder()
                     .method(method)
                     .uri(path)
-                    .header("authorization", format!("Bearer {}", self.api_key))
+                    .header("authorization", format!("Bearer {api_key}"))
                     .header("content-type", "application/json");
                 if let Some(key) = idempotency_key {
                     request = request.header("idempotency-key", key);
@@ -711,7 +767,7 @@ impl Bench {
             Via::Functions { functions, .. } => {
                 let mut request = functions
                     .api_request(method.parse()?, path)
-                    .bearer_auth(&self.api_key)
+                    .bearer_auth(api_key)
                     .header("content-type", "application/json");
                 if let Some(key) = idempotency_key {
                     request = request.header("idempotency-key", key);
@@ -730,9 +786,10 @@ impl Bench {
         run: &mut Run,
         body: &Value,
         idempotency_key: Option<String>,
+        api_key: &str,
     ) -> Result<String> {
         let (status, answer, seconds) = self
-            .call("POST", "/v1/tasks", Some(body), idempotency_key)
+            .call_as(api_key, "POST", "/v1/tasks", Some(body), idempotency_key)
             .await?;
         if status != StatusCode::CREATED {
             bail!("registration answered {status}: {answer}");
@@ -748,7 +805,7 @@ impl Bench {
         tasks: usize,
         path: &str,
         extra: Value,
-        idempotent: bool,
+        how: Registration,
     ) -> Result<(Run, Vec<String>)> {
         let window = self.open_window();
         let mut run = Run::default();
@@ -760,8 +817,13 @@ impl Bench {
             for (k, v) in extra.as_object().into_iter().flatten() {
                 body[k] = v.clone();
             }
-            let key = idempotent.then(|| format!("order-{}-{i}", ulid::Ulid::new()));
-            ids.push(self.register(&mut run, &body, key).await?);
+            let key = (how == Registration::Idempotent)
+                .then(|| format!("order-{}-{i}", ulid::Ulid::new()));
+            let api_key = match how {
+                Registration::Limited => &self.limited_key,
+                _ => &self.api_key,
+            };
+            ids.push(self.register(&mut run, &body, key, api_key).await?);
         }
         self.deliver(&mut run, delivered + tasks).await?;
         run.callbacks = tasks;
@@ -925,7 +987,7 @@ impl Bench {
         let delivered = self.receiver.succeeded.load(Ordering::SeqCst);
         for i in 0..tasks {
             let body = json!({"url": format!("{}/ok", self.receiver.url), "body": order_event(i), "delay": ahead});
-            self.register(&mut run, &body, None).await?;
+            self.register(&mut run, &body, None, &self.api_key).await?;
         }
         match &self.via {
             Via::InProcess { emulator, .. } => {

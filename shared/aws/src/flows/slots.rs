@@ -94,7 +94,9 @@ impl DynamoFlowCounters {
         }
     }
 
-    /// A free or expired slot index at `now`, from one consistent read of the flow's slots.
+    /// A free or expired slot index at `now`, from one consistent read of the flow's slots:
+    /// the first free one from a place of the holder's own, so that takers at once mostly
+    /// try different slots instead of racing for the lowest.
     async fn free_index(
         &self,
         pk: &str,
@@ -113,7 +115,11 @@ impl DynamoFlowCounters {
                 taken[i as usize] = held_past(&item, now);
             }
         }
-        Ok(taken.iter().position(|t| !t).map(|i| i as u32))
+        let start = spread(holder, taken.len());
+        let free = (0..taken.len())
+            .map(|i| (start + i) % taken.len())
+            .find(|&i| !taken[i]);
+        Ok(free.map(|i| i as u32))
     }
 
     /// Puts `holder` in slot `index` if it is free or expired at `now` (or already its).
@@ -143,6 +149,14 @@ impl DynamoFlowCounters {
             .await;
         conditional(put)
     }
+}
+
+/// Where `holder` starts looking among `slots` slots.
+fn spread(holder: &SlotHolder, slots: usize) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    holder.as_str().hash(&mut hasher);
+    usize::try_from(hasher.finish()).unwrap_or_default() % slots.max(1)
 }
 
 /// Whether a slot is held past `now`.
