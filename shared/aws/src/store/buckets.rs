@@ -30,6 +30,28 @@ pub struct BucketPage {
 }
 
 impl DynamoStore {
+    /// The query of `minute`'s entries in bucket partition `shard`; `None` for a minute at
+    /// the end of time, which has none.
+    pub(super) fn minute_query(
+        &self,
+        minute: DateTime<Utc>,
+        shard: u32,
+    ) -> Option<aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder> {
+        let end = checked_add(minute, std::time::Duration::from_secs(60))?;
+        let query = (self.client.query())
+            .table_name(&self.table)
+            .index_name(DUE_INDEX)
+            .key_condition_expression(format!(
+                "{} = :p AND {} BETWEEN :from AND :to",
+                attr::DUE_SHARD,
+                attr::DUE_AT
+            ))
+            .expression_attribute_values(":p", s(keys::bucket_partition(shard)))
+            .expression_attribute_values(":from", n(bucket_sort_key_from(minute)))
+            .expression_attribute_values(":to", n(bucket_sort_key_from(end) - 1));
+        Some(query)
+    }
+
     /// Up to `limit` entries of `minute` in bucket partition `shard`, from `after` (a
     /// previous page's `next`).
     pub async fn bucket_page(
@@ -46,22 +68,13 @@ impl DynamoStore {
             .map(|e| e.start_key(&partition));
         // No task is due at the end of time: a minute there (bucket work no fire wrote)
         // has nothing in it.
-        let Some(end) = checked_add(minute, std::time::Duration::from_secs(60)) else {
+        let (Some(query), Some(end)) = (
+            self.minute_query(minute, shard),
+            checked_add(minute, std::time::Duration::from_secs(60)),
+        ) else {
             return Ok(BucketPage::default());
         };
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(DUE_INDEX)
-            .key_condition_expression(format!(
-                "{} = :p AND {} BETWEEN :from AND :to",
-                attr::DUE_SHARD,
-                attr::DUE_AT
-            ))
-            .expression_attribute_values(":p", s(&partition))
-            .expression_attribute_values(":from", n(bucket_sort_key_from(minute)))
-            .expression_attribute_values(":to", n(bucket_sort_key_from(end) - 1))
+        let out = query
             .set_exclusive_start_key(start)
             .limit(limit.clamp(1, 1000) as i32)
             .send()

@@ -9,10 +9,10 @@ use chrono::{DateTime, Utc};
 use async_trait::async_trait;
 
 use super::table::DynamoStore;
-use crate::attr::{self, DUE_INDEX};
+use crate::attr;
 use crate::bucket_schedules::ScheduledMinutes;
-use crate::keys::{self, bucket_sort_key_from, BUCKET_SHARDS};
-use crate::sdk::items::{get_item, get_n, n, s};
+use crate::keys::{self, BUCKET_SHARDS};
+use crate::sdk::items::{get_item, get_n, n};
 use crate::sdk::sdk_failure;
 use boomerang_core::ports::StoreError;
 use futures_util::future::join_all;
@@ -84,25 +84,13 @@ impl DynamoStore {
     /// Whether any bucket partition holds an entry due in `minute`: one key read from each,
     /// side by side.
     pub async fn bucket_has_entries(&self, minute: DateTime<Utc>) -> Result<bool, StoreError> {
-        let Some(end) = minute.checked_add_signed(chrono::Duration::minutes(1)) else {
+        let queries: Option<Vec<_>> = (0..BUCKET_SHARDS)
+            .map(|shard| self.minute_query(minute, shard))
+            .collect();
+        let Some(queries) = queries else {
             return Ok(false); // no task is due at the end of time
         };
-        let reads = join_all((0..BUCKET_SHARDS).map(|shard| {
-            (self.client.query())
-                .table_name(&self.table)
-                .index_name(DUE_INDEX)
-                .key_condition_expression(format!(
-                    "{} = :p AND {} BETWEEN :from AND :to",
-                    attr::DUE_SHARD,
-                    attr::DUE_AT
-                ))
-                .expression_attribute_values(":p", s(keys::bucket_partition(shard)))
-                .expression_attribute_values(":from", n(bucket_sort_key_from(minute)))
-                .expression_attribute_values(":to", n(bucket_sort_key_from(end) - 1))
-                .limit(1)
-                .send()
-        }))
-        .await;
+        let reads = join_all(queries.into_iter().map(|q| q.limit(1).send())).await;
         for read in reads {
             if !read.map_err(unavailable)?.items().is_empty() {
                 return Ok(true);
