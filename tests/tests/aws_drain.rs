@@ -265,9 +265,10 @@ async fn system_failures_are_handed_back_ten_to_a_request() {
         .unwrap();
     // A standard queue delivers at least once: two readers may both receive a message,
     // and then both hand it back (a second timer for an attempt is harmless).
+    // At least every message but the stranger; a few more where two readers took one.
     assert!(
-        report.timers_redriven >= attempts.len() + 2,
-        "all but the stranger: {}",
+        (attempts.len() + 2..=attempts.len() + 5).contains(&report.timers_redriven),
+        "all but the stranger, about once each: {}",
         report.timers_redriven
     );
     let (armed, other) = take_until_all_came(&settings.timer_queue_url, &attempts).await;

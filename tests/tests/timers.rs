@@ -217,7 +217,7 @@ async fn far_waits_make_sure_their_minute_has_one_bucket_schedule_for_every_inst
     let other = aws_timer_calling(
         &settings,
         clock.clone(),
-        aws_sdk_scheduler::Client::from_conf(unreachable),
+        aws_sdk_scheduler::Client::from_conf(unreachable.clone()),
     );
     other
         .arm(AttemptRef::delivery(tenant.clone(), TaskId::new(), 1), due)
@@ -232,6 +232,15 @@ async fn far_waits_make_sure_their_minute_has_one_bucket_schedule_for_every_inst
         )
         .await
         .is_err());
+    // `aws rearm` makes even a recorded minute's schedule itself (the schedules may be gone).
+    let rearming = aws_timer_calling(
+        &settings,
+        clock.clone(),
+        aws_sdk_scheduler::Client::from_conf(unreachable),
+    );
+    rearming.ignore_schedule_records();
+    let again = AttemptRef::delivery(tenant.clone(), TaskId::new(), 1);
+    assert!(rearming.arm(again, due).await.is_err());
 
     let scheduler = aws_sdk_scheduler::Client::new(&moto());
     let listed = scheduler

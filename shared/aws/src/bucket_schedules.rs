@@ -13,6 +13,7 @@
 //! schedule lost afterwards is the sweeper's to repair ([`crate::buckets`]).
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -89,6 +90,8 @@ pub struct BucketSchedules {
     clock: Arc<dyn Clock>,
     /// Minutes this instance made sure of: the next arm into the same minute costs no call.
     ensured: Mutex<BTreeSet<DateTime<Utc>>>,
+    /// Whether the table's records are believed ([`Self::ignore_records`]).
+    trust_records: AtomicBool,
 }
 
 impl BucketSchedules {
@@ -104,7 +107,15 @@ impl BucketSchedules {
             shared,
             clock,
             ensured: Mutex::new(BTreeSet::new()),
+            trust_records: AtomicBool::new(true),
         }
+    }
+
+    /// From now on every minute's schedule is made (or found) with Scheduler itself, the
+    /// table's records aside: for `aws rearm`, whose timers may be gone with the schedule
+    /// group while the records that they were made remain (a restored table keeps them).
+    pub fn ignore_records(&self) {
+        self.trust_records.store(false, Ordering::Relaxed);
     }
 
     /// Makes sure `minute`'s bucket has its schedule.
@@ -112,8 +123,11 @@ impl BucketSchedules {
         if self.ensured.lock().expect("not poisoned").contains(&minute) {
             return Ok(());
         }
-        let recorded =
-            (self.shared.is_scheduled(minute).await).map_err(|e| TimerError(e.into()))?;
+        // Unreadable, the record is taken as absent: creating finds the schedule made.
+        let recorded = match self.trust_records.load(Ordering::Relaxed) {
+            true => (self.shared.is_scheduled(minute).await).unwrap_or(false),
+            false => false,
+        };
         if !recorded {
             self.create(minute).await?;
             // Without the record the schedule is still there; the next instance creating

@@ -19,10 +19,12 @@
 //! | a task waiting in a flow | its flow's | `Q#<task id>` |
 //! | a flow a tenant used lately | `FL#<tenant>` | `K#<flow key>` |
 //! | a paused flow | `FL#<tenant>` | `P#<flow key>` |
+//! | a tenant's call slot at a destination (its own limit) | `D#<tenant>#<destination>` | `S#<index>` |
 //! | the sweep's checkpoint | `SWEEP` | `SWEEP` |
 //! | where `aws rearm` has read to, per scan segment | `REARM` | `<segment>/<segments>` |
 //! | a minute's bucket fire began | `BUCKET` | `<minute, epoch ms>` |
 //! | the minutes the sweeper has checked for a fire | `BUCKET` | `CHECKED` |
+//! | a minute's bucket schedule exists | `M#<minute, epoch ms>` | `SCHEDULED` |
 //! | the readiness probe (never written) | `READY` | `PROBE` |
 //!
 //! `K#` begins three different keys: a replace key's partition (`K#<tenant>#<key>`, sort

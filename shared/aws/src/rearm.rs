@@ -55,6 +55,8 @@ pub async fn rearm(
     done: &(dyn Fn(PageDone) + Sync),
 ) -> Result<SweepReport, RearmError> {
     let store = &backend.store;
+    // The schedules may be gone with the timers: each minute's is made again.
+    backend.timer.ignore_schedule_records();
     if settings.restart {
         store
             .forget_rearm_positions(settings.segments)

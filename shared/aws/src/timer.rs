@@ -64,6 +64,12 @@ impl AwsTimer {
         }
     }
 
+    /// Bucket schedules are made with Scheduler itself, whatever the table's records say
+    /// ([`BucketSchedules::ignore_records`]).
+    pub fn ignore_schedule_records(&self) {
+        self.schedules.ignore_records();
+    }
+
     fn group_of(&self, message: &TimerMessage) -> Option<String> {
         self.grouped
             .load(Ordering::Relaxed)

@@ -28,7 +28,7 @@ pub enum ClientError {
     /// The API answered with a problem.
     #[error("{status}: {}", .problem.detail)]
     Refused { status: u16, problem: Problem },
-    /// No answer: refused connection, unknown host, timeout.
+    /// No connection to the API (refused, unknown host): nothing was sent.
     #[error("unreachable: {0}")]
     Unreachable(String),
     /// An answer that is not what the API documents.
@@ -38,8 +38,9 @@ pub enum ClientError {
     Url(String),
     #[error("cannot encode the request: {0}")]
     Encode(#[from] serde_json::Error),
-    /// An answer cut short, or a request that could not be made.
-    #[error(transparent)]
+    /// No whole answer once connected (a timeout, a connection cut short): the request
+    /// may have been acted on, so a registration is retried under its idempotency key.
+    #[error("{}", .0.explain())]
     Http(TransportError),
 }
 
@@ -398,7 +399,7 @@ fn refused(status: u16, body: String) -> ClientError {
 
 fn unreachable_or_http(e: TransportError) -> ClientError {
     if e.is_unreachable() {
-        ClientError::Unreachable(e.to_string())
+        ClientError::Unreachable(e.explain())
     } else {
         ClientError::Http(e)
     }

@@ -1,7 +1,8 @@
 //! The HTTP under the client: hyper's client over rustls (the platform's roots), one
 //! deadline per call. The API needs no more than a method, a URL, a few headers, a JSON
 //! body and the answer's status and text, so the client carries no more than that (and
-//! none of a server's layers).
+//! none of a server's layers): it follows no redirect and uses no proxy from the
+//! environment; the API's URL is the one to call.
 
 use std::time::Duration;
 
@@ -18,25 +19,35 @@ use url::Url;
 /// Why a call got no answer, or no whole one.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
-    #[error("TLS setup: {0}")]
+    #[error("TLS setup")]
     Tls(#[source] std::io::Error),
-    #[error("cannot build the request: {0}")]
+    #[error("cannot build the request")]
     Request(#[from] http::Error),
-    /// Refused connection, unknown host, a connection closed before the answer.
-    #[error("{}", chain(.0))]
+    /// No connection (refused, unknown host), or one that failed before the answer.
+    #[error("request failed")]
     Send(#[source] hyper_util::client::legacy::Error),
+    /// The request may have been acted on: the answer did not come in time.
     #[error("no answer within {0:?}")]
     Timeout(Duration),
-    #[error("reading the answer: {0}")]
-    Read(#[source] hyper::Error),
+    #[error("reading the answer")]
+    Read(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl TransportError {
-    /// Whether the API was never reached (as opposed to an answer cut short).
+    /// Whether the API was never reached: no connection was made, so nothing was sent.
+    /// Any other failure may have come after the request was acted on.
     pub fn is_unreachable(&self) -> bool {
-        matches!(self, Self::Send(_) | Self::Timeout(_))
+        matches!(self, Self::Send(e) if e.is_connect())
+    }
+
+    /// The error and its causes, as one line.
+    pub fn explain(&self) -> String {
+        chain(self)
     }
 }
+
+/// The largest answer read: far beyond any page the API sends.
+const MAX_ANSWER: usize = 16 << 20;
 
 /// One request to the API.
 pub struct Call {
@@ -100,7 +111,8 @@ impl Transport {
         let exchange = async {
             let response = (self.http.request(request).await).map_err(TransportError::Send)?;
             let status = response.status().as_u16();
-            let body = (response.into_body().collect().await).map_err(TransportError::Read)?;
+            let limited = http_body_util::Limited::new(response.into_body(), MAX_ANSWER);
+            let body = (limited.collect().await).map_err(TransportError::Read)?;
             Ok((
                 status,
                 String::from_utf8_lossy(&body.to_bytes()).into_owned(),

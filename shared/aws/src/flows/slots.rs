@@ -1,6 +1,7 @@
 //! Shared call slots, a flow's (its parallelism) or a tenant's at a destination (its
-//! limit there): items `S#0` … `S#<limit - 1>` in the flow's or destination's partition, each naming its holder and until when. A slot is taken with a conditional put
-//! on a free or expired one, found by one consistent query of the flow's slots, and freed
+//! limit there): items `S#0` … `S#<limit - 1>` in the flow's or destination's partition,
+//! each naming its holder and until when. A slot is taken with a conditional put on a
+//! free or expired one, found by one consistent query of the partition's slots, and freed
 //! with a delete conditional on its holder (this process remembers which slot each of its
 //! holders took).
 
@@ -94,9 +95,9 @@ impl DynamoFlowCounters {
         }
     }
 
-    /// A free or expired slot index at `now`, from one consistent read of the flow's slots:
-    /// the first free one from a place of the holder's own, so that takers at once mostly
-    /// try different slots instead of racing for the lowest.
+    /// A free or expired slot index at `now`, from one consistent read of the partition's
+    /// slots: the first free one from a place of the holder's own, so that takers at once
+    /// mostly try different slots instead of racing for the lowest.
     async fn free_index(
         &self,
         pk: &str,

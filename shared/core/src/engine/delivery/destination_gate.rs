@@ -1,6 +1,6 @@
 //! A tenant's limit of calls at once to one destination, held across every instance that
-//! shares the store ([`crate::ports::DestinationSlots`]): checked after the task's flow
-//! limits, before the claim. Only a tenant with a limit of its own pays for it (a slot's
+//! shares the store ([`crate::ports::DestinationSlots`]): checked before the task's flow
+//! limits and the claim. Only a tenant with a limit of its own pays for it (a slot's
 //! read and two writes a call); the server's default stays per instance, in its lanes.
 //! A task over the limit is put off, unclaimed, and looks again shortly.
 
@@ -35,8 +35,10 @@ pub(in crate::engine) struct HeldSlots {
 }
 
 impl Engine {
-    /// The task's flow limits, then its tenant's limit at `destination`; a refusal by the
-    /// second frees what the first took.
+    /// The tenant's limit at `destination`, then the task's flow limits; a refusal by the
+    /// second frees what the first took. The destination comes first: a flow counts each
+    /// start it allows in its rate window, so a task the destination then turned away
+    /// would spend a start of the flow's rate on a call it never made.
     pub(in crate::engine) async fn take_slots(
         &self,
         at: &AttemptRef,
@@ -44,23 +46,18 @@ impl Engine {
         destination: &Destination,
         lease_until: DateTime<Utc>,
     ) -> Result<Step<HeldSlots>, EngineError> {
-        let flow = match self.pass_flow_gate(at, task, lease_until).await? {
-            Step::Continue(flow) => flow,
+        let gate = self.pass_destination_gate(at, task, destination, lease_until);
+        let destination = match gate.await? {
+            Step::Continue(destination) => destination,
             Step::Reread => return Ok(Step::Reread),
             Step::Done(outcome) => return Ok(Step::Done(outcome)),
         };
         let held = HeldSlots {
-            flow,
-            destination: None,
+            flow: None,
+            destination,
         };
-        match self
-            .pass_destination_gate(at, task, destination, lease_until)
-            .await
-        {
-            Ok(Step::Continue(destination)) => Ok(Step::Continue(HeldSlots {
-                destination,
-                ..held
-            })),
+        match self.pass_flow_gate(at, task, lease_until).await {
+            Ok(Step::Continue(flow)) => Ok(Step::Continue(HeldSlots { flow, ..held })),
             refused => {
                 self.free_slots(task, &held).await;
                 match refused? {

@@ -8,8 +8,8 @@
 //!    lease starts;
 //! 5. [`Engine::take_claim`]: the lifecycle's claim, in memory (an early, leased, stale or
 //!    ahead fire ends here);
-//! 6. [`Engine::take_slots`]: the task's flow limits, and its tenant's limit at the
-//!    destination where every instance shares it;
+//! 6. [`Engine::take_slots`]: its tenant's limit at the destination where every instance
+//!    shares it, and the task's flow limits;
 //! 7. [`Engine::write_claim`]: the claim's conditional write;
 //! 8. [`Engine::call_claimed`]: the call, with the slots freed when it ends;
 //! 9. [`Engine::give_back_local`]: a call that never left this machine is given back;
