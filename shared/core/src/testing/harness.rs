@@ -207,6 +207,26 @@ pub fn harness_tenant_limited(
     build(webhooks, RecordingTimer::default(), t0(), None, limits)
 }
 
+/// A harness whose tenant has a destination limit of its own, held in `slots` as a
+/// fleet's shared slots would hold it.
+pub fn harness_shared_slots(
+    tenant_limit: usize,
+    slots: Arc<super::MemoryDestinationSlots>,
+) -> Harness {
+    let limits = Limits {
+        tenant_destination: Some(tenant_limit),
+        shared_slots: Some(slots),
+        ..Limits::default()
+    };
+    build(
+        ScriptedWebhooks::default(),
+        RecordingTimer::default(),
+        t0(),
+        None,
+        limits,
+    )
+}
+
 /// The limits a harness's engine and tenant run with.
 #[derive(Default)]
 struct Limits {
@@ -214,6 +234,8 @@ struct Limits {
     /// The tenant's own destination limit, if it has one.
     tenant_destination: Option<usize>,
     tenant: TenantLimits,
+    /// Destination slots shared as a fleet's are, if any.
+    shared_slots: Option<Arc<super::MemoryDestinationSlots>>,
 }
 
 fn build(
@@ -235,10 +257,14 @@ fn build(
         tenants = tenants.with_destination_limit(limit);
     }
     let metrics = Arc::new(RecordedMetrics::default());
+    let mut store_ports = StorePorts::of(store.clone())
+        .with_counts(store.clone())
+        .with_process_flows(store.clone());
+    if let Some(slots) = limits.shared_slots {
+        store_ports = store_ports.with_destination_slots(slots);
+    }
     let ports = Ports::new(
-        StorePorts::of(store.clone())
-            .with_counts(store.clone())
-            .with_process_flows(store.clone()),
+        store_ports,
         timer.clone(),
         Arc::new(tenants),
         webhooks.clone(),

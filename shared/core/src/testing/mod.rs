@@ -9,6 +9,7 @@ pub mod flow_contract;
 pub mod harness;
 mod list_suite;
 mod memory_dead_letters;
+mod memory_destination_slots;
 mod memory_store;
 mod memory_tenants;
 mod recording_timer;
@@ -18,6 +19,7 @@ mod timer_suite;
 
 pub use fixtures::{plain_spec, sample_task, unique_tenant, AlwaysReady, ContractStore};
 pub use memory_dead_letters::MemoryDeadLetters;
+pub use memory_destination_slots::MemoryDestinationSlots;
 pub use memory_store::MemoryStore;
 pub use memory_tenants::MemoryTenants;
 pub use recording_timer::RecordingTimer;

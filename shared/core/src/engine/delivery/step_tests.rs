@@ -4,9 +4,13 @@ use super::call::judge;
 use super::destination_gate::HeldSlots;
 use super::outcome::Step;
 use super::steps::Claim;
-use crate::domain::{AttemptRecord, Task, Verdict};
+use std::sync::Arc;
+
+use crate::domain::{AttemptRecord, Destination, Task, TaskId, Verdict};
 use crate::engine::error::EngineError;
+use crate::ports::{DestinationSlots, SlotHolder};
 use crate::testing::harness::*;
+use crate::testing::MemoryDestinationSlots;
 
 /// A harness with one task due now, as stored.
 async fn due_task(timer: RecordingTimer) -> (Harness, Task) {
@@ -297,4 +301,91 @@ async fn responses_are_judged_by_the_tasks_rules() {
     // 410 is permanent under every policy.
     assert!(matches!(judge(&status(410), &task), Verdict::Fail(_)));
     assert!(matches!(judge(&status(503), &task), Verdict::Retry { .. }));
+}
+
+/// A task due now on a harness whose tenant is limited to `limit` calls at once to a
+/// destination, in slots shared as a fleet's are.
+async fn shared_slots_task(limit: usize) -> (Harness, Task, Arc<MemoryDestinationSlots>) {
+    let slots = Arc::new(MemoryDestinationSlots::default());
+    let h = harness_shared_slots(limit, slots.clone());
+    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
+    (h, task, slots)
+}
+
+#[tokio::test]
+async fn a_shared_destination_slot_is_held_until_freed() {
+    let (h, task, slots) = shared_slots_task(2).await;
+    let destination = Destination::of(&task.spec.request.url);
+    let lease = h.clock_now() + chrono::Duration::seconds(40);
+    let step = (h
+        .engine
+        .take_slots(&task.attempt_ref(1), &task, &destination, lease))
+    .await;
+    let Step::Continue(held) = step.unwrap() else {
+        panic!("the slots were refused");
+    };
+    assert_eq!(slots.held(&h.tenant, &destination, h.clock_now()), 1);
+    h.engine.free_slots(&task, &held).await;
+    assert_eq!(slots.held(&h.tenant, &destination, h.clock_now()), 0);
+}
+
+/// With the limit's slots held elsewhere, the attempt is put off unclaimed (2 s on), and
+/// holds nothing.
+#[tokio::test]
+async fn a_full_destination_puts_the_attempt_off() {
+    let (h, task, slots) = shared_slots_task(1).await;
+    let destination = Destination::of(&task.spec.request.url);
+    let lease = h.clock_now() + chrono::Duration::seconds(40);
+    let other = SlotHolder::new(&TaskId::new());
+    let taken =
+        slots.take_destination_slot(&h.tenant, &destination, 1, &other, (h.clock_now(), lease));
+    assert!(taken.await.unwrap());
+    h.timer.clear();
+    let step = (h
+        .engine
+        .take_slots(&task.attempt_ref(1), &task, &destination, lease))
+    .await;
+    assert!(matches!(
+        step.unwrap(),
+        Step::Done(DeliverOutcome::Deferred)
+    ));
+    let again = h.clock_now() + chrono::Duration::seconds(2);
+    assert_eq!(
+        h.timer.armed(),
+        vec![(task.id, Attempt::Delivery(1), again)]
+    );
+    assert_eq!(
+        slots.held(&h.tenant, &destination, h.clock_now()),
+        1,
+        "only the other's"
+    );
+    assert_eq!(h.status_of(&task).await, Status::Scheduled);
+}
+
+/// A claim that loses to a newer write frees the slot it took; a whole delivery frees its
+/// slot when its call ends.
+#[tokio::test]
+async fn a_claim_that_is_not_written_frees_its_destination_slot() {
+    let (h, task, slots) = shared_slots_task(2).await;
+    let destination = Destination::of(&task.spec.request.url);
+    let at = task.attempt_ref(1);
+    let Step::Continue(claim) = h.engine.take_claim(&at, &task).await.unwrap() else {
+        panic!("the claim was refused");
+    };
+    let step = (h
+        .engine
+        .take_slots(&at, &task, &destination, claim.lease_until))
+    .await;
+    let Step::Continue(held) = step.unwrap() else {
+        panic!("the slots were refused");
+    };
+    h.engine.cancel(&h.tenant, &task.id).await.unwrap();
+    let written = h.engine.write_claim(&claim, &held).await.unwrap();
+    assert_eq!(written, Step::Reread);
+    assert_eq!(slots.held(&h.tenant, &destination, h.clock_now()), 0);
+
+    let delivered = h.register(FireTime::Now, RetryPolicy::default()).await;
+    let outcome = h.engine.deliver(delivered.attempt_ref(1)).await.unwrap();
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    assert_eq!(slots.held(&h.tenant, &destination, h.clock_now()), 0);
 }
