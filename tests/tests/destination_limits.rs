@@ -1,7 +1,7 @@
 //! A tenant's own limit of calls at once to one destination holds across instances: two
-//! AWS backends (as two delivery function instances) share the table (dynalite, whose
-//! conditional writes are atomic) and the timer queue (moto), each with lanes of its own;
-//! a slow receiver never has more of the tenant's calls in flight than the limit.
+//! AWS backends (as two delivery function instances, each with lanes of its own) share the
+//! table (dynalite, whose conditional writes are atomic); a slow receiver never has more
+//! of the tenant's calls in flight than the limit.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +20,7 @@ use boomerang_e2e::{wait_for, Receiver, Reply};
 /// How long the receiver takes to answer each call.
 const SLOW: Duration = Duration::from_millis(800);
 const LIMIT: usize = 2;
-/// Two batches of ten: one for each instance at the start.
+/// Ten for each instance.
 const TASKS: usize = 20;
 
 fn instance(settings: &boomerang_aws::AwsSettings) -> AwsBackend {
@@ -60,14 +60,21 @@ fn most_at_once(arrivals: &[std::time::Instant]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenants_destination_limit_holds_across_instances() {
-    let mut settings = bootstrap(&moto(), &unique_prefix("dest")).await.unwrap();
-    settings.table = fresh_dynalite_table("dest").await;
+    // One table; a timer queue each, so that both instances have work at once (on one
+    // queue, one instance's receives could take it all).
+    let table = fresh_dynalite_table("dest").await;
+    let mut settings = Vec::new();
+    for _ in 0..2 {
+        let mut own = bootstrap(&moto(), &unique_prefix("dest")).await.unwrap();
+        own.table = table.clone();
+        settings.push(own);
+    }
     let rx = Receiver::start(|_, _| Reply {
         delay: SLOW,
         ..Reply::status(200)
     })
     .await;
-    let instances = [instance(&settings), instance(&settings)];
+    let instances = [instance(&settings[0]), instance(&settings[1])];
     let tenant = boomerang_core::testing::unique_tenant("dest");
     let tenants = &instances[0].tenants;
     tenants.mint_key(&tenant).await.unwrap();
@@ -86,7 +93,7 @@ async fn a_tenants_destination_limit_holds_across_instances() {
     let mut workers = Vec::new();
     for (n, backend) in instances.iter().enumerate() {
         let (delivery, sqs) = (backend.delivery(), backend.sqs.clone());
-        let (queue, stop) = (settings.timer_queue_url.clone(), stop.clone());
+        let (queue, stop) = (settings[n].timer_queue_url.clone(), stop.clone());
         workers.push(tokio::spawn(async move {
             let name = format!("instance-{n}");
             while !stop.load(Ordering::Relaxed) {
@@ -114,9 +121,9 @@ async fn a_tenants_destination_limit_holds_across_instances() {
         at_once <= LIMIT,
         "{at_once} calls at once, over the limit of {LIMIT}"
     );
-    // Both instances called. Each receives a batch of ten at the start and would call
-    // two of them at once by its own lanes (which take the tenant's limit too): only the
-    // shared slots keep the two together at two (without them: four at once).
+    // Both instances called. Each has ten tasks due at once and would call two of them at
+    // once by its own lanes (which take the tenant's limit too): only the shared slots
+    // keep the two together at two (without them: four at once).
     let mut calls: BTreeMap<String, usize> = BTreeMap::new();
     for id in &ids {
         let view = instances[0].engine.get(&tenant, id).await.unwrap();
