@@ -547,6 +547,7 @@ impl Bench {
             sqs: backend.sqs.clone(),
             group: backend.settings.schedule_group.clone(),
             queue_url: backend.settings.timer_queue_url.clone(),
+            slow_queue_url: backend.settings.slow_queue_url.clone(),
             delivery: backend.delivery(),
             clock: clock.clone(),
         });

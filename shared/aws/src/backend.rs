@@ -17,6 +17,7 @@ use crate::dead_letters::SqsDeadLetters;
 use crate::flows::DynamoFlowCounters;
 use crate::readiness::AwsReadiness;
 use crate::settings::AwsSettings;
+use crate::slow_lane::SlowQueue;
 use crate::store::DynamoStore;
 use crate::system_failures::SystemFailures;
 use crate::tenants::DynamoTenants;
@@ -125,6 +126,10 @@ pub fn aws_with_clients(
     )
     .with_clock(config.clock.clone())
     .with_metrics(config.metrics, config.metrics_view);
+    let ports = match &settings.slow_queue_url {
+        Some(url) => ports.with_slow_lane(Arc::new(SlowQueue::new(timer.clone(), url))),
+        None => ports,
+    };
     Ok(AwsBackend {
         engine: Arc::new(Engine::new(ports, config.engine)),
         store,

@@ -37,6 +37,8 @@ pub async fn bootstrap(sdk: &SdkConfig, prefix: &str) -> Result<AwsSettings, Boo
     let redrive = serde_json::json!({"deadLetterTargetArn": failures_arn, "maxReceiveCount": "5"});
     let timer_queue_url =
         create_queue(&sqs, &format!("{prefix}-timer"), Some(redrive.to_string())).await?;
+    let slow_queue_url =
+        create_queue(&sqs, &format!("{prefix}-slow"), Some(redrive.to_string())).await?;
     let dead_letter_queue_url = create_queue(&sqs, &format!("{prefix}-dead-letters"), None).await?;
     let group = format!("{prefix}-timers");
     let created = aws_sdk_scheduler::Client::new(sdk)
@@ -63,6 +65,7 @@ pub async fn bootstrap(sdk: &SdkConfig, prefix: &str) -> Result<AwsSettings, Boo
         scheduler_role_arn: format!("arn:aws:iam::000000000000:role/{prefix}-scheduler"),
         scheduler_dlq_arn: Some(failures_arn),
         system_failures_queue_url: Some(failures_url),
+        slow_queue_url: Some(slow_queue_url),
         allowed_cidrs: Vec::new(),
         retention: Duration::from_secs(settings::DEFAULT_RETENTION_DAYS * 24 * 3600),
     })
@@ -236,6 +239,7 @@ pub fn env_vars(s: &AwsSettings) -> Vec<(&'static str, String)> {
             settings::ENV_SYSTEM_FAILURES_QUEUE_URL,
             s.system_failures_queue_url.as_ref(),
         ),
+        (settings::ENV_SLOW_QUEUE_URL, s.slow_queue_url.as_ref()),
     ];
     required
         .into_iter()

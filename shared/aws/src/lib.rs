@@ -50,6 +50,7 @@ pub mod rearm;
 pub mod sdk;
 pub mod settings;
 pub mod shards;
+pub mod slow_lane;
 pub mod store;
 pub mod system_failures;
 pub mod tenants;

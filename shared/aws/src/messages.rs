@@ -41,6 +41,11 @@ pub enum TimerMessage {
     Sweep {
         sweep: SweepPass,
     },
+    /// An attempt handed to the slow lane: delivered by whichever queue carries it,
+    /// whatever its destination's mark ([`crate::slow_lane`]).
+    Slow {
+        slow: AttemptRef,
+    },
 }
 
 /// A sweep the timer queue carries: EventBridge runs the sweeper once a minute at most,
@@ -65,7 +70,9 @@ impl TimerMessage {
     /// grouped by its digest.
     pub fn group(&self) -> String {
         match self {
-            TimerMessage::Attempt(attempt) => attempt_group(attempt),
+            TimerMessage::Attempt(attempt) | TimerMessage::Slow { slow: attempt } => {
+                attempt_group(attempt)
+            }
             TimerMessage::Bucket { .. } => BUCKET_GROUP.to_string(),
             TimerMessage::Sweep { .. } => SWEEP_GROUP.to_string(),
         }

@@ -37,6 +37,7 @@ pub fn metric_line(event: MetricEvent) -> Option<serde_json::Value> {
             "duration_ms": a.duration_ms,
         }),
         MetricEvent::SweepRepaired { count } => json!({ "sweep_repaired": count }),
+        MetricEvent::HandedToSlowLane => json!({ "handed_to_slow_lane": 1 }),
         MetricEvent::Canceled { .. }
         | MetricEvent::DeliveryStarted
         | MetricEvent::DeliveryFinished

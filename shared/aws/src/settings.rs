@@ -20,6 +20,9 @@ pub struct AwsSettings {
     /// The queue where failed timer messages, fires and invocations end up; the sweeper
     /// hands them back to the timer queue (optional).
     pub system_failures_queue_url: Option<String>,
+    /// The slow lane's queue, where attempts to destinations that answered slowly of late
+    /// are handed (optional: without it they stay in the timer queue's batches).
+    pub slow_queue_url: Option<String>,
     pub allowed_cidrs: Vec<IpNet>,
     /// How long finished tasks are kept.
     pub retention: Duration,
@@ -41,6 +44,7 @@ pub const ENV_DELIVERY_FUNCTION_ARN: &str = "BOOMERANG_DELIVERY_FUNCTION_ARN";
 pub const ENV_SCHEDULER_ROLE_ARN: &str = "BOOMERANG_SCHEDULER_ROLE_ARN";
 pub const ENV_SCHEDULER_DLQ_ARN: &str = "BOOMERANG_SCHEDULER_DLQ_ARN";
 pub const ENV_SYSTEM_FAILURES_QUEUE_URL: &str = "BOOMERANG_SYSTEM_FAILURES_QUEUE_URL";
+pub const ENV_SLOW_QUEUE_URL: &str = "BOOMERANG_SLOW_QUEUE_URL";
 pub const ENV_ALLOWED_CIDRS: &str = "BOOMERANG_ALLOWED_CIDRS";
 pub const ENV_RETENTION_DAYS: &str = "BOOMERANG_RETENTION_DAYS";
 
@@ -103,6 +107,7 @@ impl AwsSettings {
         let retention = Duration::from_secs(days * 24 * 3600);
         let scheduler_dlq_arn = get(ENV_SCHEDULER_DLQ_ARN);
         let system_failures_queue_url = get(ENV_SYSTEM_FAILURES_QUEUE_URL);
+        let slow_queue_url = get(ENV_SLOW_QUEUE_URL);
         let get = |k| get(k).expect("checked above");
         Ok(Self {
             table: get(ENV_TABLE),
@@ -113,6 +118,7 @@ impl AwsSettings {
             scheduler_role_arn: get(ENV_SCHEDULER_ROLE_ARN),
             scheduler_dlq_arn,
             system_failures_queue_url,
+            slow_queue_url,
             allowed_cidrs,
             retention,
         })

@@ -78,7 +78,11 @@ impl SystemFailures {
         let mut buckets = Vec::new();
         for m in messages {
             match m.body().and_then(TimerMessage::find_in) {
-                Some(TimerMessage::Attempt(attempt)) => attempts.push((m, attempt)),
+                // A slow attempt goes back the shared way, and to the slow lane from there
+                // if its destination is still slow.
+                Some(TimerMessage::Attempt(attempt) | TimerMessage::Slow { slow: attempt }) => {
+                    attempts.push((m, attempt))
+                }
                 Some(bucket @ TimerMessage::Bucket { .. }) => buckets.push((m, (bucket, 0))),
                 // The run handing it back is itself a sweep: the pass is done.
                 Some(TimerMessage::Sweep { .. }) => done.push(m),

@@ -87,12 +87,23 @@ impl AwsTimer {
 
     /// Puts a message on the timer queue, to be delivered after `delay_seconds`.
     pub async fn send(&self, message: &TimerMessage, delay_seconds: i32) -> Result<(), TimerError> {
+        self.send_to(&self.queue_url, message, delay_seconds).await
+    }
+
+    /// Puts a message on `queue_url` (the timer queue, or one made like it: the slow
+    /// lane's), to be delivered after `delay_seconds`.
+    pub async fn send_to(
+        &self,
+        queue_url: &str,
+        message: &TimerMessage,
+        delay_seconds: i32,
+    ) -> Result<(), TimerError> {
         let body = serde_json::to_string(message).map_err(|e| TimerError(e.into()))?;
         loop {
             let sent = self
                 .sqs
                 .send_message()
-                .queue_url(&self.queue_url)
+                .queue_url(queue_url)
                 .message_body(&body)
                 .set_message_group_id(self.group_of(message))
                 .delay_seconds(delay_seconds)

@@ -1,7 +1,7 @@
 //! Plays the triggers that AWS provides and emulators do not: it fires due one-time
 //! schedules of the group (then deletes them, like `ActionAfterCompletion=DELETE`) and
-//! polls the timer queue like the SQS event source mapping, handing both to the same
-//! delivery handler the Lambda uses.
+//! polls the timer queue (and the slow lane's) like the SQS event source mappings, handing
+//! all to the same delivery handler the Lambda uses.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -21,12 +21,15 @@ const VISIBILITY_TIMEOUT_SECS: i32 = 10;
 /// Batches handled at once, as an SQS event source mapping starts with five concurrent
 /// batches (it scales up from there; this stays at five).
 const CONCURRENT_BATCHES: usize = 5;
+/// Batches of the slow lane handled at once: its mapping's own, smaller concurrency.
+const CONCURRENT_SLOW_BATCHES: usize = 2;
 
 pub struct TriggerEmulator {
     pub scheduler: aws_sdk_scheduler::Client,
     pub sqs: aws_sdk_sqs::Client,
     pub group: String,
     pub queue_url: String,
+    pub slow_queue_url: Option<String>,
     pub delivery: Delivery,
     pub clock: Arc<dyn Clock>,
 }
@@ -39,6 +42,7 @@ impl TriggerEmulator {
             sqs: backend.sqs.clone(),
             group: backend.settings.schedule_group.clone(),
             queue_url: backend.settings.timer_queue_url.clone(),
+            slow_queue_url: backend.settings.slow_queue_url.clone(),
             delivery: backend.delivery(),
             clock: backend.clock.clone(),
         })
@@ -58,12 +62,15 @@ impl TriggerEmulator {
                 }
             }
         };
-        let pollers = (0..CONCURRENT_BATCHES).map(|_| {
+        let timer = std::iter::repeat_n(&self.queue_url, CONCURRENT_BATCHES);
+        let slow = (self.slow_queue_url.iter())
+            .flat_map(|q| std::iter::repeat_n(q, CONCURRENT_SLOW_BATCHES));
+        let pollers = timer.chain(slow).map(|queue_url| {
             let me = self.clone();
             async move {
                 loop {
-                    if let Err(e) = me.drain_queue_once().await {
-                        tracing::warn!(error = %e, "polling the timer queue failed");
+                    if let Err(e) = me.drain_once(queue_url).await {
+                        tracing::warn!(error = %e, queue = %queue_url, "polling a timer queue failed");
                         tokio::time::sleep(Duration::from_secs(1)).await;
                     }
                 }
@@ -137,7 +144,12 @@ impl TriggerEmulator {
     /// One long poll of the timer queue, handled as the delivery Lambda handles a batch;
     /// returns how many messages were received.
     pub async fn drain_queue_once(&self) -> Result<usize, String> {
-        poll_queue(&self.sqs, &self.queue_url, |batch| async move {
+        self.drain_once(&self.queue_url).await
+    }
+
+    /// [`Self::drain_queue_once`] of `queue_url` (the timer queue or the slow lane's).
+    async fn drain_once(&self, queue_url: &str) -> Result<usize, String> {
+        poll_queue(&self.sqs, queue_url, |batch| async move {
             Ok(self.delivery.queue(&batch.into(), None).await)
         })
         .await

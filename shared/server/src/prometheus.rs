@@ -41,6 +41,7 @@ pub struct PrometheusMetrics {
     sweep_repaired: Counter,
     given_back: Counter,
     deferred: Counter,
+    handed_to_slow_lane: Counter,
     destination_in_flight: Family<DestinationLabel, Gauge>,
     destination_waiting: Family<DestinationLabel, Gauge>,
     destination_paused: Family<DestinationLabel, Gauge>,
@@ -76,6 +77,7 @@ impl PrometheusMetrics {
             sweep_repaired: Counter::default(),
             given_back: Counter::default(),
             deferred: Counter::default(),
+            handed_to_slow_lane: Counter::default(),
             destination_in_flight: Family::default(),
             destination_waiting: Family::default(),
             destination_paused: Family::default(),
@@ -161,6 +163,12 @@ impl PrometheusMetrics {
             "Attempts put off, uncounted, because their destination asked for a pause (429 or \
              503 with Retry-After) or their flow was over a limit",
             self.deferred.clone(),
+        );
+        r.register(
+            "attempts_to_slow_lane",
+            "Attempts handed to the slow lane because their destination answered slowly of \
+             late, so that they wait only among other slow calls",
+            self.handed_to_slow_lane.clone(),
         );
         r.register(
             "destination_in_flight",
@@ -249,6 +257,9 @@ impl Metrics for PrometheusMetrics {
             }
             MetricEvent::Deferred => {
                 self.deferred.inc();
+            }
+            MetricEvent::HandedToSlowLane => {
+                self.handed_to_slow_lane.inc();
             }
             MetricEvent::SweepRepaired { count } => {
                 self.sweep_repaired.inc_by(count as u64);

@@ -114,11 +114,15 @@ impl Delivery {
         match message {
             TimerMessage::Attempt(attempt) => {
                 let (task, number) = (attempt.task_id, attempt.attempt);
-                let outcome = match worker {
-                    Some(worker) => self.engine.deliver_as(attempt, worker).await?,
-                    None => self.engine.deliver(attempt).await?,
-                };
+                let worker = worker.unwrap_or(self.engine.worker());
+                let outcome = self.engine.deliver_as(attempt, worker).await?;
                 tracing::debug!(task = %task, attempt = %number, ?outcome, "timer fired");
+            }
+            TimerMessage::Slow { slow: attempt } => {
+                let (task, number) = (attempt.task_id, attempt.attempt);
+                let worker = worker.unwrap_or(self.engine.worker());
+                let outcome = self.engine.deliver_slow_as(attempt, worker).await?;
+                tracing::debug!(task = %task, attempt = %number, ?outcome, "slow lane fired");
             }
             // Boxed, as the sweep below: inline, the delivery function's future nests too
             // deep for the compiler to lay out (it stops at its query depth limit).

@@ -15,7 +15,7 @@ mod state;
 mod tasks;
 
 pub use delivery::{
-    DeliverOutcome, DeliveryLimits, Drained, WorkSlot, DEFAULT_PER_DESTINATION,
+    DeliverOutcome, DeliveryLimits, Drained, Route, WorkSlot, DEFAULT_PER_DESTINATION,
     PER_DESTINATION_RANGE,
 };
 pub use error::EngineError;
@@ -24,7 +24,7 @@ pub use holds::Release;
 pub use operations::{Stats, SweepReport};
 pub use ports::{Ports, StorePorts};
 pub use schedules::NewSchedule;
-pub use state::{this_process, Engine, EngineSettings};
+pub use state::{this_process, Engine, EngineSettings, DEFAULT_SLOW_CALL};
 pub use tasks::{
     FireTime, KeyOutcome, NewTask, Registration, Replacement, RetrySource, Submission, TaskDetails,
     TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_TENANT_RATE, MAX_PENDING_RANGE, TENANT_RATE_RANGE,

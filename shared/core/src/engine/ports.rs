@@ -7,8 +7,8 @@ use crate::clock::{Clock, Random, SystemClock, ThreadRandom};
 use crate::metrics::{Metrics, MetricsView, NoMetrics};
 use crate::ports::{
     DeadLetters, DestinationSlots, FlowPauses, FlowPorts, KeyedTasks, PolicyStore,
-    ProcessFlowCounters, Readiness, Retention, ScheduleStore, StatusCounts, SweepIndex, TaskStore,
-    Tenants, Timer, Webhooks,
+    ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane, StatusCounts, SweepIndex,
+    TaskStore, Tenants, Timer, Webhooks,
 };
 
 /// What one store provides: every capability it has, the `Option`s being those some
@@ -104,6 +104,9 @@ pub struct Ports {
     pub(crate) metrics_view: Option<Arc<dyn MetricsView>>,
     /// Whether the backend can take work now (`/readyz`).
     pub(crate) readiness: Arc<dyn Readiness>,
+    /// `None`: calls to slow destinations hold nothing but their own place (one process
+    /// delivering each attempt as it comes), so they need no lane of their own.
+    pub(crate) slow_lane: Option<Arc<dyn SlowLane>>,
 }
 
 impl Ports {
@@ -129,11 +132,18 @@ impl Ports {
             metrics: Arc::new(NoMetrics),
             metrics_view: None,
             readiness,
+            slow_lane: None,
         }
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Attempts whose destination answered slowly of late are handed to `lane`.
+    pub fn with_slow_lane(mut self, lane: Arc<dyn SlowLane>) -> Self {
+        self.slow_lane = Some(lane);
         self
     }
 

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::delivery::gate::{DeliveryLimits, Gate};
+use super::delivery::slow_lane::SlowDestinations;
 use super::delivery::stopping::Stopping;
 use super::ports::Ports;
 use super::tasks::tenant_limits::{TenantGuards, TenantLimits};
@@ -25,6 +26,9 @@ pub struct EngineSettings {
     pub limits: DeliveryLimits,
     /// What one tenant may ask of this process.
     pub tenant_limits: TenantLimits,
+    /// A call that takes this long or longer marks its destination slow: where the
+    /// backend has a slow lane, attempts there are handed to it for a while.
+    pub slow_call: Duration,
 }
 
 impl Default for EngineSettings {
@@ -37,9 +41,14 @@ impl Default for EngineSettings {
             alert: None,
             limits: DeliveryLimits::default(),
             tenant_limits: TenantLimits::default(),
+            slow_call: DEFAULT_SLOW_CALL,
         }
     }
 }
+
+/// The default of [`EngineSettings::slow_call`]: well past a healthy receiver's answer
+/// (tens to hundreds of milliseconds), well short of the 10-second default timeout.
+pub const DEFAULT_SLOW_CALL: Duration = Duration::from_secs(3);
 
 /// `<host>:<process id>`.
 pub fn this_process() -> String {
@@ -56,6 +65,7 @@ pub struct Engine {
     pub(super) gate: Gate,
     pub(super) stopping: Stopping,
     pub(super) guards: TenantGuards,
+    pub(super) slow: SlowDestinations,
 }
 
 impl Engine {
@@ -64,6 +74,7 @@ impl Engine {
             gate: Gate::new(settings.limits),
             stopping: Stopping::default(),
             guards: TenantGuards::default(),
+            slow: SlowDestinations::default(),
             ports,
             settings,
         }

@@ -35,6 +35,8 @@ pub enum MetricEvent {
     /// An attempt was put off, unclaimed and uncounted, because its destination asked for
     /// a pause (429 or 503 with `Retry-After`) or its flow was over a limit.
     Deferred,
+    /// An attempt whose destination answered slowly of late was handed to the slow lane.
+    HandedToSlowLane,
     /// The embedded store committed `writes` writes in one transaction, in `micros`.
     StoreCommit {
         writes: usize,

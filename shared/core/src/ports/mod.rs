@@ -12,6 +12,7 @@ mod flows;
 mod process_flows;
 mod readiness;
 mod schedules;
+mod slow_lane;
 mod store;
 mod tenants;
 mod timer;
@@ -24,6 +25,7 @@ pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
 pub use process_flows::ProcessFlowCounters;
 pub use readiness::{Readiness, RecentAnswer};
 pub use schedules::{KeyedTasks, SchedulePage, ScheduleStore};
+pub use slow_lane::SlowLane;
 pub use store::{
     CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
     SweepIndex, SweepMark, TaskStore,

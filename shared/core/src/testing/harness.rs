@@ -227,6 +227,24 @@ pub fn harness_shared_slots(
     )
 }
 
+/// A harness that hands attempts to destinations marked slow to the returned slow lane,
+/// and whose calls to `url` wait for the returned gate's permits.
+pub fn harness_slow_lane(url: &str) -> (Harness, Arc<Semaphore>, Arc<super::MemorySlowLane>) {
+    let gate = Arc::new(Semaphore::new(0));
+    let webhooks = ScriptedWebhooks {
+        gate: Some(gate.clone()),
+        gated_url: Some(url.into()),
+        ..ScriptedWebhooks::default()
+    };
+    let lane = Arc::new(super::MemorySlowLane::default());
+    let limits = Limits {
+        slow_lane: Some(lane.clone()),
+        ..Limits::default()
+    };
+    let h = build(webhooks, RecordingTimer::default(), t0(), None, limits);
+    (h, gate, lane)
+}
+
 /// The limits a harness's engine and tenant run with.
 #[derive(Default)]
 struct Limits {
@@ -236,6 +254,8 @@ struct Limits {
     tenant: TenantLimits,
     /// Destination slots shared as a fleet's are, if any.
     shared_slots: Option<Arc<super::MemoryDestinationSlots>>,
+    /// Where attempts to slow destinations are handed, if anywhere.
+    slow_lane: Option<Arc<super::MemorySlowLane>>,
 }
 
 fn build(
@@ -274,6 +294,10 @@ fn build(
     .with_clock(clock.clone())
     .with_random(Arc::new(FixedRandom(0.5)))
     .with_metrics(metrics.clone(), None);
+    let ports = match limits.slow_lane {
+        Some(lane) => ports.with_slow_lane(lane),
+        None => ports,
+    };
     let settings = EngineSettings {
         lease_margin: Duration::from_secs(30),
         dead_letter_tries: 3,
@@ -282,6 +306,7 @@ fn build(
         alert,
         limits: limits.delivery,
         tenant_limits: limits.tenant,
+        slow_call: crate::engine::DEFAULT_SLOW_CALL,
     };
     Harness {
         engine: Arc::new(Engine::new(ports, settings)),

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::gate::{Entry, Lane, WorkSlot};
 use super::outcome::{DeliverOutcome, Step};
+use super::slow_lane::Route;
 use crate::domain::{Attempt, AttemptRef, Destination, Status, Task};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
@@ -51,6 +52,17 @@ impl Engine {
         self.deliver_in(slot, at, worker).await
     }
 
+    /// [`Self::deliver_as`] for an attempt the slow lane carried: delivered here, whatever
+    /// its destination's mark ([`crate::ports::SlowLane`]).
+    pub async fn deliver_slow_as(
+        &self,
+        at: AttemptRef,
+        worker: &str,
+    ) -> Result<DeliverOutcome, EngineError> {
+        let slot = self.work_slot().await;
+        (self.deliver_routed(slot, at, worker, Route::SlowLane, || {})).await
+    }
+
     /// Waits for a right to run one delivery. A caller that hands out many timer fires
     /// takes the slot before it starts each ([`Self::deliver_in`]), so that fires waiting
     /// for one cost only their ids.
@@ -76,9 +88,22 @@ impl Engine {
     /// take long (a timer that keeps custody of the attempt until then lets it go).
     pub async fn deliver_in_then(
         &self,
+        slot: WorkSlot,
+        at: AttemptRef,
+        worker: &str,
+        delivered: impl FnOnce() + Send,
+    ) -> Result<DeliverOutcome, EngineError> {
+        (self.deliver_routed(slot, at, worker, Route::Shared, delivered)).await
+    }
+
+    /// [`Self::deliver_in_then`] for an attempt that came by `route`: one that came the
+    /// shared way to a destination marked slow is handed to the slow lane.
+    async fn deliver_routed(
+        &self,
         _slot: WorkSlot,
         at: AttemptRef,
         worker: &str,
+        route: Route,
         delivered: impl FnOnce() + Send,
     ) -> Result<DeliverOutcome, EngineError> {
         // The first read may lag the latest write (a cheaper read where the store has one).
@@ -102,9 +127,15 @@ impl Engine {
             other => return self.deliver_found(at, other, consistent, worker).await,
         };
         let now = self.ports.clock.now();
-        let (_, lane) = self.lane_of(&task).await;
+        let (destination, lane) = self.lane_of(&task).await;
         if let Some(until) = lane.paused(now) {
             return self.defer(at, until).await;
+        }
+        if task.next_attempt_at.is_some_and(|due| due <= now) {
+            let place = (&task.tenant, &destination);
+            if let Some(outcome) = self.hand_over_if_slow(&at, route, place, now).await {
+                return Ok(outcome);
+            }
         }
         let mut lane_slot = match self.gate.enter(&lane, &at) {
             Entry::Entered(lane_slot) => lane_slot,

@@ -12,6 +12,7 @@ mod drain;
 mod flow_gate;
 pub(in crate::engine) mod gate;
 mod outcome;
+pub(in crate::engine) mod slow_lane;
 #[cfg(test)]
 mod step_tests;
 mod steps;
@@ -21,4 +22,5 @@ pub(in crate::engine) use deliver::LOCAL_RETRY;
 pub use gate::{DeliveryLimits, WorkSlot, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE};
 pub use outcome::DeliverOutcome;
 pub(in crate::engine) use outcome::{Ended, Step};
+pub use slow_lane::Route;
 pub use stopping::Drained;

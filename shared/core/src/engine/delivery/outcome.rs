@@ -29,6 +29,9 @@ pub enum DeliverOutcome {
     /// The task's destination had all its calls in flight: the attempt waits in its queue,
     /// and a delivery holding one of its slots makes it next.
     Queued,
+    /// The task's destination answered slowly of late: the attempt was handed to the slow
+    /// lane, which delivers it among other slow calls.
+    HandedOver,
     /// A schedule's occurrence came due but does not call (its schedule is paused or
     /// deleted, or it was missed and the schedule does not catch up): it ended canceled.
     Skipped,

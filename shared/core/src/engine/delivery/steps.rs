@@ -86,6 +86,7 @@ impl Engine {
         proceed!(self.give_back_local(&claimed, &result).await?);
         let finished = self.ports.clock.now();
         self.pause_if_asked(&seat.lane, &seat.destination, &result, finished);
+        self.note_call_time(&claimed.tenant, &seat.destination, (started, finished));
         let (next, record) = self.record_verdict(&claimed, result, (started, finished), worker)?;
         let next = self.alert_if_owed(&claimed, next, &record).await;
         let next = self.dead_letter_if_failed(next).await;

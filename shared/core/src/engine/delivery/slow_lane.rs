@@ -1,0 +1,103 @@
+//! Calls to slow destinations, handed to a lane of their own where the backend has one
+//! ([`crate::ports::SlowLane`]). A call that takes [`EngineSettings::slow_call`] or longer
+//! marks its tenant's destination slow for [`SLOW_MEMORY`]; while it is, an attempt that
+//! comes due there through the shared timers is handed over instead of called, so that it
+//! holds up only other slow calls. Each process learns on its own, from its own calls: a
+//! fleet's instances each send a destination's calls the shared way until one of them
+//! takes long, and a destination that answers quickly again is back in the shared lane
+//! [`SLOW_MEMORY`] after its last slow call.
+//!
+//! [`EngineSettings::slow_call`]: crate::engine::EngineSettings::slow_call
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+
+use super::outcome::DeliverOutcome;
+use crate::domain::{AttemptRef, Destination, TenantId};
+use crate::engine::state::Engine;
+use crate::metrics::MetricEvent;
+
+/// How long one slow call keeps its destination in the slow lane: long enough that a
+/// receiver slow for minutes is not tried the shared way at every turn, short enough that
+/// one that recovers is soon back in the shared lane.
+pub(in crate::engine) const SLOW_MEMORY: chrono::Duration = chrono::Duration::minutes(5);
+/// Destinations remembered at most; past it, those whose mark ran out are dropped.
+const KEEP: usize = 4096;
+
+/// Which way an attempt came: through the shared timers, or through the slow lane (which
+/// delivers it whatever its destination's mark).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Shared,
+    SlowLane,
+}
+
+/// The destinations marked slow, and until when.
+#[derive(Default)]
+pub(in crate::engine) struct SlowDestinations(
+    Mutex<HashMap<(TenantId, Destination), DateTime<Utc>>>,
+);
+
+impl SlowDestinations {
+    fn mark(&self, tenant: &TenantId, destination: &Destination, now: DateTime<Utc>) {
+        let mut marks = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if marks.len() >= KEEP {
+            marks.retain(|_, until| *until > now);
+        }
+        marks.insert((tenant.clone(), destination.clone()), now + SLOW_MEMORY);
+    }
+
+    fn is_slow(&self, tenant: &TenantId, destination: &Destination, now: DateTime<Utc>) -> bool {
+        let marks = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (marks.get(&(tenant.clone(), destination.clone()))).is_some_and(|until| *until > now)
+    }
+}
+
+impl Engine {
+    /// Marks the destination slow if a call that ran from `started` to `finished` took
+    /// [`crate::engine::EngineSettings::slow_call`] or longer (only where there is a slow
+    /// lane to hand its attempts to).
+    pub(in crate::engine) fn note_call_time(
+        &self,
+        tenant: &TenantId,
+        destination: &Destination,
+        (started, finished): (DateTime<Utc>, DateTime<Utc>),
+    ) {
+        if self.ports.slow_lane.is_none() {
+            return;
+        }
+        let took = (finished - started).to_std().unwrap_or_default();
+        if took >= self.settings.slow_call {
+            tracing::info!(%tenant, %destination, took_ms = took.as_millis() as u64, "slow call; the destination's attempts go to the slow lane");
+            self.slow.mark(tenant, destination, finished);
+        }
+    }
+
+    /// Hands attempt `at`, due now, to the slow lane if it came the shared way and its
+    /// destination is marked slow: `Some` outcome if handed over. A hand-over that fails
+    /// is logged and the attempt is delivered here.
+    pub(in crate::engine) async fn hand_over_if_slow(
+        &self,
+        at: &AttemptRef,
+        route: Route,
+        (tenant, destination): (&TenantId, &Destination),
+        now: DateTime<Utc>,
+    ) -> Option<DeliverOutcome> {
+        let lane = self.ports.slow_lane.as_ref()?;
+        if route != Route::Shared || !self.slow.is_slow(tenant, destination, now) {
+            return None;
+        }
+        match lane.hand_over(at).await {
+            Ok(()) => {
+                self.record(MetricEvent::HandedToSlowLane);
+                Some(DeliverOutcome::HandedOver)
+            }
+            Err(e) => {
+                tracing::warn!(task = %at.task_id, error = %e, "could not hand the attempt to the slow lane; delivering it here");
+                None
+            }
+        }
+    }
+}

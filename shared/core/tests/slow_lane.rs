@@ -1,0 +1,103 @@
+//! The slow lane: a call that takes long sends its destination's next attempts to a lane
+//! of their own, where they hold up only other slow calls.
+
+use std::sync::atomic::Ordering;
+
+use boomerang_core::engine::DEFAULT_SLOW_CALL;
+use boomerang_core::metrics::MetricEvent;
+use boomerang_core::testing::harness::*;
+
+const SLOW: &str = "https://slow.test/hook";
+const FAST: &str = "https://fast.test/hook";
+
+/// Delivers a task to `SLOW` whose call takes `took` on the harness's clock.
+async fn call_taking(h: &Harness, gate: &Semaphore, took: Duration) {
+    let task = h.register_to(SLOW).await;
+    let run = h.spawn_delivery(&task);
+    wait_until(|| h.webhooks.in_flight.load(Ordering::SeqCst) == 1).await;
+    h.clock.advance(took);
+    gate.add_permits(1);
+    let outcome = run.await.unwrap().unwrap();
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+}
+
+#[tokio::test]
+async fn a_slow_call_hands_its_destinations_next_attempts_to_the_slow_lane() {
+    let (h, gate, lane) = harness_slow_lane(SLOW);
+    call_taking(&h, &gate, DEFAULT_SLOW_CALL).await;
+
+    let next = h.register_to(SLOW).await;
+    assert_eq!(h.fire_attempt(&next, 1).await, DeliverOutcome::HandedOver);
+    assert_eq!(lane.handed(), vec![next.attempt_ref(1)]);
+    assert_eq!(h.webhooks.calls(), 1, "handed over, not called");
+    assert_eq!(
+        h.status_of(&next).await,
+        Status::Scheduled,
+        "nothing claimed"
+    );
+    assert!(h
+        .metrics
+        .0
+        .lock()
+        .unwrap()
+        .contains(&MetricEvent::HandedToSlowLane));
+
+    // Another destination of the tenant's goes the shared way.
+    let other = h.register_to(FAST).await;
+    let outcome = h.fire_attempt(&other, 1).await;
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+
+    // What the slow lane carries is called, whatever the mark.
+    gate.add_permits(1);
+    let outcome = h.engine.deliver_slow_as(next.attempt_ref(1), "slow").await;
+    assert_eq!(
+        outcome.unwrap(),
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+    assert_eq!(lane.handed().len(), 1);
+}
+
+#[tokio::test]
+async fn a_quick_call_marks_nothing_and_a_mark_runs_out() {
+    let (h, gate, lane) = harness_slow_lane(SLOW);
+    call_taking(&h, &gate, DEFAULT_SLOW_CALL - secs(1)).await;
+    gate.add_permits(1);
+    let next = h.register_to(SLOW).await;
+    let outcome = h.fire_attempt(&next, 1).await;
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    assert!(lane.handed().is_empty());
+
+    call_taking(&h, &gate, DEFAULT_SLOW_CALL).await;
+    h.clock.advance(secs(5 * 60));
+    gate.add_permits(1);
+    let later = h.register_to(SLOW).await;
+    let outcome = h.fire_attempt(&later, 1).await;
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    assert!(
+        lane.handed().is_empty(),
+        "the mark ran out after five minutes"
+    );
+}
+
+#[tokio::test]
+async fn an_attempt_the_slow_lane_refuses_is_delivered_here() {
+    let (h, gate, lane) = harness_slow_lane(SLOW);
+    call_taking(&h, &gate, DEFAULT_SLOW_CALL * 2).await;
+    lane.refusing.store(true, Ordering::SeqCst);
+    gate.add_permits(1);
+    let next = h.register_to(SLOW).await;
+    let outcome = h.fire_attempt(&next, 1).await;
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    assert_eq!(h.webhooks.calls(), 2);
+}
+
+#[tokio::test]
+async fn an_attempt_not_yet_due_is_armed_again_not_handed_over() {
+    let (h, gate, lane) = harness_slow_lane(SLOW);
+    call_taking(&h, &gate, DEFAULT_SLOW_CALL).await;
+    let mut new = new_task(FireTime::After(secs(60)), RetryPolicy::default());
+    new.spec.request.url = SLOW.into();
+    let later = h.engine.register(&h.tenant, new).await.unwrap().task;
+    assert_eq!(h.fire_attempt(&later, 1).await, DeliverOutcome::Early);
+    assert!(lane.handed().is_empty());
+}
