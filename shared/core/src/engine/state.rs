@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::delivery::gate::{DeliveryLimits, Gate};
-use super::delivery::slow_lane::SlowDestinations;
+use super::delivery::slow_marks::SlowDestinations;
 use super::delivery::stopping::Stopping;
 use super::ports::Ports;
 use super::tasks::tenant_limits::{TenantGuards, TenantLimits};

@@ -12,7 +12,8 @@ mod drain;
 mod flow_gate;
 pub(in crate::engine) mod gate;
 mod outcome;
-pub(in crate::engine) mod slow_lane;
+mod slow_lane;
+pub(in crate::engine) mod slow_marks;
 #[cfg(test)]
 mod step_tests;
 mod steps;

@@ -8,9 +8,7 @@
 //! [`SLOW_MEMORY`] after its last slow call.
 //!
 //! [`EngineSettings::slow_call`]: crate::engine::EngineSettings::slow_call
-
-use std::collections::HashMap;
-use std::sync::Mutex;
+//! [`SLOW_MEMORY`]: super::slow_marks::SLOW_MEMORY
 
 use chrono::{DateTime, Utc};
 
@@ -19,40 +17,12 @@ use crate::domain::{AttemptRef, Destination, TenantId};
 use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
 
-/// How long one slow call keeps its destination in the slow lane: long enough that a
-/// receiver slow for minutes is not tried the shared way at every turn, short enough that
-/// one that recovers is soon back in the shared lane.
-pub(in crate::engine) const SLOW_MEMORY: chrono::Duration = chrono::Duration::minutes(5);
-/// Destinations remembered at most; past it, those whose mark ran out are dropped.
-const KEEP: usize = 4096;
-
 /// Which way an attempt came: through the shared timers, or through the slow lane (which
 /// delivers it whatever its destination's mark).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
     Shared,
     SlowLane,
-}
-
-/// The destinations marked slow, and until when.
-#[derive(Default)]
-pub(in crate::engine) struct SlowDestinations(
-    Mutex<HashMap<(TenantId, Destination), DateTime<Utc>>>,
-);
-
-impl SlowDestinations {
-    fn mark(&self, tenant: &TenantId, destination: &Destination, now: DateTime<Utc>) {
-        let mut marks = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if marks.len() >= KEEP {
-            marks.retain(|_, until| *until > now);
-        }
-        marks.insert((tenant.clone(), destination.clone()), now + SLOW_MEMORY);
-    }
-
-    fn is_slow(&self, tenant: &TenantId, destination: &Destination, now: DateTime<Utc>) -> bool {
-        let marks = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        (marks.get(&(tenant.clone(), destination.clone()))).is_some_and(|until| *until > now)
-    }
 }
 
 impl Engine {
