@@ -93,6 +93,13 @@ export interface BoomerangStackProps extends StackProps {
    */
   readonly deliveryMaxConcurrency?: number;
   /**
+   * How many batches of the slow lane (attempts to destinations whose calls took 3 s or
+   * more of late) the delivery function handles at once: 2 to 1,000. Default: 100, or the
+   * delivery function's reserved concurrency if lower. Slow calls wait only among slow
+   * calls, twenty to a batch; this caps what slow receivers tie up of the function.
+   */
+  readonly slowLaneMaxConcurrency?: number;
+  /**
    * Provisioned mode for the timer queue's mapping: at least this many event pollers kept
    * ready (2 to 200; each handles about ten batches at once). Default: none (standard mode,
    * which starts at five batches and adds up to 300 a minute). Pollers are billed by the
@@ -165,6 +172,25 @@ function timerMapping(props: BoomerangStackProps): {
     throw new Error('deliveryMaxConcurrency above deliveryReservedConcurrency: batches would be throttled');
   }
   return { maxConcurrency };
+}
+
+/** Default maximum concurrency of the slow lane's mapping (see the props). */
+export const DEFAULT_SLOW_LANE_MAX_CONCURRENCY = 100;
+/** Attempts in one batch of the slow lane: slow calls share an invocation's wait. */
+export const SLOW_LANE_BATCH = 20;
+
+/** The slow lane mapping's maximum concurrency, never above the function's reservation. */
+function slowLaneConcurrency(props: BoomerangStackProps): number {
+  const reserved = props.deliveryReservedConcurrency;
+  const max =
+    props.slowLaneMaxConcurrency ?? Math.min(DEFAULT_SLOW_LANE_MAX_CONCURRENCY, reserved ?? Infinity);
+  if (max < 2 || max > 1000) {
+    throw new Error('slowLaneMaxConcurrency must be 2 to 1,000');
+  }
+  if (reserved !== undefined && max > reserved) {
+    throw new Error('slowLaneMaxConcurrency above deliveryReservedConcurrency: batches would be throttled');
+  }
+  return max;
 }
 
 /** A function's code: the built zip if it is there, else a placeholder (synth and tests). */
@@ -261,6 +287,14 @@ export class BoomerangStack extends Stack {
       // taken over (the lease has ended). Twice the timeout rather than AWS's general
       // advice of six, because a message that comes back too early is harmless here: the
       // attempt's lease turns it into a timer for the lease's end.
+      visibilityTimeout: Duration.seconds(deliveryTimeout.toSeconds() * 2),
+      deadLetterQueue: { queue: systemFailures, maxReceiveCount: 5 },
+    });
+    // The slow lane: attempts to destinations whose calls took long of late, handed over
+    // by the delivery function and read back by it under a mapping of their own, so that a
+    // timer queue batch ends when its quick calls do. Made like the timer queue: a message
+    // is custody of its attempt.
+    const slowQueue = queue('SlowQueue', 'slow', {
       visibilityTimeout: Duration.seconds(deliveryTimeout.toSeconds() * 2),
       deadLetterQueue: { queue: systemFailures, maxReceiveCount: 5 },
     });
@@ -446,6 +480,14 @@ export class BoomerangStack extends Stack {
       }),
     );
     this.deliveryInVpc(deliveryFn, props);
+    // Only the delivery function calls webhooks, so only it hands attempts to the slow lane.
+    deliveryFn.addEnvironment('BOOMERANG_SLOW_QUEUE_URL', slowQueue.queueUrl);
+    deliveryFn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['sqs:SendMessage'],
+        resources: [slowQueue.queueArn],
+      }),
+    );
     // Exhausted tasks are dead-lettered by whoever ran the last attempt, or by the sweeper.
     for (const fn of [deliveryFn, sweeperFn]) {
       fn.addToRolePolicy(
@@ -476,6 +518,18 @@ export class BoomerangStack extends Stack {
         batchSize: 10,
         reportBatchItemFailures: true,
         ...mapping,
+      }),
+    );
+    // Twenty slow calls to a batch, gathered for up to a second (a batch over ten needs a
+    // batching window): with 1 % of calls taking a 10-second timeout, 10,000 callbacks a
+    // second keep about 50 slow batches running, where mixed into the timer queue's
+    // batches they would keep about 1,000.
+    deliveryFn.addEventSource(
+      new SqsEventSource(slowQueue, {
+        batchSize: SLOW_LANE_BATCH,
+        maxBatchingWindow: Duration.seconds(1),
+        reportBatchItemFailures: true,
+        maxConcurrency: slowLaneConcurrency(props),
       }),
     );
 
@@ -565,7 +619,7 @@ export class BoomerangStack extends Stack {
       custom('SweepRepaired', 'Sum'),
       'The sweeper found lost timers or stalled deliveries and re-armed them.',
     );
-    this.custodyAlarms(alarm, period, { timerQueue, systemFailures, deadLetters, group });
+    this.custodyAlarms(alarm, period, { timerQueue, slowQueue, systemFailures, deadLetters, group });
     this.capacityAlarms(alarm, period, { api: apiFn, delivery: deliveryFn, sweeper: sweeperFn });
     if (this.api) {
       alarm(
@@ -596,6 +650,7 @@ export class BoomerangStack extends Stack {
     new CfnOutput(this, 'ApiUrl', { value: apiUrl });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'TimerQueueUrl', { value: timerQueue.queueUrl });
+    new CfnOutput(this, 'SlowQueueUrl', { value: slowQueue.queueUrl });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: deadLetters.queueUrl });
     new CfnOutput(this, 'SystemFailuresQueueUrl', { value: systemFailures.queueUrl });
     new CfnOutput(this, 'ScheduleGroup', { value: Fn.ref(group.logicalId) });
@@ -651,14 +706,20 @@ export class BoomerangStack extends Stack {
   }
 
   /**
-   * Alarms on what holds the work: the timer queue falling behind, the sweeper not running,
+   * Alarms on what holds the work: the timer queue and the slow lane falling behind, the sweeper not running,
    * bucket fires Scheduler dropped or could not deliver, and messages that would outlive
    * their queue's 14 days.
    */
   private custodyAlarms(
     alarm: (id: string, m: cloudwatch.IMetric, d: string, o?: Partial<cloudwatch.CreateAlarmOptions>) => cloudwatch.Alarm,
     period: Duration,
-    q: { timerQueue: sqs.Queue; systemFailures: sqs.Queue; deadLetters: sqs.Queue; group: scheduler.CfnScheduleGroup },
+    q: {
+      timerQueue: sqs.Queue;
+      slowQueue: sqs.Queue;
+      systemFailures: sqs.Queue;
+      deadLetters: sqs.Queue;
+      group: scheduler.CfnScheduleGroup;
+    },
   ) {
     const max = { period, statistic: 'Maximum' };
     // A wait on the queue is at most 14 minutes (and 15 s of rounding): a message older
@@ -668,6 +729,13 @@ export class BoomerangStack extends Stack {
       q.timerQueue.metricApproximateAgeOfOldestMessage(max),
       'A timer message has waited over 20 minutes: deliveries are not taking the timer queue (function throttled or failing).',
       { threshold: 20 * 60 },
+    );
+    // A slow-lane message is due when handed over: one waiting five minutes is behind.
+    alarm(
+      'slow-lane-age',
+      q.slowQueue.metricApproximateAgeOfOldestMessage(max),
+      'An attempt has waited 5 minutes in the slow lane: slow receivers outrun its concurrency (slowLaneMaxConcurrency), or the function is throttled.',
+      { threshold: 5 * 60 },
     );
     // Two days before the queue's 14-day retention would drop the message.
     const twelveDays = 12 * 24 * 3600;

@@ -202,8 +202,19 @@ test('a function URL can replace the HTTP API', () => {
   assert.ok(Object.keys(t.findOutputs('ApiUrl')).length === 1);
 });
 
+/** The event source mapping that reads the queue named `name` in `t`. */
+const mappingOf = (t: Template, name: string) => {
+  const queueId = Object.entries(t.findResources('AWS::SQS::Queue')).find(
+    ([, q]) => (q as any).Properties.QueueName === `test-boomerang-${name}`,
+  )![0];
+  const all = Object.values(t.findResources('AWS::Lambda::EventSourceMapping')) as any[];
+  const found = all.filter((m) => m.Properties.EventSourceArn['Fn::GetAtt'][0] === queueId);
+  assert.equal(found.length, 1, `one mapping reads ${name}`);
+  return found[0].Properties;
+};
+
 test('the timer queue feeds the delivery function with partial batch responses', () => {
-  const esm = only('AWS::Lambda::EventSourceMapping').Properties;
+  const esm = mappingOf(template, 'timer');
   assert.deepEqual(esm.FunctionResponseTypes, ['ReportBatchItemFailures']);
   assert.equal(esm.BatchSize, 10);
   const deliveryId = logicalIdOf('AWS::Lambda::Function', (f) => f.Properties.FunctionName === 'test-boomerang-delivery');
@@ -218,12 +229,39 @@ test('the timer queue feeds the delivery function with partial batch responses',
   assert.ok(timer.Properties.VisibilityTimeout <= 3 * delivery.Timeout);
 });
 
+test('the slow lane is a queue of its own, read twenty to a batch, that only the delivery function sends to', () => {
+  const esm = mappingOf(template, 'slow');
+  assert.deepEqual(esm.FunctionResponseTypes, ['ReportBatchItemFailures']);
+  assert.equal(esm.BatchSize, 20);
+  assert.equal(esm.MaximumBatchingWindowInSeconds, 1);
+  assert.deepEqual(esm.ScalingConfig, { MaximumConcurrency: 100 });
+  const deliveryId = logicalIdOf('AWS::Lambda::Function', (f) => f.Properties.FunctionName === 'test-boomerang-delivery');
+  assert.deepEqual(esm.FunctionName, { Ref: deliveryId });
+  const slowId = logicalIdOf('AWS::SQS::Queue', (q) => q.Properties.QueueName === 'test-boomerang-slow');
+  const slow = resources('AWS::SQS::Queue')[slowId] as any;
+  // Custody, as the timer queue's: failures go to system failures, and the queue is kept.
+  const failuresId = logicalIdOf('AWS::SQS::Queue', (q) => q.Properties.QueueName === 'test-boomerang-system-failures');
+  assert.deepEqual(slow.Properties.RedrivePolicy.deadLetterTargetArn, { 'Fn::GetAtt': [failuresId, 'Arn'] });
+  assert.equal(slow.DeletionPolicy, 'Retain');
+  const env = (name: string) => fnByName(name).Properties.Environment.Variables;
+  assert.ok(env('delivery').BOOMERANG_SLOW_QUEUE_URL);
+  assert.equal(env('api').BOOMERANG_SLOW_QUEUE_URL, undefined);
+  // Who may send to it: the delivery function's role only.
+  const senders = Object.entries(resources('AWS::IAM::Policy'))
+    .filter(([, p]) =>
+      ((p as any).Properties.PolicyDocument.Statement as any[]).some(
+        (st) => st.Action === 'sqs:SendMessage' && JSON.stringify(st.Resource).includes(slowId),
+      ),
+    )
+    .map(([, p]) => JSON.stringify((p as any).Properties.Roles));
+  assert.equal(senders.length, 1);
+  assert.ok(senders[0].includes('DeliveryRole'), senders[0]);
+  assert.deepEqual(mappingOf(synth({ deliveryReservedConcurrency: 40 }), 'slow').ScalingConfig, { MaximumConcurrency: 40 });
+  assert.throws(() => synth({ deliveryReservedConcurrency: 40, slowLaneMaxConcurrency: 100 }), /throttled/);
+});
+
 test('the timer mapping is capped at 500 batches by default, or set to provisioned pollers', () => {
-  const esm = (t: Template) => {
-    const all = Object.values(t.findResources('AWS::Lambda::EventSourceMapping')) as any[];
-    assert.equal(all.length, 1);
-    return all[0].Properties;
-  };
+  const esm = (t: Template) => mappingOf(t, 'timer');
   assert.deepEqual(esm(template).ScalingConfig, { MaximumConcurrency: DEFAULT_DELIVERY_MAX_CONCURRENCY });
   assert.equal(esm(template).ProvisionedPollerConfig, undefined);
   // Never above the function's reservation, which would throttle batches.
@@ -348,7 +386,7 @@ test('queues and table are encrypted and log groups have retention', () => {
   for (const q of Object.values(resources('AWS::SQS::Queue')) as any[]) {
     assert.equal(q.Properties.SqsManagedSseEnabled, true);
   }
-  assert.equal(Object.keys(resources('AWS::SQS::Queue')).length, 3);
+  assert.equal(Object.keys(resources('AWS::SQS::Queue')).length, 4);
   for (const g of Object.values(resources('AWS::Logs::LogGroup')) as any[]) {
     assert.ok(g.Properties.RetentionInDays > 0);
   }
@@ -387,6 +425,7 @@ test('alarms go to the SNS topic; e-mail only when asked', () => {
       'lateness-p99',
       'scheduler-dropped',
       'scheduler-target-errors',
+      'slow-lane-age',
       'sweeper-errors',
       'sweeper-heartbeat',
       'sweeper-repairs',
@@ -406,6 +445,7 @@ test('alarms go to the SNS topic; e-mail only when asked', () => {
   // Queue ages against the 14-day retention, and the timer queue's longest wait.
   assert.equal(byName.get('system-failures-age').Threshold, 12 * 24 * 3600);
   assert.equal(byName.get('timer-queue-age').Threshold, 1200);
+  assert.equal(byName.get('slow-lane-age').Threshold, 300);
   assert.equal(byName.get('lateness-p99').Threshold, 60000);
   for (const sustained of ['table-write-throttles', 'due-index-write-throttles', 'lateness-p99']) {
     assert.equal(byName.get(sustained).EvaluationPeriods, 3, sustained);
@@ -456,7 +496,7 @@ test('metric filters turn the functions\' JSON lines into every metric the dashb
 
 test('outputs name the API URL, the table and the queues', () => {
   const outputs = Object.keys(template.findOutputs('*'));
-  for (const o of ['ApiUrl', 'TableName', 'TimerQueueUrl', 'DeadLetterQueueUrl', 'SystemFailuresQueueUrl']) {
+  for (const o of ['ApiUrl', 'TableName', 'TimerQueueUrl', 'SlowQueueUrl', 'DeadLetterQueueUrl', 'SystemFailuresQueueUrl']) {
     assert.ok(outputs.includes(o), o);
   }
 });
