@@ -37,12 +37,13 @@ pub fn metric_line(event: MetricEvent) -> Option<serde_json::Value> {
             "duration_ms": a.duration_ms,
         }),
         MetricEvent::SweepRepaired { count } => json!({ "sweep_repaired": count }),
-        MetricEvent::HandedToSlowLane => json!({ "handed_to_slow_lane": 1 }),
         MetricEvent::Canceled { .. }
         | MetricEvent::DeliveryStarted
         | MetricEvent::DeliveryFinished
         | MetricEvent::GivenBack
         | MetricEvent::Deferred
+        // The slow lane's queue counts them itself (`NumberOfMessagesSent`), for nothing.
+        | MetricEvent::HandedToSlowLane
         | MetricEvent::StoreCommit { .. } => return None,
     })
 }
