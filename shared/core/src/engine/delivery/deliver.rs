@@ -13,6 +13,14 @@ use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
 
+/// Where a task's calls go, as [`Engine::place_of`] finds it.
+pub(in crate::engine) struct Place {
+    pub(in crate::engine) destination: Destination,
+    pub(in crate::engine) lane: Arc<Lane>,
+    /// The tenant's own limit at the destination, if it has one.
+    pub(in crate::engine) own_limit: Option<usize>,
+}
+
 /// How long a write may still be on its way after a durable timer armed ahead of it fired:
 /// after the task's id was made (registration), or after the task's last write (the end
 /// of the attempt before).
@@ -127,7 +135,9 @@ impl Engine {
             other => return self.deliver_found(at, other, consistent, worker).await,
         };
         let now = self.ports.clock.now();
-        let (destination, lane) = self.lane_of(&task).await;
+        let Place {
+            destination, lane, ..
+        } = self.place_of(&task).await;
         if let Some(until) = lane.paused(now) {
             return self.defer(at, until).await;
         }
@@ -150,11 +160,12 @@ impl Engine {
         outcome
     }
 
-    /// The destination of `task`'s calls, and the lane its tenant's calls there go
-    /// through, at the tenant's own limit if it has one.
-    pub(super) async fn lane_of(&self, task: &Task) -> (Destination, Arc<Lane>) {
+    /// Where `task`'s calls go: its destination, the lane its tenant's calls there go
+    /// through, and the tenant's own limit there if it has one (an unreadable limit is
+    /// taken as absent, and the server's applies).
+    pub(super) async fn place_of(&self, task: &Task) -> Place {
         let destination = Destination::of(&task.spec.request.url);
-        let limit = match self.ports.tenants.destination_limit(&task.tenant).await {
+        let own_limit = match self.ports.tenants.destination_limit(&task.tenant).await {
             Ok(limit) => limit,
             Err(e) => {
                 tracing::warn!(tenant = %task.tenant, error = %e, "reading the tenant's destination limit failed; the server's applies");
@@ -162,8 +173,12 @@ impl Engine {
             }
         };
         let now = self.ports.clock.now();
-        let lane = self.gate.lane((&task.tenant, &destination), limit, now);
-        (destination, lane)
+        let lane = self.gate.lane((&task.tenant, &destination), own_limit, now);
+        Place {
+            destination,
+            lane,
+            own_limit,
+        }
     }
 
     /// Delivers an attempt that waited in its destination's queue. Its task is read again

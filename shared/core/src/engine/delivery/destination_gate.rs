@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::deliver::Place;
 use super::flow_gate::FlowSlot;
 use super::outcome::Step;
 use crate::domain::{AttemptRef, Destination, Task};
@@ -43,10 +44,10 @@ impl Engine {
         &self,
         at: &AttemptRef,
         task: &Task,
-        destination: &Destination,
+        place: &Place,
         lease_until: DateTime<Utc>,
     ) -> Result<Step<HeldSlots>, EngineError> {
-        let gate = self.pass_destination_gate(at, task, destination, lease_until);
+        let gate = self.pass_destination_gate(at, task, place, lease_until);
         let destination = match gate.await? {
             Step::Continue(destination) => destination,
             Step::Reread => return Ok(Step::Reread),
@@ -76,16 +77,13 @@ impl Engine {
         &self,
         at: &AttemptRef,
         task: &Task,
-        destination: &Destination,
+        place: &Place,
         lease_until: DateTime<Utc>,
     ) -> Result<Step<Option<DestinationSlot>>, EngineError> {
-        let Some(slots) = &self.ports.store.destinations else {
+        let (Some(slots), Some(limit)) = (&self.ports.store.destinations, place.own_limit) else {
             return Ok(Step::Continue(None));
         };
-        // Unreadable, the tenant's limit is taken as absent, as the lane takes it.
-        let Ok(Some(limit)) = self.ports.tenants.destination_limit(&task.tenant).await else {
-            return Ok(Step::Continue(None));
-        };
+        let destination = &place.destination;
         let limit = u32::try_from(limit).unwrap_or(u32::MAX);
         let holder = SlotHolder::new(&task.id);
         for tries in 1..=TAKE_TRIES {

@@ -25,12 +25,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::call::judge;
-use super::deliver::LOCAL_RETRY;
+use super::deliver::{Place, LOCAL_RETRY};
 use super::destination_gate::HeldSlots;
 use super::flow_gate::{FlowAdmission, FlowSlot};
-use super::gate::{CallSlot, Lane};
+use super::gate::CallSlot;
 use super::outcome::{proceed, DeliverOutcome, Ended, Step};
-use crate::domain::{Attempt, AttemptRecord, AttemptRef, Destination, Refusal, Status, Task};
+use crate::domain::{Attempt, AttemptRecord, AttemptRef, Refusal, Status, Task};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::{AttemptFacts, MetricEvent};
@@ -41,8 +41,7 @@ const LEASE_FALLBACK: chrono::Duration = chrono::Duration::seconds(1);
 
 /// The place a call takes at its destination: held from the claim to the call's end.
 pub(in crate::engine) struct Seat {
-    destination: Destination,
-    lane: Arc<Lane>,
+    pub(in crate::engine) place: Place,
     slot: CallSlot,
 }
 
@@ -74,7 +73,7 @@ impl Engine {
         let seat = self.take_lane(&task).await;
         let claim = proceed!(self.take_claim(&at, &task).await?);
         let lease_until = claim.lease_until;
-        let slots = proceed!((self.take_slots(&at, &task, &seat.destination, lease_until)).await?);
+        let slots = proceed!((self.take_slots(&at, &task, &seat.place, lease_until)).await?);
         proceed!(self.write_claim(&claim, &slots).await?);
         let Claim {
             claimed, started, ..
@@ -85,8 +84,9 @@ impl Engine {
         let result = self.call_claimed(&claimed, seat.slot, slots).await;
         proceed!(self.give_back_local(&claimed, &result).await?);
         let finished = self.ports.clock.now();
-        self.pause_if_asked(&seat.lane, &seat.destination, &result, finished);
-        self.note_call_time(&claimed.tenant, &seat.destination, (started, finished));
+        let Place { lane, destination, .. } = &seat.place;
+        self.pause_if_asked(lane, destination, &result, finished);
+        self.note_call_time(&claimed.tenant, destination, (started, finished));
         let (next, record) = self.record_verdict(&claimed, result, (started, finished), worker)?;
         let next = self.alert_if_owed(&claimed, next, &record).await;
         let next = self.dead_letter_if_failed(next).await;
@@ -120,13 +120,9 @@ impl Engine {
     /// One of the call slots of the task's destination. From the claim to the call's end
     /// the task holds it: waiting for one happens before the lease starts.
     pub(in crate::engine) async fn take_lane(&self, task: &Task) -> Seat {
-        let (destination, lane) = self.lane_of(task).await;
-        let slot = lane.call_slot().await;
-        Seat {
-            destination,
-            lane,
-            slot,
-        }
+        let place = self.place_of(task).await;
+        let slot = place.lane.call_slot().await;
+        Seat { place, slot }
     }
 
     /// The lifecycle's claim of attempt `at`, made in memory. A fire the claim refuses
