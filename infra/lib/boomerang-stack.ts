@@ -86,17 +86,19 @@ export interface BoomerangStackProps extends StackProps {
   readonly apiReservedConcurrency?: number;
   /**
    * How many batches of the timer queue the delivery function handles at once (the event
-   * source mapping's maximum concurrency, 2 to 1,000). Default: 500, or the delivery
-   * function's reserved concurrency if lower. Half the account's default 1,000 leaves the
-   * API and everything else in the account room during a burst; above the reserved
-   * concurrency batches would be throttled and come back only after the visibility timeout.
+   * source mapping's maximum concurrency, 2 to 1,000). Default: 500, or what the slow
+   * lane leaves of the delivery function's reserved concurrency if lower. Half the
+   * account's default 1,000 leaves the API and everything else in the account room during
+   * a burst; with the slow lane's, above the reserved concurrency batches would be
+   * throttled and come back only after the visibility timeout.
    */
   readonly deliveryMaxConcurrency?: number;
   /**
    * How many batches of the slow lane (attempts to destinations whose calls took 3 s or
-   * more of late) the delivery function handles at once: 2 to 1,000. Default: 100, or the
-   * delivery function's reserved concurrency if lower. Slow calls wait only among slow
-   * calls, twenty to a batch; this caps what slow receivers tie up of the function.
+   * more of late) the delivery function handles at once: 2 to 1,000. Default: 100, or a
+   * fifth of the delivery function's reserved concurrency if lower. Slow calls wait only
+   * among slow calls, sixteen to a batch; this caps what slow receivers tie up of the
+   * function. With `deliveryMaxConcurrency`, at most the reservation.
    */
   readonly slowLaneMaxConcurrency?: number;
   /**
@@ -141,16 +143,49 @@ export interface BoomerangStackProps extends StackProps {
 
 /** Default maximum concurrency of the timer queue's mapping (see the props). */
 export const DEFAULT_DELIVERY_MAX_CONCURRENCY = 500;
+/** Default maximum concurrency of the slow lane's mapping (see the props). */
+export const DEFAULT_SLOW_LANE_MAX_CONCURRENCY = 100;
+/**
+ * Attempts in one batch of the slow lane: slow calls share an invocation's wait. No more
+ * than a function instance calls one destination at once (16 by default), so that a batch
+ * of one receiver's calls runs in one round.
+ */
+export const SLOW_LANE_BATCH = 16;
+
+/** A mapping's maximum concurrency, as SQS event source mappings take it. */
+function concurrency(name: string, value: number): number {
+  if (value < 2 || value > 1000) {
+    throw new Error(`${name} must be 2 to 1,000`);
+  }
+  return value;
+}
 
 /**
- * The timer queue mapping's scaling: provisioned pollers when asked for, else a maximum
- * concurrency (the two are exclusive), never above the delivery function's reservation.
+ * The two mappings' scaling. The timer queue's: provisioned pollers when asked for, else a
+ * maximum concurrency (the two are exclusive). The slow lane's: a maximum concurrency.
+ * Lambda wants the function's reservation, if any, at least the sum of its SQS mappings'
+ * maximum concurrencies (else batches are throttled and wait out their visibility
+ * timeout): by default the slow lane takes a fifth of it, and the timer queue the rest.
  */
-function timerMapping(props: BoomerangStackProps): {
-  maxConcurrency?: number;
-  provisionedPollerConfig?: { minimumPollers: number; maximumPollers: number };
+function mappings(props: BoomerangStackProps): {
+  timer: {
+    maxConcurrency?: number;
+    provisionedPollerConfig?: { minimumPollers: number; maximumPollers: number };
+  };
+  slowMaxConcurrency: number;
 } {
   const reserved = props.deliveryReservedConcurrency;
+  if (reserved !== undefined && reserved < 4) {
+    throw new Error('deliveryReservedConcurrency must be at least 4: two batches of each queue');
+  }
+  const slowMaxConcurrency = concurrency(
+    'slowLaneMaxConcurrency',
+    props.slowLaneMaxConcurrency ??
+      Math.min(DEFAULT_SLOW_LANE_MAX_CONCURRENCY, reserved === undefined ? Infinity : Math.max(2, Math.floor(reserved / 5))),
+  );
+  const room = (reserved ?? Infinity) - slowMaxConcurrency;
+  const throttled = () =>
+    new Error('the mappings\' concurrencies add up to more than deliveryReservedConcurrency: batches would be throttled');
   const provisioned = props.deliveryMinPollers !== undefined || props.deliveryMaxPollers !== undefined;
   if (provisioned) {
     if (props.deliveryMaxConcurrency !== undefined) {
@@ -161,36 +196,22 @@ function timerMapping(props: BoomerangStackProps): {
     if (minimumPollers < 2 || minimumPollers > 200 || maximumPollers < minimumPollers) {
       throw new Error('deliveryMinPollers must be 2 to 200 and at most deliveryMaxPollers');
     }
-    return { provisionedPollerConfig: { minimumPollers, maximumPollers } };
+    if (room < 0) {
+      throw throttled();
+    }
+    return { timer: { provisionedPollerConfig: { minimumPollers, maximumPollers } }, slowMaxConcurrency };
   }
-  const maxConcurrency =
-    props.deliveryMaxConcurrency ?? Math.min(DEFAULT_DELIVERY_MAX_CONCURRENCY, reserved ?? Infinity);
-  if (maxConcurrency < 2 || maxConcurrency > 1000) {
-    throw new Error('deliveryMaxConcurrency must be 2 to 1,000');
+  if (room < 2) {
+    throw throttled();
   }
-  if (reserved !== undefined && maxConcurrency > reserved) {
-    throw new Error('deliveryMaxConcurrency above deliveryReservedConcurrency: batches would be throttled');
+  const maxConcurrency = concurrency(
+    'deliveryMaxConcurrency',
+    props.deliveryMaxConcurrency ?? Math.min(DEFAULT_DELIVERY_MAX_CONCURRENCY, room),
+  );
+  if (maxConcurrency > room) {
+    throw throttled();
   }
-  return { maxConcurrency };
-}
-
-/** Default maximum concurrency of the slow lane's mapping (see the props). */
-export const DEFAULT_SLOW_LANE_MAX_CONCURRENCY = 100;
-/** Attempts in one batch of the slow lane: slow calls share an invocation's wait. */
-export const SLOW_LANE_BATCH = 20;
-
-/** The slow lane mapping's maximum concurrency, never above the function's reservation. */
-function slowLaneConcurrency(props: BoomerangStackProps): number {
-  const reserved = props.deliveryReservedConcurrency;
-  const max =
-    props.slowLaneMaxConcurrency ?? Math.min(DEFAULT_SLOW_LANE_MAX_CONCURRENCY, reserved ?? Infinity);
-  if (max < 2 || max > 1000) {
-    throw new Error('slowLaneMaxConcurrency must be 2 to 1,000');
-  }
-  if (reserved !== undefined && max > reserved) {
-    throw new Error('slowLaneMaxConcurrency above deliveryReservedConcurrency: batches would be throttled');
-  }
-  return max;
+  return { timer: { maxConcurrency }, slowMaxConcurrency };
 }
 
 /** A function's code: the built zip if it is there, else a placeholder (synth and tests). */
@@ -217,7 +238,7 @@ export class BoomerangStack extends Stack {
     if (retentionDays < 2) {
       throw new Error('retentionDays must be at least 2');
     }
-    const mapping = timerMapping(props);
+    const mapping = mappings(props);
     const protect = props.deletionProtection ?? true;
     const removalPolicy = protect ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     const architecture =
@@ -517,19 +538,19 @@ export class BoomerangStack extends Stack {
       new SqsEventSource(timerQueue, {
         batchSize: 10,
         reportBatchItemFailures: true,
-        ...mapping,
+        ...mapping.timer,
       }),
     );
-    // Twenty slow calls to a batch, gathered for up to a second (a batch over ten needs a
+    // Sixteen slow calls to a batch, gathered for up to a second (a batch over ten needs a
     // batching window): with 1 % of calls taking a 10-second timeout, 10,000 callbacks a
-    // second keep about 50 slow batches running, where mixed into the timer queue's
+    // second keep about 63 slow batches running, where mixed into the timer queue's
     // batches they would keep about 1,000.
     deliveryFn.addEventSource(
       new SqsEventSource(slowQueue, {
         batchSize: SLOW_LANE_BATCH,
         maxBatchingWindow: Duration.seconds(1),
         reportBatchItemFailures: true,
-        maxConcurrency: slowLaneConcurrency(props),
+        maxConcurrency: mapping.slowMaxConcurrency,
       }),
     );
 

@@ -229,10 +229,10 @@ test('the timer queue feeds the delivery function with partial batch responses',
   assert.ok(timer.Properties.VisibilityTimeout <= 3 * delivery.Timeout);
 });
 
-test('the slow lane is a queue of its own, read twenty to a batch, that only the delivery function sends to', () => {
+test('the slow lane is a queue of its own, read sixteen to a batch, that only the delivery function sends to', () => {
   const esm = mappingOf(template, 'slow');
   assert.deepEqual(esm.FunctionResponseTypes, ['ReportBatchItemFailures']);
-  assert.equal(esm.BatchSize, 20);
+  assert.equal(esm.BatchSize, 16);
   assert.equal(esm.MaximumBatchingWindowInSeconds, 1);
   assert.deepEqual(esm.ScalingConfig, { MaximumConcurrency: 100 });
   const deliveryId = logicalIdOf('AWS::Lambda::Function', (f) => f.Properties.FunctionName === 'test-boomerang-delivery');
@@ -256,8 +256,17 @@ test('the slow lane is a queue of its own, read twenty to a batch, that only the
     .map(([, p]) => JSON.stringify((p as any).Properties.Roles));
   assert.equal(senders.length, 1);
   assert.ok(senders[0].includes('DeliveryRole'), senders[0]);
-  assert.deepEqual(mappingOf(synth({ deliveryReservedConcurrency: 40 }), 'slow').ScalingConfig, { MaximumConcurrency: 40 });
+  // Lambda wants the reservation at least the two mappings' sum: a fifth of it by default.
+  const reserved = synth({ deliveryReservedConcurrency: 40 });
+  assert.deepEqual(mappingOf(reserved, 'slow').ScalingConfig, { MaximumConcurrency: 8 });
+  assert.deepEqual(mappingOf(reserved, 'timer').ScalingConfig, { MaximumConcurrency: 32 });
   assert.throws(() => synth({ deliveryReservedConcurrency: 40, slowLaneMaxConcurrency: 100 }), /throttled/);
+  assert.throws(() => synth({ deliveryReservedConcurrency: 40, deliveryMaxConcurrency: 40 }), /throttled/);
+  assert.throws(
+    () => synth({ deliveryReservedConcurrency: 40, slowLaneMaxConcurrency: 50, deliveryMinPollers: 2 }),
+    /throttled/,
+  );
+  assert.throws(() => synth({ deliveryReservedConcurrency: 3 }), /at least 4/);
 });
 
 test('the timer mapping is capped at 500 batches by default, or set to provisioned pollers', () => {
@@ -265,7 +274,7 @@ test('the timer mapping is capped at 500 batches by default, or set to provision
   assert.deepEqual(esm(template).ScalingConfig, { MaximumConcurrency: DEFAULT_DELIVERY_MAX_CONCURRENCY });
   assert.equal(esm(template).ProvisionedPollerConfig, undefined);
   // Never above the function's reservation, which would throttle batches.
-  assert.deepEqual(esm(synth({ deliveryReservedConcurrency: 40 })).ScalingConfig, { MaximumConcurrency: 40 });
+  assert.deepEqual(esm(synth({ deliveryReservedConcurrency: 40 })).ScalingConfig, { MaximumConcurrency: 32 });
   assert.throws(
     () => synth({ deliveryReservedConcurrency: 40, deliveryMaxConcurrency: 100 }),
     /throttled/,

@@ -1,5 +1,6 @@
-//! The delivery Lambda: invoked by Scheduler (a bucket's fire) and by the SQS timer queue
-//! (a batch of attempts and bucket work, answered with partial batch failures).
+//! The delivery Lambda: invoked by Scheduler (a bucket's fire), by the SQS timer queue (a
+//! batch of attempts and bucket work) and by the slow lane's queue (attempts to slow
+//! destinations), each batch answered with partial batch failures.
 
 use boomerang_aws::lambda::{start, DeliveryEvent};
 use lambda_runtime::{service_fn, Error, LambdaEvent};

@@ -125,7 +125,10 @@ impl BucketSchedules {
         }
         // Unreadable, the record is taken as absent: creating finds the schedule made.
         let recorded = match self.trust_records.load(Ordering::Relaxed) {
-            true => (self.shared.is_scheduled(minute).await).unwrap_or(false),
+            true => (self.shared.is_scheduled(minute).await).unwrap_or_else(|e| {
+                tracing::warn!(%minute, error = %e, "could not read a bucket's schedule record; creating it");
+                false
+            }),
             false => false,
         };
         if !recorded {

@@ -1,5 +1,5 @@
-//! What the timer queue and a bucket's schedule carry: one attempt, a bucket's work, or a
-//! sweep pass. The timer sends them, the delivery function and the bucket's fire read them,
+//! What the timer queue, the slow lane's queue and a bucket's schedule carry: one attempt
+//! (the slow lane's marked as such), a bucket's work, or a sweep pass. The timer sends them, the delivery function and the bucket's fire read them,
 //! and the sweeper finds them again in failure records; none of those need the others to
 //! know their shape.
 
@@ -28,8 +28,8 @@ pub fn attempt_group(attempt: &AttemptRef) -> String {
     }
 }
 
-/// What a timer message carries: one attempt (the whole message, as it always was), or a
-/// bucket's work.
+/// What a timer message carries: one attempt (the whole message, as it always was), a
+/// bucket's work, a sweep pass, or an attempt handed to the slow lane.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum TimerMessage {
@@ -170,6 +170,19 @@ mod tests {
             bucket: BucketWork::whole(Utc::now()),
         };
         assert_eq!(bucket.group(), BUCKET_GROUP);
+    }
+
+    #[test]
+    fn a_slow_lane_message_is_its_attempt_marked_and_grouped_by_its_tenant() {
+        let at = AttemptRef::delivery(TenantId::parse("acme").unwrap(), TaskId::new(), 2);
+        let slow = TimerMessage::Slow { slow: at.clone() };
+        let text = serde_json::to_string(&slow).unwrap();
+        let plain = serde_json::to_string(&at).unwrap();
+        assert_eq!(text, format!(r#"{{"slow":{plain}}}"#));
+        assert_eq!(TimerMessage::parse(&text), Some(slow.clone()));
+        assert_eq!(slow.group(), TimerMessage::Attempt(at).group());
+        // Failed five times, it is found in its system-failures record as it was.
+        assert_eq!(TimerMessage::find_in(&text), Some(slow));
     }
 
     #[test]

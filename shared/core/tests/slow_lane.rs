@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use boomerang_core::engine::DEFAULT_SLOW_CALL;
+use boomerang_core::engine::{Route, DEFAULT_SLOW_CALL};
 use boomerang_core::metrics::MetricEvent;
 use boomerang_core::testing::harness::*;
 
@@ -49,7 +49,10 @@ async fn a_slow_call_hands_its_destinations_next_attempts_to_the_slow_lane() {
 
     // What the slow lane carries is called, whatever the mark.
     gate.add_permits(1);
-    let outcome = h.engine.deliver_slow_as(next.attempt_ref(1), "slow").await;
+    let outcome = h
+        .engine
+        .deliver_by(next.attempt_ref(1), "slow", Route::SlowLane);
+    let outcome = outcome.await;
     assert_eq!(
         outcome.unwrap(),
         DeliverOutcome::Attempted(Status::Succeeded)
@@ -88,16 +91,31 @@ async fn an_attempt_the_slow_lane_refuses_is_delivered_here() {
     let next = h.register_to(SLOW).await;
     let outcome = h.fire_attempt(&next, 1).await;
     assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    assert_eq!(
+        lane.refused.load(Ordering::SeqCst),
+        1,
+        "the slow lane was asked"
+    );
     assert_eq!(h.webhooks.calls(), 2);
 }
 
 #[tokio::test]
-async fn an_attempt_not_yet_due_is_armed_again_not_handed_over() {
+async fn a_fire_the_claim_would_refuse_is_not_handed_over() {
     let (h, gate, lane) = harness_slow_lane(SLOW);
     call_taking(&h, &gate, DEFAULT_SLOW_CALL).await;
-    let mut new = new_task(FireTime::After(secs(60)), RetryPolicy::default());
-    new.spec.request.url = SLOW.into();
-    let later = h.engine.register(&h.tenant, new).await.unwrap().task;
-    assert_eq!(h.fire_attempt(&later, 1).await, DeliverOutcome::Early);
+    // A second fire of an attempt under way is put off to its lease's end, here.
+    let task = h.register_to(SLOW).await;
+    let (engine, at) = (h.engine.clone(), task.attempt_ref(1));
+    let run = tokio::spawn(async move { engine.deliver_by(at, "slow", Route::SlowLane).await });
+    wait_until(|| h.webhooks.in_flight.load(Ordering::SeqCst) == 1).await;
+    assert_eq!(h.fire_attempt(&task, 1).await, DeliverOutcome::Stale);
+    // A fire of an attempt already made ends here too.
+    gate.add_permits(1);
+    let outcome = h
+        .engine
+        .deliver_by(task.attempt_ref(1), "slow", Route::SlowLane);
+    assert_eq!(outcome.await.unwrap(), DeliverOutcome::Stale);
+    run.await.unwrap().unwrap();
+    assert_eq!(h.fire_attempt(&task, 1).await, DeliverOutcome::Stale);
     assert!(lane.handed().is_empty());
 }

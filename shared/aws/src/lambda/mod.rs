@@ -1,7 +1,7 @@
-//! The Lambda event dispatch: the delivery handler (an SQS batch from the timer queue, or
-//! a Scheduler input, read once into a [`DeliveryEvent`]; each timer message carries an
-//! attempt for `Engine::deliver`, a bucket for its fire, or a sweep pass; the local trigger
-//! emulation uses it too) and the sweeper's handler; `start` builds what every function
+//! The Lambda event dispatch: the delivery handler (an SQS batch from the timer queue or
+//! the slow lane's, or a Scheduler input, read once into a [`DeliveryEvent`]; each timer
+//! message carries an attempt for `Engine::deliver_by`, a bucket for its fire, or a sweep
+//! pass; the local trigger emulation uses it too) and the sweeper's handler; `start` builds what every function
 //! runs on from its environment.
 
 mod events;
@@ -19,7 +19,8 @@ use crate::messages::{SweepPass, TimerMessage};
 use crate::settings::SWEEP_LAG;
 use crate::system_failures::SystemFailures;
 use crate::timer::AwsTimer;
-use boomerang_core::engine::{Engine, EngineError};
+use boomerang_core::domain::AttemptRef;
+use boomerang_core::engine::{Engine, EngineError, Route};
 use boomerang_core::metrics::MetricEvent;
 use boomerang_core::ports::StoreError;
 pub use events::{DeliveryEvent, QueueBatch, QueueRecord, RecordBody};
@@ -74,7 +75,7 @@ impl Delivery {
     /// Handles an SQS batch; the answer lists only the records that failed for a transient
     /// reason, so SQS redelivers just those.
     pub async fn queue(&self, batch: &QueueBatch, worker: Option<&str>) -> SqsBatchResponse {
-        // A batch holds at most 10 records: handle them concurrently.
+        // A batch holds at most 10 records (the slow lane's, 16): handle them concurrently.
         let results = join_all(batch.records.iter().map(|r| self.record(r, worker))).await;
         let mut response = SqsBatchResponse::default();
         for failed in results.into_iter().flatten() {
@@ -112,18 +113,8 @@ impl Delivery {
         worker: Option<&str>,
     ) -> Result<(), HandlerError> {
         match message {
-            TimerMessage::Attempt(attempt) => {
-                let (task, number) = (attempt.task_id, attempt.attempt);
-                let worker = worker.unwrap_or(self.engine.worker());
-                let outcome = self.engine.deliver_as(attempt, worker).await?;
-                tracing::debug!(task = %task, attempt = %number, ?outcome, "timer fired");
-            }
-            TimerMessage::Slow { slow: attempt } => {
-                let (task, number) = (attempt.task_id, attempt.attempt);
-                let worker = worker.unwrap_or(self.engine.worker());
-                let outcome = self.engine.deliver_slow_as(attempt, worker).await?;
-                tracing::debug!(task = %task, attempt = %number, ?outcome, "slow lane fired");
-            }
+            TimerMessage::Attempt(attempt) => self.attempt(attempt, Route::Shared, worker).await?,
+            TimerMessage::Slow { slow } => self.attempt(slow, Route::SlowLane, worker).await?,
             // Boxed, as the sweep below: inline, the delivery function's future nests too
             // deep for the compiler to lay out (it stops at its query depth limit).
             TimerMessage::Bucket { bucket } => {
@@ -144,6 +135,22 @@ impl Delivery {
                 Box::pin(sweep(&self.engine, None, -SWEEP_LAG)).await?;
             }
         }
+        Ok(())
+    }
+}
+
+impl Delivery {
+    /// Delivers one attempt that came by `route` (the timer queue, or the slow lane's).
+    async fn attempt(
+        &self,
+        attempt: AttemptRef,
+        route: Route,
+        worker: Option<&str>,
+    ) -> Result<(), HandlerError> {
+        let (task, number) = (attempt.task_id, attempt.attempt);
+        let worker = worker.unwrap_or(self.engine.worker());
+        let outcome = self.engine.deliver_by(attempt, worker, route).await?;
+        tracing::debug!(task = %task, attempt = %number, ?route, ?outcome, "timer fired");
         Ok(())
     }
 }

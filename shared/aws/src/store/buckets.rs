@@ -29,16 +29,19 @@ pub struct BucketPage {
     pub next: Option<String>,
 }
 
+/// Where `minute` ends; `None` for a minute at the end of time, where no task is due.
+pub(super) fn minute_end(minute: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    checked_add(minute, std::time::Duration::from_secs(60))
+}
+
 impl DynamoStore {
-    /// The query of `minute`'s entries in bucket partition `shard`; `None` for a minute at
-    /// the end of time, which has none.
+    /// The query of the entries from `minute` to its `end` in bucket partition `shard`.
     pub(super) fn minute_query(
         &self,
-        minute: DateTime<Utc>,
+        (minute, end): (DateTime<Utc>, DateTime<Utc>),
         shard: u32,
-    ) -> Option<aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder> {
-        let end = checked_add(minute, std::time::Duration::from_secs(60))?;
-        let query = (self.client.query())
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        (self.client.query())
             .table_name(&self.table)
             .index_name(DUE_INDEX)
             .key_condition_expression(format!(
@@ -48,8 +51,7 @@ impl DynamoStore {
             ))
             .expression_attribute_values(":p", s(keys::bucket_partition(shard)))
             .expression_attribute_values(":from", n(bucket_sort_key_from(minute)))
-            .expression_attribute_values(":to", n(bucket_sort_key_from(end) - 1));
-        Some(query)
+            .expression_attribute_values(":to", n(bucket_sort_key_from(end) - 1))
     }
 
     /// Up to `limit` entries of `minute` in bucket partition `shard`, from `after` (a
@@ -68,13 +70,10 @@ impl DynamoStore {
             .map(|e| e.start_key(&partition));
         // No task is due at the end of time: a minute there (bucket work no fire wrote)
         // has nothing in it.
-        let (Some(query), Some(end)) = (
-            self.minute_query(minute, shard),
-            checked_add(minute, std::time::Duration::from_secs(60)),
-        ) else {
+        let Some(end) = minute_end(minute) else {
             return Ok(BucketPage::default());
         };
-        let out = query
+        let out = (self.minute_query((minute, end), shard))
             .set_exclusive_start_key(start)
             .limit(limit.clamp(1, 1000) as i32)
             .send()

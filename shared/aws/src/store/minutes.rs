@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 
 use async_trait::async_trait;
 
+use super::buckets::minute_end;
 use super::table::DynamoStore;
 use crate::attr;
 use crate::bucket_schedules::ScheduledMinutes;
@@ -84,13 +85,11 @@ impl DynamoStore {
     /// Whether any bucket partition holds an entry due in `minute`: one key read from each,
     /// side by side.
     pub async fn bucket_has_entries(&self, minute: DateTime<Utc>) -> Result<bool, StoreError> {
-        let queries: Option<Vec<_>> = (0..BUCKET_SHARDS)
-            .map(|shard| self.minute_query(minute, shard))
-            .collect();
-        let Some(queries) = queries else {
-            return Ok(false); // no task is due at the end of time
+        let Some(end) = minute_end(minute) else {
+            return Ok(false);
         };
-        let reads = join_all(queries.into_iter().map(|q| q.limit(1).send())).await;
+        let queries = (0..BUCKET_SHARDS).map(|shard| self.minute_query((minute, end), shard));
+        let reads = join_all(queries.map(|q| q.limit(1).send())).await;
         for read in reads {
             if !read.map_err(unavailable)?.items().is_empty() {
                 return Ok(true);

@@ -60,15 +60,16 @@ impl Engine {
         self.deliver_in(slot, at, worker).await
     }
 
-    /// [`Self::deliver_as`] for an attempt the slow lane carried: delivered here, whatever
-    /// its destination's mark ([`crate::ports::SlowLane`]).
-    pub async fn deliver_slow_as(
+    /// [`Self::deliver_as`] for an attempt that came by `route`: one the slow lane carried
+    /// is delivered here, whatever its destination's mark ([`crate::ports::SlowLane`]).
+    pub async fn deliver_by(
         &self,
         at: AttemptRef,
         worker: &str,
+        route: Route,
     ) -> Result<DeliverOutcome, EngineError> {
         let slot = self.work_slot().await;
-        (self.deliver_routed(slot, at, worker, Route::SlowLane, || {})).await
+        (self.deliver_routed(slot, at, worker, route, || {})).await
     }
 
     /// Waits for a right to run one delivery. A caller that hands out many timer fires
@@ -141,11 +142,11 @@ impl Engine {
         if let Some(until) = lane.paused(now) {
             return self.defer(at, until).await;
         }
-        if task.next_attempt_at.is_some_and(|due| due <= now) {
-            let place = (&task.tenant, &destination);
-            if let Some(outcome) = self.hand_over_if_slow(&at, route, place, now).await {
-                return Ok(outcome);
-            }
+        if let Some(outcome) = self
+            .hand_over_if_slow(&at, &task, &destination, route)
+            .await?
+        {
+            return Ok(outcome);
         }
         let mut lane_slot = match self.gate.enter(&lane, &at) {
             Entry::Entered(lane_slot) => lane_slot,
@@ -155,7 +156,7 @@ impl Engine {
         let outcome = self.deliver_found(at, Some(task), consistent, worker).await;
         delivered();
         while let Some(next) = lane_slot.next() {
-            self.deliver_queued(next, &lane, worker).await;
+            self.deliver_queued(next, &lane, worker, route).await;
         }
         outcome
     }
@@ -185,19 +186,37 @@ impl Engine {
     /// (it may have changed meanwhile). Its timer was let go when it joined the queue, so
     /// one that fails is armed again a little later (and a failure to arm is logged: the
     /// sweep of the embedded store, or `aws rearm`, finds the task).
-    async fn deliver_queued(&self, at: AttemptRef, lane: &Lane, worker: &str) {
+    async fn deliver_queued(&self, at: AttemptRef, lane: &Lane, worker: &str, route: Route) {
         let delivered = match lane.paused(self.ports.clock.now()) {
             Some(until) => self.defer(at.clone(), until).await,
-            None => match self.ports.store.tasks.peek(&at.tenant, &at.task_id).await {
-                Ok(found) => self.deliver_found(at.clone(), found, false, worker).await,
-                Err(e) => Err(e.into()),
-            },
+            None => self.deliver_read_again(at.clone(), worker, route).await,
         };
         if let Err(e) = delivered {
             let (task, number) = (at.task_id, at.attempt);
             tracing::warn!(task = %task, attempt = %number, error = %e, "queued delivery failed; armed again");
             self.arm(at, self.ports.clock.now() + LOCAL_RETRY).await;
         }
+    }
+
+    /// Delivers a queued attempt, its task read again. Its destination may have been
+    /// marked slow while it waited (by the call ahead of it): then it is handed over.
+    async fn deliver_read_again(
+        &self,
+        at: AttemptRef,
+        worker: &str,
+        route: Route,
+    ) -> Result<DeliverOutcome, EngineError> {
+        let found = self.ports.store.tasks.peek(&at.tenant, &at.task_id).await?;
+        if let Some(task) = &found {
+            let destination = Destination::of(&task.spec.request.url);
+            if let Some(outcome) = self
+                .hand_over_if_slow(&at, task, &destination, route)
+                .await?
+            {
+                return Ok(outcome);
+            }
+        }
+        self.deliver_found(at, found, false, worker).await
     }
 
     /// Delivers attempt `at` of the task as first read (`found`, by a `consistent` read or

@@ -10,10 +10,13 @@
 //! [`EngineSettings::slow_call`]: crate::engine::EngineSettings::slow_call
 //! [`SLOW_MEMORY`]: super::slow_marks::SLOW_MEMORY
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 
-use super::outcome::DeliverOutcome;
-use crate::domain::{AttemptRef, Destination, TenantId};
+use super::outcome::{DeliverOutcome, Step};
+use crate::domain::{AttemptRef, Destination, Task, TenantId};
+use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
 
@@ -45,28 +48,43 @@ impl Engine {
         }
     }
 
-    /// Hands attempt `at`, due now, to the slow lane if it came the shared way and its
-    /// destination is marked slow: `Some` outcome if handed over. A hand-over that fails
-    /// is logged and the attempt is delivered here.
+    /// Hands attempt `at` of `task` (as read) to the slow lane if the attempt came the
+    /// shared way, its destination is marked slow and the claim would take it now: `Some`
+    /// outcome if handed over. Any other fire (early, stale, leased) goes the usual way,
+    /// which settles it at once. A hand-over that fails is logged and the attempt is
+    /// delivered here.
     pub(in crate::engine) async fn hand_over_if_slow(
         &self,
         at: &AttemptRef,
+        task: &Task,
+        destination: &Destination,
         route: Route,
-        (tenant, destination): (&TenantId, &Destination),
-        now: DateTime<Utc>,
-    ) -> Option<DeliverOutcome> {
-        let lane = self.ports.slow_lane.as_ref()?;
-        if route != Route::Shared || !self.slow.is_slow(tenant, destination, now) {
-            return None;
+    ) -> Result<Option<DeliverOutcome>, EngineError> {
+        let Some(slow_lane) = self.ports.slow_lane.as_ref() else {
+            return Ok(None);
+        };
+        let now = self.ports.clock.now();
+        if route != Route::Shared
+            || !self.slow.is_slow(&task.tenant, destination, now)
+            || task.claim(at.attempt, now, Duration::ZERO).is_err()
+        {
+            return Ok(None);
         }
-        match lane.hand_over(at).await {
+        // A schedule's occurrence registers the next one before it waits in the slow lane:
+        // a slot that passed meanwhile would count as missed.
+        match self.take_occurrence(at, task).await? {
+            Step::Continue(()) => {}
+            Step::Done(outcome) => return Ok(Some(outcome)),
+            Step::Reread => return Ok(None),
+        }
+        match slow_lane.hand_over(at).await {
             Ok(()) => {
                 self.record(MetricEvent::HandedToSlowLane);
-                Some(DeliverOutcome::HandedOver)
+                Ok(Some(DeliverOutcome::HandedOver))
             }
             Err(e) => {
                 tracing::warn!(task = %at.task_id, error = %e, "could not hand the attempt to the slow lane; delivering it here");
-                None
+                Ok(None)
             }
         }
     }

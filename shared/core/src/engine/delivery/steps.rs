@@ -81,12 +81,15 @@ impl Engine {
         let claimed = Arc::new(claimed);
         // Until the attempt is written, a shutdown's drain may give it back.
         let _held = self.stopping.hold(&claimed);
+        let call_started = self.ports.clock.now();
         let result = self.call_claimed(&claimed, seat.slot, slots).await;
         proceed!(self.give_back_local(&claimed, &result).await?);
         let finished = self.ports.clock.now();
-        let Place { lane, destination, .. } = &seat.place;
+        let Place {
+            lane, destination, ..
+        } = &seat.place;
         self.pause_if_asked(lane, destination, &result, finished);
-        self.note_call_time(&claimed.tenant, destination, (started, finished));
+        self.note_call_time(&claimed.tenant, destination, (call_started, finished));
         let (next, record) = self.record_verdict(&claimed, result, (started, finished), worker)?;
         let next = self.alert_if_owed(&claimed, next, &record).await;
         let next = self.dead_letter_if_failed(next).await;
