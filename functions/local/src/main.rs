@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use axum::http::StatusCode;
 use boomerang_core::domain::SigningSecret;
+use boomerang_server::log_writer::LogWriter;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -137,10 +138,13 @@ fn init_tracing(format: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colours only on a terminal: a log file or a collector gets plain text.
+    // A log line that cannot be written is dropped and counted, never reported on the
+    // stderr that just failed (`LogWriter`).
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
+        .with_writer(LogWriter)
+        .log_internal_errors(false);
     if format == "json" {
         builder.json().init();
     } else {

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod connections;
 mod lock;
+pub mod log_writer;
 mod loops;
 mod open_files;
 pub mod prometheus;

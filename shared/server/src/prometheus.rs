@@ -165,6 +165,11 @@ impl PrometheusMetrics {
             self.deferred.clone(),
         );
         r.register(
+            "log_writes_dropped",
+            "Log writes that failed (a full disk, a closed pipe) and were dropped",
+            crate::log_writer::LOG_WRITES_DROPPED.clone(),
+        );
+        r.register(
             "attempts_to_slow_lane",
             "Attempts handed to the slow lane because their destination answered slowly of \
              late, so that they wait only among other slow calls",

@@ -118,6 +118,9 @@ pub fn init_tracing() {
         .json()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A line that cannot be written is dropped: reporting it on the same stderr would
+        // panic inside the invocation.
+        .log_internal_errors(false)
         .with_current_span(false)
         // CloudWatch Logs bills by the byte: no span list (the invocation's request id)
         // on every line.
