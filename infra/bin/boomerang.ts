@@ -42,6 +42,7 @@ new BoomerangStack(app, `Boomerang-${stage}`, {
   deliveryReservedConcurrency: num('deliveryReservedConcurrency'),
   apiReservedConcurrency: num('apiReservedConcurrency'),
   deliveryMaxConcurrency: num('deliveryMaxConcurrency'),
+  slowLaneMaxConcurrency: num('slowLaneMaxConcurrency'),
   deliveryMinPollers: num('deliveryMinPollers'),
   deliveryMaxPollers: num('deliveryMaxPollers'),
   apiRateLimit: num('apiRateLimit'),

@@ -5,6 +5,7 @@ pub mod aws;
 
 mod binaries;
 mod cli;
+pub mod disk;
 pub mod fault_proxy;
 mod receiver;
 mod requests;

@@ -54,6 +54,8 @@ pub struct ServerOptions {
     /// Set in the server's environment over the rest (an AWS endpoint through a fault
     /// proxy, say).
     pub env: Vec<(String, String)>,
+    /// Where the server's log (`stderr.log`) goes; the data directory if unset.
+    pub log_dir: Option<PathBuf>,
 }
 
 impl ServerOptions {
@@ -70,6 +72,7 @@ impl ServerOptions {
             open_files: None,
             data_dir: None,
             env: Vec::new(),
+            log_dir: None,
         }
     }
 }
@@ -86,6 +89,8 @@ struct Launch {
     args: Vec<String>,
     env: Vec<(String, String)>,
     open_files: Option<u64>,
+    /// Where `stderr.log` goes, if not the data directory.
+    log_dir: Option<PathBuf>,
 }
 
 /// A running `boomerang serve` on its own data directory and a free port.
@@ -151,6 +156,7 @@ impl Server {
             args,
             env: env.into_iter().chain(options.env).collect(),
             open_files: options.open_files,
+            log_dir: options.log_dir,
         };
         let (child, base) = spawn(&data_dir, &launch);
         let (secret, api_key) = if options.generated_credentials {
@@ -176,7 +182,10 @@ impl Server {
     pub fn another_worker(&self) -> Server {
         let data_dir = std::env::temp_dir().join(format!("boomerang-e2e-{}", ulid::Ulid::new()));
         std::fs::create_dir_all(&data_dir).unwrap();
-        let launch = self.launch.clone();
+        let launch = Launch {
+            log_dir: None,
+            ..self.launch.clone()
+        };
         let (child, base) = spawn(&data_dir, &launch);
         let api = Client::new(&base, &self.api_key).expect("the server's URL");
         Server {
@@ -290,7 +299,7 @@ impl Server {
 
     /// What the server logged on stderr (all runs).
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.data_dir.join("stderr.log")).unwrap_or_default()
+        std::fs::read_to_string(log_path(&self.data_dir, &self.launch)).unwrap_or_default()
     }
 
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -452,11 +461,18 @@ fn aws_resources() -> (SigningSecret, String, Vec<(String, String)>) {
     (secret, field("API key:"), env)
 }
 
+/// Where the server's stderr goes.
+fn log_path(data_dir: &Path, launch: &Launch) -> PathBuf {
+    (launch.log_dir.as_deref())
+        .unwrap_or(data_dir)
+        .join("stderr.log")
+}
+
 fn spawn(data_dir: &Path, launch: &Launch) -> (Child, String) {
     let stderr = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(data_dir.join("stderr.log"))
+        .open(log_path(data_dir, launch))
         .unwrap();
     let mut cmd = Command::new(binary());
     cmd.args(&launch.args)

@@ -1,46 +1,11 @@
 //! End-to-end: `/readyz` on the real `boomerang serve`, whose data directory is a small
 //! file system of its own that fills up and empties again. `/healthz` stays up meanwhile.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use boomerang_e2e::disk::{fill, SmallDisk};
 use boomerang_e2e::{wait_for, Backend, Server, ServerOptions};
 use reqwest::Method;
-
-/// A tmpfs of `mib` MiB mounted at a fresh directory, unmounted when dropped.
-struct SmallDisk(PathBuf);
-
-impl SmallDisk {
-    fn mount(mib: u32) -> Self {
-        let dir = std::env::temp_dir().join(format!("boomerang-disk-{}", ulid::Ulid::new()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let size = format!("size={mib}m");
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &size, "tmpfs"])
-            .arg(&dir)
-            .status()
-            .expect("run mount");
-        assert!(status.success(), "mounting a tmpfs needs root (as CI runs)");
-        Self(dir)
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
-/// Writes `path` until the file system is full.
-fn fill(path: &Path) {
-    use std::io::Write;
-    let mut file = std::fs::File::create(path).unwrap();
-    let block = vec![7u8; 1 << 20];
-    while file.write_all(&block).is_ok() {}
-    let _ = file.sync_all();
-}
 
 async fn readyz(server: &Server) -> u16 {
     let answer = server.request(Method::GET, "/readyz").send().await.unwrap();
