@@ -124,7 +124,7 @@ impl Callback for TaskRequest {
     }
     fn notify(self, notify: &str) -> Self {
         Self {
-            notify: Some(Choice::parse(notify).expect("`final` or `every`")),
+            notify: Some(Choice::parse(notify).expect("`final`, `every` or `never`")),
             ..self
         }
     }

@@ -18,6 +18,7 @@ const WAIT: Duration = Duration::from_secs(40);
 on_both_backends!(
     a_failed_task_raises_an_alert_that_fails_twice_then_arrives_signed,
     a_task_that_names_no_destination_alerts_the_default_for_every_failed_attempt,
+    a_success_is_reported_to_on_success_and_notify_never_reports_no_failure,
 );
 
 /// Alerts retry fast: the tenant's `default` policy is theirs too.
@@ -173,4 +174,60 @@ async fn a_task_that_names_no_destination_alerts_the_default_for_every_failed_at
     if backend != Backend::Embedded {
         assert_eq!(header(&calls[0], "x-oncall"), "t1", "the tenant's header");
     }
+}
+
+async fn a_success_is_reported_to_on_success_and_notify_never_reports_no_failure(backend: Backend) {
+    let rx = Receiver::start(|path, _| match path {
+        "/down" => Reply::status(500),
+        _ => Reply::status(200),
+    })
+    .await;
+    let mut options = ServerOptions::on(backend);
+    options.alert_url = Some(rx.url("/server"));
+    let server = Server::start(options);
+
+    let mut request = callback(rx.url("/task")).key("order-8");
+    request.on_success = Some(AlertRequest {
+        url: Some(rx.url("/done")),
+        headers: Some([("X-Done-Token".to_string(), "d0n".to_string())].into()),
+    });
+    let task = server.register(&request).await;
+    assert_eq!(
+        task.on_success.as_ref().unwrap().header_names,
+        ["X-Done-Token"]
+    );
+    let done = with_alerts(&server, &task.id, 1).await;
+    assert_eq!(done.status, Status::Succeeded);
+    let notice = server
+        .wait_status(&done.alerts[0], Status::Succeeded, WAIT)
+        .await;
+    assert_eq!(notice.alert_of, Some(task.id));
+    let call = wait_for("the success notice", WAIT, || async {
+        rx.received().into_iter().find(|r| r.path == "/done")
+    })
+    .await;
+    assert!(verified(&server, &call));
+    assert_eq!(header(&call, "x-done-token"), "d0n");
+    let body = alert_of(&call);
+    assert_eq!(body.kind, "task.succeeded");
+    assert_eq!((body.task_id, body.attempt), (task.id, 1));
+
+    // `never`: the final failure raises nothing, though the server has a default. The
+    // alert would be registered before the failed task is written, so none is coming.
+    let once = RetryRequest {
+        max_attempts: Some(Some(1)),
+        ..RetryRequest::default()
+    };
+    let quiet = callback(rx.url("/down")).notify("never").retry(once);
+    let quiet = server.register(&quiet).await;
+    assert_eq!(quiet.notify, Notify::Never);
+    let failed = server.wait_status(&quiet.id, Status::Failed, WAIT).await;
+    assert!(failed.alerts.is_empty() && !failed.alert_pending);
+
+    // A destination that cannot be is refused, named.
+    let mut bad = serde_json::to_value(callback(rx.url("/task"))).unwrap();
+    bad["on_success"] = serde_json::json!({"url": "ftp://example.com/x"});
+    let (code, problem) = server.post_raw("/v1/tasks", &bad).await;
+    assert_eq!(code, 422);
+    assert_eq!(problem.unwrap().field.as_deref(), Some("on_success.url"));
 }

@@ -102,7 +102,8 @@ pub mod enums {
     enum_schemas! {
         Status: boomerang_core::domain::Status => boomerang_core::domain::Status::ALL;
         Notify: boomerang_core::domain::Notify =>
-            [boomerang_core::domain::Notify::Final, boomerang_core::domain::Notify::Every];
+            [boomerang_core::domain::Notify::Final, boomerang_core::domain::Notify::Every,
+             boomerang_core::domain::Notify::Never];
         OnUnknown: boomerang_core::domain::OnUnknown =>
             [boomerang_core::domain::OnUnknown::Cancel, boomerang_core::domain::OnUnknown::Release];
         AttemptOutcome: boomerang_core::domain::AttemptOutcome => [

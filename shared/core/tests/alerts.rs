@@ -202,3 +202,53 @@ async fn an_alert_that_cannot_be_registered_is_owed_and_the_sweep_raises_it_once
     assert_eq!(again.alerts_raised, 0);
     assert_eq!(h.stored().await.len(), 2, "raised once");
 }
+
+#[tokio::test]
+async fn notify_never_raises_nothing_even_for_the_final_failure() {
+    let h = harness(ScriptedWebhooks::answering(vec![status(500), status(503)]));
+    let task = h
+        .register_alerting(Some(target(ALERTS)), Notify::Never)
+        .await;
+    h.fire(&task).await;
+    let failed = h.fire(&task).await;
+    assert_eq!(failed.status, Status::Failed);
+    assert!(failed.alerts.is_empty());
+    assert!(!failed.alert_pending, "nothing is owed");
+    assert_eq!(h.webhooks.calls(), 2, "the task's two attempts only");
+    assert_eq!(
+        h.dead_letters.letters().len(),
+        1,
+        "the dead letter still records it"
+    );
+}
+
+#[tokio::test]
+async fn a_success_is_reported_to_on_success_only() {
+    let h = harness(ScriptedWebhooks::answering(vec![status(500), status(200)]));
+    let mut new = new_task(FireTime::Now, once());
+    new.spec.on_success = Some(target(ALERTS));
+    new.spec.on_failure = Some(target(SERVER_ALERTS));
+    let task = h.engine.register(&h.tenant, new).await.unwrap().task;
+    let retried = h.fire(&task).await;
+    assert!(
+        retried.alerts.is_empty(),
+        "a failed attempt of notify: final"
+    );
+    let done = h.fire(&task).await;
+    assert_eq!(done.status, Status::Succeeded);
+    assert_eq!(done.alerts.len(), 1);
+    let notice = h.task(&done.alerts[0]).await;
+    assert_eq!(notice.spec.request.url, ALERTS);
+    assert_eq!(notice.spec.alert_of, Some(task.id));
+    let body = body_of(&notice);
+    assert_eq!(body.kind, "task.succeeded");
+    assert_eq!((body.attempt, body.attempts.len()), (2, 2));
+
+    // Without on_success, a success is silent whatever the defaults.
+    let quiet = h
+        .register_alerting(Some(target(ALERTS)), Notify::Every)
+        .await;
+    let done = h.fire(&quiet).await;
+    assert_eq!(done.status, Status::Succeeded);
+    assert!(done.alerts.is_empty());
+}

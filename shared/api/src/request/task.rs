@@ -83,10 +83,17 @@ pub struct TaskRequest {
     pub key: Option<String>,
     /// Where this task's failures are reported (an alert is itself a task).
     pub on_failure: Option<AlertRequest>,
-    /// `final` (default): report the final failure only; `every`: every failed attempt.
+    /// `final` (default): report the final failure only; `every`: every failed attempt;
+    /// `never`: no failure (the dead letter still records it).
     #[serde(default, with = "choice")]
     #[schema(value_type = Option<enums::Notify>)]
     pub notify: Option<Notify>,
+    /// Where this task's success is reported: a signed `task.succeeded` notice once it
+    /// ends `succeeded` (no default destination applies).
+    // Left out of the request's digest when absent, so that a repeat of a registration
+    // stored before the field existed still matches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_success: Option<AlertRequest>,
     /// Register the task held: it is not called until released (or a check says so).
     pub hold: Option<HoldRequest>,
     /// Limits shared with the tenant's other tasks of the same flow key: at most
@@ -132,7 +139,7 @@ pub struct HoldRequest {
     pub max_checks: Option<i64>,
 }
 
-/// `on_failure`: where this task's failures are reported.
+/// `on_failure` and `on_success`: where a task's failures, or its success, are reported.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AlertRequest {
@@ -229,8 +236,9 @@ impl TaskRequest {
             retry,
             metadata: self.metadata.unwrap_or_default(),
             key: self.key.map(business_key).transpose()?,
-            on_failure: self.on_failure.map(AlertRequest::target).transpose()?,
+            on_failure: (self.on_failure.map(|a| a.target("on_failure"))).transpose()?,
             notify: self.notify.unwrap_or_default(),
+            on_success: (self.on_success.map(|a| a.target("on_success"))).transpose()?,
             hold: self.hold.map(HoldRequest::spec).transpose()?,
             flow: self.flow.map(FlowRequest::spec).transpose()?,
         })?;
@@ -261,10 +269,10 @@ impl TaskRequest {
 }
 
 impl AlertRequest {
-    fn target(self) -> Result<AlertTarget, Refused> {
+    /// The destination this names, refused under `field` (`on_failure.url`).
+    fn target(self, field: &str) -> Result<AlertTarget, Refused> {
         let headers = self.headers.unwrap_or_default().into_iter().collect();
-        AlertTarget::new(self.url.unwrap_or_default(), headers)
-            .map_err(|e| e.under("on_failure").into())
+        AlertTarget::new(self.url.unwrap_or_default(), headers).map_err(|e| e.under(field).into())
     }
 }
 

@@ -140,11 +140,12 @@ pub trait Choice: Sized + Copy + 'static {
 }
 
 impl Choice for Notify {
-    const ALL: &'static [Self] = &[Notify::Final, Notify::Every];
+    const ALL: &'static [Self] = &[Notify::Final, Notify::Every, Notify::Never];
     fn name(self) -> &'static str {
         match self {
             Notify::Final => "final",
             Notify::Every => "every",
+            Notify::Never => "never",
         }
     }
 }
@@ -219,7 +220,7 @@ mod tests {
 
     #[test]
     fn a_choice_names_every_value_it_takes() {
-        assert_eq!(Notify::must_be(), "must be `final` or `every`");
+        assert_eq!(Notify::must_be(), "must be `final`, `every` or `never`");
         assert_eq!(
             BackoffKind::must_be(),
             "must be `fixed`, `linear` or `exponential`"

@@ -53,6 +53,9 @@ pub struct TaskView {
     pub on_failure: Option<AlertView>,
     #[schema(value_type = enums::Notify)]
     pub notify: Notify,
+    /// Where this task's success is reported, if it asks for that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_success: Option<AlertView>,
     /// On an alert: the task it reports on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
@@ -117,6 +120,15 @@ impl FlowView {
 pub struct AlertView {
     pub url: String,
     pub header_names: Vec<String>,
+}
+
+impl AlertView {
+    fn of(target: &boomerang_core::domain::AlertTarget) -> Self {
+        Self {
+            url: target.url.clone(),
+            header_names: target.headers.iter().map(|(n, _)| n.clone()).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -196,11 +208,9 @@ impl TaskView {
             created_at: task.created_at,
             updated_at: task.updated_at,
             last_error: task.last_error.clone(),
-            on_failure: task.spec.on_failure.as_ref().map(|a| AlertView {
-                url: a.url.clone(),
-                header_names: a.headers.iter().map(|(n, _)| n.clone()).collect(),
-            }),
+            on_failure: task.spec.on_failure.as_ref().map(AlertView::of),
             notify: task.spec.notify,
+            on_success: task.spec.on_success.as_ref().map(AlertView::of),
             alert_of: task.spec.alert_of,
             alerts: task.alerts.clone(),
             alert_pending: task.alert_pending,

@@ -23,6 +23,8 @@ pub enum Notify {
     /// Every failed attempt: a "retrying" notice for each one that is retried, then the
     /// final one.
     Every,
+    /// None, not even the final failure (its dead letter still records it).
+    Never,
 }
 
 impl Notify {
@@ -30,6 +32,7 @@ impl Notify {
         match s {
             "final" => Some(Notify::Final),
             "every" => Some(Notify::Every),
+            "never" => Some(Notify::Never),
             _ => None,
         }
     }

@@ -252,8 +252,9 @@ impl Task {
                 next.status = Status::Failed;
                 next.next_attempt_at = None;
                 next.dead_letter_pending = true;
-                // Owed if the task has somewhere to send it; the engine finds out.
-                next.alert_pending = self.alerts_enabled();
+                // Owed if the task reports its failure and has somewhere to send it; the
+                // engine finds out.
+                next.alert_pending = self.reports_failure();
             }
         }
         Ok(next)

@@ -26,12 +26,16 @@ pub enum Notice {
         attempt: u32,
         next_attempt_at: DateTime<Utc>,
     },
+    /// The task ended `succeeded` with this attempt (only to its own `on_success`).
+    Succeeded { attempt: u32 },
 }
 
 impl Notice {
     pub fn attempt(&self) -> u32 {
         match self {
-            Notice::Failed { attempt } | Notice::Retrying { attempt, .. } => *attempt,
+            Notice::Failed { attempt }
+            | Notice::Retrying { attempt, .. }
+            | Notice::Succeeded { attempt } => *attempt,
         }
     }
 
@@ -39,6 +43,7 @@ impl Notice {
         match self {
             Notice::Failed { .. } => "task.failed",
             Notice::Retrying { .. } => "task.retrying",
+            Notice::Succeeded { .. } => "task.succeeded",
         }
     }
 }
@@ -51,7 +56,7 @@ pub const ALERT_ATTEMPTS: usize = 20;
 /// The JSON an alert sends.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 pub struct AlertBody {
-    /// `task.failed` or `task.retrying`.
+    /// `task.failed`, `task.retrying` or `task.succeeded`.
     #[serde(rename = "type")]
     pub kind: String,
     pub task_id: TaskId,
@@ -86,22 +91,30 @@ impl Task {
         self.spec.alert_of.is_none()
     }
 
+    /// Whether this task's final failure is reported (unless it has nowhere to go).
+    pub fn reports_failure(&self) -> bool {
+        self.alerts_enabled() && self.spec.notify != Notify::Never
+    }
+
     /// What alert the move from this claimed task to `next` (the task after its attempt)
-    /// calls for, if any: the final failure always, a retried attempt with `notify: every`.
-    /// Whether an alert is sent depends on there being a destination.
+    /// calls for, if any: the final failure unless `notify: never`, a retried attempt with
+    /// `notify: every`, a success with `on_success`. Whether an alert about a failure is
+    /// sent depends on there being a destination.
     pub fn notice(&self, next: &Task) -> Option<Notice> {
         if !self.alerts_enabled() {
             return None;
         }
+        let attempt = self.attempt;
         match (next.status, next.next_attempt_at) {
-            (Status::Failed, _) => Some(Notice::Failed {
-                attempt: self.attempt,
-            }),
+            (Status::Failed, _) if self.reports_failure() => Some(Notice::Failed { attempt }),
             (Status::Scheduled, Some(at)) if self.spec.notify == Notify::Every => {
                 Some(Notice::Retrying {
-                    attempt: self.attempt,
+                    attempt,
                     next_attempt_at: at,
                 })
+            }
+            (Status::Succeeded, _) if self.spec.on_success.is_some() => {
+                Some(Notice::Succeeded { attempt })
             }
             _ => None,
         }
@@ -150,6 +163,7 @@ impl Task {
         let kind = match notice {
             Notice::Failed { .. } => "failed",
             Notice::Retrying { .. } => "retrying",
+            Notice::Succeeded { .. } => "succeeded",
         };
         format!("boomerang-alert:{}:{}:{}", self.id, notice.attempt(), kind)
     }
@@ -179,7 +193,7 @@ impl Task {
                 Notice::Retrying {
                     next_attempt_at, ..
                 } => Some(next_attempt_at),
-                Notice::Failed { .. } => None,
+                Notice::Failed { .. } | Notice::Succeeded { .. } => None,
             },
             last_error: self.last_error.clone(),
             attempts: by_number

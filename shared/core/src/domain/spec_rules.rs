@@ -36,6 +36,7 @@ pub struct SpecDraft {
     pub key: Option<BusinessKey>,
     pub on_failure: Option<AlertTarget>,
     pub notify: Notify,
+    pub on_success: Option<AlertTarget>,
     pub hold: Option<HoldSpec>,
     pub flow: Option<FlowSpec>,
 }
@@ -97,6 +98,7 @@ impl TaskSpec {
             key: draft.key,
             on_failure: draft.on_failure,
             notify: draft.notify,
+            on_success: draft.on_success,
             alert_of: None,
             hold: draft.hold,
             flow: draft.flow,

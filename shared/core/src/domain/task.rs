@@ -89,6 +89,9 @@ pub struct TaskSpec {
     /// Which failures are reported.
     #[serde(default, skip_serializing_if = "Notify::is_final")]
     pub notify: Notify,
+    /// Where this task's success is reported, if anywhere (no default applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_success: Option<AlertTarget>,
     /// Set on an alert: the task it reports on. An alert raises no alerts itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alert_of: Option<TaskId>,
@@ -133,6 +136,7 @@ impl TaskSpec {
             key: None,
             on_failure: None,
             notify: Notify::Final,
+            on_success: None,
             alert_of: None,
             hold: None,
             flow: None,

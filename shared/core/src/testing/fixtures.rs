@@ -35,6 +35,7 @@ pub fn plain_spec(url: &str, body: &str, retry: RetryPolicy) -> TaskSpec {
         key: None,
         on_failure: None,
         notify: Default::default(),
+        on_success: None,
         alert_of: None,
         hold: None,
         flow: None,

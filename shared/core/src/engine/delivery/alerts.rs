@@ -3,8 +3,9 @@
 //! A final alert is registered before the failed task is written, with an idempotency key
 //! of its own, and the task is written linked to it. If it cannot be registered (the store
 //! refused the write), the task is written owing it, and the sweep registers it later; a
-//! repeat finds the same alert. A "retrying" notice (`notify: every`) that cannot be
-//! registered is logged and skipped: the final alert is the one that must arrive.
+//! repeat finds the same alert. A "retrying" notice (`notify: every`) or a success notice
+//! (`on_success`) that cannot be registered is logged and skipped: the final failure's
+//! alert is the one that must arrive.
 
 use crate::domain::notice::alert_spec;
 use crate::domain::{AlertTarget, AttemptRecord, Notice, Task, TaskId};
@@ -24,9 +25,16 @@ enum Raised {
 }
 
 impl Engine {
-    /// Where `task`'s alerts go: its own `on_failure`, else its tenant's default, else the
-    /// server's.
-    async fn alert_target(&self, task: &Task) -> Result<Option<AlertTarget>, EngineError> {
+    /// Where `task`'s alert `notice` goes: a success to its own `on_success` only; a
+    /// failure to its own `on_failure`, else its tenant's default, else the server's.
+    async fn alert_target(
+        &self,
+        task: &Task,
+        notice: Notice,
+    ) -> Result<Option<AlertTarget>, EngineError> {
+        if let Notice::Succeeded { .. } = notice {
+            return Ok(task.spec.on_success.clone());
+        }
         if let Some(own) = &task.spec.on_failure {
             return Ok(Some(own.clone()));
         }
@@ -63,7 +71,7 @@ impl Engine {
         notice: Notice,
         latest: Option<&AttemptRecord>,
     ) -> Result<Option<TaskId>, EngineError> {
-        let Some(target) = self.alert_target(task).await? else {
+        let Some(target) = self.alert_target(task, notice).await? else {
             return Ok(None);
         };
         let mut attempts = self

@@ -167,6 +167,10 @@ impl Engine {
                 "on_failure.url",
                 spec.on_failure.as_ref().map(|a| a.url.as_str()),
             ),
+            (
+                "on_success.url",
+                spec.on_success.as_ref().map(|a| a.url.as_str()),
+            ),
         ];
         for (field, url) in destinations {
             if let Some(url) = url {
