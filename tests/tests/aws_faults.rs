@@ -155,10 +155,13 @@ async fn atomic_ports(
         clock.clone(),
     ));
     let buckets = Arc::new(BucketFire::new(store.clone(), timer.clone()));
-    let webhooks = HttpWebhooks::new(DestinationPolicy {
-        dev: true,
-        ..Default::default()
-    })
+    let webhooks = HttpWebhooks::new(
+        DestinationPolicy {
+            dev: true,
+            ..Default::default()
+        },
+        boomerang_core::engine::DEFAULT_PER_DESTINATION,
+    )
     .unwrap();
     let ports = Ports::new(
         StorePorts::of(store),

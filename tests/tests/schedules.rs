@@ -29,10 +29,13 @@ fn sqlite_engine(clock: Arc<ManualClock>) -> (Arc<Engine>, TenantId, tempdir::Di
             SigningSecret::generate(),
         )),
         webhooks: Arc::new(
-            HttpWebhooks::new(DestinationPolicy {
-                dev: true,
-                ..Default::default()
-            })
+            HttpWebhooks::new(
+                DestinationPolicy {
+                    dev: true,
+                    ..Default::default()
+                },
+                boomerang_core::engine::DEFAULT_PER_DESTINATION,
+            )
             .unwrap(),
         ),
         metrics: Arc::new(NoMetrics),

@@ -102,10 +102,11 @@ pub fn aws_with_clients(
         config.clock.clone(),
     ));
     let buckets = Arc::new(BucketFire::new(store.clone(), timer.clone()));
-    let webhooks = HttpWebhooks::new(DestinationPolicy {
+    let policy = DestinationPolicy {
         dev: config.dev,
         allowed_cidrs: settings.allowed_cidrs.clone(),
-    })?;
+    };
+    let webhooks = HttpWebhooks::new(policy, config.engine.limits.per_destination)?;
     // DynamoDB's TTL removes finished tasks, and counting them by state would read every
     // item: neither is added. Flow limits and tenants' destination limits are in the table,
     // so that they hold across every delivery function instance.

@@ -29,7 +29,10 @@ const KEY: &str = "bmr_property_test";
 fn webhooks() -> Arc<HttpWebhooks> {
     static WEBHOOKS: OnceLock<Arc<HttpWebhooks>> = OnceLock::new();
     WEBHOOKS
-        .get_or_init(|| Arc::new(HttpWebhooks::new(DestinationPolicy::default()).unwrap()))
+        .get_or_init(|| {
+            let limit = boomerang_core::engine::DEFAULT_PER_DESTINATION;
+            Arc::new(HttpWebhooks::new(DestinationPolicy::default(), limit).unwrap())
+        })
         .clone()
 }
 

@@ -183,10 +183,13 @@ fn start_embedded(
     let backend = boomerang_embedded::embedded(EmbeddedConfig {
         data_dir,
         tenants: Arc::new(tenants),
-        webhooks: Arc::new(HttpWebhooks::new(DestinationPolicy {
-            dev: config.dev,
-            allowed_cidrs: config.allowed_cidrs.clone(),
-        })?),
+        webhooks: Arc::new(HttpWebhooks::new(
+            DestinationPolicy {
+                dev: config.dev,
+                allowed_cidrs: config.allowed_cidrs.clone(),
+            },
+            config.destination_limit,
+        )?),
         metrics: metrics.clone(),
         metrics_view: Some(metrics),
         load,

@@ -1,25 +1,36 @@
-//! The one HTTP client that calls webhooks: signing, timeouts, no redirects, SSRF guard.
+//! The one HTTP client that calls webhooks: signing, timeouts, no redirects, no proxy,
+//! the SSRF guard, and connections bounded per destination ([`crate::connector`]).
 
 use std::error::Error as StdError;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER, USER_AGENT};
+use http::{Method, Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 
+use super::connector::{GuardedConnector, RefusedAddress};
 use super::destination::DestinationPolicy;
 use super::signing;
-use boomerang_core::engine::DEFAULT_PER_DESTINATION;
 use boomerang_core::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
 
 /// How much of a response body is kept in the attempt log.
 pub const EXCERPT_BYTES: usize = 1024;
 pub const HEADER_ATTEMPT: &str = "boomerang-attempt";
+const USER_AGENT_VALUE: &str = concat!("Boomerang/", env!("CARGO_PKG_VERSION"));
+/// How long a connect may take once it has its slot at the destination.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an idle connection is kept for reuse.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct HttpWebhooks {
-    client: reqwest::Client,
+    client: Client<HttpsConnector<GuardedConnector>, Full<Bytes>>,
     policy: Arc<DestinationPolicy>,
 }
 
@@ -28,23 +39,28 @@ pub struct HttpWebhooks {
 pub struct ClientBuildError(String);
 
 impl HttpWebhooks {
-    pub fn new(policy: DestinationPolicy) -> Result<Self, ClientBuildError> {
+    /// Calls within `policy`, with at most `per_destination` calls in flight to one
+    /// destination (the engine's bound): each destination gets twice that in connections
+    /// (those in use, and as many idle or connecting), and keeps up to that many idle for
+    /// reuse, closed after 30 s unused. HTTP/1.1; redirects are not followed, and no
+    /// proxy is used (a proxy would resolve names itself, past the guard).
+    pub fn new(
+        policy: DestinationPolicy,
+        per_destination: usize,
+    ) -> Result<Self, ClientBuildError> {
         let policy = Arc::new(policy);
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("Boomerang/", env!("CARGO_PKG_VERSION")))
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve names itself, past the guard below.
-            .no_proxy()
-            // Attempts are counted and logged by the engine; no hidden re-sends here.
-            .retry(reqwest::retry::never())
-            .connect_timeout(Duration::from_secs(10))
-            // The engine bounds the calls in flight to one destination; idle connections
-            // are reused up to that bound, and closed after a while unused.
-            .pool_max_idle_per_host(DEFAULT_PER_DESTINATION)
-            .pool_idle_timeout(Duration::from_secs(30))
-            .dns_resolver(Arc::new(GuardedResolver(policy.clone())))
-            .build()
-            .map_err(|e| ClientBuildError(e.to_string()))?;
+        let connector = GuardedConnector::new(policy.clone(), 2 * per_destination, CONNECT_TIMEOUT);
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        let https = HttpsConnectorBuilder::new()
+            .with_provider_and_platform_verifier(provider)
+            .map_err(|e| ClientBuildError(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .pool_max_idle_per_host(per_destination)
+            .build(https);
         Ok(Self { client, policy })
     }
 }
@@ -57,38 +73,31 @@ impl Webhooks for HttpWebhooks {
 
     async fn send(&self, call: &WebhookCall<'_>) -> WebhookResult {
         let spec = call.spec;
-        let url = match self.policy.check_url(&spec.request.url) {
-            Ok(url) => url,
+        let request = match self.request(call) {
+            Ok(request) => request,
             Err(why) => return failed(WebhookError::Refused(why)),
-        };
-        let headers = match build_headers(call) {
-            Ok(h) => h,
-            Err(why) => return failed(WebhookError::Refused(why)),
-        };
-        let method = match reqwest::Method::from_bytes(spec.request.method.as_bytes()) {
-            Ok(m) => m,
-            Err(_) => return failed(WebhookError::Refused("invalid method".into())),
-        };
-        let request = self
-            .client
-            .request(method, url)
-            .timeout(spec.timeout)
-            .headers(headers)
-            .body(spec.request.body.clone());
-        let response = match request.send().await {
-            Ok(r) => r,
-            Err(e) => return failed(classify(&e, spec.timeout)),
-        };
-        let status = response.status().as_u16();
-        let retry_after = match status {
-            429 | 503 => parse_retry_after(response.headers()),
-            _ => None,
         };
         let want = spec.expect_body.as_ref().map(|b| b.len());
-        let (body, complete) = match read_prefix(response, want).await {
-            Ok(read) => read,
-            Err(e) => return failed(classify(&e, spec.timeout)),
+        // The call's timeout covers it all: the connect, the request and the body read.
+        let answer = async {
+            let response = self.client.request(request).await.map_err(Box::new)?;
+            let status = response.status().as_u16();
+            let retry_after = match status {
+                429 | 503 => parse_retry_after(response.headers()),
+                _ => None,
+            };
+            let read = read_prefix(response.into_body(), want).await?;
+            Ok::<_, Box<dyn StdError + Send + Sync>>((status, retry_after, read))
         };
+        let (status, retry_after, (body, complete)) =
+            match tokio::time::timeout(spec.timeout, answer).await {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(e)) => return failed(classify(e.as_ref())),
+                Err(_) => {
+                    let after = spec.timeout.as_secs();
+                    return failed(WebhookError::Transport(format!("timed out after {after}s")));
+                }
+            };
         let excerpt = &body[..body.len().min(EXCERPT_BYTES)];
         WebhookResult {
             status: Some(status),
@@ -100,6 +109,28 @@ impl Webhooks for HttpWebhooks {
             retry_after,
             error: None,
         }
+    }
+}
+
+impl HttpWebhooks {
+    /// The signed request of `call`, or why it cannot be sent.
+    fn request(&self, call: &WebhookCall<'_>) -> Result<Request<Full<Bytes>>, String> {
+        let spec = call.spec;
+        let url = self.policy.check_url(&spec.request.url)?;
+        let uri: Uri = url
+            .as_str()
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| e.to_string())?;
+        let method = Method::from_bytes(spec.request.method.as_bytes())
+            .map_err(|_| "invalid method".to_string())?;
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(USER_AGENT, USER_AGENT_VALUE)
+            .body(Full::new(Bytes::from(spec.request.body.clone())))
+            .map_err(|e| e.to_string())?;
+        request.headers_mut().extend(build_headers(call)?);
+        Ok(request)
     }
 }
 
@@ -132,19 +163,22 @@ fn build_headers(call: &WebhookCall<'_>) -> Result<HeaderMap, String> {
 /// Reads enough of the body for the excerpt and an `expect_body` comparison, and no more.
 /// Returns the bytes and whether they are the whole body.
 async fn read_prefix(
-    mut response: reqwest::Response,
+    mut body: Incoming,
     expect_len: Option<usize>,
-) -> Result<(Vec<u8>, bool), reqwest::Error> {
+) -> Result<(Vec<u8>, bool), hyper::Error> {
     let limit = EXCERPT_BYTES.max(expect_len.map_or(0, |n| n + 1));
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        body.extend_from_slice(&chunk);
-        if body.len() > limit {
-            body.truncate(limit);
-            return Ok((body, false));
+    let mut read = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(chunk) = frame?.into_data() else {
+            continue; // trailers
+        };
+        read.extend_from_slice(&chunk);
+        if read.len() > limit {
+            read.truncate(limit);
+            return Ok((read, false));
         }
     }
-    Ok((body, true))
+    Ok((read, true))
 }
 
 /// `Retry-After` as delay-seconds or an HTTP date.
@@ -166,7 +200,7 @@ fn failed(error: WebhookError) -> WebhookResult {
     }
 }
 
-fn classify(e: &reqwest::Error, timeout: Duration) -> WebhookError {
+fn classify(e: &(dyn StdError + 'static)) -> WebhookError {
     let mut source: Option<&(dyn StdError + 'static)> = Some(e);
     while let Some(err) = source {
         if let Some(refused) = err.downcast_ref::<RefusedAddress>() {
@@ -178,9 +212,6 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> WebhookError {
             }
         }
         source = err.source();
-    }
-    if e.is_timeout() {
-        return WebhookError::Transport(format!("timed out after {}s", timeout.as_secs()));
     }
     WebhookError::Transport(error_chain(e))
 }
@@ -195,7 +226,7 @@ fn is_local_exhaustion(e: &std::io::Error) -> bool {
     )
 }
 
-/// "outer: cause: root cause", since reqwest's own message hides the interesting part.
+/// "outer: cause: root cause", since hyper's own message hides the interesting part.
 fn error_chain(e: &dyn StdError) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
@@ -208,47 +239,6 @@ fn error_chain(e: &dyn StdError) -> String {
         source = err.source();
     }
     text.chars().take(500).collect()
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct RefusedAddress(String);
-
-/// Resolves names, then drops every address the policy refuses; if none is left the call
-/// fails with [`RefusedAddress`]. The connection only ever uses the checked addresses.
-struct GuardedResolver(Arc<DestinationPolicy>);
-
-impl Resolve for GuardedResolver {
-    fn resolve(&self, name: Name) -> Resolving {
-        let policy = self.0.clone();
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let resolved: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let mut refusals = Vec::new();
-            let allowed: Vec<SocketAddr> = resolved
-                .into_iter()
-                .filter(|a| match policy.check_ip(a.ip()) {
-                    Ok(()) => true,
-                    Err(why) => {
-                        refusals.push(why);
-                        false
-                    }
-                })
-                .collect();
-            if allowed.is_empty() {
-                let why = refusals
-                    .first()
-                    .cloned()
-                    .unwrap_or_else(|| "no addresses".into());
-                return Err(
-                    Box::new(RefusedAddress(format!("{host} resolves to {why}")))
-                        as Box<dyn StdError + Send + Sync>,
-                );
-            }
-            Ok(Box::new(allowed.into_iter()) as Addrs)
-        })
-    }
 }
 
 #[cfg(test)]

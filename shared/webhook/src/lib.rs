@@ -1,7 +1,9 @@
 //! Everything about calling a webhook, in one HTTP client: the client with its timeouts,
-//! its Standard Webhooks signature, and its SSRF rules.
+//! its Standard Webhooks signature, its SSRF rules, and its connections, bounded per
+//! destination.
 
 pub mod client;
+pub mod connector;
 pub mod destination;
 pub mod signing;
 
