@@ -23,6 +23,10 @@ pub struct SlowReceiverArgs {
     /// How long it takes to serve one.
     #[arg(long, default_value_t = 50)]
     serve_ms: u64,
+    /// Play a worker server: `slots` workers each accepting one connection at a time, and
+    /// this listen backlog (unset: every connection accepted at once).
+    #[arg(long)]
+    backlog: Option<u32>,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -101,10 +105,11 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
     let receiver = ReceiverProcess::start(&ReceiverArgs {
         slots: args.slots,
         serve_ms: args.serve_ms,
+        backlog: args.backlog,
         ..Default::default()
     })?;
     let server = args.server.start()?;
-    let connections = ConnectionWatch::start(receiver.port());
+    let connections = ConnectionWatch::start(receiver.port(), server.pid());
     let due = due_after_registering(args.tasks)?;
     let url = receiver.url.clone();
     register_all(&server, args.tasks, args.server.clients, move |i| {
@@ -122,10 +127,13 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
 
     println!("mode:              slow-receiver");
     println!(
-        "tasks:             {} due at once; receiver serves {} at a time, {} ms each; {}",
+        "tasks:             {} due at once; receiver serves {} at a time, {} ms each{}; {}",
         args.tasks,
         args.slots,
         args.serve_ms,
+        args.backlog.map_or(String::new(), |b| format!(
+            ", a worker per connection, listen backlog {b}"
+        )),
         args.server.describe()
     );
     println!(
@@ -135,7 +143,7 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
         (drain.as_secs_f64() / capacity.as_secs_f64() - 1.0) * 100.0
     );
     println!(
-        "connections:       at most {} open to the receiver; at most {} requests in it at once",
+        "connections:       at most {} open to the receiver (SYN-SENT included, sampled every 20 ms); at most {} requests in it at once",
         connections.most(),
         receiver.peak().await?
     );
@@ -150,7 +158,7 @@ pub async fn hanging(args: HangingArgs) -> Result<()> {
     })?;
     let healthy = ReceiverProcess::start(&ReceiverArgs::default())?;
     let server = args.server.start()?;
-    let connections = ConnectionWatch::start(stuck.port());
+    let connections = ConnectionWatch::start(stuck.port(), server.pid());
     let sampled = Instant::now();
     let clients = args.server.clients;
     let due = due_after_registering(args.hanging + args.healthy)?;

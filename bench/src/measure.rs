@@ -64,9 +64,11 @@ pub fn percentiles(values: &[i64]) -> String {
     )
 }
 
-/// Connections open from this machine to `port` on loopback: the client ends, being set up
-/// (`SYN-SENT`) or established, from `/proc/net/tcp` and `tcp6`.
-pub fn connections_to(port: u16) -> usize {
+/// Connections open from process `owner` to `port` on loopback: the client ends, being
+/// set up (`SYN-SENT`) or established, from `/proc/net/tcp` and `tcp6`, owned by one of
+/// the process's file descriptors.
+pub fn connections_to(port: u16, owner: u32) -> usize {
+    let owned = socket_inodes(owner);
     // States: 01 ESTABLISHED, 02 SYN_SENT.
     let remote = format!(":{port:04X}");
     ["/proc/net/tcp", "/proc/net/tcp6"]
@@ -80,11 +82,30 @@ pub fn connections_to(port: u16) -> usize {
                     let fields: Vec<&str> = line.split_whitespace().collect();
                     matches!(fields.get(3), Some(&"01" | &"02"))
                         && fields.get(2).is_some_and(|r| r.ends_with(&remote))
+                        && fields.get(9).is_some_and(|inode| owned.contains(*inode))
                 })
                 .map(|_| ())
                 .collect::<Vec<_>>()
         })
         .count()
+}
+
+/// The inodes of the sockets process `pid` has open.
+fn socket_inodes(pid: u32) -> std::collections::HashSet<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Default::default();
+    };
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
+        .collect()
 }
 
 /// Samples [`connections_to`] every 20 ms until dropped; `most` is the highest count seen.
@@ -94,12 +115,12 @@ pub struct ConnectionWatch {
 }
 
 impl ConnectionWatch {
-    pub fn start(port: u16) -> Self {
+    pub fn start(port: u16, owner: u32) -> Self {
         let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let seen = most.clone();
         let task = tokio::spawn(async move {
             loop {
-                let n = connections_to(port);
+                let n = connections_to(port, owner);
                 seen.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }

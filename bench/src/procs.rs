@@ -168,6 +168,7 @@ impl Server {
             .collect()
     }
 
+    /// The server's process id (`prlimit` execs the server in its own place).
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -1,7 +1,9 @@
 //! The benchmark's receiver: records when each attempt arrived, answers 500 to the first
 //! `fail_first` attempts of each task and 200 after, and reports what it saw. It can also
 //! play a receiver of limited capacity (`slots` requests served at once, `serve_ms` each;
-//! the others wait their turn) or one that never answers.
+//! the others wait their turn) or one that never answers. With `backlog`, it is a server
+//! of `slots` workers that each accept one connection and serve it until it goes quiet,
+//! with a listen backlog that small: connections past it wait in `SYN-SENT`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -42,6 +44,10 @@ pub struct ReceiverArgs {
     /// Never answer at all.
     #[arg(long)]
     pub never_answer: bool,
+    /// Serve with `slots` workers, each accepting one connection at a time, and this
+    /// listen backlog (unset: accept every connection at once).
+    #[arg(long)]
+    pub backlog: Option<u32>,
 }
 
 impl ReceiverArgs {
@@ -56,6 +62,9 @@ impl ReceiverArgs {
         ];
         if self.never_answer {
             args.push("--never-answer".into());
+        }
+        if let Some(backlog) = self.backlog {
+            args.push(format!("--backlog={backlog}"));
         }
         args
     }
@@ -135,9 +144,48 @@ pub async fn run(args: ReceiverArgs) -> Result<()> {
                 StatusCode::OK
             }
         });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    match args.backlog {
+        None => {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            println!("receiver on http://{}", listener.local_addr()?);
+            axum::serve(listener, app).await?;
+        }
+        Some(backlog) => serve_by_workers(app, args.slots.max(1), backlog).await?,
+    }
+    Ok(())
+}
+
+/// How long a worker waits for the next request on its connection before it closes it
+/// and accepts another (a worker server's short keep-alive).
+const WORKER_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `workers` workers, each accepting one connection and serving it until it closes or
+/// goes quiet, on a listener with a `backlog` this small: what a thread-per-connection
+/// server does under a burst.
+async fn serve_by_workers(app: Router, workers: usize, backlog: u32) -> Result<()> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind("127.0.0.1:0".parse()?)?;
+    let listener = Arc::new(socket.listen(backlog)?);
     println!("receiver on http://{}", listener.local_addr()?);
-    axum::serve(listener, app).await?;
+    let workers = (0..workers).map(|_| {
+        let (listener, app) = (listener.clone(), app.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(WORKER_KEEP_ALIVE)
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            }
+        })
+    });
+    for worker in workers.collect::<Vec<_>>() {
+        worker.await?;
+    }
     Ok(())
 }
 

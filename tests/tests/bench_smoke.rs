@@ -111,6 +111,30 @@ fn slow_receiver_runs_and_prints_its_figures() {
 }
 
 #[test]
+fn slow_receiver_with_a_small_backlog_runs_and_prints_its_figures() {
+    bench(
+        &[
+            "slow-receiver",
+            "--tasks",
+            "40",
+            "--slots",
+            "2",
+            "--serve-ms",
+            "20",
+            "--backlog",
+            "1",
+            "--clients",
+            "4",
+        ],
+        &[
+            "listen backlog 1",
+            "SYN-SENT included",
+            "40 succeeded, 0 failed",
+        ],
+    );
+}
+
+#[test]
 fn hanging_runs_and_prints_its_figures() {
     bench(
         &[
