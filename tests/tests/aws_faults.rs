@@ -160,7 +160,7 @@ async fn atomic_ports(
             dev: true,
             ..Default::default()
         },
-        boomerang_core::engine::DEFAULT_PER_DESTINATION,
+        2 * boomerang_core::engine::DEFAULT_PER_DESTINATION,
     )
     .unwrap();
     let ports = Ports::new(

@@ -34,7 +34,7 @@ fn sqlite_engine(clock: Arc<ManualClock>) -> (Arc<Engine>, TenantId, tempdir::Di
                     dev: true,
                     ..Default::default()
                 },
-                boomerang_core::engine::DEFAULT_PER_DESTINATION,
+                2 * boomerang_core::engine::DEFAULT_PER_DESTINATION,
             )
             .unwrap(),
         ),

@@ -106,7 +106,10 @@ pub fn aws_with_clients(
         dev: config.dev,
         allowed_cidrs: settings.allowed_cidrs.clone(),
     };
-    let webhooks = HttpWebhooks::new(policy, config.engine.limits.per_destination)?;
+    // Twice what an instance may have in flight to one destination: a batch's calls (up
+    // to sixteen, the slow lane's), whatever the tenants' own limits, or the server's.
+    let in_flight = config.engine.limits.per_destination.max(BATCH_CALLS);
+    let webhooks = HttpWebhooks::new(policy, 2 * in_flight)?;
     // DynamoDB's TTL removes finished tasks, and counting them by state would read every
     // item: neither is added. Flow limits and tenants' destination limits are in the table,
     // so that they hold across every delivery function instance.
@@ -143,6 +146,9 @@ pub fn aws_with_clients(
         clock: config.clock,
     })
 }
+
+/// The most calls one delivery invocation makes at once: a batch of the slow lane.
+const BATCH_CALLS: usize = 16;
 
 impl AwsBackend {
     /// The system-failures queue, if configured (the sweeper drains it).

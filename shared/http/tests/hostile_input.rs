@@ -30,7 +30,7 @@ fn webhooks() -> Arc<HttpWebhooks> {
     static WEBHOOKS: OnceLock<Arc<HttpWebhooks>> = OnceLock::new();
     WEBHOOKS
         .get_or_init(|| {
-            let limit = boomerang_core::engine::DEFAULT_PER_DESTINATION;
+            let limit = 2 * boomerang_core::engine::DEFAULT_PER_DESTINATION;
             Arc::new(HttpWebhooks::new(DestinationPolicy::default(), limit).unwrap())
         })
         .clone()

@@ -188,7 +188,9 @@ fn start_embedded(
                 dev: config.dev,
                 allowed_cidrs: config.allowed_cidrs.clone(),
             },
-            config.destination_limit,
+            // Twice the calls one destination may have in flight: those, and as many
+            // idle or being set up. The server has one tenant, held to this limit.
+            2 * config.destination_limit,
         )?),
         metrics: metrics.clone(),
         metrics_view: Some(metrics),

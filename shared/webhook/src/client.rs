@@ -7,15 +7,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER, USER_AGENT};
+use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, RETRY_AFTER, USER_AGENT};
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use super::connector::{GuardedConnector, RefusedAddress};
+use super::connector::{GuardedResolver, RefusedAddress, SlotConnector};
 use super::destination::DestinationPolicy;
 use super::signing;
 use boomerang_core::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
@@ -24,13 +25,19 @@ use boomerang_core::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
 pub const EXCERPT_BYTES: usize = 1024;
 pub const HEADER_ATTEMPT: &str = "boomerang-attempt";
 const USER_AGENT_VALUE: &str = concat!("Boomerang/", env!("CARGO_PKG_VERSION"));
-/// How long a connect may take once it has its slot at the destination.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection's set-up (its name, its connect and its TLS handshake) may take
+/// once it has its slot; the TCP connect is given this much too, shared among the
+/// addresses tried.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an idle connection is kept for reuse.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Probes on idle connections, so a peer that vanished is noticed.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(15);
+
+type Connector = SlotConnector<HttpsConnector<HttpConnector<GuardedResolver>>>;
 
 pub struct HttpWebhooks {
-    client: Client<HttpsConnector<GuardedConnector>, Full<Bytes>>,
+    client: Client<Connector, Full<Bytes>>,
     policy: Arc<DestinationPolicy>,
 }
 
@@ -39,28 +46,32 @@ pub struct HttpWebhooks {
 pub struct ClientBuildError(String);
 
 impl HttpWebhooks {
-    /// Calls within `policy`, with at most `per_destination` calls in flight to one
-    /// destination (the engine's bound): each destination gets twice that in connections
-    /// (those in use, and as many idle or connecting), and keeps up to that many idle for
-    /// reuse, closed after 30 s unused. HTTP/1.1; redirects are not followed, and no
-    /// proxy is used (a proxy would resolve names itself, past the guard).
-    pub fn new(
-        policy: DestinationPolicy,
-        per_destination: usize,
-    ) -> Result<Self, ClientBuildError> {
+    /// Calls within `policy`, with at most `connections` connections to one destination
+    /// (scheme, host and port), those being set up included; up to half of them are kept
+    /// idle for reuse, closed after 30 s unused. HTTP/1.1; redirects are not followed, and
+    /// no proxy is used (a proxy would resolve names itself, past the guard).
+    pub fn new(policy: DestinationPolicy, connections: usize) -> Result<Self, ClientBuildError> {
         let policy = Arc::new(policy);
-        let connector = GuardedConnector::new(policy.clone(), 2 * per_destination, CONNECT_TIMEOUT);
+        let mut http = HttpConnector::new_with_resolver(GuardedResolver(policy.clone()));
+        // `https://` URLs pass through to the TLS layer above.
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(SETUP_TIMEOUT));
+        http.set_keepalive(Some(TCP_KEEPALIVE));
+        // Webhook calls are small requests that want their answer at once.
+        http.set_nodelay(true);
         let provider = rustls::crypto::aws_lc_rs::default_provider();
         let https = HttpsConnectorBuilder::new()
             .with_provider_and_platform_verifier(provider)
             .map_err(|e| ClientBuildError(e.to_string()))?
             .https_or_http()
             .enable_http1()
-            .wrap_connector(connector);
+            .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new())
+            // Without a timer the pool never closes its idle connections.
+            .pool_timer(TokioTimer::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
-            .pool_max_idle_per_host(per_destination)
-            .build(https);
+            .pool_max_idle_per_host(connections.div_ceil(2))
+            .build(SlotConnector::new(https, connections, SETUP_TIMEOUT));
         Ok(Self { client, policy })
     }
 }
@@ -127,6 +138,7 @@ impl HttpWebhooks {
             .method(method)
             .uri(uri)
             .header(USER_AGENT, USER_AGENT_VALUE)
+            .header(ACCEPT, "*/*")
             .body(Full::new(Bytes::from(spec.request.body.clone())))
             .map_err(|e| e.to_string())?;
         request.headers_mut().extend(build_headers(call)?);

@@ -65,7 +65,7 @@ pub struct AlertBody {
     pub metadata: BTreeMap<String, String>,
     pub url: String,
     pub method: String,
-    /// The attempt that failed.
+    /// The attempt the notice is about: the one that failed (or succeeded).
     pub attempt: u32,
     /// Only in a `task.retrying` notice.
     #[serde(skip_serializing_if = "Option::is_none")]
