@@ -27,6 +27,10 @@ pub struct SlowReceiverArgs {
     /// this listen backlog (unset: every connection accepted at once).
     #[arg(long)]
     backlog: Option<u32>,
+    /// With `--backlog`: how long a worker keeps a quiet connection before it accepts
+    /// another (0: it closes each connection after its answer).
+    #[arg(long, default_value_t = 1000)]
+    worker_keep_alive_ms: u64,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -106,6 +110,7 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
         slots: args.slots,
         serve_ms: args.serve_ms,
         backlog: args.backlog,
+        worker_keep_alive_ms: args.worker_keep_alive_ms,
         ..Default::default()
     })?;
     let server = args.server.start()?;
@@ -132,7 +137,8 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
         args.slots,
         args.serve_ms,
         args.backlog.map_or(String::new(), |b| format!(
-            ", a worker per connection, listen backlog {b}"
+            ", a worker per connection (keep-alive {} ms), listen backlog {b}",
+            args.worker_keep_alive_ms
         )),
         args.server.describe()
     );

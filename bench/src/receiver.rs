@@ -48,6 +48,10 @@ pub struct ReceiverArgs {
     /// listen backlog (unset: accept every connection at once).
     #[arg(long)]
     pub backlog: Option<u32>,
+    /// With `backlog`: how long a worker waits for the next request on its connection
+    /// before it closes it and accepts another (0: it closes after each answer).
+    #[arg(long, default_value_t = 1000)]
+    pub worker_keep_alive_ms: u64,
 }
 
 impl ReceiverArgs {
@@ -65,6 +69,10 @@ impl ReceiverArgs {
         }
         if let Some(backlog) = self.backlog {
             args.push(format!("--backlog={backlog}"));
+            args.push(format!(
+                "--worker-keep-alive-ms={}",
+                self.worker_keep_alive_ms
+            ));
         }
         args
     }
@@ -150,24 +158,34 @@ pub async fn run(args: ReceiverArgs) -> Result<()> {
             println!("receiver on http://{}", listener.local_addr()?);
             axum::serve(listener, app).await?;
         }
-        Some(backlog) => serve_by_workers(app, args.slots.max(1), backlog).await?,
+        Some(backlog) => {
+            let workers = Workers {
+                count: args.slots.max(1),
+                backlog,
+                keep_alive: std::time::Duration::from_millis(args.worker_keep_alive_ms),
+            };
+            serve_by_workers(app, workers).await?
+        }
     }
     Ok(())
 }
 
-/// How long a worker waits for the next request on its connection before it closes it
-/// and accepts another (a worker server's short keep-alive).
-const WORKER_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
+/// A worker server: `count` workers, each accepting one connection and serving it until
+/// it closes or stays quiet for `keep_alive` (zero: closed after each answer), on a
+/// listener with a `backlog` this small: a thread-per-connection server under a burst.
+struct Workers {
+    count: usize,
+    backlog: u32,
+    keep_alive: std::time::Duration,
+}
 
-/// `workers` workers, each accepting one connection and serving it until it closes or
-/// goes quiet, on a listener with a `backlog` this small: what a thread-per-connection
-/// server does under a burst.
-async fn serve_by_workers(app: Router, workers: usize, backlog: u32) -> Result<()> {
+async fn serve_by_workers(app: Router, workers: Workers) -> Result<()> {
     let socket = tokio::net::TcpSocket::new_v4()?;
     socket.bind("127.0.0.1:0".parse()?)?;
-    let listener = Arc::new(socket.listen(backlog)?);
+    let listener = Arc::new(socket.listen(workers.backlog)?);
     println!("receiver on http://{}", listener.local_addr()?);
-    let workers = (0..workers).map(|_| {
+    let keep_alive = workers.keep_alive;
+    let workers = (0..workers.count).map(|_| {
         let (listener, app) = (listener.clone(), app.clone());
         tokio::spawn(async move {
             loop {
@@ -175,11 +193,14 @@ async fn serve_by_workers(app: Router, workers: usize, backlog: u32) -> Result<(
                     continue;
                 };
                 let service = hyper_util::service::TowerToHyperService::new(app.clone());
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(WORKER_KEEP_ALIVE)
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
+                let mut http = hyper::server::conn::http1::Builder::new();
+                match keep_alive.is_zero() {
+                    true => http.keep_alive(false),
+                    false => (http.timer(hyper_util::rt::TokioTimer::new()))
+                        .header_read_timeout(keep_alive),
+                };
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = http.serve_connection(io, service).await;
             }
         })
     });
