@@ -237,21 +237,32 @@ async fn queue_counts(sqs: &aws_sdk_sqs::Client, queue: &str) -> [u64; 3] {
 }
 
 /// Prints each task that has not had its calls yet, as the store holds it.
+/// The tasks that have not had all their calls yet: a total of calls says nothing, since
+/// the killed worker's batch may have been called twice.
+fn uncalled<'r>(
+    registered: &'r [(usize, Kind, TenantId, TaskId)],
+    rx: &Receiver,
+) -> Vec<&'r (usize, Kind, TenantId, TaskId)> {
+    let mut calls: HashMap<String, usize> = HashMap::new();
+    for r in rx.received() {
+        *calls.entry(r.path).or_default() += 1;
+    }
+    (registered.iter())
+        .filter(|(i, kind, _, _)| {
+            let got = calls.get(&format!("/{}/{i}", kind.name())).copied();
+            got.unwrap_or(0) < kind.calls()
+        })
+        .collect()
+}
+
 async fn show_missing(
     registered: &[(usize, Kind, TenantId, TaskId)],
     rx: &Receiver,
     engine: &Engine,
 ) {
-    let mut calls: HashMap<String, usize> = HashMap::new();
-    for r in rx.received() {
-        *calls.entry(r.path).or_default() += 1;
-    }
-    for (i, kind, tenant, id) in registered {
-        let got = calls.get(&format!("/{}/{i}", kind.name())).copied();
-        if got.unwrap_or(0) < kind.calls() {
-            let view = engine.get(tenant, id).await;
-            eprintln!("task {i} ({kind:?}) called {got:?} times: {view:#?}");
-        }
+    for (i, kind, tenant, id) in uncalled(registered, rx) {
+        let view = engine.get(tenant, id).await;
+        eprintln!("task {i} ({kind:?}) lacks calls: {view:#?}");
     }
 }
 
@@ -401,12 +412,13 @@ async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honou
     };
     let mut said = Instant::now();
     let all_called = try_wait_for(Duration::from_secs(600), || {
-        let calls = ok_calls();
+        let (calls, left) = (ok_calls(), uncalled(&registered, &rx).len());
         if said.elapsed() > Duration::from_secs(10) {
             said = Instant::now();
-            eprintln!("{:.0?}: {calls} of {expected} calls", started.elapsed());
+            let at = started.elapsed();
+            eprintln!("{at:.0?}: {calls} of {expected} calls; {left} tasks still to be called");
         }
-        async move { (calls >= expected).then_some(()) }
+        async move { (left == 0).then_some(()) }
     })
     .await;
     if all_called.is_none() {
