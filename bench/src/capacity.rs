@@ -28,8 +28,8 @@ pub struct SlowReceiverArgs {
     #[arg(long)]
     backlog: Option<u32>,
     /// With `--backlog`: how long a worker keeps a quiet connection before it accepts
-    /// another (0: it closes each connection after its answer).
-    #[arg(long, default_value_t = 1000)]
+    /// another (0, the default: it closes each connection after its answer).
+    #[arg(long, default_value_t = 0)]
     worker_keep_alive_ms: u64,
     #[command(flatten)]
     server: ServerArgs,

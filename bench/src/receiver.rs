@@ -50,7 +50,7 @@ pub struct ReceiverArgs {
     pub backlog: Option<u32>,
     /// With `backlog`: how long a worker waits for the next request on its connection
     /// before it closes it and accepts another (0: it closes after each answer).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 0)]
     pub worker_keep_alive_ms: u64,
 }
 
