@@ -1,7 +1,7 @@
 //! What the timer queue, the slow lane's queue and a bucket's schedule carry: one attempt
-//! (the slow lane's marked as such), a bucket's work, or a sweep pass. The timer sends them, the delivery function and the bucket's fire read them,
-//! and the sweeper finds them again in failure records; none of those need the others to
-//! know their shape.
+//! (the slow lane's marked as such), a bucket's work, or a sweep pass. The timer sends
+//! them, the delivery function and the bucket's fire read them, and the sweeper finds
+//! them again in failure records; none of those need the others to know their shape.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,8 @@
 //! The Lambda event dispatch: the delivery handler (an SQS batch from the timer queue or
 //! the slow lane's, or a Scheduler input, read once into a [`DeliveryEvent`]; each timer
 //! message carries an attempt for `Engine::deliver_by`, a bucket for its fire, or a sweep
-//! pass; the local trigger emulation uses it too) and the sweeper's handler; `start` builds what every function
-//! runs on from its environment.
+//! pass; the local trigger emulation uses it too) and the sweeper's handler; `start`
+//! builds what every function runs on from its environment.
 
 mod events;
 pub mod start;
@@ -106,6 +106,20 @@ impl Delivery {
         }
     }
 
+    /// Delivers one attempt that came by `route` (the timer queue, or the slow lane's).
+    async fn attempt(
+        &self,
+        attempt: AttemptRef,
+        route: Route,
+        worker: Option<&str>,
+    ) -> Result<(), HandlerError> {
+        let (task, number) = (attempt.task_id, attempt.attempt);
+        let worker = worker.unwrap_or(self.engine.worker());
+        let outcome = self.engine.deliver_by(attempt, worker, route).await?;
+        tracing::debug!(task = %task, attempt = %number, ?route, ?outcome, "timer fired");
+        Ok(())
+    }
+
     /// Handles one timer message; only transient failures are errors.
     pub async fn message(
         &self,
@@ -135,22 +149,6 @@ impl Delivery {
                 Box::pin(sweep(&self.engine, None, -SWEEP_LAG)).await?;
             }
         }
-        Ok(())
-    }
-}
-
-impl Delivery {
-    /// Delivers one attempt that came by `route` (the timer queue, or the slow lane's).
-    async fn attempt(
-        &self,
-        attempt: AttemptRef,
-        route: Route,
-        worker: Option<&str>,
-    ) -> Result<(), HandlerError> {
-        let (task, number) = (attempt.task_id, attempt.attempt);
-        let worker = worker.unwrap_or(self.engine.worker());
-        let outcome = self.engine.deliver_by(attempt, worker, route).await?;
-        tracing::debug!(task = %task, attempt = %number, ?route, ?outcome, "timer fired");
         Ok(())
     }
 }

@@ -12,6 +12,7 @@ use crate::domain::AttemptRef;
 #[async_trait]
 pub trait SlowLane: Send + Sync {
     /// Hands attempt `at`, due now, to the slow lane, which delivers it with
-    /// `Engine::deliver_slow_as`. Once this returns `Ok` the slow lane has custody of it.
+    /// `Engine::deliver_by` and `Route::SlowLane`. Once this returns `Ok` the slow lane
+    /// has custody of it.
     async fn hand_over(&self, at: &AttemptRef) -> Result<(), TimerError>;
 }

@@ -157,14 +157,20 @@ pub fn harness_full(
     build(webhooks, timer, start, alert, Limits::default())
 }
 
-/// A harness within `limits` whose calls to `url` wait for the returned gate's permits.
-pub fn gated_harness(url: &str, limits: DeliveryLimits) -> (Harness, Arc<Semaphore>) {
+/// Webhooks whose calls to `url` wait for the returned gate's permits.
+fn gated_webhooks(url: &str) -> (ScriptedWebhooks, Arc<Semaphore>) {
     let gate = Arc::new(Semaphore::new(0));
     let webhooks = ScriptedWebhooks {
         gate: Some(gate.clone()),
         gated_url: Some(url.into()),
         ..ScriptedWebhooks::default()
     };
+    (webhooks, gate)
+}
+
+/// A harness within `limits` whose calls to `url` wait for the returned gate's permits.
+pub fn gated_harness(url: &str, limits: DeliveryLimits) -> (Harness, Arc<Semaphore>) {
+    let (webhooks, gate) = gated_webhooks(url);
     (harness_limited(webhooks, limits), gate)
 }
 
@@ -230,12 +236,7 @@ pub fn harness_shared_slots(
 /// A harness that hands attempts to destinations marked slow to the returned slow lane,
 /// and whose calls to `url` wait for the returned gate's permits.
 pub fn harness_slow_lane(url: &str) -> (Harness, Arc<Semaphore>, Arc<super::MemorySlowLane>) {
-    let gate = Arc::new(Semaphore::new(0));
-    let webhooks = ScriptedWebhooks {
-        gate: Some(gate.clone()),
-        gated_url: Some(url.into()),
-        ..ScriptedWebhooks::default()
-    };
+    let (webhooks, gate) = gated_webhooks(url);
     let lane = Arc::new(super::MemorySlowLane::default());
     let limits = Limits {
         slow_lane: Some(lane.clone()),

@@ -56,12 +56,14 @@ impl Engine {
         at: AttemptRef,
         worker: &str,
     ) -> Result<DeliverOutcome, EngineError> {
-        let slot = self.work_slot().await;
-        self.deliver_in(slot, at, worker).await
+        self.deliver_by(at, worker, Route::Shared).await
     }
 
     /// [`Self::deliver_as`] for an attempt that came by `route`: one the slow lane carried
     /// is delivered here, whatever its destination's mark ([`crate::ports::SlowLane`]).
+    /// When the task's destination has all its calls in flight, the attempt joins its
+    /// queue and this returns [`DeliverOutcome::Queued`] at once; otherwise this also
+    /// delivers what queues up behind it before it returns.
     pub async fn deliver_by(
         &self,
         at: AttemptRef,
@@ -73,28 +75,16 @@ impl Engine {
     }
 
     /// Waits for a right to run one delivery. A caller that hands out many timer fires
-    /// takes the slot before it starts each ([`Self::deliver_in`]), so that fires waiting
+    /// takes the slot before it starts each ([`Self::deliver_in_then`]), so that fires waiting
     /// for one cost only their ids.
     pub async fn work_slot(&self) -> WorkSlot {
         self.gate.work().await
     }
 
-    /// [`Self::deliver_as`] in a work slot already taken. When the task's destination has
-    /// all its calls in flight, the attempt joins its queue and this returns
-    /// [`DeliverOutcome::Queued`] at once; otherwise this also delivers what queues up
-    /// behind it before it returns.
-    pub async fn deliver_in(
-        &self,
-        slot: WorkSlot,
-        at: AttemptRef,
-        worker: &str,
-    ) -> Result<DeliverOutcome, EngineError> {
-        self.deliver_in_then(slot, at, worker, || {}).await
-    }
-
-    /// [`Self::deliver_in`], calling `delivered` as soon as this attempt's own outcome is
-    /// known: before the deliveries that queued up behind it at its destination, which may
-    /// take long (a timer that keeps custody of the attempt until then lets it go).
+    /// [`Self::deliver_as`] in a work slot already taken, calling `delivered` as soon as
+    /// this attempt's own outcome is known: before the deliveries that queued up behind
+    /// it at its destination, which may take long (a timer that keeps custody of the
+    /// attempt until then lets it go).
     pub async fn deliver_in_then(
         &self,
         slot: WorkSlot,
