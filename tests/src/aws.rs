@@ -66,7 +66,7 @@ use std::sync::Arc;
 
 use boomerang_aws::backend::{aws, AwsBackend, AwsBackendConfig};
 use boomerang_core::clock::Clock;
-use boomerang_core::engine::EngineSettings;
+use boomerang_core::engine::{EngineSettings, FireTime, NewTask};
 use boomerang_core::metrics::NoMetrics;
 
 /// The AWS backend on moto, in dev mode (webhooks may reach loopback receivers).
@@ -117,4 +117,20 @@ pub async fn take_timer_messages(
         }
     }
     got
+}
+
+/// A task of `tenant` due now that calls `url`, with a 5 s timeout and no alert: what a
+/// test registers straight through an AWS backend's engine.
+pub fn due_now(tenant: &boomerang_core::domain::TenantId, url: String) -> NewTask {
+    let mut spec = boomerang_core::testing::sample_task(tenant, None, chrono::Utc::now()).spec;
+    spec.request.url = url;
+    spec.on_failure = None;
+    spec.timeout = std::time::Duration::from_secs(5);
+    NewTask {
+        spec,
+        retry_from: Default::default(),
+        when: FireTime::Now,
+        idempotency_key: None,
+        request_hash: String::new(),
+    }
 }

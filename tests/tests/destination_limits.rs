@@ -12,9 +12,10 @@ use boomerang_aws::backend::{aws_with_clients, AwsBackend, AwsClients};
 use boomerang_aws::bootstrap::bootstrap;
 use boomerang_aws::triggers::poll_queue;
 use boomerang_core::clock::SystemClock;
-use boomerang_core::domain::{Status, TenantId};
-use boomerang_core::engine::{FireTime, NewTask};
-use boomerang_e2e::aws::{dev_config, dynalite, fresh_dynalite_table, moto, unique_prefix};
+use boomerang_core::domain::Status;
+use boomerang_e2e::aws::{
+    dev_config, due_now, dynalite, fresh_dynalite_table, moto, unique_prefix,
+};
 use boomerang_e2e::{wait_for, Receiver, Reply};
 
 /// How long the receiver takes to answer each call.
@@ -31,20 +32,6 @@ fn instance(settings: &boomerang_aws::AwsSettings) -> AwsBackend {
         scheduler: aws_sdk_scheduler::Client::new(&queues),
     };
     aws_with_clients(clients, dev_config(settings, Arc::new(SystemClock))).expect("aws backend")
-}
-
-fn due_now(tenant: &TenantId, url: String) -> NewTask {
-    let mut spec = boomerang_core::testing::sample_task(tenant, None, chrono::Utc::now()).spec;
-    spec.request.url = url;
-    spec.on_failure = None;
-    spec.timeout = Duration::from_secs(5);
-    NewTask {
-        spec,
-        retry_from: Default::default(),
-        when: FireTime::Now,
-        idempotency_key: None,
-        request_hash: String::new(),
-    }
 }
 
 /// The most calls that were in flight at once, each taking `SLOW` from its arrival.

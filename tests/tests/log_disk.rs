@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use boomerang_core::domain::Status;
+use boomerang_core::domain::{Status, TaskId};
 use boomerang_e2e::disk::{fill, SmallDisk};
 use boomerang_e2e::{callback, wait_for, Backend, Receiver, Reply, Server, ServerOptions};
 use reqwest::Method;
@@ -33,6 +33,16 @@ async fn counter(server: &Server, name: &str) -> f64 {
         .unwrap()
 }
 
+/// Registers `n` tasks calling `rx` at `prefix/0`, `prefix/1`, …; their ids.
+async fn register_each(server: &Server, rx: &Receiver, prefix: &str, n: usize) -> Vec<TaskId> {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let task = callback(rx.url(&format!("{prefix}/{i}")));
+        ids.push(server.register(&task).await.id);
+    }
+    ids
+}
+
 #[tokio::test]
 async fn a_full_log_disk_drops_log_lines_and_nothing_else() {
     let disk = SmallDisk::mount(4);
@@ -47,15 +57,7 @@ async fn a_full_log_disk_drops_log_lines_and_nothing_else() {
     });
     let dropped = "boomerang_log_writes_dropped_total";
     assert_eq!(counter(&server, dropped).await, 0.0);
-    let mut gone = Vec::new();
-    for i in 0..GONE {
-        gone.push(
-            server
-                .register(&callback(rx.url(&format!("/gone/{i}"))))
-                .await
-                .id,
-        );
-    }
+    let gone = register_each(&server, &rx, "/gone", GONE).await;
     for id in &gone {
         server
             .wait_status(id, Status::Failed, Duration::from_secs(10))
@@ -70,15 +72,7 @@ async fn a_full_log_disk_drops_log_lines_and_nothing_else() {
     }
 
     // Each registration and each attempt logs a line, into the full disk.
-    let mut ids = Vec::new();
-    for i in 0..TASKS {
-        ids.push(
-            server
-                .register(&callback(rx.url(&format!("/{i}"))))
-                .await
-                .id,
-        );
-    }
+    let ids = register_each(&server, &rx, "/new", TASKS).await;
     wait_for("every call", Duration::from_secs(60), || async {
         (rx.received().len() >= TASKS + 2 * GONE).then_some(())
     })

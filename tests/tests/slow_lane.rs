@@ -13,10 +13,10 @@ use boomerang_aws::bootstrap::bootstrap;
 use boomerang_aws::triggers::poll_queue;
 use boomerang_core::clock::SystemClock;
 use boomerang_core::domain::{Status, TaskId, TenantId};
-use boomerang_core::engine::{EngineSettings, FireTime, NewTask};
+use boomerang_core::engine::EngineSettings;
 use boomerang_core::metrics::MetricEvent;
 use boomerang_core::testing::harness::RecordedMetrics;
-use boomerang_e2e::aws::{dev_config, moto, unique_prefix};
+use boomerang_e2e::aws::{dev_config, due_now, moto, unique_prefix};
 use boomerang_e2e::{wait_for, Receiver, Reply};
 
 /// What marks a destination slow here, and how long the slow receiver takes.
@@ -25,20 +25,6 @@ const SLOW_REPLY: Duration = Duration::from_millis(600);
 const SLOW_TASKS: usize = 5;
 /// More than one batch's worth.
 const FAST_TASKS: usize = 20;
-
-fn due_now(tenant: &TenantId, url: String) -> NewTask {
-    let mut spec = boomerang_core::testing::sample_task(tenant, None, chrono::Utc::now()).spec;
-    spec.request.url = url;
-    spec.on_failure = None;
-    spec.timeout = Duration::from_secs(5);
-    NewTask {
-        spec,
-        retry_from: Default::default(),
-        when: FireTime::Now,
-        idempotency_key: None,
-        request_hash: String::new(),
-    }
-}
 
 /// Reads `queue_url` a batch at a time, handing each batch to the delivery handler, until
 /// `stop` is set.
