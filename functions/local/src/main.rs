@@ -38,6 +38,8 @@ enum Command {
     Flows(tasks_cmd::flows::FlowsArgs),
     /// Create, list, pause, resume and delete recurring callbacks, through the API.
     Schedules(tasks_cmd::schedules::SchedulesArgs),
+    /// Put, show, list and delete task templates, through the API.
+    Templates(tasks_cmd::templates::TemplatesArgs),
     /// Set up the AWS code path against an emulator.
     #[command(subcommand)]
     Aws(AwsCommand),
@@ -108,6 +110,7 @@ async fn main() -> Result<ExitCode> {
         Command::Tasks(args) => return tasks_cmd::run(args).await,
         Command::Flows(args) => return tasks_cmd::flows::run(args).await,
         Command::Schedules(args) => return tasks_cmd::schedules::run(args).await,
+        Command::Templates(args) => return tasks_cmd::templates::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {

@@ -10,6 +10,7 @@
 //! | an attempt record past the embedded ones | its task's | `<task id>#A#<number, 10 digits>` |
 //! | an idempotency key | `I#<tenant>#<key>` | `I` |
 //! | a named retry policy | `P#<tenant>` | `<policy name>` |
+//! | a named task template | `TM#<tenant>` | `<template name>` |
 //! | a schedule | `S#<tenant>` | `<schedule id>` |
 //! | a key's newest task (`on_key: replace`) | `K#<tenant>#<key>` | `K` |
 //! | an API key | `K#<sha256 hex of the key>` | `KEY` |
@@ -46,14 +47,16 @@ use sha2::{Digest, Sha256};
 
 use crate::attr;
 use boomerang_core::domain::{
-    Attempt, BusinessKey, Destination, FlowKey, PolicyName, ScheduleId, TaskId, TenantId,
+    Attempt, BusinessKey, DefinitionName, Destination, FlowKey, ScheduleId, TaskId, TenantId,
 };
+use boomerang_core::ports::DefinitionKind;
 
 const TASK: &str = "T#";
 const ATTEMPT: &str = "#A#";
 const IDEMPOTENCY: &str = "I#";
 const IDEMPOTENCY_SK: &str = "I";
 const POLICY: &str = "P#";
+const TEMPLATE: &str = "TM#";
 const SCHEDULE: &str = "S#";
 const REPLACE: &str = "K#";
 const REPLACE_SK: &str = "K";
@@ -169,14 +172,19 @@ pub fn idempotency(tenant: &TenantId, key: &str) -> ItemKey {
     ItemKey::new(format!("{IDEMPOTENCY}{tenant}#{key}"), IDEMPOTENCY_SK)
 }
 
-/// The partition of a tenant's named retry policies: `P#<tenant>`.
-pub fn policy_partition(tenant: &TenantId) -> String {
-    format!("{POLICY}{tenant}")
+/// The partition of a tenant's definitions of one kind: `P#<tenant>` (policies),
+/// `TM#<tenant>` (templates).
+pub fn definition_partition(kind: DefinitionKind, tenant: &TenantId) -> String {
+    let prefix = match kind {
+        DefinitionKind::Policy => POLICY,
+        DefinitionKind::Template => TEMPLATE,
+    };
+    format!("{prefix}{tenant}")
 }
 
-/// A named retry policy's item: sorted by its name.
-pub fn policy(tenant: &TenantId, name: &PolicyName) -> ItemKey {
-    ItemKey::new(policy_partition(tenant), name.as_str())
+/// A named definition's item: sorted by its name.
+pub fn definition(kind: DefinitionKind, tenant: &TenantId, name: &DefinitionName) -> ItemKey {
+    ItemKey::new(definition_partition(kind, tenant), name.as_str())
 }
 
 /// The partition of a tenant's schedules: `S#<tenant>`.
@@ -412,10 +420,14 @@ mod tests {
             key(idempotency(&acme(), "order-42")),
             ("I#acme#order-42".into(), "I".into())
         );
-        let name = PolicyName::parse("default").unwrap();
+        let name = DefinitionName::parse("default").unwrap();
         assert_eq!(
-            key(policy(&acme(), &name)),
+            key(definition(DefinitionKind::Policy, &acme(), &name)),
             ("P#acme".into(), "default".into())
+        );
+        assert_eq!(
+            key(definition(DefinitionKind::Template, &acme(), &name)),
+            ("TM#acme".into(), "default".into())
         );
         let schedule_id: ScheduleId = ScheduleId::new();
         assert_eq!(

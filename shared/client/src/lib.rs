@@ -6,10 +6,13 @@ mod transport;
 
 use std::time::Duration;
 
-use boomerang_api::request::{BatchRequest, PolicyRequest, ScheduleFields, TaskRequest};
+use boomerang_api::request::{
+    BatchRequest, PolicyRequest, ScheduleFields, TaskRequest, TemplateRequest,
+};
 use boomerang_api::view::{
     BatchView, FlowStateView, FlowsView, Health, KeyCancelView, KeyReleaseView, PageView,
-    PoliciesView, PolicyView, ScheduleListView, ScheduleView, StatsView, TaskView,
+    PoliciesView, PolicyView, ScheduleListView, ScheduleView, StatsView, TaskView, TemplateView,
+    TemplatesView,
 };
 use boomerang_api::Problem;
 use boomerang_core::domain::{BusinessKey, ScheduleId, Status, TaskId};
@@ -236,6 +239,34 @@ impl Client {
     /// `DELETE /v1/policies/{name}` (204, no body).
     pub async fn delete_policy(&self, name: &str) -> Result<(), ClientError> {
         let request = self.request(Method::DELETE, &format!("/v1/policies/{name}"), &[])?;
+        self.body(request).await.map(|_| ())
+    }
+
+    /// `PUT /v1/templates/{name}`.
+    pub async fn put_template(
+        &self,
+        name: &str,
+        template: &TemplateRequest,
+    ) -> Result<TemplateView, ClientError> {
+        let path = format!("/v1/templates/{name}");
+        self.send(Method::PUT, &path, &[], Some(template)).await
+    }
+
+    /// `GET /v1/templates/{name}`.
+    pub async fn template(&self, name: &str) -> Result<TemplateView, ClientError> {
+        let path = format!("/v1/templates/{name}");
+        self.send(Method::GET, &path, &[], None::<&()>).await
+    }
+
+    /// `GET /v1/templates`.
+    pub async fn templates(&self) -> Result<TemplatesView, ClientError> {
+        self.send(Method::GET, "/v1/templates", &[], None::<&()>)
+            .await
+    }
+
+    /// `DELETE /v1/templates/{name}` (204, no body).
+    pub async fn delete_template(&self, name: &str) -> Result<(), ClientError> {
+        let request = self.request(Method::DELETE, &format!("/v1/templates/{name}"), &[])?;
         self.body(request).await.map(|_| ())
     }
 

@@ -677,9 +677,9 @@ async fn canceling_by_key_cancels_the_scheduled_tasks_and_reports_the_rest() {
 #[tokio::test]
 async fn a_named_policy_is_copied_into_the_task_at_registration() {
     let h = harness(ScriptedWebhooks::default());
-    let payments = PolicyName::parse("payments").unwrap();
+    let payments = DefinitionName::parse("payments").unwrap();
     let policy = |n| Policy::retry(RetryPolicy::default().with_max_attempts(n).unwrap());
-    let named = |name: &PolicyName| {
+    let named = |name: &DefinitionName| {
         let mut task = new_task(FireTime::Now, RetryPolicy::default());
         task.retry_from = RetrySource::Named(name.clone());
         task
@@ -713,7 +713,7 @@ async fn a_named_policy_is_copied_into_the_task_at_registration() {
     let built_in = h.engine.register(&h.tenant, plain.clone()).await;
     assert_eq!(built_in.unwrap().task.spec.retry, RetryPolicy::default());
     h.engine
-        .put_policy(&h.tenant, &PolicyName::default_policy(), &policy(2))
+        .put_policy(&h.tenant, &DefinitionName::default_name(), &policy(2))
         .await
         .unwrap();
     let defaulted = h.engine.register(&h.tenant, plain).await.unwrap().task;
@@ -736,7 +736,7 @@ async fn a_policy_gives_its_flow_to_the_tasks_that_use_it_unless_they_give_their
         retry: RetryPolicy::default().with_max_attempts(4).unwrap(),
         flow: Some(partner.clone()),
     };
-    let payments = PolicyName::parse("payments").unwrap();
+    let payments = DefinitionName::parse("payments").unwrap();
     h.engine
         .put_policy(&h.tenant, &payments, &policy)
         .await
@@ -760,7 +760,7 @@ async fn a_policy_gives_its_flow_to_the_tasks_that_use_it_unless_they_give_their
     assert_eq!(register(None, RetrySource::Given).await.flow, None);
     // The tenant's `default` policy gives its flow to the tasks it applies to.
     h.engine
-        .put_policy(&h.tenant, &PolicyName::default_policy(), &policy)
+        .put_policy(&h.tenant, &DefinitionName::default_name(), &policy)
         .await
         .unwrap();
     assert_eq!(

@@ -11,6 +11,7 @@ pub mod problem;
 pub mod schedules;
 pub mod stats;
 pub mod tasks;
+pub mod templates;
 
 use std::sync::Arc;
 
@@ -67,6 +68,7 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
     let v1: Routes = OpenApiRouter::new()
         .merge(tasks::routes())
         .merge(policies::routes())
+        .merge(templates::routes())
         .merge(schedules::routes())
         .merge(flows::routes())
         .merge(holds::routes())

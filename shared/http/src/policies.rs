@@ -17,7 +17,7 @@ use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
 use boomerang_api::request::{parse_policy, PolicyRequest};
 use boomerang_api::view::{PoliciesView, PolicyView};
-use boomerang_core::domain::{PolicyName, TenantId};
+use boomerang_core::domain::{DefinitionName, Policy, TenantId};
 use boomerang_core::engine::{Engine, EngineError};
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
@@ -29,7 +29,7 @@ pub fn routes() -> OpenApiRouter<Arc<Engine>> {
 /// A policy's name in a path, as sent: each handler checks it as a name.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Path)]
-struct NamePath {
+pub(crate) struct NamePath {
     /// 1 to 64 letters, digits, `.`, `_` or `-`; `default` replaces the built-in default.
     #[param(
         min_length = 1,
@@ -37,7 +37,7 @@ struct NamePath {
         pattern = "^[A-Za-z0-9._-]+$",
         example = "payments"
     )]
-    name: String,
+    pub(crate) name: String,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for NamePath {
@@ -54,8 +54,8 @@ impl<S: Send + Sync> FromRequestParts<S> for NamePath {
     }
 }
 
-fn name_of(raw: String) -> Result<PolicyName, Problem> {
-    PolicyName::parse(raw).map_err(|e| Problem::invalid("name", e.to_string()))
+pub(crate) fn name_of(raw: String) -> Result<DefinitionName, Problem> {
+    DefinitionName::parse(raw).map_err(|e| Problem::invalid("name", e.to_string()))
 }
 
 /// A missing policy, in the terms of policies (not tasks).
@@ -106,8 +106,8 @@ async fn get_policy(
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
 ) -> Result<Json<PolicyView>, ApiError> {
-    let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
-    let policy = engine.policy(&tenant, &name).await.map_err(not_found)?;
+    let name = DefinitionName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
+    let policy = engine.definition(&tenant, &name).await.map_err(not_found)?;
     Ok(Json(PolicyView::new(&name, &policy)))
 }
 
@@ -123,9 +123,9 @@ async fn delete_policy(
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
 ) -> Result<StatusCode, ApiError> {
-    let name = PolicyName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
+    let name = DefinitionName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
     engine
-        .delete_policy(&tenant, &name)
+        .delete_definition::<Policy>(&tenant, &name)
         .await
         .map_err(not_found)?;
     Ok(StatusCode::NO_CONTENT)
@@ -138,7 +138,7 @@ async fn list_policies(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
 ) -> Result<Json<PoliciesView>, ApiError> {
-    let policies = engine.policies(&tenant).await?;
+    let policies = engine.definitions::<Policy>(&tenant).await?;
     Ok(Json(PoliciesView {
         policies: policies
             .iter()

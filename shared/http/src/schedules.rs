@@ -119,7 +119,9 @@ async fn create_schedule(
     body: Body,
 ) -> Result<Response, ApiError> {
     let body = super::extract::read_body(&headers, body).await?;
-    let new = parse_schedule(&body)?;
+    let draft = parse_schedule(&body)?;
+    let templates = super::templates::templates_for(&engine, &tenant, [&draft.task]).await?;
+    let new = draft.new_schedule(&templates)?;
     let schedule = engine.create_schedule(&tenant, new).await?;
     let location = format!("/v1/schedules/{}", schedule.id);
     let view = ScheduleView::new(&schedule, engine.now());

@@ -15,6 +15,7 @@ use utoipa_axum::routes;
 use super::extract::{key_param, read_body, KeyParams, QueryParams, TaskPath};
 use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
+use super::templates::templates_for;
 use boomerang_api::request::{self, business_key, BatchRequest, PageQuery, TaskRequest};
 use boomerang_api::schema::enums;
 use boomerang_api::view::{BatchItemView, BatchView, KeyCancelView, PageView, TaskView};
@@ -80,7 +81,9 @@ async fn create_task(
         ),
         None => None,
     };
-    let submission = request::parse(&body)?.submission(header_key)?;
+    let task = request::parse(&body)?;
+    let templates = templates_for(&engine, &tenant, [&task]).await?;
+    let submission = templates.apply(task)?.submission(header_key)?;
     let registration = engine.submit(&tenant, submission).await?;
     let view = TaskView::new(&registration.task, Some(&[]));
     let status = if registration.created {
@@ -120,7 +123,9 @@ async fn create_tasks(
         )
         .into());
     }
-    let news = request::parse_batch(&body)?.new_tasks()?;
+    let batch = request::parse_batch(&body)?;
+    let templates = templates_for(&engine, &tenant, &batch.tasks).await?;
+    let news = batch.new_tasks(&templates)?;
     let results = engine
         .register_batch(&tenant, news)
         .await

@@ -256,7 +256,7 @@ fn the_documented_limits_are_the_enforced_ones() {
     }
     assert_eq!(param("limit")["maximum"], MAX_PAGE);
     assert_eq!(param("key")["maxLength"], MAX_BUSINESS_KEY);
-    assert_eq!(name_param["maxLength"], MAX_POLICY_NAME);
+    assert_eq!(name_param["maxLength"], MAX_DEFINITION_NAME);
     // Actions by key say how many tasks one request looks at.
     let n = MAX_KEY_TASKS.to_string();
     let per_request = format!("up to {},{} tasks", &n[..n.len() - 3], &n[n.len() - 3..]);

@@ -9,6 +9,7 @@ pub mod flows;
 mod request;
 pub mod schedules;
 mod show;
+pub mod templates;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

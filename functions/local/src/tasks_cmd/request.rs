@@ -43,6 +43,10 @@ pub struct CreateArgs {
     /// One of your named retry policies.
     #[arg(long)]
     policy: Option<String>,
+    /// One of your task templates (`boomerang templates`): the task takes each of its
+    /// settings the flags leave out; URL may then be relative to the template's base.
+    #[arg(long)]
+    template: Option<String>,
     /// Your own id for the task (list, cancel and release by it).
     #[arg(long)]
     key: Option<String>,
@@ -98,6 +102,7 @@ impl CreateArgs {
             hold,
             on_key: self.replace.then_some(OnKey::Replace),
             max_delay: read("max_delay", self.max_delay)?,
+            template: self.template,
             ..TaskRequest::default()
         };
         Ok((task, self.idempotency_key))

@@ -1,7 +1,7 @@
 //! What the CLI prints: the API's JSON with `--json`, else readable blocks and tables.
 
 use boomerang_api::view::{AttemptView, KeyedStatusView, TaskView};
-use boomerang_api::view::{FlowStateView, FlowsView};
+use boomerang_api::view::{FlowStateView, FlowsView, TemplateView, TemplatesView};
 use boomerang_core::domain::{Status, TaskId};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -115,6 +115,27 @@ impl Output {
             return print_json(flow);
         }
         println!("{}", flow_line(flow));
+    }
+
+    /// The templates as a table: name, where their tasks go, and what they rule.
+    pub fn templates(&self, templates: &TemplatesView) {
+        if self.json {
+            return print_json(templates);
+        }
+        println!("{:<24}  {:<40}  EXPECT_BODY", "NAME", "URL");
+        for t in &templates.templates {
+            let s = &t.settings;
+            let url = (s.url.as_deref().map(str::to_owned))
+                .or_else(|| s.url_base.as_deref().map(|base| format!("{base}/…")))
+                .unwrap_or_else(|| "-".into());
+            let expect = s.expect_body.as_deref().unwrap_or("-");
+            println!("{:<24}  {url:<40}  {expect}", t.name);
+        }
+    }
+
+    /// One template: its settings as JSON, whichever the output (they are a document).
+    pub fn template(&self, template: &TemplateView) {
+        print_json(template)
     }
 
     /// What a cancel or release by key did.

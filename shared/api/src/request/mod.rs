@@ -10,6 +10,7 @@ mod refused;
 mod retry;
 mod schedule;
 mod task;
+mod template;
 mod text;
 
 pub use flow::FlowRequest;
@@ -17,8 +18,11 @@ pub use json::{from_value, parse_json};
 pub use page::PageQuery;
 pub use refused::Refused;
 pub use retry::{parse_policy, PolicyRequest, RetryField, RetryRequest};
-pub use schedule::{parse_schedule, ScheduleFields, NOT_ON_A_SCHEDULE, SCHEDULE_FIELDS};
+pub use schedule::{
+    parse_schedule, ScheduleDraft, ScheduleFields, NOT_ON_A_SCHEDULE, SCHEDULE_FIELDS,
+};
 pub use task::{business_key, AlertRequest, BatchRequest, HoldRequest, TaskRequest};
+pub use template::{parse_template, TemplateRequest, Templates};
 pub use text::{Choice, DurationText, OnKey, TimeText};
 
 /// `POST /v1/tasks`'s body.

@@ -8,6 +8,7 @@ use super::choice;
 use super::json::{from_value, parse_json};
 use super::refused::Refused;
 use super::task::TaskRequest;
+use super::template::Templates;
 use super::text::{DurationText, TimeText};
 use boomerang_core::domain::{CatchUp, FieldPath, Recurrence};
 use boomerang_core::engine::NewSchedule;
@@ -57,7 +58,7 @@ pub struct ScheduleFields {
 
 /// `POST /v1/schedules`: the schedule's own fields, and a task's (as `POST /v1/tasks` takes
 /// them, without its time, hold or keys of registration).
-pub fn parse_schedule(body: &[u8]) -> Result<NewSchedule, Refused> {
+pub fn parse_schedule(body: &[u8]) -> Result<ScheduleDraft, Refused> {
     let mut object: serde_json::Map<String, serde_json::Value> = parse_json(body)?;
     let mut own = serde_json::Map::new();
     for field in SCHEDULE_FIELDS {
@@ -75,27 +76,45 @@ pub fn parse_schedule(body: &[u8]) -> Result<NewSchedule, Refused> {
         }
     }
     let task: TaskRequest = from_value(serde_json::Value::Object(object), FieldPath::root())?;
-    let recurrence = match (own.cron, own.every) {
-        (Some(_), Some(_)) => {
-            return Err(Refused::invalid(
-                "every",
-                "give either `cron` or `every`, not both",
-            ))
-        }
-        (None, None) => return Err(Refused::invalid("cron", "give `cron` or `every`")),
-        (Some(cron), None) => Recurrence::cron(&cron, own.timezone.as_deref().unwrap_or("UTC"))?,
-        (None, Some(every)) => {
-            if own.timezone.is_some() {
-                return Err(Refused::invalid("timezone", "only with `cron`"));
+    Ok(ScheduleDraft { own, task })
+}
+
+/// A schedule's body as read: its own fields, and the task each occurrence registers.
+#[derive(Clone, Debug)]
+pub struct ScheduleDraft {
+    own: ScheduleFields,
+    pub task: TaskRequest,
+}
+
+impl ScheduleDraft {
+    /// The schedule, its task with its template (as the template is now: the schedule
+    /// keeps the task it makes).
+    pub fn new_schedule(self, templates: &Templates) -> Result<NewSchedule, Refused> {
+        let ScheduleDraft { own, task } = self;
+        let recurrence = match (own.cron, own.every) {
+            (Some(_), Some(_)) => {
+                return Err(Refused::invalid(
+                    "every",
+                    "give either `cron` or `every`, not both",
+                ))
             }
-            Recurrence::every(every.value())?
-        }
-    };
-    Ok(NewSchedule {
-        recurrence,
-        start_at: own.start_at.map(|t| t.value()),
-        end_at: own.end_at.map(|t| t.value()),
-        catch_up: own.catch_up.unwrap_or(CatchUp::One),
-        task: task.new_task(None)?,
-    })
+            (None, None) => return Err(Refused::invalid("cron", "give `cron` or `every`")),
+            (Some(cron), None) => {
+                Recurrence::cron(&cron, own.timezone.as_deref().unwrap_or("UTC"))?
+            }
+            (None, Some(every)) => {
+                if own.timezone.is_some() {
+                    return Err(Refused::invalid("timezone", "only with `cron`"));
+                }
+                Recurrence::every(every.value())?
+            }
+        };
+        Ok(NewSchedule {
+            recurrence,
+            start_at: own.start_at.map(|t| t.value()),
+            end_at: own.end_at.map(|t| t.value()),
+            catch_up: own.catch_up.unwrap_or(CatchUp::One),
+            task: templates.apply(task)?.new_task(None)?,
+        })
+    }
 }

@@ -11,11 +11,12 @@ use super::choice;
 use super::flow::FlowRequest;
 use super::refused::Refused;
 use super::retry::RetryField;
+use super::template::Templates;
 use super::text::{DurationText, OnKey, TimeText};
 use crate::schema::{enums, headers_schema, metadata_schema};
 use boomerang_core::domain::limits::*;
 use boomerang_core::domain::{
-    AlertTarget, BusinessKey, HoldSpec, Invalid, Notify, OnUnknown, PolicyName, RetryPolicy,
+    AlertTarget, BusinessKey, DefinitionName, HoldSpec, Invalid, Notify, OnUnknown, RetryPolicy,
     SpecDraft, TaskSpec,
 };
 use boomerang_core::engine::{FireTime, NewTask, RetrySource, Submission};
@@ -100,6 +101,16 @@ pub struct TaskRequest {
     /// `parallelism` in flight, at most `rate` started per `period`. Tasks over a limit
     /// wait; none is refused.
     pub flow: Option<FlowRequest>,
+    /// A template of the tenant's (`PUT /v1/templates/{name}`) whose settings this task
+    /// takes where it gives none; absent: the tenant's `default` template, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]+$",
+        example = "billing"
+    )]
+    pub template: Option<String>,
     /// `replace`: a task registered before under the same `key` with `replace`, none of
     /// whose attempts has begun, is replaced by this one (its body, headers and fire time;
     /// answered 200 with that task) instead of adding one. Once an attempt of it has
@@ -160,9 +171,9 @@ pub struct BatchRequest {
 }
 
 impl BatchRequest {
-    /// Every task of the batch, each checked as `POST /v1/tasks` checks one (without
-    /// `on_key`); the first refused one refuses the batch, named (`tasks[3].delay`).
-    pub fn new_tasks(self) -> Result<Vec<NewTask>, Refused> {
+    /// Every task of the batch with its template, each checked as `POST /v1/tasks` checks
+    /// one (without `on_key`); the first refused one refuses the batch, named (`tasks[3].delay`).
+    pub fn new_tasks(self, templates: &Templates) -> Result<Vec<NewTask>, Refused> {
         if self.tasks.is_empty() || self.tasks.len() > MAX_BATCH {
             return Err(Refused::invalid(
                 "tasks",
@@ -171,7 +182,7 @@ impl BatchRequest {
         }
         (self.tasks.into_iter().enumerate())
             .map(|(i, task)| {
-                task.new_task(None)
+                (templates.apply(task).and_then(|task| task.new_task(None)))
                     .map_err(|e| e.under(format!("tasks[{i}]")))
             })
             .collect()
@@ -183,15 +194,26 @@ impl TaskRequest {
     /// pending task of its key replaced. `header_key` is the `Idempotency-Key` header, if
     /// sent. The request's shape is read here; the rules of a task and of a replacement
     /// are the domain's ([`TaskSpec::new`], [`Submission::replacing`]).
-    pub fn submission(mut self, header_key: Option<&str>) -> Result<Submission, Refused> {
+    pub fn submission(self, header_key: Option<&str>) -> Result<Submission, Refused> {
+        let digest = self.digest();
+        self.submission_as(header_key, digest)
+    }
+
+    /// [`Self::submission`], the request's digest being `digest` (that of the request as
+    /// sent, before a template was laid under it).
+    pub(crate) fn submission_as(
+        mut self,
+        header_key: Option<&str>,
+        digest: String,
+    ) -> Result<Submission, Refused> {
         let (on_key, max_delay) = (self.on_key.take(), self.max_delay.take());
         match on_key {
             None if max_delay.is_some() => {
                 Err(Refused::invalid("max_delay", "only with `on_key: replace`"))
             }
-            None => Ok(Submission::Add(self.new_task(header_key)?)),
+            None => Ok(Submission::Add(self.new_task_as(header_key, digest)?)),
             Some(OnKey::Replace) => {
-                let task = self.new_task(header_key)?;
+                let task = self.new_task_as(header_key, digest)?;
                 let max_delay = max_delay.map(|d| d.value());
                 Ok(Submission::replacing(task, max_delay)?)
             }
@@ -201,6 +223,16 @@ impl TaskRequest {
     /// The task this request registers, where a task is registered alone in a larger
     /// whole (a batch, a schedule): `on_key` is refused.
     pub fn new_task(self, header_key: Option<&str>) -> Result<NewTask, Refused> {
+        let digest = self.digest();
+        self.new_task_as(header_key, digest)
+    }
+
+    /// [`Self::new_task`], the request's digest being `digest`.
+    pub(crate) fn new_task_as(
+        self,
+        header_key: Option<&str>,
+        request_hash: String,
+    ) -> Result<NewTask, Refused> {
         if self.on_key.is_some() {
             return Err(Refused::invalid(
                 "on_key",
@@ -211,7 +243,6 @@ impl TaskRequest {
             return Err(Refused::invalid("max_delay", "only with `on_key: replace`"));
         }
         let idempotency_key = idempotency_key(header_key, self.idempotency_key.as_deref())?;
-        let request_hash = self.digest();
         let (body, content_type) = body(self.body)?;
         let (retry, retry_from) = match self.retry {
             None => (RetryPolicy::default(), RetrySource::Default),
@@ -220,7 +251,7 @@ impl TaskRequest {
                 RetrySource::Given,
             ),
             Some(RetryField::Named(name)) => {
-                let name = PolicyName::parse(name)
+                let name = DefinitionName::parse(name)
                     .map_err(|e| Refused::invalid("retry", e.to_string()))?;
                 (RetryPolicy::default(), RetrySource::Named(name))
             }

@@ -1,4 +1,4 @@
-//! What the API answers with: views of tasks, schedules, policies, flows and figures.
+//! What the API answers with: views of tasks, schedules, policies, templates, flows and figures.
 
 mod flow;
 mod keys;
@@ -6,6 +6,7 @@ mod policy;
 mod schedule;
 mod stats;
 mod task;
+mod template;
 
 pub use flow::{FlowStateView, FlowsView};
 pub use keys::{
@@ -17,6 +18,7 @@ pub use stats::{DeliveryWindowView, DestinationView, MinuteView, StatsView};
 pub use task::{
     AlertView, AttemptView, CheckView, FlowView, HoldView, RetryView, TaskView, BODY_PREVIEW_CHARS,
 };
+pub use template::{TemplateView, TemplatesView};
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

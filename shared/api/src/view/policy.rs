@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::task::{FlowView, RetryView};
-use boomerang_core::domain::{Policy, PolicyName};
+use boomerang_core::domain::{DefinitionName, Policy};
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PolicyView {
@@ -16,7 +16,7 @@ pub struct PolicyView {
 }
 
 impl PolicyView {
-    pub fn new(name: &PolicyName, policy: &Policy) -> Self {
+    pub fn new(name: &DefinitionName, policy: &Policy) -> Self {
         Self {
             name: name.to_string(),
             retry: RetryView::new(&policy.retry),

@@ -8,7 +8,7 @@
 //!   first, without an index ([`list`]); a later attempt record sorts right after its task,
 //!   so one query reads both;
 //! - an idempotency key's item names its task and holds a copy of it ([`idempotency`]);
-//! - named retry policies ([`policies`]), schedules and the newest task of each replace key
+//! - named policies and templates ([`definitions`]), schedules and the newest task of each replace key
 //!   ([`schedules`]);
 //! - the sweep's checkpoint ([`sweep`]), where `aws rearm`'s scan is ([`unfinished`]),
 //!   and which minutes' bucket fires began ([`minutes`]).
@@ -26,12 +26,12 @@
 //! The submodules use one another and [`table`], never this module: it only gathers them.
 
 mod buckets;
+mod definitions;
 mod due_entry;
 mod idempotency;
 pub mod item;
 mod list;
 mod minutes;
-mod policies;
 mod schedules;
 mod sweep;
 mod table;

@@ -19,7 +19,7 @@ use crate::sdk::cache::Cache;
 use crate::sdk::items::{conflict_or_unavailable, corrupt, get_item, get_n, s, Item};
 use crate::sdk::sdk_failure;
 use crate::shards::{ShardPlan, PLAN_TTL};
-use boomerang_core::domain::{Policy, Task, TaskId, TenantId};
+use boomerang_core::domain::{Task, TaskId, TenantId};
 use boomerang_core::ports::StoreError;
 
 /// `BatchGetItem` requests in flight at once: a sweep's 8,000 keys are 80 requests.
@@ -30,9 +30,9 @@ pub struct DynamoStore {
     pub(super) client: Client,
     pub(super) table: String,
     pub(super) retention: Duration,
-    /// Named retry policies, found or not, kept for a minute: a registration looks up the
-    /// tenant's `default` policy, and most tenants have none.
-    pub(super) policies: Arc<Cache<Option<Policy>>>,
+    /// Named definitions' JSON, found or not, kept for a minute: a registration looks up
+    /// the tenant's `default` policy and template, and most tenants have neither.
+    pub(super) definitions: Arc<Cache<Option<String>>>,
     /// Tenants' partition plans, kept for [`PLAN_TTL`].
     plans: Arc<Cache<ShardPlan>>,
 }
@@ -43,7 +43,7 @@ impl DynamoStore {
             client,
             table: table.into(),
             retention,
-            policies: Arc::new(Cache::new()),
+            definitions: Arc::new(Cache::new()),
             plans: Arc::new(Cache::with_ttl(PLAN_TTL)),
         }
     }

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use ulid::Ulid;
 
-use super::limits::{MAX_BUSINESS_KEY, MAX_POLICY_NAME, MAX_TENANT_ID};
+use super::limits::{MAX_BUSINESS_KEY, MAX_DEFINITION_NAME, MAX_TENANT_ID};
 
 /// Declares an id that is a ULID: made new (`new`, `Default`), written and read as its
 /// 26 characters (`Display`, `FromStr`, serde as a string), so ids sort by creation time.
@@ -257,30 +257,31 @@ impl From<BusinessKey> for String {
     }
 }
 
-/// The name of a tenant's retry policy (`payments`). The policy named [`PolicyName::DEFAULT`]
-/// replaces the built-in default for that tenant.
+/// The name of a tenant's policy or template (`payments`). The one named
+/// [`DefinitionName::DEFAULT`] applies to the tenant's tasks that name none.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct PolicyName(String);
+pub struct DefinitionName(String);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a policy name must be 1 to {MAX_POLICY_NAME} letters, digits, `.`, `_` or `-`")]
-pub struct InvalidPolicyName;
+#[error("a name must be 1 to {MAX_DEFINITION_NAME} letters, digits, `.`, `_` or `-`")]
+pub struct InvalidName;
 
-impl PolicyName {
+impl DefinitionName {
     pub const DEFAULT: &'static str = "default";
 
-    pub fn parse(name: impl Into<String>) -> Result<Self, InvalidPolicyName> {
+    pub fn parse(name: impl Into<String>) -> Result<Self, InvalidName> {
         let name = name.into();
         let valid = !name.is_empty()
-            && name.len() <= MAX_POLICY_NAME
+            && name.len() <= MAX_DEFINITION_NAME
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-        valid.then_some(Self(name)).ok_or(InvalidPolicyName)
+        valid.then_some(Self(name)).ok_or(InvalidName)
     }
 
-    pub fn default_policy() -> Self {
+    /// `default`: what applies to a task that names none.
+    pub fn default_name() -> Self {
         Self(Self::DEFAULT.to_string())
     }
 
@@ -289,21 +290,21 @@ impl PolicyName {
     }
 }
 
-impl fmt::Display for PolicyName {
+impl fmt::Display for DefinitionName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl TryFrom<String> for PolicyName {
-    type Error = InvalidPolicyName;
+impl TryFrom<String> for DefinitionName {
+    type Error = InvalidName;
     fn try_from(s: String) -> Result<Self, Self::Error> {
         Self::parse(s)
     }
 }
 
-impl From<PolicyName> for String {
-    fn from(name: PolicyName) -> Self {
+impl From<DefinitionName> for String {
+    fn from(name: DefinitionName) -> Self {
         name.0
     }
 }
@@ -346,9 +347,9 @@ mod tests {
 
     #[test]
     fn policy_names_are_checked_where_they_are_made() {
-        assert!(PolicyName::parse("payments-v2.eu_1").is_ok());
-        for bad in ["", "a b", "a#b", "ü", &"p".repeat(MAX_POLICY_NAME + 1)] {
-            assert_eq!(PolicyName::parse(bad), Err(InvalidPolicyName), "{bad:?}");
+        assert!(DefinitionName::parse("payments-v2.eu_1").is_ok());
+        for bad in ["", "a b", "a#b", "ü", &"p".repeat(MAX_DEFINITION_NAME + 1)] {
+            assert_eq!(DefinitionName::parse(bad), Err(InvalidName), "{bad:?}");
         }
     }
 

@@ -43,7 +43,7 @@ pub const MAX_TENANT_ID: usize = 64;
 /// The longest business key, in bytes.
 pub const MAX_BUSINESS_KEY: usize = 255;
 /// The longest policy name, in bytes.
-pub const MAX_POLICY_NAME: usize = 64;
+pub const MAX_DEFINITION_NAME: usize = 64;
 
 // A retry policy.
 /// The shortest and longest step a policy may use.

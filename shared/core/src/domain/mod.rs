@@ -18,6 +18,7 @@ pub mod retry_policy;
 pub mod schedule;
 pub mod spec_rules;
 pub mod task;
+pub mod template;
 pub mod tenant;
 pub mod time;
 
@@ -25,7 +26,7 @@ pub use alert::{AlertTarget, Notify};
 pub use destination::Destination;
 pub use flow::{FlowKey, FlowSpec};
 pub use hold::{CheckAnswer, CheckBody, CheckDecision, CheckRecord, HoldSpec, OnUnknown};
-pub use ids::{Attempt, AttemptRef, BusinessKey, PolicyName, TaskId, TenantId};
+pub use ids::{Attempt, AttemptRef, BusinessKey, DefinitionName, TaskId, TenantId};
 pub use invalid::{FieldPath, Invalid};
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use notice::Notice;
@@ -39,4 +40,5 @@ pub use spec_rules::SpecDraft;
 pub use task::{
     AttemptOutcome, AttemptRecord, CallbackRequest, DeadLetter, Status, Task, TaskSpec,
 };
+pub use template::Template;
 pub use tenant::{generate_api_key, SigningSecret};

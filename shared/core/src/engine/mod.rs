@@ -26,6 +26,7 @@ pub use ports::{Ports, StorePorts};
 pub use schedules::NewSchedule;
 pub use state::{this_process, Engine, EngineSettings, DEFAULT_SLOW_CALL};
 pub use tasks::{
-    FireTime, KeyOutcome, NewTask, Registration, Replacement, RetrySource, Submission, TaskDetails,
-    TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_TENANT_RATE, MAX_PENDING_RANGE, TENANT_RATE_RANGE,
+    FireTime, KeyOutcome, NewTask, Registration, Replacement, RetrySource, Stored, Submission,
+    TaskDetails, TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_TENANT_RATE, MAX_PENDING_RANGE,
+    TENANT_RATE_RANGE,
 };

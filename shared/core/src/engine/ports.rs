@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use crate::clock::{Clock, Random, SystemClock, ThreadRandom};
+use crate::domain::{Policy, Template};
 use crate::metrics::{Metrics, MetricsView, NoMetrics};
 use crate::ports::{
-    DeadLetters, DestinationSlots, FlowPauses, FlowPorts, KeyedTasks, PolicyStore,
+    DeadLetters, Definitions, DestinationSlots, FlowPauses, FlowPorts, KeyedTasks,
     ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane, StatusCounts, SweepIndex,
     TaskStore, Tenants, Timer, Webhooks,
 };
@@ -17,7 +18,8 @@ use crate::ports::{
 pub struct StorePorts {
     pub tasks: Arc<dyn TaskStore>,
     pub sweep: Arc<dyn SweepIndex>,
-    pub policies: Arc<dyn PolicyStore>,
+    pub policies: Arc<dyn Definitions<Policy>>,
+    pub templates: Arc<dyn Definitions<Template>>,
     pub schedules: Arc<dyn ScheduleStore>,
     pub keyed: Arc<dyn KeyedTasks>,
     /// `None`: the store removes finished tasks by itself (DynamoDB's TTL).
@@ -38,12 +40,19 @@ impl StorePorts {
     /// limits are absent until added.
     pub fn of<S>(store: Arc<S>) -> Self
     where
-        S: TaskStore + SweepIndex + PolicyStore + ScheduleStore + KeyedTasks + 'static,
+        S: TaskStore
+            + SweepIndex
+            + Definitions<Policy>
+            + Definitions<Template>
+            + ScheduleStore
+            + KeyedTasks
+            + 'static,
     {
         Self {
             tasks: store.clone(),
             sweep: store.clone(),
             policies: store.clone(),
+            templates: store.clone(),
             schedules: store.clone(),
             keyed: store,
             retention: None,

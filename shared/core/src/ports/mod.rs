@@ -7,6 +7,7 @@
 
 mod cause;
 mod dead_letters;
+mod definitions;
 mod destination_slots;
 mod flows;
 mod process_flows;
@@ -20,6 +21,7 @@ mod webhooks;
 
 pub use cause::Cause;
 pub use dead_letters::{DeadLetterError, DeadLetters};
+pub use definitions::{Definition, DefinitionKind, Definitions};
 pub use destination_slots::DestinationSlots;
 pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
 pub use process_flows::ProcessFlowCounters;
@@ -27,8 +29,8 @@ pub use readiness::{Readiness, RecentAnswer};
 pub use schedules::{KeyedTasks, SchedulePage, ScheduleStore};
 pub use slow_lane::SlowLane;
 pub use store::{
-    CreateOutcome, DueWork, ListQuery, Page, PolicyStore, Retention, StatusCounts, StoreError,
-    SweepIndex, SweepMark, TaskStore,
+    CreateOutcome, DueWork, ListQuery, Page, Retention, StatusCounts, StoreError, SweepIndex,
+    SweepMark, TaskStore,
 };
 pub use tenants::{Tenants, TenantsError};
 pub use timer::{Timer, TimerError};

@@ -1,6 +1,6 @@
 //! The task store, as one small trait per capability: the core every store has
-//! ([`TaskStore`]), the index of pending work the sweep reads ([`SweepIndex`]), named retry
-//! policies ([`PolicyStore`]), and two that only some stores have, which the engine takes
+//! ([`TaskStore`]), the index of pending work the sweep reads ([`SweepIndex`]), and two
+//! that only some stores have, which the engine takes
 //! as `Option`s: removing finished tasks ([`Retention`]; DynamoDB's TTL does it by itself)
 //! and counting tasks by state ([`StatusCounts`]; DynamoDB would read every item).
 
@@ -8,9 +8,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::cause::Cause;
-use crate::domain::{
-    AttemptRecord, BusinessKey, PendingWork, Policy, PolicyName, Status, Task, TaskId, TenantId,
-};
+use crate::domain::{AttemptRecord, BusinessKey, PendingWork, Status, Task, TaskId, TenantId};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -154,32 +152,6 @@ pub trait SweepIndex: Send + Sync {
     /// from a checkpoint moves the checkpoint to `mark`; one that keeps none has nothing
     /// to do.
     async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError>;
-}
-
-/// Each tenant's named policies.
-#[async_trait]
-pub trait PolicyStore: Send + Sync {
-    /// Stores the tenant's policy `name`, replacing one of that name.
-    async fn put_policy(
-        &self,
-        tenant: &TenantId,
-        name: &PolicyName,
-        policy: &Policy,
-    ) -> Result<(), StoreError>;
-
-    /// The tenant's policy `name`, if there is one.
-    async fn policy(
-        &self,
-        tenant: &TenantId,
-        name: &PolicyName,
-    ) -> Result<Option<Policy>, StoreError>;
-
-    /// Removes the tenant's policy `name`; whether there was one.
-    async fn delete_policy(&self, tenant: &TenantId, name: &PolicyName)
-        -> Result<bool, StoreError>;
-
-    /// The tenant's policies, by name.
-    async fn policies(&self, tenant: &TenantId) -> Result<Vec<(PolicyName, Policy)>, StoreError>;
 }
 
 /// Removes finished tasks past their retention (a store whose items expire by themselves,

@@ -6,12 +6,19 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{AlertTarget, CallbackRequest, Notify, RetryPolicy, Task, TaskSpec, TenantId};
-use crate::ports::{PolicyStore, SweepIndex, TaskStore};
+use crate::domain::{Policy, Template};
+use crate::ports::{Definitions, SweepIndex, TaskStore};
 
 /// What the store contract exercises: every capability a store of either backend has.
-pub trait ContractStore: TaskStore + SweepIndex + PolicyStore {}
+pub trait ContractStore:
+    TaskStore + SweepIndex + Definitions<Policy> + Definitions<Template>
+{
+}
 
-impl<S: TaskStore + SweepIndex + PolicyStore> ContractStore for S {}
+impl<S> ContractStore for S where
+    S: TaskStore + SweepIndex + Definitions<Policy> + Definitions<Template>
+{
+}
 
 /// A fresh tenant id no other test uses.
 pub fn unique_tenant(prefix: &str) -> TenantId {

@@ -14,7 +14,7 @@ pub use super::memory_tenants::MemoryTenants;
 pub use super::recording_timer::RecordingTimer;
 pub use crate::clock::{FixedRandom, ManualClock};
 pub use crate::domain::{
-    Attempt, AttemptOutcome, AttemptRef, BusinessKey, CallbackRequest, PolicyName, RetryPolicy,
+    Attempt, AttemptOutcome, AttemptRef, BusinessKey, CallbackRequest, DefinitionName, RetryPolicy,
     SigningSecret, Status, TaskSpec, TenantId,
 };
 pub use crate::engine::{

@@ -11,12 +11,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptRecord, BusinessKey, FlowKey, Policy, PolicyName, Schedule, ScheduleId, Status, Task,
+    AttemptRecord, BusinessKey, DefinitionName, FlowKey, Schedule, ScheduleId, Status, Task,
     TaskId, TenantId,
 };
 use crate::ports::{
-    CreateOutcome, DueWork, FlowPauses, KeyedTasks, ListQuery, Page, PolicyStore, SchedulePage,
-    ScheduleStore, StatusCounts, StoreError, SweepIndex, SweepMark, TaskStore,
+    CreateOutcome, Definition, Definitions, DueWork, FlowPauses, KeyedTasks, ListQuery, Page,
+    SchedulePage, ScheduleStore, StatusCounts, StoreError, SweepIndex, SweepMark, TaskStore,
 };
 
 #[derive(Default)]
@@ -43,7 +43,7 @@ struct Inner {
     tasks: BTreeMap<TaskId, Task>,
     idempotency: HashMap<(TenantId, String), TaskId>,
     attempts: BTreeMap<(TaskId, u32), AttemptRecord>,
-    policies: BTreeMap<(TenantId, PolicyName), Policy>,
+    definitions: BTreeMap<(&'static str, TenantId, DefinitionName), serde_json::Value>,
     paused_flows: BTreeSet<(TenantId, FlowKey)>,
     schedules: BTreeMap<(TenantId, ScheduleId), Schedule>,
     keyed: HashMap<(TenantId, BusinessKey), TaskId>,
@@ -241,46 +241,53 @@ impl FlowPauses for MemoryStore {
     }
 }
 
+/// Every kind of definition, kept as its JSON (as the real stores keep it).
 #[async_trait]
-impl PolicyStore for MemoryStore {
-    async fn put_policy(
+impl<D: Definition> Definitions<D> for MemoryStore {
+    async fn put_definition(
         &self,
         tenant: &TenantId,
-        name: &PolicyName,
-        policy: &Policy,
+        name: &DefinitionName,
+        doc: &D,
     ) -> Result<(), StoreError> {
-        let key = (tenant.clone(), name.clone());
-        self.lock().policies.insert(key, policy.clone());
+        let doc = serde_json::to_value(doc).map_err(|e| StoreError::Corrupt(e.into()))?;
+        let key = (D::KIND.as_str(), tenant.clone(), name.clone());
+        self.lock().definitions.insert(key, doc);
         Ok(())
     }
 
-    async fn policy(
+    async fn definition(
         &self,
         tenant: &TenantId,
-        name: &PolicyName,
-    ) -> Result<Option<Policy>, StoreError> {
-        let key = (tenant.clone(), name.clone());
-        Ok(self.lock().policies.get(&key).cloned())
+        name: &DefinitionName,
+    ) -> Result<Option<D>, StoreError> {
+        let key = (D::KIND.as_str(), tenant.clone(), name.clone());
+        let doc = self.lock().definitions.get(&key).cloned();
+        doc.map(from_doc).transpose()
     }
 
-    async fn delete_policy(
+    async fn delete_definition(
         &self,
         tenant: &TenantId,
-        name: &PolicyName,
+        name: &DefinitionName,
     ) -> Result<bool, StoreError> {
-        let key = (tenant.clone(), name.clone());
-        Ok(self.lock().policies.remove(&key).is_some())
+        let key = (D::KIND.as_str(), tenant.clone(), name.clone());
+        Ok(self.lock().definitions.remove(&key).is_some())
     }
 
-    async fn policies(&self, tenant: &TenantId) -> Result<Vec<(PolicyName, Policy)>, StoreError> {
-        Ok(self
-            .lock()
-            .policies
-            .iter()
-            .filter(|((t, _), _)| t == tenant)
-            .map(|((_, name), policy)| (name.clone(), policy.clone()))
-            .collect())
+    async fn definitions(&self, tenant: &TenantId) -> Result<Vec<(DefinitionName, D)>, StoreError> {
+        let docs: Vec<_> = (self.lock().definitions.iter())
+            .filter(|((kind, t, _), _)| *kind == D::KIND.as_str() && t == tenant)
+            .map(|((_, _, name), doc)| (name.clone(), doc.clone()))
+            .collect();
+        docs.into_iter()
+            .map(|(name, doc)| Ok((name, from_doc(doc)?)))
+            .collect()
     }
+}
+
+fn from_doc<D: Definition>(doc: serde_json::Value) -> Result<D, StoreError> {
+    serde_json::from_value(doc).map_err(|e| StoreError::Corrupt(e.into()))
 }
 
 #[async_trait]

@@ -297,57 +297,63 @@ async fn every_finished_attempt_is_kept(store: &dyn ContractStore) {
     assert_eq!(store.get(&task.tenant, &task.id).await.unwrap(), Some(task));
 }
 
-/// Named policies: stored (with their flow), replaced, listed by name, removed, and per
-/// tenant.
+/// Named definitions: stored (a policy with its flow), replaced, listed by name, removed,
+/// per tenant, and per kind (a template may share a policy's name).
 async fn policies_are_kept_per_tenant(store: &dyn ContractStore) {
-    use crate::domain::{FlowSpec, Policy, PolicyName};
+    use crate::domain::{DefinitionName, FlowSpec, Policy, Template};
+    use crate::ports::Definitions;
     let (tenant, other) = (unique_tenant("policies"), unique_tenant("policies"));
-    let name = |n: &str| PolicyName::parse(n).unwrap();
+    let name = |n: &str| DefinitionName::parse(n).unwrap();
+    let payments = name("payments");
     let with_attempts = |n: u32| Policy {
         retry: RetryPolicy::default().with_max_attempts(n).unwrap(),
         flow: (n > 3).then(|| FlowSpec::new("partner", Some(50), None, Some(3)).unwrap()),
     };
+    let policies: &dyn Definitions<Policy> = store;
+    let templates: &dyn Definitions<Template> = store;
+    assert_eq!(policies.definition(&tenant, &payments).await.unwrap(), None);
+    for (n, attempts) in [("payments", 3), ("default", 2), ("payments", 5)] {
+        let policy = with_attempts(attempts);
+        policies
+            .put_definition(&tenant, &name(n), &policy)
+            .await
+            .unwrap();
+    }
     assert_eq!(
-        store.policy(&tenant, &name("payments")).await.unwrap(),
-        None
-    );
-    store
-        .put_policy(&tenant, &name("payments"), &with_attempts(3))
-        .await
-        .unwrap();
-    store
-        .put_policy(&tenant, &name("default"), &with_attempts(2))
-        .await
-        .unwrap();
-    store
-        .put_policy(&tenant, &name("payments"), &with_attempts(5))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.policy(&tenant, &name("payments")).await.unwrap(),
+        policies.definition(&tenant, &payments).await.unwrap(),
         Some(with_attempts(5)),
         "replaced"
     );
-    assert_eq!(store.policy(&other, &name("payments")).await.unwrap(), None);
-    let listed = store.policies(&tenant).await.unwrap();
+    assert_eq!(policies.definition(&other, &payments).await.unwrap(), None);
+    let template = Template(serde_json::from_str(r#"{"expect_body":"success"}"#).unwrap());
+    templates
+        .put_definition(&tenant, &payments, &template)
+        .await
+        .unwrap();
     assert_eq!(
-        listed,
+        policies.definitions(&tenant).await.unwrap(),
         vec![
             (name("default"), with_attempts(2)),
-            (name("payments"), with_attempts(5))
+            (payments.clone(), with_attempts(5))
         ]
     );
-    assert!(store
-        .delete_policy(&tenant, &name("payments"))
-        .await
-        .unwrap());
-    assert!(!store
-        .delete_policy(&tenant, &name("payments"))
-        .await
-        .unwrap());
     assert_eq!(
-        store.policy(&tenant, &name("payments")).await.unwrap(),
-        None
+        templates.definitions(&tenant).await.unwrap(),
+        vec![(payments.clone(), template.clone())]
     );
-    assert!(store.policies(&other).await.unwrap().is_empty());
+    assert!(policies
+        .delete_definition(&tenant, &payments)
+        .await
+        .unwrap());
+    assert!(!policies
+        .delete_definition(&tenant, &payments)
+        .await
+        .unwrap());
+    assert_eq!(policies.definition(&tenant, &payments).await.unwrap(), None);
+    assert_eq!(
+        templates.definition(&tenant, &payments).await.unwrap(),
+        Some(template),
+        "a template of the same name stays"
+    );
+    assert!(policies.definitions(&other).await.unwrap().is_empty());
 }

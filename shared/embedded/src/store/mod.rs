@@ -11,9 +11,9 @@
 //! disagree with the document.
 
 mod codec;
+mod definitions;
 mod due;
 mod pauses;
-mod policies;
 mod rows;
 mod schedules;
 mod sqlite;

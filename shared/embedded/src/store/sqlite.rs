@@ -47,6 +47,12 @@ CREATE TABLE IF NOT EXISTS policies (
     doc TEXT NOT NULL,
     PRIMARY KEY (tenant, name)
 );
+CREATE TABLE IF NOT EXISTS templates (
+    tenant TEXT NOT NULL,
+    name TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, name)
+);
 CREATE TABLE IF NOT EXISTS paused_flows (
     tenant TEXT NOT NULL,
     key TEXT NOT NULL,

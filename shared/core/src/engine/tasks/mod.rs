@@ -1,13 +1,15 @@
 //! Tasks: registering them (one, a batch, or replacing by key), reading them, canceling
-//! and redriving them; a tenant's named retry policies and its limits.
+//! and redriving them; a tenant's named policies and templates, and its limits.
 
 mod admission;
+mod definitions;
 mod keys;
 mod policies;
 mod register;
 mod replace;
 pub(in crate::engine) mod tenant_limits;
 
+pub use definitions::Stored;
 pub use keys::KeyOutcome;
 pub(in crate::engine) use policies::no_flows;
 pub use policies::RetrySource;

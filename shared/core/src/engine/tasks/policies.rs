@@ -1,7 +1,8 @@
-//! A tenant's named policies: kept by the store, copied into a task at registration (so a
-//! later change affects new tasks only); `default` replaces the built-in default.
+//! A tenant's named policies as a registration uses them (`default` replaces the built-in
+//! default), and the rule a policy must keep to be stored; they are kept as every
+//! definition is ([`super::definitions`]).
 
-use crate::domain::{Invalid, Policy, PolicyName, TaskSpec, TenantId};
+use crate::domain::{DefinitionName, Invalid, Policy, TaskSpec, TenantId};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 
@@ -13,7 +14,7 @@ pub enum RetrySource {
     Given,
     /// The tenant's policy of this name, copied into the task at registration: a later
     /// change of the policy affects new tasks only.
-    Named(PolicyName),
+    Named(DefinitionName),
     /// None given: the tenant's `default` policy if it has one, else the built-in one.
     Default,
 }
@@ -29,11 +30,10 @@ impl Engine {
         match from {
             RetrySource::Given => Ok(None),
             RetrySource::Default => {
-                let name = PolicyName::default_policy();
-                Ok(self.ports.store.policies.policy(tenant, &name).await?)
+                let name = DefinitionName::default_name();
+                self.find_definition(tenant, &name).await
             }
-            RetrySource::Named(name) => match self.ports.store.policies.policy(tenant, name).await?
-            {
+            RetrySource::Named(name) => match self.find_definition(tenant, name).await? {
                 Some(policy) => Ok(Some(policy)),
                 None => Err(Invalid::new(
                     "retry",
@@ -66,7 +66,7 @@ impl Engine {
     pub async fn put_policy(
         &self,
         tenant: &TenantId,
-        name: &PolicyName,
+        name: &DefinitionName,
         policy: &Policy,
     ) -> Result<(), EngineError> {
         if policy.flow.is_some() && self.ports.store.flows.is_none() {
@@ -76,45 +76,8 @@ impl Engine {
             .ports
             .store
             .policies
-            .put_policy(tenant, name, policy)
+            .put_definition(tenant, name, policy)
             .await?)
-    }
-
-    pub async fn policy(
-        &self,
-        tenant: &TenantId,
-        name: &PolicyName,
-    ) -> Result<Policy, EngineError> {
-        self.ports
-            .store
-            .policies
-            .policy(tenant, name)
-            .await?
-            .ok_or(EngineError::NotFound)
-    }
-
-    pub async fn delete_policy(
-        &self,
-        tenant: &TenantId,
-        name: &PolicyName,
-    ) -> Result<(), EngineError> {
-        match self
-            .ports
-            .store
-            .policies
-            .delete_policy(tenant, name)
-            .await?
-        {
-            true => Ok(()),
-            false => Err(EngineError::NotFound),
-        }
-    }
-
-    pub async fn policies(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Vec<(PolicyName, Policy)>, EngineError> {
-        Ok(self.ports.store.policies.policies(tenant).await?)
     }
 }
 

@@ -1,0 +1,243 @@
+//! `PUT /v1/templates/{name}`: a task template, and how a registration takes one. A
+//! template holds request settings; a task that names it (or any task, for the template
+//! named `default`) takes each setting it does not give itself. The template is laid under
+//! the request before the request is read, so every rule of a task applies to the result,
+//! and a refusal names the task's field.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::choice;
+use super::flow::FlowRequest;
+use super::json::{from_value, parse_json};
+use super::refused::Refused;
+use super::retry::RetryField;
+use super::task::{AlertRequest, TaskRequest};
+use super::text::DurationText;
+use crate::schema::{enums, headers_schema};
+use boomerang_core::domain::limits::MAX_URL_LEN;
+use boomerang_core::domain::{DefinitionName, FieldPath, Notify, Template};
+use boomerang_core::engine::{NewTask, Submission};
+
+/// A task template: the settings its tasks take unless they give their own. Tasks
+/// registered after a change take the template as changed; those registered before keep
+/// what they were registered with.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "url_base": "https://example.com/hooks",
+    "headers": {"x-team": "billing"},
+    "timeout": "5s",
+    "expect_body": "success",
+    "retry": "payments",
+    "on_failure": {"url": "https://example.com/hooks/boomerang-alerts"}
+}))]
+pub struct TemplateRequest {
+    /// What a task's relative `url` (`/orders/42`) is appended to. Not with `url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        example = "https://example.com/hooks"
+    )]
+    pub url_base: Option<String>,
+    /// The URL of a task that gives none. Not with `url_base`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 2048)]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Headers every task sends; a task's header of the same name (in any case) wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = headers_schema)]
+    pub headers: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, example = "5s")]
+    pub timeout: Option<DurationText>,
+    /// The tenant's rule for what a successful receiver answers (`"success"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 4096)]
+    pub expect_body: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryField>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<AlertRequest>,
+    #[serde(default, with = "choice", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<enums::Notify>)]
+    pub notify: Option<Notify>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_success: Option<AlertRequest>,
+}
+
+/// `PUT /v1/templates/{name}`'s body, checked as a task would be: a field a task could not
+/// take is refused here, named as the template's.
+pub fn parse_template(body: &[u8]) -> Result<Template, Refused> {
+    let template: TemplateRequest = parse_json(body)?;
+    template.check()?;
+    let doc = serde_json::to_value(&template).map_err(|e| Refused::Malformed(e.to_string()))?;
+    match doc {
+        serde_json::Value::Object(fields) => Ok(Template(fields)),
+        _ => Err(Refused::Malformed("a template is a JSON object".into())),
+    }
+}
+
+impl TemplateRequest {
+    /// A stored template, as it was checked when it was put.
+    pub fn stored(template: &Template) -> Result<Self, Refused> {
+        from_value(
+            serde_json::Value::Object(template.0.clone()),
+            FieldPath::from("template"),
+        )
+    }
+
+    /// Every field as a task would take it: the template applied to a task that gives
+    /// only a URL must make a task.
+    fn check(&self) -> Result<(), Refused> {
+        if let Some(base) = &self.url_base {
+            if self.url.is_some() {
+                return Err(Refused::invalid(
+                    "url",
+                    "give either `url` or `url_base`, not both",
+                ));
+            }
+            let absolute = base.starts_with("https://") || base.starts_with("http://");
+            if !absolute || base.len() > MAX_URL_LEN {
+                return Err(Refused::invalid(
+                    "url_base",
+                    format!("must be an absolute http(s) URL of at most {MAX_URL_LEN} bytes"),
+                ));
+            }
+        }
+        // The task gives the URL only where the template does not.
+        let url = match (&self.url, &self.url_base) {
+            (Some(_), _) => None,
+            (None, Some(_)) => Some("/".into()),
+            (None, None) => Some("https://template.invalid/".into()),
+        };
+        let trial = TaskRequest {
+            url,
+            ..TaskRequest::default()
+        };
+        trial
+            .under_template(self.clone())
+            .new_task(None)
+            .map(|_| ())
+    }
+}
+
+impl TaskRequest {
+    /// This request with `template` laid under it: each field it leaves out is the
+    /// template's; headers are merged (the task's win); a relative `url` is appended to
+    /// the template's `url_base`.
+    pub fn under_template(mut self, t: TemplateRequest) -> Self {
+        self.url = match (self.url, t.url, t.url_base) {
+            (Some(url), _, Some(base)) if is_relative(&url) => Some(join(&base, &url)),
+            (Some(url), _, _) => Some(url),
+            (None, url, _) => url,
+        };
+        self.headers = merge_headers(t.headers, self.headers);
+        self.method = self.method.or(t.method);
+        self.timeout = self.timeout.or(t.timeout);
+        self.expect_body = self.expect_body.or(t.expect_body);
+        self.retry = self.retry.or(t.retry);
+        self.flow = self.flow.or(t.flow);
+        self.on_failure = self.on_failure.or(t.on_failure);
+        self.notify = self.notify.or(t.notify);
+        self.on_success = self.on_success.or(t.on_success);
+        self
+    }
+}
+
+/// The templates a registration may use: those it names, and the tenant's `default`,
+/// as found (a name with no template is refused where a task names it).
+#[derive(Clone, Debug, Default)]
+pub struct Templates {
+    found: BTreeMap<DefinitionName, Option<TemplateRequest>>,
+}
+
+impl Templates {
+    /// The name a task's `template` field gives, or `default`.
+    pub fn name_for(task: &TaskRequest) -> Result<DefinitionName, Refused> {
+        match &task.template {
+            None => Ok(DefinitionName::default_name()),
+            Some(name) => DefinitionName::parse(name.as_str())
+                .map_err(|e| Refused::invalid("template", e.to_string())),
+        }
+    }
+
+    /// Notes what the store holds under `name` (`None`: nothing).
+    pub fn insert(&mut self, name: DefinitionName, template: Option<TemplateRequest>) {
+        self.found.insert(name, template);
+    }
+
+    /// `task` with its template laid under it; a task naming a template that is not
+    /// there is refused (a missing `default` is no template).
+    pub fn apply(&self, task: TaskRequest) -> Result<Templated, Refused> {
+        let name = Self::name_for(&task)?;
+        let sent_digest = task.digest();
+        let task = match (self.found.get(&name).cloned().flatten(), &task.template) {
+            (Some(template), _) => task.under_template(template),
+            (None, None) => task,
+            (None, Some(_)) => {
+                return Err(Refused::invalid(
+                    "template",
+                    format!("no template named `{name}` (PUT /v1/templates/{name})"),
+                ))
+            }
+        };
+        Ok(Templated { task, sent_digest })
+    }
+}
+
+/// A request with its template laid under it, read as a request sent alone would be,
+/// but compared with an earlier one under the same idempotency key as the client sent
+/// it (a changed template does not make a repeat a different request).
+pub struct Templated {
+    task: TaskRequest,
+    sent_digest: String,
+}
+
+impl Templated {
+    /// See [`TaskRequest::submission`].
+    pub fn submission(self, header_key: Option<&str>) -> Result<Submission, Refused> {
+        self.task.submission_as(header_key, self.sent_digest)
+    }
+
+    /// See [`TaskRequest::new_task`].
+    pub fn new_task(self, header_key: Option<&str>) -> Result<NewTask, Refused> {
+        self.task.new_task_as(header_key, self.sent_digest)
+    }
+}
+
+/// A URL with no scheme: the part of a URL a template's base completes.
+fn is_relative(url: &str) -> bool {
+    !url.contains("://")
+}
+
+fn join(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
+
+/// The template's headers, then the task's, a task's header replacing the template's of
+/// the same name in any case.
+fn merge_headers(
+    template: Option<BTreeMap<String, String>>,
+    task: Option<BTreeMap<String, String>>,
+) -> Option<BTreeMap<String, String>> {
+    let Some(mut merged) = template else {
+        return task;
+    };
+    for (name, value) in task.unwrap_or_default() {
+        merged.retain(|n, _| !n.eq_ignore_ascii_case(&name));
+        merged.insert(name, value);
+    }
+    Some(merged)
+}
