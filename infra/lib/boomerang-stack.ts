@@ -491,13 +491,14 @@ export class BoomerangStack extends Stack {
         }),
       );
     }
-    // The API removes a tenant's named retry policies (`P#<tenant>` items), and nothing
-    // else: tasks are never deleted by a function (their TTL does it).
+    // The API removes a tenant's named retry policies and task templates (`P#<tenant>` and
+    // `TM#<tenant>` items), and nothing else: tasks are never deleted by a function (their
+    // TTL does it).
     apiFn.addToRolePolicy(
       new iam.PolicyStatement({
         actions: ['dynamodb:DeleteItem'],
         resources: [this.table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['P#*'] } },
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['P#*', 'TM#*'] } },
       }),
     );
     this.deliveryInVpc(deliveryFn, props);

@@ -358,14 +358,14 @@ test('each function may touch only what it uses', () => {
     assert.ok(!delivery.has(a) && !api.has(a), `nobody needs ${a}`);
   }
   assert.ok(!delivery.has('dynamodb:DeleteItem'), 'the delivery function deletes nothing');
-  // The API deletes retry policies (`P#…` items) only.
+  // The API deletes retry policies and templates (`P#…`, `TM#…` items) only.
   const deletes = Object.values(template.findResources('AWS::IAM::Policy'))
     .flatMap((p: any) => p.Properties.PolicyDocument.Statement)
     .filter(allows)
     .filter((s: any) => [s.Action].flat().includes('dynamodb:DeleteItem'));
   assert.equal(deletes.length, 1);
   assert.deepEqual(deletes[0].Condition, {
-    'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['P#*'] },
+    'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['P#*', 'TM#*'] },
   });
   const sweeper = new Set(actionsOf('sweeper'));
   for (const a of ['sqs:ReceiveMessage', 'sqs:DeleteMessage']) {

@@ -36,6 +36,7 @@ pub trait Callback: Sized {
     fn expect_body(self, body: &str) -> Self;
     fn retry(self, retry: RetryRequest) -> Self;
     fn policy(self, name: &str) -> Self;
+    fn template(self, name: &str) -> Self;
     fn hold(self, hold: HoldRequest) -> Self;
     fn on_failure(self, url: &str) -> Self;
     fn notify(self, notify: &str) -> Self;
@@ -43,6 +44,13 @@ pub trait Callback: Sized {
 }
 
 impl Callback for TaskRequest {
+    fn template(self, name: &str) -> Self {
+        Self {
+            template: Some(name.into()),
+            ..self
+        }
+    }
+
     fn flow(self, flow: FlowRequest) -> Self {
         Self {
             flow: Some(flow),

@@ -2,6 +2,7 @@
 //! body, so a bad one is refused at its path; each body becomes what the engine takes in
 //! one step ([`TaskRequest::submission`], [`parse_schedule`], [`parse_policy`]).
 
+mod batch;
 mod choice;
 mod flow;
 mod json;
@@ -13,6 +14,7 @@ mod task;
 mod template;
 mod text;
 
+pub use batch::BatchRequest;
 pub use flow::FlowRequest;
 pub use json::{from_value, parse_json};
 pub use page::PageQuery;
@@ -21,7 +23,7 @@ pub use retry::{parse_policy, PolicyRequest, RetryField, RetryRequest};
 pub use schedule::{
     parse_schedule, ScheduleDraft, ScheduleFields, NOT_ON_A_SCHEDULE, SCHEDULE_FIELDS,
 };
-pub use task::{business_key, AlertRequest, BatchRequest, HoldRequest, TaskRequest};
+pub use task::{business_key, AlertRequest, HoldRequest, TaskRequest};
 pub use template::{parse_template, TemplateRequest, Templates};
 pub use text::{Choice, DurationText, OnKey, TimeText};
 

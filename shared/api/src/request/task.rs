@@ -11,7 +11,6 @@ use super::choice;
 use super::flow::FlowRequest;
 use super::refused::Refused;
 use super::retry::RetryField;
-use super::template::Templates;
 use super::text::{DurationText, OnKey, TimeText};
 use crate::schema::{enums, headers_schema, metadata_schema};
 use boomerang_core::domain::limits::*;
@@ -159,34 +158,6 @@ pub struct AlertRequest {
     pub url: Option<String>,
     #[schema(schema_with = headers_schema)]
     pub headers: Option<BTreeMap<String, String>>,
-}
-
-/// A batch registration: `{"tasks": [ … ]}`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BatchRequest {
-    /// 1 to 100 tasks, each as `POST /v1/tasks` takes it.
-    #[schema(min_items = 1, max_items = 100)]
-    pub tasks: Vec<TaskRequest>,
-}
-
-impl BatchRequest {
-    /// Every task of the batch with its template, each checked as `POST /v1/tasks` checks
-    /// one (without `on_key`); the first refused one refuses the batch, named (`tasks[3].delay`).
-    pub fn new_tasks(self, templates: &Templates) -> Result<Vec<NewTask>, Refused> {
-        if self.tasks.is_empty() || self.tasks.len() > MAX_BATCH {
-            return Err(Refused::invalid(
-                "tasks",
-                format!("must hold between 1 and {MAX_BATCH} tasks"),
-            ));
-        }
-        (self.tasks.into_iter().enumerate())
-            .map(|(i, task)| {
-                (templates.apply(task).and_then(|task| task.new_task(None)))
-                    .map_err(|e| e.under(format!("tasks[{i}]")))
-            })
-            .collect()
-    }
 }
 
 impl TaskRequest {

@@ -241,3 +241,92 @@ fn merge_headers(
     }
     Some(merged)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(json: serde_json::Value) -> TemplateRequest {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn task(json: serde_json::Value) -> TaskRequest {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_relative_url_joins_the_base_and_an_absolute_one_ignores_it() {
+        let base = template(serde_json::json!({"url_base": "https://x.example/hooks/"}));
+        let joined = task(serde_json::json!({"url": "/orders/42"})).under_template(base.clone());
+        assert_eq!(
+            joined.url.as_deref(),
+            Some("https://x.example/hooks/orders/42")
+        );
+        let own = task(serde_json::json!({"url": "https://y.example/a"})).under_template(base);
+        assert_eq!(own.url.as_deref(), Some("https://y.example/a"));
+        let given = template(serde_json::json!({"url": "https://z.example/b"}));
+        let taken = TaskRequest::default().under_template(given);
+        assert_eq!(taken.url.as_deref(), Some("https://z.example/b"));
+    }
+
+    #[test]
+    fn a_tasks_header_replaces_the_templates_of_the_same_name_in_any_case() {
+        let t = template(serde_json::json!({"headers": {"X-Env": "prod", "X-Team": "a"}}));
+        let merged = task(serde_json::json!({"headers": {"x-env": "test"}})).under_template(t);
+        let headers: Vec<_> = merged.headers.unwrap().into_iter().collect();
+        assert_eq!(
+            headers,
+            [
+                ("X-Team".into(), "a".into()),
+                ("x-env".into(), "test".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_default_is_no_template_and_a_missing_name_is_refused() {
+        let templates = Templates::default();
+        let plain = task(serde_json::json!({"url": "https://x.example/"}));
+        assert!(templates.apply(plain.clone()).is_ok());
+        let named = TaskRequest {
+            template: Some("nope".into()),
+            ..plain
+        };
+        match templates.apply(named) {
+            Err(Refused::Invalid(e)) => assert_eq!(e.field.to_string(), "template"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn a_repeat_is_compared_as_sent_whatever_the_template_became() {
+        let sent = task(serde_json::json!({"url": "/a", "template": "t"}));
+        let mut templates = Templates::default();
+        let name = DefinitionName::parse("t").unwrap();
+        templates.insert(
+            name.clone(),
+            Some(template(
+                serde_json::json!({"url_base": "https://x.example"}),
+            )),
+        );
+        let first = templates
+            .apply(sent.clone())
+            .unwrap()
+            .new_task(None)
+            .unwrap();
+        templates.insert(
+            name,
+            Some(template(
+                serde_json::json!({"url_base": "https://y.example"}),
+            )),
+        );
+        let again = templates
+            .apply(sent.clone())
+            .unwrap()
+            .new_task(None)
+            .unwrap();
+        assert_eq!(first.request_hash, sent.digest());
+        assert_eq!(first.request_hash, again.request_hash);
+        assert_ne!(first.spec.request.url, again.spec.request.url);
+    }
+}
