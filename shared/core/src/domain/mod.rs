@@ -2,6 +2,7 @@
 //! servers, databases or AWS.
 
 pub mod alert;
+pub mod breaker;
 pub mod destination;
 pub mod duration_ms;
 pub mod flow;
@@ -23,6 +24,7 @@ pub mod tenant;
 pub mod time;
 
 pub use alert::{AlertTarget, Notify};
+pub use breaker::{Admission, Breaker, BreakerChange, BreakerSettings, CallHealth};
 pub use destination::Destination;
 pub use flow::{FlowKey, FlowSpec};
 pub use hold::{CheckAnswer, CheckBody, CheckDecision, CheckRecord, HoldSpec, OnUnknown};

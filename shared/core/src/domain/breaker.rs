@@ -1,0 +1,414 @@
+//! A circuit breaker for one destination (or one flow key): after `failures` failed calls
+//! in a row spanning at least `span`, it opens. While open, deliveries wait without using
+//! up attempts, and one probe call at a time tests the destination, the probes spaced by
+//! a backoff that doubles up to `max_probe`; a probe that succeeds closes it. An operator
+//! may open it by hand (then no probe is made until it is closed by hand) or close it.
+//!
+//! Pure: the engine keeps each breaker, asks it before a call ([`Breaker::admit`]), tells
+//! it each call's verdict ([`Breaker::on_call`]), and raises the alerts its changes name.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::invalid::{within, Invalid};
+
+/// Failed calls in a row that open a breaker, by default.
+pub const DEFAULT_BREAKER_FAILURES: u32 = 20;
+pub const MAX_BREAKER_FAILURES: u32 = 10_000;
+/// How long the failures must span, at least, by default: a burst of failures from one
+/// moment's hiccup does not open it.
+pub const DEFAULT_BREAKER_SPAN: Duration = Duration::from_secs(60);
+pub const MAX_BREAKER_SPAN: Duration = Duration::from_secs(24 * 3600);
+/// The wait before the first probe, by default; each failed probe doubles it.
+pub const DEFAULT_FIRST_PROBE: Duration = Duration::from_secs(30);
+pub const DEFAULT_MAX_PROBE: Duration = Duration::from_secs(600);
+pub const MIN_PROBE: Duration = Duration::from_secs(1);
+pub const MAX_PROBE: Duration = Duration::from_secs(24 * 3600);
+/// How long a probe may be out before another may go (its call's longest timeout, and
+/// room to write its result): a probe whose worker died does not keep the breaker shut.
+const PROBE_LEASE: Duration = Duration::from_secs(90);
+/// How soon a delivery waiting on a breaker opened by hand looks again.
+const HAND_OPENED_RECHECK: Duration = Duration::from_secs(60);
+
+/// When a breaker opens, and how it probes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakerSettings {
+    pub failures: u32,
+    #[serde(with = "super::duration_ms")]
+    pub span: Duration,
+    #[serde(with = "super::duration_ms")]
+    pub first_probe: Duration,
+    #[serde(with = "super::duration_ms")]
+    pub max_probe: Duration,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        Self {
+            failures: DEFAULT_BREAKER_FAILURES,
+            span: DEFAULT_BREAKER_SPAN,
+            first_probe: DEFAULT_FIRST_PROBE,
+            max_probe: DEFAULT_MAX_PROBE,
+        }
+    }
+}
+
+impl BreakerSettings {
+    /// Settings as a tenant gives them (absent: the default), each refused by its name.
+    pub fn new(
+        failures: Option<u32>,
+        span: Option<Duration>,
+        first_probe: Option<Duration>,
+        max_probe: Option<Duration>,
+    ) -> Result<Self, Invalid> {
+        let d = Self::default();
+        let failures = failures.unwrap_or(d.failures);
+        if !(1..=MAX_BREAKER_FAILURES).contains(&failures) {
+            return Err(Invalid::new(
+                "failures",
+                format!("must be between 1 and {MAX_BREAKER_FAILURES}"),
+            ));
+        }
+        let span = within(
+            "span",
+            span.unwrap_or(d.span),
+            Duration::ZERO,
+            MAX_BREAKER_SPAN,
+        )?;
+        let first_probe = first_probe.unwrap_or(d.first_probe);
+        let first_probe = within("first_probe", first_probe, MIN_PROBE, MAX_PROBE)?;
+        let max_probe = max_probe.unwrap_or(d.max_probe.max(first_probe));
+        let max_probe = within("max_probe", max_probe, first_probe, MAX_PROBE)?;
+        Ok(Self {
+            failures,
+            span,
+            first_probe,
+            max_probe,
+        })
+    }
+
+    /// The wait after `failed` probes have failed (the first probe's after none).
+    fn probe_wait(&self, failed: u32) -> chrono::Duration {
+        let doubled = self.first_probe.saturating_mul(1 << failed.min(20));
+        chrono::Duration::from_std(doubled.min(self.max_probe)).unwrap_or(chrono::Duration::MAX)
+    }
+}
+
+/// What a call told of its destination's health. A receiver that answers, even with a
+/// 4xx about one task, is up; one that times out, cannot be reached, answers 5xx, 408
+/// or 429, is failing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallHealth {
+    Up,
+    Failing,
+}
+
+impl CallHealth {
+    /// The health a call's outcome shows: its status code, or none (no answer).
+    pub fn of(status: Option<u16>) -> Self {
+        match status {
+            Some(408 | 429) | Some(500..) | None => CallHealth::Failing,
+            Some(_) => CallHealth::Up,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Breaker {
+    Closed {
+        /// Failed calls in a row, and when the first of them was.
+        failures: u32,
+        since: Option<DateTime<Utc>>,
+    },
+    Open {
+        opened_at: DateTime<Utc>,
+        /// When the next probe may go.
+        probe_at: DateTime<Utc>,
+        /// Probes failed since it opened.
+        probes_failed: u32,
+        /// A probe is out, until this time at the latest.
+        probing_until: Option<DateTime<Utc>>,
+        /// Opened by an operator: no probe until an operator closes it.
+        by_hand: bool,
+    },
+}
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Breaker::Closed {
+            failures: 0,
+            since: None,
+        }
+    }
+}
+
+/// What a breaker lets a delivery do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Closed: call.
+    Call,
+    /// Open, and this call is its probe.
+    Probe,
+    /// Open: wait until then, using up no attempt.
+    Wait(DateTime<Utc>),
+}
+
+/// A change of state, for the alerts and figures it raises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BreakerChange {
+    Opened,
+    Closed,
+}
+
+impl Breaker {
+    pub fn is_open(&self) -> bool {
+        matches!(self, Breaker::Open { .. })
+    }
+
+    /// Whether a delivery may call now; an open breaker whose probe is due lets one
+    /// delivery through as its probe, and no other until that probe reports or its lease
+    /// ends.
+    pub fn admit(&mut self, now: DateTime<Utc>) -> Admission {
+        let Breaker::Open {
+            probe_at,
+            probing_until,
+            by_hand,
+            ..
+        } = self
+        else {
+            return Admission::Call;
+        };
+        if *by_hand {
+            return Admission::Wait(now + chrono_of(HAND_OPENED_RECHECK));
+        }
+        if let Some(until) = probing_until.filter(|until| *until > now) {
+            return Admission::Wait(until.min(now + chrono_of(PROBE_LEASE)));
+        }
+        if *probe_at > now {
+            return Admission::Wait(*probe_at);
+        }
+        *probing_until = Some(now + chrono_of(PROBE_LEASE));
+        Admission::Probe
+    }
+
+    /// Notes a call's health; `probe`: the call was this breaker's probe. A call admitted
+    /// before the breaker opened may report while it is open: only a probe's report
+    /// moves an open breaker.
+    pub fn on_call(
+        &mut self,
+        health: CallHealth,
+        probe: bool,
+        now: DateTime<Utc>,
+        settings: &BreakerSettings,
+    ) -> Option<BreakerChange> {
+        if let Breaker::Closed { failures, since } = self {
+            if health == CallHealth::Up {
+                (*failures, *since) = (0, None);
+                return None;
+            }
+            *failures += 1;
+            let first = *since.get_or_insert(now);
+            let spanned = now.signed_duration_since(first) >= chrono_of(settings.span);
+            if *failures < settings.failures || !spanned {
+                return None;
+            }
+            *self = Breaker::Open {
+                opened_at: now,
+                probe_at: now + settings.probe_wait(0),
+                probes_failed: 0,
+                probing_until: None,
+                by_hand: false,
+            };
+            return Some(BreakerChange::Opened);
+        }
+        match (self, health) {
+            (Breaker::Open { by_hand: true, .. }, _) => None,
+            (open @ Breaker::Open { .. }, CallHealth::Up) if probe => {
+                *open = Breaker::default();
+                Some(BreakerChange::Closed)
+            }
+            (
+                Breaker::Open {
+                    probe_at,
+                    probes_failed,
+                    probing_until,
+                    ..
+                },
+                CallHealth::Failing,
+            ) if probe => {
+                *probes_failed += 1;
+                *probe_at = now + settings.probe_wait(*probes_failed);
+                *probing_until = None;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// An operator opens it: it stays open, unprobed, until an operator closes it.
+    pub fn open_by_hand(&mut self, now: DateTime<Utc>) -> Option<BreakerChange> {
+        let was_open = self.is_open();
+        *self = Breaker::Open {
+            opened_at: now,
+            probe_at: now,
+            probes_failed: 0,
+            probing_until: None,
+            by_hand: true,
+        };
+        (!was_open).then_some(BreakerChange::Opened)
+    }
+
+    /// An operator closes it: deliveries go at once.
+    pub fn close_by_hand(&mut self) -> Option<BreakerChange> {
+        let was_open = self.is_open();
+        *self = Breaker::default();
+        was_open.then_some(BreakerChange::Closed)
+    }
+}
+
+fn chrono_of(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap()
+    }
+
+    fn settings(failures: u32, span: u64) -> BreakerSettings {
+        BreakerSettings::new(
+            Some(failures),
+            Some(Duration::from_secs(span)),
+            Some(Duration::from_secs(10)),
+            Some(Duration::from_secs(40)),
+        )
+        .unwrap()
+    }
+
+    /// `n` failed calls, one a second from `from`; the changes they made.
+    fn fail(b: &mut Breaker, n: i64, from: i64, s: &BreakerSettings) -> Vec<BreakerChange> {
+        (0..n)
+            .filter_map(|i| b.on_call(CallHealth::Failing, false, at(from + i), s))
+            .collect()
+    }
+
+    #[test]
+    fn it_opens_after_the_failures_in_a_row_once_they_span_the_time() {
+        let s = settings(5, 10);
+        let mut b = Breaker::default();
+        assert!(
+            fail(&mut b, 5, 0, &s).is_empty(),
+            "5 failures in 4 s span too little"
+        );
+        assert_eq!(b.admit(at(5)), Admission::Call);
+        assert_eq!(
+            fail(&mut b, 6, 5, &s),
+            vec![BreakerChange::Opened],
+            "at 10 s"
+        );
+        assert_eq!(
+            b.admit(at(11)),
+            Admission::Wait(at(20)),
+            "the first probe's wait"
+        );
+
+        let mut b = Breaker::default();
+        fail(&mut b, 4, 0, &s);
+        assert_eq!(b.on_call(CallHealth::Up, false, at(5), &s), None);
+        assert!(
+            fail(&mut b, 10, 6, &s).is_empty(),
+            "an answer starts the count again"
+        );
+    }
+
+    #[test]
+    fn one_probe_at_a_time_with_a_doubling_wait_and_a_success_closes_it() {
+        let s = settings(1, 0);
+        let mut b = Breaker::default();
+        assert_eq!(fail(&mut b, 1, 0, &s), vec![BreakerChange::Opened]);
+        assert_eq!(b.admit(at(10)), Admission::Probe);
+        assert!(
+            matches!(b.admit(at(11)), Admission::Wait(_)),
+            "one probe at a time"
+        );
+        // A call let through before it opened reports: it does not move the breaker.
+        assert_eq!(b.on_call(CallHealth::Up, false, at(12), &s), None);
+        assert!(b.is_open());
+        assert_eq!(b.on_call(CallHealth::Failing, true, at(12), &s), None);
+        assert_eq!(
+            b.admit(at(13)),
+            Admission::Wait(at(32)),
+            "20 s after a failed probe"
+        );
+        assert_eq!(b.admit(at(32)), Admission::Probe);
+        b.on_call(CallHealth::Failing, true, at(32), &s);
+        assert_eq!(b.admit(at(33)), Admission::Wait(at(72)), "capped at 40 s");
+        assert_eq!(b.admit(at(72)), Admission::Probe);
+        let closed = b.on_call(CallHealth::Up, true, at(73), &s);
+        assert_eq!(closed, Some(BreakerChange::Closed));
+        assert_eq!(b.admit(at(73)), Admission::Call);
+    }
+
+    #[test]
+    fn a_probe_that_never_reports_frees_the_way_for_another() {
+        let s = settings(1, 0);
+        let mut b = Breaker::default();
+        fail(&mut b, 1, 0, &s);
+        assert_eq!(b.admit(at(10)), Admission::Probe);
+        assert_eq!(b.admit(at(10 + 90)), Admission::Probe, "its lease ended");
+    }
+
+    #[test]
+    fn opened_by_hand_it_waits_for_a_hand_to_close_it() {
+        let s = settings(1, 0);
+        let mut b = Breaker::default();
+        assert_eq!(b.open_by_hand(at(0)), Some(BreakerChange::Opened));
+        assert_eq!(b.open_by_hand(at(1)), None, "already open");
+        assert!(matches!(b.admit(at(1000)), Admission::Wait(_)), "no probe");
+        assert_eq!(b.on_call(CallHealth::Up, true, at(1000), &s), None);
+        assert_eq!(b.close_by_hand(), Some(BreakerChange::Closed));
+        assert_eq!(b.close_by_hand(), None);
+        assert_eq!(b.admit(at(1001)), Admission::Call);
+    }
+
+    #[test]
+    fn health_is_whether_the_receiver_answers_for_itself() {
+        for up in [200, 204, 301, 400, 404, 410, 422] {
+            assert_eq!(CallHealth::of(Some(up)), CallHealth::Up, "{up}");
+        }
+        for failing in [Some(408), Some(429), Some(500), Some(503), None] {
+            assert_eq!(CallHealth::of(failing), CallHealth::Failing, "{failing:?}");
+        }
+    }
+
+    #[test]
+    fn settings_are_refused_by_name() {
+        let field = |r: Result<BreakerSettings, Invalid>| r.unwrap_err().field.to_string();
+        assert_eq!(
+            field(BreakerSettings::new(Some(0), None, None, None)),
+            "failures"
+        );
+        let long = Some(Duration::from_secs(2 * 24 * 3600));
+        assert_eq!(field(BreakerSettings::new(None, long, None, None)), "span");
+        let zero = Some(Duration::ZERO);
+        assert_eq!(
+            field(BreakerSettings::new(None, None, zero, None)),
+            "first_probe"
+        );
+        let (first, max) = (Some(Duration::from_secs(60)), Some(Duration::from_secs(30)));
+        assert_eq!(
+            field(BreakerSettings::new(None, None, first, max)),
+            "max_probe"
+        );
+        assert_eq!(
+            BreakerSettings::new(None, None, None, None).unwrap(),
+            BreakerSettings::default()
+        );
+    }
+}
