@@ -81,6 +81,14 @@ pub mod schedule {
     pub const VERSION: &str = "v";
 }
 
+/// A circuit breaker's item ([`crate::keys::breaker`]): the breaker as JSON, its version
+/// (each change is conditional on it), and whether it is open (read by a filter).
+pub mod breaker {
+    pub const DOC: &str = "bd";
+    pub const VERSION: &str = "v";
+    pub const OPEN: &str = "bo";
+}
+
 /// A key's newest task registered with `on_key: replace` ([`crate::keys::replace_key`]):
 /// the task's id, and when this item was written (ms).
 pub mod keyed {

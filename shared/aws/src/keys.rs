@@ -11,6 +11,8 @@
 //! | an idempotency key | `I#<tenant>#<key>` | `I` |
 //! | a named retry policy | `P#<tenant>` | `<policy name>` |
 //! | a named task template | `TM#<tenant>` | `<template name>` |
+//! | a tenant's breaker settings | `BS#<tenant>` | `default` |
+//! | a tenant's circuit breaker at a destination | `BR#<tenant>` | `<destination>` |
 //! | a schedule | `S#<tenant>` | `<schedule id>` |
 //! | a key's newest task (`on_key: replace`) | `K#<tenant>#<key>` | `K` |
 //! | an API key | `K#<sha256 hex of the key>` | `KEY` |
@@ -57,6 +59,8 @@ const IDEMPOTENCY: &str = "I#";
 const IDEMPOTENCY_SK: &str = "I";
 const POLICY: &str = "P#";
 const TEMPLATE: &str = "TM#";
+const BREAKER_SETTINGS: &str = "BS#";
+const BREAKER: &str = "BR#";
 const SCHEDULE: &str = "S#";
 const REPLACE: &str = "K#";
 const REPLACE_SK: &str = "K";
@@ -178,6 +182,7 @@ pub fn definition_partition(kind: DefinitionKind, tenant: &TenantId) -> String {
     let prefix = match kind {
         DefinitionKind::Policy => POLICY,
         DefinitionKind::Template => TEMPLATE,
+        DefinitionKind::BreakerSettings => BREAKER_SETTINGS,
     };
     format!("{prefix}{tenant}")
 }
@@ -185,6 +190,16 @@ pub fn definition_partition(kind: DefinitionKind, tenant: &TenantId) -> String {
 /// A named definition's item: sorted by its name.
 pub fn definition(kind: DefinitionKind, tenant: &TenantId, name: &DefinitionName) -> ItemKey {
     ItemKey::new(definition_partition(kind, tenant), name.as_str())
+}
+
+/// The partition of a tenant's circuit breakers: `BR#<tenant>`.
+pub fn breaker_partition(tenant: &TenantId) -> String {
+    format!("{BREAKER}{tenant}")
+}
+
+/// A tenant's circuit breaker at a destination: sorted by the destination.
+pub fn breaker(tenant: &TenantId, destination: &Destination) -> ItemKey {
+    ItemKey::new(breaker_partition(tenant), destination.as_str())
 }
 
 /// The partition of a tenant's schedules: `S#<tenant>`.

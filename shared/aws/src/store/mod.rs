@@ -25,6 +25,7 @@
 //!
 //! The submodules use one another and [`table`], never this module: it only gathers them.
 
+mod breakers;
 mod buckets;
 mod definitions;
 mod due_entry;

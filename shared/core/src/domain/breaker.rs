@@ -31,6 +31,9 @@ pub const MAX_PROBE: Duration = Duration::from_secs(24 * 3600);
 const PROBE_LEASE: Duration = Duration::from_secs(90);
 /// How soon a delivery waiting on a breaker opened by hand looks again.
 const HAND_OPENED_RECHECK: Duration = Duration::from_secs(60);
+/// How soon a delivery waiting on a probe's answer looks again: a probe that succeeds
+/// lets the others go within this.
+const PROBE_RECHECK: Duration = Duration::from_secs(5);
 
 /// When a breaker opens, and how it probes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,7 +188,7 @@ impl Breaker {
             return Admission::Wait(now + chrono_of(HAND_OPENED_RECHECK));
         }
         if let Some(until) = probing_until.filter(|until| *until > now) {
-            return Admission::Wait(until.min(now + chrono_of(PROBE_LEASE)));
+            return Admission::Wait(until.min(now + chrono_of(PROBE_RECHECK)));
         }
         if *probe_at > now {
             return Admission::Wait(*probe_at);

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use crate::clock::{Clock, Random, SystemClock, ThreadRandom};
-use crate::domain::{Policy, Template};
+use crate::domain::{BreakerSettings, Policy, Template};
 use crate::metrics::{Metrics, MetricsView, NoMetrics};
 use crate::ports::{
-    DeadLetters, Definitions, DestinationSlots, FlowPauses, FlowPorts, KeyedTasks,
+    Breakers, DeadLetters, Definitions, DestinationSlots, FlowPauses, FlowPorts, KeyedTasks,
     ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane, StatusCounts, SweepIndex,
     TaskStore, Tenants, Timer, Webhooks,
 };
@@ -20,6 +20,9 @@ pub struct StorePorts {
     pub sweep: Arc<dyn SweepIndex>,
     pub policies: Arc<dyn Definitions<Policy>>,
     pub templates: Arc<dyn Definitions<Template>>,
+    /// Each tenant's circuit breakers, and its settings for them.
+    pub breakers: Arc<dyn Breakers>,
+    pub breaker_settings: Arc<dyn Definitions<BreakerSettings>>,
     pub schedules: Arc<dyn ScheduleStore>,
     pub keyed: Arc<dyn KeyedTasks>,
     /// `None`: the store removes finished tasks by itself (DynamoDB's TTL).
@@ -44,6 +47,8 @@ impl StorePorts {
             + SweepIndex
             + Definitions<Policy>
             + Definitions<Template>
+            + Definitions<BreakerSettings>
+            + Breakers
             + ScheduleStore
             + KeyedTasks
             + 'static,
@@ -53,6 +58,8 @@ impl StorePorts {
             sweep: store.clone(),
             policies: store.clone(),
             templates: store.clone(),
+            breakers: store.clone(),
+            breaker_settings: store.clone(),
             schedules: store.clone(),
             keyed: store,
             retention: None,

@@ -1,4 +1,4 @@
-//! A tenant's named definitions: its retry policies and its task templates, each kept as a
+//! A tenant's named definitions: its retry policies, task templates and breaker settings, each kept as a
 //! document under a name, by one store capability written once for every kind.
 
 use async_trait::async_trait;
@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::store::StoreError;
-use crate::domain::{DefinitionName, Policy, Template, TenantId};
+use crate::domain::{BreakerSettings, DefinitionName, Policy, Template, TenantId};
 
 /// What a tenant can name and keep: a store keeps each kind apart (its own table, its own
 /// key prefix), so a policy and a template may share a name.
@@ -18,6 +18,8 @@ pub trait Definition: Serialize + DeserializeOwned + Clone + Send + Sync + 'stat
 pub enum DefinitionKind {
     Policy,
     Template,
+    /// A tenant's circuit breaker settings (only `default`, for every destination).
+    BreakerSettings,
 }
 
 impl DefinitionKind {
@@ -26,6 +28,7 @@ impl DefinitionKind {
         match self {
             DefinitionKind::Policy => "policy",
             DefinitionKind::Template => "template",
+            DefinitionKind::BreakerSettings => "breaker settings",
         }
     }
 }
@@ -36,6 +39,10 @@ impl Definition for Policy {
 
 impl Definition for Template {
     const KIND: DefinitionKind = DefinitionKind::Template;
+}
+
+impl Definition for BreakerSettings {
+    const KIND: DefinitionKind = DefinitionKind::BreakerSettings;
 }
 
 /// Each tenant's definitions of one kind, by name.

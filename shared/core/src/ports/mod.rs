@@ -5,6 +5,7 @@
 //! Each has an embedded adapter (local binary, tests) and an AWS adapter; the engine cannot
 //! tell them apart.
 
+mod breakers;
 mod cause;
 mod dead_letters;
 mod definitions;
@@ -19,6 +20,7 @@ mod tenants;
 mod timer;
 mod webhooks;
 
+pub use breakers::{Breakers, StoredBreaker};
 pub use cause::Cause;
 pub use dead_letters::{DeadLetterError, DeadLetters};
 pub use definitions::{Definition, DefinitionKind, Definitions};

@@ -6,17 +6,27 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{AlertTarget, CallbackRequest, Notify, RetryPolicy, Task, TaskSpec, TenantId};
-use crate::domain::{Policy, Template};
-use crate::ports::{Definitions, SweepIndex, TaskStore};
+use crate::domain::{BreakerSettings, Policy, Template};
+use crate::ports::{Breakers, Definitions, SweepIndex, TaskStore};
 
 /// What the store contract exercises: every capability a store of either backend has.
 pub trait ContractStore:
-    TaskStore + SweepIndex + Definitions<Policy> + Definitions<Template>
+    TaskStore
+    + SweepIndex
+    + Definitions<Policy>
+    + Definitions<Template>
+    + Definitions<BreakerSettings>
+    + Breakers
 {
 }
 
 impl<S> ContractStore for S where
-    S: TaskStore + SweepIndex + Definitions<Policy> + Definitions<Template>
+    S: TaskStore
+        + SweepIndex
+        + Definitions<Policy>
+        + Definitions<Template>
+        + Definitions<BreakerSettings>
+        + Breakers
 {
 }
 

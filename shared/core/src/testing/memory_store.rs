@@ -11,12 +11,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptRecord, BusinessKey, DefinitionName, FlowKey, Schedule, ScheduleId, Status, Task,
-    TaskId, TenantId,
+    AttemptRecord, Breaker, BusinessKey, DefinitionName, Destination, FlowKey, Schedule,
+    ScheduleId, Status, Task, TaskId, TenantId,
 };
 use crate::ports::{
-    CreateOutcome, Definition, Definitions, DueWork, FlowPauses, KeyedTasks, ListQuery, Page,
-    SchedulePage, ScheduleStore, StatusCounts, StoreError, SweepIndex, SweepMark, TaskStore,
+    Breakers, CreateOutcome, Definition, Definitions, DueWork, FlowPauses, KeyedTasks, ListQuery,
+    Page, SchedulePage, ScheduleStore, StatusCounts, StoreError, StoredBreaker, SweepIndex,
+    SweepMark, TaskStore,
 };
 
 #[derive(Default)]
@@ -47,6 +48,7 @@ struct Inner {
     paused_flows: BTreeSet<(TenantId, FlowKey)>,
     schedules: BTreeMap<(TenantId, ScheduleId), Schedule>,
     keyed: HashMap<(TenantId, BusinessKey), TaskId>,
+    breakers: BTreeMap<(TenantId, Destination), StoredBreaker>,
 }
 
 impl MemoryStore {
@@ -283,6 +285,48 @@ impl<D: Definition> Definitions<D> for MemoryStore {
         docs.into_iter()
             .map(|(name, doc)| Ok((name, from_doc(doc)?)))
             .collect()
+    }
+}
+
+#[async_trait]
+impl Breakers for MemoryStore {
+    async fn breaker(
+        &self,
+        tenant: &TenantId,
+        destination: &Destination,
+    ) -> Result<Option<StoredBreaker>, StoreError> {
+        let key = (tenant.clone(), destination.clone());
+        Ok(self.lock().breakers.get(&key).cloned())
+    }
+
+    async fn save_breaker(
+        &self,
+        tenant: &TenantId,
+        destination: &Destination,
+        breaker: &Breaker,
+        version: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let key = (tenant.clone(), destination.clone());
+        let mut inner = self.lock();
+        if inner.breakers.get(&key).map(|b| b.version) != version {
+            return Ok(false);
+        }
+        let version = version.map_or(1, |v| v + 1);
+        let breaker = breaker.clone();
+        inner
+            .breakers
+            .insert(key, StoredBreaker { breaker, version });
+        Ok(true)
+    }
+
+    async fn open_breakers(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<(Destination, Breaker)>, StoreError> {
+        Ok((self.lock().breakers.iter())
+            .filter(|((t, _), b)| t == tenant && b.breaker.is_open())
+            .map(|((_, d), b)| (d.clone(), b.breaker.clone()))
+            .collect())
     }
 }
 

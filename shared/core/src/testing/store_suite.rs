@@ -21,6 +21,7 @@ pub async fn store_contract(store: Arc<dyn ContractStore>) {
     super::list_suite::long_lists_page_in_order(&*store).await;
     super::list_suite::lists_by_business_key(&*store).await;
     policies_are_kept_per_tenant(&*store).await;
+    breakers_are_written_conditionally(&*store).await;
     super::due_suite::due_finds_only_work_to_do(&*store).await;
     a_claim_is_seen_and_wins_against_stale_writes(&*store).await;
 }
@@ -32,6 +33,50 @@ pub async fn store_atomicity_contract(store: Arc<dyn ContractStore>) {
     concurrent_idempotent_creates_have_one_winner(store.clone()).await;
     concurrent_claims_have_one_winner(store.clone(), ClaimBy::Update).await;
     concurrent_claims_have_one_winner(store, ClaimBy::Claim).await;
+}
+
+/// A breaker's first write wins only where none was written; each later one only from the
+/// version it read; open ones are listed per tenant.
+async fn breakers_are_written_conditionally(store: &dyn ContractStore) {
+    use crate::domain::{Breaker, Destination};
+    let (tenant, other) = (unique_tenant("breakers"), unique_tenant("breakers"));
+    let a = Destination::of("https://a.example/x");
+    let b = Destination::of("https://b.example/y");
+    let now = chrono::Utc::now();
+    assert_eq!(store.breaker(&tenant, &a).await.unwrap(), None);
+    let mut open = Breaker::default();
+    open.open_by_hand(now);
+    assert!(store.save_breaker(&tenant, &a, &open, None).await.unwrap());
+    assert!(
+        !store.save_breaker(&tenant, &a, &open, None).await.unwrap(),
+        "written first"
+    );
+    let read = store.breaker(&tenant, &a).await.unwrap().unwrap();
+    assert_eq!(read.breaker, open);
+    assert!(store.save_breaker(&tenant, &b, &open, None).await.unwrap());
+    let listed = store.open_breakers(&tenant).await.unwrap();
+    assert_eq!(
+        listed,
+        vec![(a.clone(), open.clone()), (b.clone(), open.clone())]
+    );
+    assert!(store.open_breakers(&other).await.unwrap().is_empty());
+
+    let closed = Breaker::default();
+    let stale = Some(read.version + 1);
+    assert!(!store
+        .save_breaker(&tenant, &a, &closed, stale)
+        .await
+        .unwrap());
+    assert!(store
+        .save_breaker(&tenant, &a, &closed, Some(read.version))
+        .await
+        .unwrap());
+    let again = store.breaker(&tenant, &a).await.unwrap().unwrap();
+    assert_eq!(
+        (again.breaker, again.version > read.version),
+        (closed, true)
+    );
+    assert_eq!(store.open_breakers(&tenant).await.unwrap(), vec![(b, open)]);
 }
 
 /// `claim` (which a store may keep in memory) is read back by `get`, refuses a stale

@@ -1,4 +1,5 @@
-//! Named definitions, one row each, in a table per kind (`policies`, `templates`).
+//! Named definitions, one row each, in a table per kind (`policies`, `templates`,
+//! `breaker_settings`).
 
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
@@ -15,6 +16,7 @@ fn table<D: Definition>() -> &'static str {
     match D::KIND {
         DefinitionKind::Policy => "policies",
         DefinitionKind::Template => "templates",
+        DefinitionKind::BreakerSettings => "breaker_settings",
     }
 }
 

@@ -10,6 +10,7 @@
 //! are derived from the task (its [`Task::pending_work`] for the sweep), so they never
 //! disagree with the document.
 
+mod breakers;
 mod codec;
 mod definitions;
 mod due;

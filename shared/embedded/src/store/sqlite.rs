@@ -53,6 +53,20 @@ CREATE TABLE IF NOT EXISTS templates (
     doc TEXT NOT NULL,
     PRIMARY KEY (tenant, name)
 );
+CREATE TABLE IF NOT EXISTS breaker_settings (
+    tenant TEXT NOT NULL,
+    name TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, name)
+);
+CREATE TABLE IF NOT EXISTS breakers (
+    tenant TEXT NOT NULL,
+    destination TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    open INTEGER NOT NULL,
+    PRIMARY KEY (tenant, destination)
+);
 CREATE TABLE IF NOT EXISTS paused_flows (
     tenant TEXT NOT NULL,
     key TEXT NOT NULL,

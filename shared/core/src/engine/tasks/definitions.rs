@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::domain::{DefinitionName, Policy, Template, TenantId};
+use crate::domain::{BreakerSettings, DefinitionName, Policy, Template, TenantId};
 use crate::engine::error::EngineError;
 use crate::engine::ports::StorePorts;
 use crate::engine::state::Engine;
@@ -24,6 +24,12 @@ impl Stored for Policy {
 impl Stored for Template {
     fn port(store: &StorePorts) -> &Arc<dyn Definitions<Self>> {
         &store.templates
+    }
+}
+
+impl Stored for BreakerSettings {
+    fn port(store: &StorePorts) -> &Arc<dyn Definitions<Self>> {
+        &store.breaker_settings
     }
 }
 
