@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use boomerang_api::view::{KeyCancelView, PageView, TaskView};
+use boomerang_api::view::{BreakerView, KeyCancelView, PageView, TaskView, TemplateView};
 use boomerang_core::domain::Status;
 use boomerang_e2e::{
     callback, run_cli, Backend, Callback, CliRun, Receiver, Reply, Server, ServerOptions,
@@ -14,13 +14,19 @@ const WAIT: Duration = Duration::from_secs(40);
 
 struct Cli<'a> {
     server: &'a Server,
+    /// The command group: `tasks`, `templates`, `breakers`.
+    group: &'static str,
 }
 
-impl Cli<'_> {
-    /// `boomerang tasks ARGS` pointed at the server by its URL and data directory only.
+impl<'a> Cli<'a> {
+    fn new(server: &'a Server, group: &'static str) -> Self {
+        Self { server, group }
+    }
+
+    /// `boomerang GROUP ARGS` pointed at the server by its URL and data directory only.
     fn run(&self, args: &[&str]) -> CliRun {
         let data_dir = self.server.data_dir.display().to_string();
-        let mut all = vec!["tasks"];
+        let mut all = vec![self.group];
         all.extend(args);
         run_cli(
             &all,
@@ -58,7 +64,7 @@ fn server() -> Server {
 async fn a_newcomer_registers_watches_inspects_and_cancels_with_commands_only() {
     let rx = Receiver::start(|_, n| Reply::status(if n < 2 { 500 } else { 200 })).await;
     let server = server();
-    let cli = Cli { server: &server };
+    let cli = Cli::new(&server, "tasks");
     let hook = rx.url("/hook");
     let task: TaskView = cli.json(&[
         "create",
@@ -157,7 +163,7 @@ async fn held_tasks_paging_and_failed_tasks_from_the_command_line() {
     })
     .await;
     let server = server();
-    let cli = Cli { server: &server };
+    let cli = Cli::new(&server, "tasks");
 
     let held: TaskView = cli.json(&["create", &rx.url("/held"), "--hold", "30s", "--key", "h-1"]);
     assert_eq!(held.status, Status::Held);
@@ -207,7 +213,7 @@ async fn held_tasks_paging_and_failed_tasks_from_the_command_line() {
 #[tokio::test]
 async fn exit_codes_tell_usage_refusal_and_unreachable_apart() {
     let server = server();
-    let cli = Cli { server: &server };
+    let cli = Cli::new(&server, "tasks");
     let usage = cli.run(&["create"]);
     assert_eq!(usage.code, 2, "{usage:?}");
     let bad_header = cli.run(&["create", "https://example.com/h", "--header", "no-colon"]);
@@ -257,4 +263,47 @@ async fn exit_codes_tell_usage_refusal_and_unreachable_apart() {
     );
     assert_eq!(wrong_key.code, 1);
     assert!(wrong_key.stderr.contains("401"), "{wrong_key:?}");
+}
+
+#[tokio::test]
+async fn templates_and_breakers_from_the_command_line() {
+    let rx = Receiver::always(200).await;
+    let server = server();
+    let (tasks, templates, breakers) = (
+        Cli::new(&server, "tasks"),
+        Cli::new(&server, "templates"),
+        Cli::new(&server, "breakers"),
+    );
+    let file = server.data_dir.join("billing.json");
+    let template =
+        serde_json::json!({"url_base": rx.url("/hooks"), "headers": {"x-team": "billing"}});
+    std::fs::write(&file, template.to_string()).unwrap();
+    let path = file.display().to_string();
+    let stored: TemplateView = templates.json(&["put", "billing", &path]);
+    assert_eq!(stored.header_names, ["x-team"]);
+    let task: TaskView = tasks.json(&["create", "/a", "--template", "billing"]);
+    assert_eq!(task.url, rx.url("/hooks/a"));
+    server.wait_status(&task.id, Status::Succeeded, WAIT).await;
+    assert!(templates.ok(&["list"]).contains("billing"));
+    // A bad template is refused in the API's words before anything is sent.
+    std::fs::write(&file, r#"{"timeout": "2m"}"#).unwrap();
+    let refused = templates.run(&["put", "billing", &path]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("timeout"), "{refused:?}");
+
+    let open: BreakerView = breakers.json(&["open", &rx.url("/")]);
+    assert_eq!((open.state.as_str(), open.by_hand), ("open", true));
+    let listed = breakers.ok(&["list"]);
+    assert!(
+        listed.contains(&open.destination) && listed.contains("by hand"),
+        "{listed}"
+    );
+    let closed: BreakerView = breakers.json(&["close", &rx.url("/")]);
+    assert_eq!(closed.state, "closed");
+    let refused = breakers.run(&["settings", "--failures", "0"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("failures"), "{refused:?}");
+    assert!(breakers
+        .ok(&["settings", "--failures", "5"])
+        .contains("after 5 failed calls"));
 }

@@ -40,6 +40,8 @@ enum Command {
     Schedules(tasks_cmd::schedules::SchedulesArgs),
     /// Put, show, list and delete task templates, through the API.
     Templates(tasks_cmd::templates::TemplatesArgs),
+    /// List open circuit breakers, open or close one by hand, set when they open.
+    Breakers(tasks_cmd::breakers::BreakersArgs),
     /// Set up the AWS code path against an emulator.
     #[command(subcommand)]
     Aws(AwsCommand),
@@ -111,6 +113,7 @@ async fn main() -> Result<ExitCode> {
         Command::Flows(args) => return tasks_cmd::flows::run(args).await,
         Command::Schedules(args) => return tasks_cmd::schedules::run(args).await,
         Command::Templates(args) => return tasks_cmd::templates::run(args).await,
+        Command::Breakers(args) => return tasks_cmd::breakers::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {

@@ -37,6 +37,8 @@ pub fn metric_line(event: MetricEvent) -> Option<serde_json::Value> {
             "duration_ms": a.duration_ms,
         }),
         MetricEvent::SweepRepaired { count } => json!({ "sweep_repaired": count }),
+        MetricEvent::BreakerOpened => json!({ "breaker": "opened" }),
+        MetricEvent::BreakerClosed => json!({ "breaker": "closed" }),
         MetricEvent::Canceled { .. }
         | MetricEvent::DeliveryStarted
         | MetricEvent::DeliveryFinished

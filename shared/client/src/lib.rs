@@ -7,12 +7,13 @@ mod transport;
 use std::time::Duration;
 
 use boomerang_api::request::{
-    BatchRequest, PolicyRequest, ScheduleFields, TaskRequest, TemplateRequest,
+    BatchRequest, BreakerSettingsRequest, DestinationRequest, PolicyRequest, ScheduleFields,
+    TaskRequest, TemplateRequest,
 };
 use boomerang_api::view::{
-    BatchView, FlowStateView, FlowsView, Health, KeyCancelView, KeyReleaseView, PageView,
-    PoliciesView, PolicyView, ScheduleListView, ScheduleView, StatsView, TaskView, TemplateView,
-    TemplatesView,
+    BatchView, BreakerSettingsView, BreakerView, BreakersView, FlowStateView, FlowsView, Health,
+    KeyCancelView, KeyReleaseView, PageView, PoliciesView, PolicyView, ScheduleListView,
+    ScheduleView, StatsView, TaskView, TemplateView, TemplatesView,
 };
 use boomerang_api::Problem;
 use boomerang_core::domain::{BusinessKey, ScheduleId, Status, TaskId};
@@ -268,6 +269,38 @@ impl Client {
     pub async fn delete_template(&self, name: &str) -> Result<(), ClientError> {
         let request = self.request(Method::DELETE, &format!("/v1/templates/{name}"), &[])?;
         self.body(request).await.map(|_| ())
+    }
+
+    /// `GET /v1/breakers`.
+    pub async fn breakers(&self) -> Result<BreakersView, ClientError> {
+        self.send(Method::GET, "/v1/breakers", &[], None::<&()>)
+            .await
+    }
+
+    /// `PUT /v1/breakers/settings`.
+    pub async fn put_breaker_settings(
+        &self,
+        settings: &BreakerSettingsRequest,
+    ) -> Result<BreakerSettingsView, ClientError> {
+        let path = "/v1/breakers/settings";
+        self.send(Method::PUT, path, &[], Some(settings)).await
+    }
+
+    /// `POST /v1/breakers/open` (`open`) or `/v1/breakers/close`.
+    pub async fn set_breaker(
+        &self,
+        destination: &str,
+        open: bool,
+    ) -> Result<BreakerView, ClientError> {
+        let path = if open {
+            "/v1/breakers/open"
+        } else {
+            "/v1/breakers/close"
+        };
+        let body = DestinationRequest {
+            destination: Some(destination.into()),
+        };
+        self.send(Method::POST, path, &[], Some(&body)).await
     }
 
     /// `GET /v1/flows`: the busy or paused flows.

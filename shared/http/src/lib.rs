@@ -1,6 +1,7 @@
 //! The HTTP API: one axum Router for the local server and, through `lambda_http`, the API
 //! Lambda.
 
+pub mod breakers;
 pub mod console;
 mod extract;
 pub mod flows;
@@ -71,6 +72,7 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
         .merge(templates::routes())
         .merge(schedules::routes())
         .merge(flows::routes())
+        .merge(breakers::routes())
         .merge(holds::routes())
         .merge(stats::routes());
     let authenticated: Routes = OpenApiRouter::new()

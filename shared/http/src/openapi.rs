@@ -40,6 +40,7 @@ pub const API_KEY: &str = "api_key";
         (name = "holds", description = "Release held tasks (registered with `hold`)."),
         (name = "schedules", description = "Recurring callbacks: cron in a time zone, or a fixed interval."),
         (name = "policies", description = "A tenant's named policies: retries, and a flow."),
+        (name = "breakers", description = "Circuit breakers: destinations that keep failing are left alone while one probe at a time tests them."),
         (name = "templates", description = "A tenant's task templates: settings its tasks take unless they give their own."),
         (name = "flows", description = "A tenant's flows: what waits in them; pause and resume."),
         (name = "service", description = "Health, metrics and this document."),

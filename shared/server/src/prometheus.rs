@@ -42,6 +42,7 @@ pub struct PrometheusMetrics {
     given_back: Counter,
     deferred: Counter,
     handed_to_slow_lane: Counter,
+    breaker_changes: Family<Labels, Counter>,
     destination_in_flight: Family<DestinationLabel, Gauge>,
     destination_waiting: Family<DestinationLabel, Gauge>,
     destination_paused: Family<DestinationLabel, Gauge>,
@@ -78,6 +79,7 @@ impl PrometheusMetrics {
             given_back: Counter::default(),
             deferred: Counter::default(),
             handed_to_slow_lane: Counter::default(),
+            breaker_changes: Family::default(),
             destination_in_flight: Family::default(),
             destination_waiting: Family::default(),
             destination_paused: Family::default(),
@@ -176,6 +178,11 @@ impl PrometheusMetrics {
             self.handed_to_slow_lane.clone(),
         );
         r.register(
+            "breaker_changes",
+            "Destinations' circuit breakers opened or closed (change=opened|closed)",
+            self.breaker_changes.clone(),
+        );
+        r.register(
             "destination_in_flight",
             "Calls in flight to a destination (scheme, host and port)",
             self.destination_in_flight.clone(),
@@ -265,6 +272,16 @@ impl Metrics for PrometheusMetrics {
             }
             MetricEvent::HandedToSlowLane => {
                 self.handed_to_slow_lane.inc();
+            }
+            MetricEvent::BreakerOpened => {
+                self.breaker_changes
+                    .get_or_create(&vec![("change", "opened")])
+                    .inc();
+            }
+            MetricEvent::BreakerClosed => {
+                self.breaker_changes
+                    .get_or_create(&vec![("change", "closed")])
+                    .inc();
             }
             MetricEvent::SweepRepaired { count } => {
                 self.sweep_repaired.inc_by(count as u64);

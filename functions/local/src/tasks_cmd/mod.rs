@@ -3,6 +3,7 @@
 //! Exit codes: 0 done; 1 the API refused (its problem's detail is printed); 2 usage (clap's
 //! own); 3 the server could not be reached.
 
+pub mod breakers;
 mod client;
 mod failure;
 pub mod flows;

@@ -1,6 +1,7 @@
 //! What the CLI prints: the API's JSON with `--json`, else readable blocks and tables.
 
 use boomerang_api::view::{AttemptView, KeyedStatusView, TaskView};
+use boomerang_api::view::{BreakerSettingsView, BreakerView, BreakersView};
 use boomerang_api::view::{FlowStateView, FlowsView, TemplateView, TemplatesView};
 use boomerang_core::domain::{Status, TaskId};
 use chrono::{DateTime, Utc};
@@ -115,6 +116,39 @@ impl Output {
             return print_json(flow);
         }
         println!("{}", flow_line(flow));
+    }
+
+    /// The breaker settings, then the open breakers as a table.
+    pub fn breakers(&self, breakers: &BreakersView) {
+        if self.json {
+            return print_json(breakers);
+        }
+        self.breaker_settings(&breakers.settings);
+        println!(
+            "{:<8}  {:<20}  {:<20}  {:>6}  DESTINATION",
+            "STATE", "OPENED", "NEXT PROBE", "FAILED"
+        );
+        for b in &breakers.open {
+            println!("{}", breaker_line(b));
+        }
+    }
+
+    /// One breaker, as a line of the table.
+    pub fn breaker(&self, breaker: &BreakerView) {
+        if self.json {
+            return print_json(breaker);
+        }
+        println!("{}", breaker_line(breaker));
+    }
+
+    pub fn breaker_settings(&self, s: &BreakerSettingsView) {
+        if self.json {
+            return print_json(s);
+        }
+        println!(
+            "opens after {} failed calls in a row spanning {}; probes after {}, doubling to {}",
+            s.failures, s.span, s.first_probe, s.max_probe
+        );
     }
 
     /// The templates as a table: name, where their tasks go, and what they rule.
@@ -242,4 +276,20 @@ pub(super) fn print_json<T: Serialize>(v: &T) {
         Ok(text) => println!("{text}"),
         Err(e) => eprintln!("error: cannot print the answer as JSON: {e}"),
     }
+}
+
+fn breaker_line(b: &BreakerView) -> String {
+    let at = |t: Option<DateTime<Utc>>| t.map_or("-".into(), |t| t.format("%F %T").to_string());
+    let next = match b.by_hand {
+        true => "by hand".to_string(),
+        false => at(b.next_probe_at),
+    };
+    format!(
+        "{:<8}  {:<20}  {:<20}  {:>6}  {}",
+        b.state,
+        at(b.opened_at),
+        next,
+        b.probes_failed,
+        b.destination
+    )
 }

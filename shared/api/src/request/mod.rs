@@ -3,6 +3,7 @@
 //! one step ([`TaskRequest::submission`], [`parse_schedule`], [`parse_policy`]).
 
 mod batch;
+mod breaker;
 mod choice;
 mod flow;
 mod json;
@@ -15,6 +16,7 @@ mod template;
 mod text;
 
 pub use batch::BatchRequest;
+pub use breaker::{BreakerSettingsRequest, DestinationRequest};
 pub use flow::FlowRequest;
 pub use json::{from_value, parse_json};
 pub use page::PageQuery;

@@ -1,5 +1,6 @@
 //! What the API answers with: views of tasks, schedules, policies, templates, flows and figures.
 
+mod breaker;
 mod flow;
 mod keys;
 mod policy;
@@ -8,6 +9,7 @@ mod stats;
 mod task;
 mod template;
 
+pub use breaker::{BreakerSettingsView, BreakerView, BreakersView};
 pub use flow::{FlowStateView, FlowsView};
 pub use keys::{
     BatchItemView, BatchView, KeyCancelView, KeyReleaseView, KeyedStatusView, PageView,

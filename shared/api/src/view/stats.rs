@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::breaker::BreakerView;
 use boomerang_core::domain::Status;
 use boomerang_core::engine::Stats;
 use boomerang_core::metrics::{DeliveryWindow, DestinationFigures, MinuteFigures};
@@ -24,6 +25,10 @@ pub struct StatsView {
     /// Your destinations with calls in flight or waiting, or paused, by destination;
     /// `null` where the server keeps no such figures (the Lambdas).
     pub destinations: Option<Vec<DestinationView>>,
+    /// Your destinations whose circuit breaker is open: nothing but its probe is sent
+    /// to them.
+    #[serde(default)]
+    pub open_breakers: Vec<BreakerView>,
 }
 
 /// One destination (scheme, host and port) of yours, now.
@@ -73,6 +78,9 @@ impl StatsView {
             deliveries: stats.deliveries.map(DeliveryWindowView::from),
             destinations: (stats.destinations)
                 .map(|all| all.into_iter().map(DestinationView::from).collect()),
+            open_breakers: (stats.open_breakers.iter())
+                .map(|(destination, breaker)| BreakerView::new(destination, breaker))
+                .collect(),
         }
     }
 }

@@ -179,7 +179,7 @@ pub struct CheckView {
     pub error: Option<String>,
 }
 
-fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 

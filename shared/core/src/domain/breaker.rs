@@ -5,14 +5,19 @@
 //! may open it by hand (then no probe is made until it is closed by hand) or close it.
 //!
 //! Pure: the engine keeps each breaker, asks it before a call ([`Breaker::admit`]), tells
-//! it each call's verdict ([`Breaker::on_call`]), and raises the alerts its changes name.
+//! it each call's verdict ([`Breaker::on_call`]), and raises the alerts its changes name
+//! ([`BreakerAlertBody`]).
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::alert::{AlertTarget, Notify};
+use super::destination::Destination;
 use super::invalid::{within, Invalid};
+use super::notice::ALERT_TIMEOUT;
+use super::task::TaskSpec;
 
 /// Failed calls in a row that open a breaker, by default.
 pub const DEFAULT_BREAKER_FAILURES: u32 = 20;
@@ -29,8 +34,9 @@ pub const MAX_PROBE: Duration = Duration::from_secs(24 * 3600);
 /// How long a probe may be out before another may go (its call's longest timeout, and
 /// room to write its result): a probe whose worker died does not keep the breaker shut.
 const PROBE_LEASE: Duration = Duration::from_secs(90);
-/// How soon a delivery waiting on a breaker opened by hand looks again.
-const HAND_OPENED_RECHECK: Duration = Duration::from_secs(60);
+/// How soon a delivery waiting on a breaker opened by hand looks again: once closed by
+/// hand, its deliveries go within this.
+pub const HAND_OPENED_RECHECK: Duration = Duration::from_secs(10);
 /// How soon a delivery waiting on a probe's answer looks again: a probe that succeeds
 /// lets the others go within this.
 const PROBE_RECHECK: Duration = Duration::from_secs(5);
@@ -270,6 +276,73 @@ impl Breaker {
         *self = Breaker::default();
         was_open.then_some(BreakerChange::Closed)
     }
+}
+
+/// What a breaker's operational alert sends, signed like every call, to the tenant's
+/// alert destination (else the server's): `destination.opened` or `destination.closed`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BreakerAlertBody {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub destination: String,
+    /// Opened or closed by an operator.
+    pub by_hand: bool,
+    pub at: DateTime<Utc>,
+    /// When its first probe goes (an opened alert, unless opened by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_probe_at: Option<DateTime<Utc>>,
+}
+
+impl BreakerAlertBody {
+    pub fn new(
+        destination: &Destination,
+        change: BreakerChange,
+        breaker: &Breaker,
+        at: DateTime<Utc>,
+    ) -> Self {
+        let (kind, by_hand, next_probe_at) = match (change, breaker) {
+            (
+                BreakerChange::Opened,
+                Breaker::Open {
+                    probe_at, by_hand, ..
+                },
+            ) => (
+                "destination.opened",
+                *by_hand,
+                (!by_hand).then_some(*probe_at),
+            ),
+            (BreakerChange::Opened, _) => ("destination.opened", false, None),
+            (BreakerChange::Closed, _) => ("destination.closed", false, None),
+        };
+        Self {
+            kind: kind.into(),
+            destination: destination.to_string(),
+            by_hand,
+            at,
+            next_probe_at,
+        }
+    }
+}
+
+/// The alert's task: a JSON POST that raises no alert of its own.
+pub fn breaker_alert_spec(target: &AlertTarget, body: &BreakerAlertBody) -> TaskSpec {
+    TaskSpec {
+        notify: Notify::Never,
+        ..TaskSpec::json_post(
+            target.url.clone(),
+            target.headers.clone(),
+            serde_json::to_string(body).unwrap_or_default(),
+            ALERT_TIMEOUT,
+        )
+    }
+}
+
+/// One alert per change of one breaker (`version`: the breaker's version the change
+/// wrote), however often its registration is tried. The destination is cut short to
+/// keep the key within an idempotency key's length.
+pub fn breaker_alert_key(destination: &Destination, version: u64) -> String {
+    let destination: String = destination.as_str().chars().take(160).collect();
+    format!("boomerang-alert:breaker:{version}:{destination}")
 }
 
 fn chrono_of(d: Duration) -> chrono::Duration {

@@ -24,7 +24,9 @@ pub mod tenant;
 pub mod time;
 
 pub use alert::{AlertTarget, Notify};
-pub use breaker::{Admission, Breaker, BreakerChange, BreakerSettings, CallHealth};
+pub use breaker::{
+    Admission, Breaker, BreakerAlertBody, BreakerChange, BreakerSettings, CallHealth,
+};
 pub use destination::Destination;
 pub use flow::{FlowKey, FlowSpec};
 pub use hold::{CheckAnswer, CheckBody, CheckDecision, CheckRecord, HoldSpec, OnUnknown};

@@ -1,9 +1,10 @@
 //! The engine: every use case of Boomerang, as logic over the ports. Its methods are
 //! grouped by use case, each group an `impl Engine` block (or several) in a module named
-//! after it: `tasks`, `delivery`, `holds`, `schedules`, `flows` and `operations`. The
+//! after it: `tasks`, `delivery`, `holds`, `schedules`, `flows`, `breakers` and `operations`. The
 //! engine's callers see one type, so a method's group is where to read it, not part of
 //! its name.
 
+mod breakers;
 mod delivery;
 mod error;
 mod flows;

@@ -37,6 +37,10 @@ pub enum MetricEvent {
     Deferred,
     /// An attempt whose destination answered slowly of late was handed to the slow lane.
     HandedToSlowLane,
+    /// A destination's circuit breaker opened (by its failures, or by hand).
+    BreakerOpened,
+    /// A destination's circuit breaker closed (by a probe's success, or by hand).
+    BreakerClosed,
     /// The embedded store committed `writes` writes in one transaction, in `micros`.
     StoreCommit {
         writes: usize,

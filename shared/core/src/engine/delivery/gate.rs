@@ -22,7 +22,9 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::domain::{AttemptRef, Destination, TenantId};
+use crate::domain::{Breaker, BreakerChange, BreakerSettings, CallHealth};
 use crate::metrics::DestinationFigures;
+use crate::ports::StoredBreaker;
 
 /// The in-process limits of deliveries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +90,11 @@ struct LaneState {
     places: usize,
     queue: VecDeque<AttemptRef>,
     paused_until: Option<DateTime<Utc>>,
+    /// This process's count of the destination's failed calls in a row: the closed
+    /// breaker's count, which opens the shared one (see `breaker_gate`).
+    local_breaker: Breaker,
+    /// The shared breaker as last read, and when.
+    shared_breaker: Option<(Option<StoredBreaker>, DateTime<Utc>)>,
 }
 
 /// A right to run one delivery: a work slot (see [`DeliveryLimits::concurrency`]).
@@ -251,6 +258,50 @@ impl Lane {
     /// Until when the destination is paused, if it still is at `now`.
     pub(crate) fn paused(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.state().paused_until.filter(|until| *until > now)
+    }
+
+    /// The shared breaker as read within `fresh` of `now`, if it was.
+    pub(crate) fn cached_breaker(
+        &self,
+        now: DateTime<Utc>,
+        fresh: chrono::Duration,
+    ) -> Option<Option<StoredBreaker>> {
+        let state = self.state();
+        let (breaker, read_at) = state.shared_breaker.as_ref()?;
+        (now.signed_duration_since(*read_at) < fresh).then(|| breaker.clone())
+    }
+
+    pub(crate) fn cache_breaker(&self, breaker: Option<StoredBreaker>, now: DateTime<Utc>) {
+        self.state().shared_breaker = Some((breaker, now));
+    }
+
+    /// The shared breaker changed: the next delivery reads it again.
+    pub(crate) fn forget_breaker(&self) {
+        self.state().shared_breaker = None;
+    }
+
+    /// Counts a call's health in this process's closed breaker; the breaker opened when
+    /// its failures in a row open it (and the count starts again: the shared breaker
+    /// takes over).
+    pub(crate) fn count_call(
+        &self,
+        health: CallHealth,
+        now: DateTime<Utc>,
+        settings: &BreakerSettings,
+    ) -> Option<Breaker> {
+        let mut state = self.state();
+        let change = state.local_breaker.on_call(health, false, now, settings);
+        let opened = change == Some(BreakerChange::Opened);
+        opened.then(|| std::mem::take(&mut state.local_breaker))
+    }
+
+    /// Whether this process counts failures in a row here (a success then has one to
+    /// reset).
+    pub(crate) fn failing(&self) -> bool {
+        !matches!(
+            self.state().local_breaker,
+            Breaker::Closed { failures: 0, .. }
+        )
     }
 
     /// Pauses the destination until `until` (a later pause already set stands).

@@ -4,6 +4,7 @@
 
 mod alerts;
 mod arming;
+mod breaker_gate;
 mod call;
 mod dead_letters;
 mod deliver;

@@ -8,15 +8,18 @@
 //!    lease starts;
 //! 5. [`Engine::take_claim`]: the lifecycle's claim, in memory (an early, leased, stale or
 //!    ahead fire ends here);
-//! 6. [`Engine::take_slots`]: its tenant's limit at the destination where every instance
+//! 6. [`Engine::pass_breaker`]: the destination's circuit breaker: an open one puts the
+//!    attempt off, using up no attempt, unless this call is its probe;
+//! 7. [`Engine::take_slots`]: its tenant's limit at the destination where every instance
 //!    shares it, and the task's flow limits;
-//! 7. [`Engine::write_claim`]: the claim's conditional write;
-//! 8. [`Engine::call_claimed`]: the call, with the slots freed when it ends;
-//! 9. [`Engine::give_back_local`]: a call that never left this machine is given back;
-//! 10. [`Engine::record_verdict`]: the verdict on the response, and the attempt's record;
-//! 11. [`Engine::alert_if_owed`]: a notice the attempt owes becomes an alert task;
-//! 12. [`Engine::dead_letter_if_failed`]: a failed task's dead letter;
-//! 13. [`Engine::arm_and_write`]: the next attempt armed around the attempt's write.
+//! 8. [`Engine::write_claim`]: the claim's conditional write;
+//! 9. [`Engine::call_claimed`]: the call, with the slots freed when it ends, and its
+//!    health told to the breaker;
+//! 10. [`Engine::give_back_local`]: a call that never left this machine is given back;
+//! 11. [`Engine::record_verdict`]: the verdict on the response, and the attempt's record;
+//! 12. [`Engine::alert_if_owed`]: a notice the attempt owes becomes an alert task;
+//! 13. [`Engine::dead_letter_if_failed`]: a failed task's dead letter;
+//! 14. [`Engine::arm_and_write`]: the next attempt armed around the attempt's write.
 //!
 //! Each step returns a [`Step`]: go on with what it made, read the task again, or done.
 
@@ -73,6 +76,7 @@ impl Engine {
         let seat = self.take_lane(&task).await;
         let claim = proceed!(self.take_claim(&at, &task).await?);
         let lease_until = claim.lease_until;
+        let pass = proceed!(self.pass_breaker(&at, &task, &seat.place).await?);
         let slots = proceed!((self.take_slots(&at, &task, &seat.place, lease_until)).await?);
         proceed!(self.write_claim(&claim, &slots).await?);
         let Claim {
@@ -90,6 +94,8 @@ impl Engine {
         } = &seat.place;
         self.pause_if_asked(lane, destination, &result, finished);
         self.note_call_time(&claimed.tenant, destination, (call_started, finished));
+        self.note_breaker(&claimed, &seat.place, &result, pass)
+            .await;
         let (next, record) = self.record_verdict(&claimed, result, (started, finished), worker)?;
         let next = self.alert_if_owed(&claimed, next, &record).await;
         let next = self.dead_letter_if_failed(next).await;

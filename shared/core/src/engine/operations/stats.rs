@@ -1,6 +1,6 @@
 //! Readiness, figures and metrics, and authentication.
 
-use crate::domain::{AttemptRef, Status, TenantId};
+use crate::domain::{AttemptRef, Breaker, Destination, Status, TenantId};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::{DeliveryWindow, DestinationFigures, MetricEvent};
@@ -18,6 +18,9 @@ pub struct Stats {
     /// server; `None` where the server keeps no figures (a Lambda instance sees only its
     /// own few calls).
     pub destinations: Option<Vec<DestinationFigures>>,
+    /// The tenant's open circuit breakers, by destination (kept in the store: every
+    /// backend has them).
+    pub open_breakers: Vec<(Destination, Breaker)>,
 }
 
 impl Engine {
@@ -85,10 +88,12 @@ impl Engine {
         let deliveries = (self.ports.metrics_view.as_ref()).map(|view| view.recent(now));
         let destinations =
             (self.ports.metrics_view.as_ref()).map(|_| self.gate.figures(Some(tenant), now));
+        let open_breakers = self.ports.store.breakers.open_breakers(tenant).await?;
         Ok(Stats {
             counts,
             deliveries,
             destinations,
+            open_breakers,
         })
     }
 }
