@@ -283,6 +283,28 @@ test('a paused flow is listed with its waiting task, and resuming it sends the t
   await context.close();
 });
 
+test('a breaker opened by hand is listed with no probe, and closed from its row', async () => {
+  const { page, requested, context } = await openConsole();
+  await signIn(page);
+  await page.getByRole('link', { name: 'Breakers', exact: true }).click();
+  await page.getByText('No breaker is open.').waitFor();
+  await page.getByLabel('Destination URL').fill(`${hook}/any/path`);
+  await page.getByRole('button', { name: 'Open breaker', exact: true }).click();
+  await page.getByRole('alert').filter({ hasText: 'Open: done' }).waitFor();
+  const row = page.locator(`tr[data-breaker="${hook}"]`);
+  await row.locator('.badge', { hasText: 'open by hand' }).waitFor();
+  assert.equal(await row.locator('td').nth(3).textContent(), 'none until closed');
+  const { body } = await call('GET', '/v1/breakers');
+  assert.deepEqual(body.open.map((b) => [b.destination, b.by_hand]), [[hook, true]]);
+  await shot(page, 'breakers');
+  await page.getByRole('button', { name: `Close breaker ${hook}` }).click();
+  await page.getByRole('alert').filter({ hasText: 'Close: done' }).waitFor();
+  await row.waitFor({ state: 'detached' });
+  assert.deepEqual((await call('GET', '/v1/breakers')).body.open, []);
+  assert.deepEqual(requested.filter((url) => !url.startsWith(`${base}/`)), []);
+  await context.close();
+});
+
 test('a schedule is listed with its recurrence, and paused and deleted from its row', async () => {
   const { status, body: sch } = await call('POST', '/v1/schedules',
     { cron: '0 9 * * MON-FRI', timezone: 'Europe/Paris', url: `${hook}/daily` });

@@ -89,11 +89,14 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path) {
+async function api(method, path, json) {
   const key = sessionStorage.getItem(KEY_STORE) || '';
+  const headers = { authorization: `Bearer ${key}` };
+  if (json !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(path, {
     method,
-    headers: { authorization: `Bearer ${key}` },
+    headers,
+    body: json === undefined ? undefined : JSON.stringify(json),
     cache: 'no-store',
   });
   const body = response.status === 204 ? null : await response.json().catch(() => null);
@@ -195,6 +198,7 @@ function route() {
   const task = path.match(/^\/tasks\/([0-9A-Za-z]{26})$/);
   if (task) return showTask(task[1], true);
   if (path === '/flows') return showFlows();
+  if (path === '/breakers') return showBreakers();
   if (path === '/schedules') return showSchedules();
   return showList(params);
 }
@@ -226,10 +230,10 @@ function actionsFor(task, done) {
  * Asks to confirm `label` on `subject` ("task 01…", "flow partner-api"), makes the call
  * and says how it went; `done` runs after it either way. `detail` follows the question.
  */
-async function confirmedCall(label, subject, method, path, done, detail = '') {
+async function confirmedCall(label, subject, method, path, done, detail = '', json = undefined) {
   if (!confirm(`${label} ${subject}?${detail}`)) return;
   try {
-    await api(method, path);
+    await api(method, path, json);
     say(`${label}: done (${subject}).`, 'ok');
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return;
@@ -411,6 +415,69 @@ async function showFlows() {
   h('button', { type: 'submit' }, 'Pause flow'));
   main.replaceChildren(title, table, h('h3', {}, 'Pause any flow'), pauseForm);
   // The figures move on their own: look again while this view is shown.
+  viewTimer = setTimeout(reload, LIVE_EVERY_MS);
+}
+
+// ---------------------------------------------------------------- breakers
+
+async function breakerAction(open, destination, done) {
+  const label = open ? 'Open' : 'Close';
+  const path = `/v1/breakers/${open ? 'open' : 'close'}`;
+  await confirmedCall(label, `breaker ${destination}`, 'POST', path, done, '', { destination });
+}
+
+/** The destinations whose circuit breaker is open, and when they are probed next; open
+ * or close one by hand. */
+async function showBreakers() {
+  const title = h('h2', {}, 'Circuit breakers');
+  const mine = view;
+  let answer;
+  try {
+    answer = await api('GET', '/v1/breakers');
+    if (mine !== view) return;
+  } catch (error) {
+    if (mine !== view) return;
+    if (!(error instanceof ApiError && error.status === 401)) {
+      main.replaceChildren(title, h('p', { class: 'empty' }, `Cannot list breakers: ${refusal(error)}`));
+    }
+    return;
+  }
+  const reload = () => { if (mine === view) showBreakers(); };
+  const s = answer.settings;
+  const rule = h('p', {}, `A destination opens after ${s.failures} failed calls in a row spanning ${s.span}; `
+    + `its deliveries then wait, using up no attempts, while one probe at a time tests it `
+    + `(after ${s.first_probe}, doubling to ${s.max_probe}).`);
+  const rows = answer.open.map((b) => h('tr', { 'data-breaker': b.destination },
+    h('td', { class: 'mono' }, b.destination),
+    h('td', {}, h('span', { class: 'badge failed' }, b.by_hand ? 'open by hand' : 'open')),
+    h('td', {}, when(b.opened_at)),
+    h('td', {}, b.by_hand ? 'none until closed' : when(b.next_probe_at)),
+    h('td', {}, String(b.probes_failed)),
+    h('td', {}, h('button', {
+      type: 'button',
+      class: 'action resume',
+      'aria-label': `Close breaker ${b.destination}`,
+      onclick: () => breakerAction(false, b.destination, reload),
+    }, 'Close'))));
+  const table = h('div', { class: 'scroll' }, h('table', {},
+    h('caption', {}, 'Destinations whose breaker is open'),
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col' }, 'Destination'), h('th', { scope: 'col' }, 'State'),
+      h('th', { scope: 'col' }, 'Opened'), h('th', { scope: 'col' }, 'Next probe'),
+      h('th', { scope: 'col' }, 'Probes failed'), h('th', { scope: 'col' }, 'Actions'))),
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 6, class: 'empty' }, 'No breaker is open.')))));
+  const urlInput = h('input', { id: 'breaker-url', name: 'destination', placeholder: 'https://hooks.example.com', maxlength: 2048, required: true });
+  const openForm = h('form', {
+    class: 'filters',
+    onsubmit: (event) => {
+      event.preventDefault();
+      const destination = urlInput.value.trim();
+      if (destination) breakerAction(true, destination, reload);
+    },
+  },
+  h('div', {}, h('label', { for: 'breaker-url' }, 'Destination URL'), urlInput),
+  h('button', { type: 'submit' }, 'Open breaker'));
+  main.replaceChildren(title, rule, table, h('h3', {}, 'Open a breaker by hand'), openForm);
   viewTimer = setTimeout(reload, LIVE_EVERY_MS);
 }
 
