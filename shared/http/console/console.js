@@ -478,7 +478,9 @@ async function showBreakers() {
   h('div', {}, h('label', { for: 'breaker-url' }, 'Destination URL'), urlInput),
   h('button', { type: 'submit' }, 'Open breaker'));
   main.replaceChildren(title, rule, table, h('h3', {}, 'Open a breaker by hand'), openForm);
-  viewTimer = setTimeout(reload, LIVE_EVERY_MS);
+  // Look again while this view is shown, but never under an operator typing a URL.
+  const again = () => { if (urlInput.value) viewTimer = setTimeout(again, LIVE_EVERY_MS); else reload(); };
+  viewTimer = setTimeout(again, LIVE_EVERY_MS);
 }
 
 // ---------------------------------------------------------------- schedules

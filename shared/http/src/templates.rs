@@ -19,6 +19,7 @@ use boomerang_api::request::{parse_template, TaskRequest, TemplateRequest, Templ
 use boomerang_api::view::{TemplateView, TemplatesView};
 use boomerang_core::domain::{DefinitionName, Template, TenantId};
 use boomerang_core::engine::{Engine, EngineError};
+use boomerang_core::ports::StoreError;
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
     OpenApiRouter::new()
@@ -41,7 +42,17 @@ pub async fn templates_for<'a>(
     names.dedup();
     for name in names {
         let found = engine.find_definition::<Template>(tenant, &name).await?;
-        let found = found.as_ref().map(TemplateRequest::stored).transpose()?;
+        // A stored template was checked when it was put: one that no longer reads is the
+        // store's fault, not the request's.
+        let found = found
+            .as_ref()
+            .map(TemplateRequest::stored)
+            .transpose()
+            .map_err(|e| {
+                EngineError::Store(StoreError::Corrupt(
+                    format!("template `{name}`: {e}").into(),
+                ))
+            })?;
         templates.insert(name, found);
     }
     Ok(templates)

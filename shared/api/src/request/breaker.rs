@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::refused::Refused;
+use super::template::is_http_url;
 use super::text::DurationText;
+use boomerang_core::domain::limits::MAX_URL_LEN;
 use boomerang_core::domain::{BreakerSettings, Destination};
 
 /// When a destination's breaker opens, and how it is probed; a field left out keeps its
@@ -61,14 +63,14 @@ pub struct DestinationRequest {
 impl DestinationRequest {
     pub fn destination(self) -> Result<Destination, Refused> {
         let url = self.destination.unwrap_or_default();
-        let absolute = url.starts_with("https://") || url.starts_with("http://");
-        let host = url.split_once("://").map_or("", |(_, rest)| rest);
-        if !absolute || host.is_empty() || url.len() > 2048 {
+        let destination = Destination::of(&url);
+        // A destination is a key where breakers are kept (a DynamoDB sort key: 1 KiB).
+        if !is_http_url(&url) || url.len() > MAX_URL_LEN || destination.as_str().len() > 1000 {
             return Err(Refused::invalid(
                 "destination",
-                "must be an absolute http(s) URL",
+                "must be an absolute http(s) URL with a host",
             ));
         }
-        Ok(Destination::of(&url))
+        Ok(destination)
     }
 }

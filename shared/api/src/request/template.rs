@@ -213,9 +213,26 @@ impl Templated {
     }
 }
 
-/// A URL with no scheme: the part of a URL a template's base completes.
+/// A URL with no scheme (`/orders/42`, `orders/42?next=https://x`): the part of a URL a
+/// template's base completes.
 fn is_relative(url: &str) -> bool {
-    !url.contains("://")
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+    !scheme.is_some_and(|s| {
+        let mut chars = s.chars();
+        chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    })
+}
+
+/// An absolute `http` or `https` URL with a host (the scheme in any case).
+pub(crate) fn is_http_url(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    (scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("http"))
+        && !host.is_empty()
+        && !url.contains(char::is_whitespace)
 }
 
 fn join(base: &str, path: &str) -> String {
@@ -262,8 +279,15 @@ mod tests {
             joined.url.as_deref(),
             Some("https://x.example/hooks/orders/42")
         );
-        let own = task(serde_json::json!({"url": "https://y.example/a"})).under_template(base);
+        let own =
+            task(serde_json::json!({"url": "https://y.example/a"})).under_template(base.clone());
         assert_eq!(own.url.as_deref(), Some("https://y.example/a"));
+        let query =
+            task(serde_json::json!({"url": "/cb?next=https://z.example"})).under_template(base);
+        assert_eq!(
+            query.url.as_deref(),
+            Some("https://x.example/hooks/cb?next=https://z.example")
+        );
         let given = template(serde_json::json!({"url": "https://z.example/b"}));
         let taken = TaskRequest::default().under_template(given);
         assert_eq!(taken.url.as_deref(), Some("https://z.example/b"));

@@ -1,4 +1,4 @@
-//! A circuit breaker for one destination (or one flow key): after `failures` failed calls
+//! A circuit breaker for one destination: after `failures` failed calls
 //! in a row spanning at least `span`, it opens. While open, deliveries wait without using
 //! up attempts, and one probe call at a time tests the destination, the probes spaced by
 //! a backoff that doubles up to `max_probe`; a probe that succeeds closes it. An operator
@@ -37,6 +37,9 @@ const PROBE_LEASE: Duration = Duration::from_secs(90);
 /// How soon a delivery waiting on a breaker opened by hand looks again: once closed by
 /// hand, its deliveries go within this.
 pub const HAND_OPENED_RECHECK: Duration = Duration::from_secs(10);
+/// How soon, at the latest, a delivery waiting on an open breaker looks again: one closed
+/// by hand before its next probe lets its deliveries go within this.
+pub const OPEN_RECHECK: Duration = Duration::from_secs(60);
 /// How soon a delivery waiting on a probe's answer looks again: a probe that succeeds
 /// lets the others go within this.
 const PROBE_RECHECK: Duration = Duration::from_secs(5);
@@ -197,7 +200,7 @@ impl Breaker {
             return Admission::Wait(until.min(now + chrono_of(PROBE_RECHECK)));
         }
         if *probe_at > now {
-            return Admission::Wait(*probe_at);
+            return Admission::Wait((*probe_at).min(now + chrono_of(OPEN_RECHECK)));
         }
         *probing_until = Some(now + chrono_of(PROBE_LEASE));
         Admission::Probe
@@ -257,6 +260,14 @@ impl Breaker {
         }
     }
 
+    /// Gives back a probe that was claimed but not made; whether there was one out.
+    pub fn release_probe(&mut self) -> bool {
+        match self {
+            Breaker::Open { probing_until, .. } => probing_until.take().is_some(),
+            Breaker::Closed { .. } => false,
+        }
+    }
+
     /// An operator opens it: it stays open, unprobed, until an operator closes it.
     pub fn open_by_hand(&mut self, now: DateTime<Utc>) -> Option<BreakerChange> {
         let was_open = self.is_open();
@@ -294,25 +305,21 @@ pub struct BreakerAlertBody {
 }
 
 impl BreakerAlertBody {
+    /// The alert of `change`, which left `breaker` as it is (`by_hand`: an operator's
+    /// doing).
     pub fn new(
         destination: &Destination,
         change: BreakerChange,
         breaker: &Breaker,
+        by_hand: bool,
         at: DateTime<Utc>,
     ) -> Self {
-        let (kind, by_hand, next_probe_at) = match (change, breaker) {
-            (
-                BreakerChange::Opened,
-                Breaker::Open {
-                    probe_at, by_hand, ..
-                },
-            ) => (
-                "destination.opened",
-                *by_hand,
-                (!by_hand).then_some(*probe_at),
-            ),
-            (BreakerChange::Opened, _) => ("destination.opened", false, None),
-            (BreakerChange::Closed, _) => ("destination.closed", false, None),
+        let (kind, next_probe_at) = match (change, breaker) {
+            (BreakerChange::Opened, Breaker::Open { probe_at, .. }) if !by_hand => {
+                ("destination.opened", Some(*probe_at))
+            }
+            (BreakerChange::Opened, _) => ("destination.opened", None),
+            (BreakerChange::Closed, _) => ("destination.closed", None),
         };
         Self {
             kind: kind.into(),
@@ -338,11 +345,16 @@ pub fn breaker_alert_spec(target: &AlertTarget, body: &BreakerAlertBody) -> Task
 }
 
 /// One alert per change of one breaker (`version`: the breaker's version the change
-/// wrote), however often its registration is tried. The destination is cut short to
-/// keep the key within an idempotency key's length.
+/// wrote), however often its registration is tried. The destination is named by a digest
+/// of it (FNV-1a, stable across builds), to keep the key short whatever its length.
 pub fn breaker_alert_key(destination: &Destination, version: u64) -> String {
-    let destination: String = destination.as_str().chars().take(160).collect();
-    format!("boomerang-alert:breaker:{version}:{destination}")
+    let digest = destination
+        .as_str()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("boomerang-alert:breaker:{digest:016x}:{version}")
 }
 
 fn chrono_of(d: Duration) -> chrono::Duration {
@@ -438,6 +450,25 @@ mod tests {
         fail(&mut b, 1, 0, &s);
         assert_eq!(b.admit(at(10)), Admission::Probe);
         assert_eq!(b.admit(at(10 + 90)), Admission::Probe, "its lease ended");
+        assert!(b.release_probe(), "a probe not made is given back");
+        assert_eq!(
+            b.admit(at(101)),
+            Admission::Probe,
+            "and the next may go at once"
+        );
+    }
+
+    #[test]
+    fn a_wait_is_at_most_a_minute_whatever_the_next_probe() {
+        let long = BreakerSettings::new(
+            Some(1),
+            Some(Duration::ZERO),
+            Some(Duration::from_secs(600)),
+            None,
+        );
+        let mut b = Breaker::default();
+        b.on_call(CallHealth::Failing, false, at(0), &long.unwrap());
+        assert_eq!(b.admit(at(1)), Admission::Wait(at(61)));
     }
 
     #[test]

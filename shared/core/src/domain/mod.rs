@@ -19,6 +19,7 @@ pub mod retry_policy;
 pub mod schedule;
 pub mod spec_rules;
 pub mod task;
+pub mod task_filter;
 pub mod template;
 pub mod tenant;
 pub mod time;
@@ -44,5 +45,6 @@ pub use spec_rules::SpecDraft;
 pub use task::{
     AttemptOutcome, AttemptRecord, CallbackRequest, DeadLetter, Status, Task, TaskSpec,
 };
+pub use task_filter::{Between, ErrorClass, TaskFilter};
 pub use template::Template;
 pub use tenant::{generate_api_key, SigningSecret};

@@ -40,7 +40,7 @@ impl Engine {
             };
             let written = match change {
                 Some(change) => {
-                    self.change_breaker(tenant, destination, &breaker, version, change)
+                    self.change_breaker(tenant, destination, &breaker, version, change, true)
                         .await?
                 }
                 // Opening one opened by its failures makes it one opened by hand.

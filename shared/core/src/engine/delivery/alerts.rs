@@ -8,7 +8,7 @@
 //! alert is the one that must arrive.
 
 use crate::domain::notice::alert_spec;
-use crate::domain::{AlertTarget, AttemptRecord, Notice, Task, TaskId};
+use crate::domain::{AlertTarget, AttemptRecord, Notice, Task, TaskId, TenantId};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::engine::tasks::{FireTime, NewTask, RetrySource};
@@ -38,7 +38,16 @@ impl Engine {
         if let Some(own) = &task.spec.on_failure {
             return Ok(Some(own.clone()));
         }
-        match self.ports.tenants.alert_target(&task.tenant).await {
+        self.default_alert_target(&task.tenant).await
+    }
+
+    /// Where a tenant's alerts go when nothing names a destination: its own default,
+    /// else the server's.
+    pub(in crate::engine) async fn default_alert_target(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<AlertTarget>, EngineError> {
+        match self.ports.tenants.alert_target(tenant).await {
             Ok(Some(tenant)) => Ok(Some(tenant)),
             Ok(None) => Ok(self.settings.alert.clone()),
             Err(e) => Err(EngineError::Store(StoreError::Unavailable(e.into()))),

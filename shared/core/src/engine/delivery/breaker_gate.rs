@@ -2,10 +2,14 @@
 //! Before a call, the breaker shared by every instance (read again every couple of
 //! seconds) says whether to call: an open one puts the attempt off, re-armed and using
 //! up no attempt, until its probe is due; the delivery that finds the probe due claims it
-//! by a conditional write and calls. After a call, a probe's health moves the shared
-//! breaker (a success closes it); any other call's is counted in this process's lane,
-//! and its failures in a row open the shared breaker. Opening and closing each raise an
+//! by a conditional write and calls (a probe claimed for a call that is then not made is
+//! given back). After the attempt is written, a probe's health moves the shared breaker
+//! (a success closes it); any other call's is counted in this process's lane, and its
+//! failures in a row open the shared breaker. Opening and closing each raise an
 //! operational alert once, whoever wrote the change.
+//!
+//! The breaker is a guard, not a custodian: a store that cannot be read or written for it
+//! is logged and the call goes on as if it were closed.
 
 use chrono::{DateTime, Utc};
 
@@ -27,87 +31,137 @@ const BREAKER_FRESH: chrono::Duration = chrono::Duration::seconds(2);
 /// How soon a delivery that lost the probe to another looks again.
 const PROBE_LOST_RETRY: chrono::Duration = chrono::Duration::seconds(5);
 
-/// What the breaker let an attempt do: call, or call as the probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::engine) struct BreakerPass {
-    pub(in crate::engine) probe: bool,
+/// The health a call showed its breaker; `None` where it never reached the receiver (the
+/// server refused the address, or the call never left this machine).
+pub(in crate::engine) fn breaker_health(result: &WebhookResult) -> Option<CallHealth> {
+    match result.error {
+        Some(WebhookError::Refused(_) | WebhookError::Local(_)) => None,
+        _ => Some(CallHealth::of(result.status)),
+    }
 }
 
 impl Engine {
-    /// The breaker's word before a call: go (as the probe, if this delivery claimed it),
-    /// or [`super::DeliverOutcome::Deferred`] until it may.
+    /// The breaker's word before a call: go (`Some(version)`: as the probe, claimed by
+    /// the write that made that version), or [`super::DeliverOutcome::Deferred`] until
+    /// it may.
     pub(in crate::engine) async fn pass_breaker(
         &self,
         at: &AttemptRef,
         task: &Task,
         place: &Place,
-    ) -> Result<Step<BreakerPass>, EngineError> {
-        let go = Step::Continue(BreakerPass { probe: false });
+    ) -> Result<Step<Option<u64>>, EngineError> {
         let now = self.ports.clock.now();
-        let Some(stored) = self.shared_breaker(task, place, now).await? else {
-            return Ok(go);
+        let Some(stored) = self.shared_breaker(task, place, now).await else {
+            return Ok(Step::Continue(None));
         };
         let mut breaker = stored.breaker.clone();
         match breaker.admit(now) {
-            Admission::Call => Ok(go),
+            Admission::Call => Ok(Step::Continue(None)),
             Admission::Wait(until) => Ok(Step::Done(self.defer(at.clone(), until).await?)),
             Admission::Probe => {
-                let claimed = self.ports.store.breakers.save_breaker(
-                    &task.tenant,
-                    &place.destination,
-                    &breaker,
-                    Some(stored.version),
-                );
-                let claimed = claimed.await?;
+                let (tenant, destination) = (&task.tenant, &place.destination);
+                let version = Some(stored.version);
+                let claim =
+                    self.ports
+                        .store
+                        .breakers
+                        .save_breaker(tenant, destination, &breaker, version);
+                let claimed = claim.await;
                 place.lane.forget_breaker();
-                if claimed {
-                    tracing::info!(destination = %place.destination, task = %task.id, "probing an open destination");
-                    return Ok(Step::Continue(BreakerPass { probe: true }));
+                match claimed {
+                    Ok(true) => {
+                        tracing::info!(%destination, task = %task.id, "probing an open destination");
+                        Ok(Step::Continue(Some(stored.version + 1)))
+                    }
+                    Ok(false) => {
+                        let again = now + PROBE_LOST_RETRY;
+                        Ok(Step::Done(self.defer(at.clone(), again).await?))
+                    }
+                    Err(e) => {
+                        tracing::warn!(%destination, error = %e, "claiming a breaker's probe failed; calling");
+                        Ok(Step::Continue(None))
+                    }
                 }
-                let again = now + PROBE_LOST_RETRY;
-                Ok(Step::Done(self.defer(at.clone(), again).await?))
             }
         }
     }
 
     /// The shared breaker of the task's destination, as this process last read it within
-    /// [`BREAKER_FRESH`]; `None` while it is closed.
+    /// [`BREAKER_FRESH`]; `None` while it is closed (or cannot be read).
     async fn shared_breaker(
         &self,
         task: &Task,
         place: &Place,
         now: DateTime<Utc>,
-    ) -> Result<Option<StoredBreaker>, EngineError> {
+    ) -> Option<StoredBreaker> {
         let stored = match place.lane.cached_breaker(now, BREAKER_FRESH) {
             Some(cached) => cached,
             None => {
                 let breakers = &self.ports.store.breakers;
-                let read = breakers.breaker(&task.tenant, &place.destination).await?;
-                place.lane.cache_breaker(read.clone(), now);
-                read
+                match breakers.breaker(&task.tenant, &place.destination).await {
+                    Ok(read) => {
+                        place.lane.cache_breaker(read.clone(), now);
+                        read
+                    }
+                    Err(e) => {
+                        tracing::warn!(destination = %place.destination, error = %e, "reading a breaker failed; calling");
+                        None
+                    }
+                }
             }
         };
-        Ok(stored.filter(|s| s.breaker.is_open()))
+        let open = stored.filter(|s| s.breaker.is_open());
+        if open.is_some() {
+            // The shared breaker counts now: failures counted before it opened are spent.
+            place.lane.reset_count();
+        }
+        open
     }
 
-    /// Tells the breaker how the call went. A failure here is logged: the breaker is a
-    /// guard, and the attempt's own record is what must be written.
+    /// Gives back a probe claimed for a call that was not made, so that the next one need
+    /// not wait out the claim's lease.
+    pub(in crate::engine) async fn release_probe(
+        &self,
+        task: &Task,
+        place: &Place,
+        probe: Option<u64>,
+    ) {
+        let Some(claimed) = probe else {
+            return;
+        };
+        let (tenant, destination) = (&task.tenant, &place.destination);
+        let breakers = &self.ports.store.breakers;
+        let released = async {
+            let Some(stored) = breakers.breaker(tenant, destination).await? else {
+                return Ok(());
+            };
+            let mut breaker = stored.breaker;
+            if stored.version != claimed || !breaker.release_probe() {
+                return Ok(());
+            }
+            breakers
+                .save_breaker(tenant, destination, &breaker, Some(claimed))
+                .await
+                .map(|_| ())
+        };
+        if let Err(e) = released.await {
+            tracing::warn!(%destination, error = %e, "giving back a breaker's probe failed; its lease will");
+        }
+        place.lane.forget_breaker();
+    }
+
+    /// Tells the breaker how the call went (`probe`: the version its probe claim wrote). A
+    /// failure here is logged: the breaker is a guard, and the attempt is written.
     pub(in crate::engine) async fn note_breaker(
         &self,
         task: &Task,
         place: &Place,
-        result: &WebhookResult,
-        pass: BreakerPass,
+        health: CallHealth,
+        probe: Option<u64>,
     ) {
-        // A call this server refused to make (a forbidden address) says nothing of the
-        // receiver.
-        if let Some(WebhookError::Refused(_)) = result.error {
-            return;
-        }
-        let health = CallHealth::of(result.status);
-        let noted = match pass.probe {
-            true => self.settle_probe(task, &place.destination, health).await,
-            false => self.count_call(task, place, health).await,
+        let noted = match probe {
+            Some(claimed) => self.settle_probe(task, place, health, claimed).await,
+            None => self.count_call(task, place, health).await,
         };
         if let Err(e) = noted {
             tracing::warn!(destination = %place.destination, error = %e, "noting a call in its breaker failed");
@@ -131,60 +185,58 @@ impl Engine {
             return Ok(());
         };
         let destination = &place.destination;
-        let breakers = &self.ports.store.breakers;
-        let stored = breakers.breaker(&task.tenant, destination).await?;
+        let stored = (self.ports.store.breakers.breaker(&task.tenant, destination)).await?;
         if stored.as_ref().is_some_and(|s| s.breaker.is_open()) {
             return Ok(());
         }
         let version = stored.map(|s| s.version);
-        self.change_breaker(
-            &task.tenant,
-            destination,
-            &opened,
-            version,
-            BreakerChange::Opened,
-        )
-        .await?;
+        let change = BreakerChange::Opened;
+        (self.change_breaker(&task.tenant, destination, &opened, version, change, false)).await?;
         place.lane.forget_breaker();
         Ok(())
     }
 
-    /// The probe's health, written to the shared breaker: a success closes it.
+    /// The probe's health, written to the shared breaker if it is still the one the probe
+    /// claimed (a breaker closed or opened by hand meanwhile has moved on): a success
+    /// closes it, a failure spaces the next probe further.
     async fn settle_probe(
         &self,
         task: &Task,
-        destination: &Destination,
+        place: &Place,
         health: CallHealth,
+        claimed: u64,
     ) -> Result<(), EngineError> {
-        let settings = self.breaker_settings(&task.tenant).await?;
+        let (tenant, destination) = (&task.tenant, &place.destination);
         let breakers = &self.ports.store.breakers;
-        let Some(stored) = breakers.breaker(&task.tenant, destination).await? else {
+        let Some(stored) = breakers.breaker(tenant, destination).await? else {
             return Ok(());
         };
+        if stored.version != claimed {
+            return Ok(());
+        }
+        let settings = self.breaker_settings(tenant).await?;
         let mut breaker = stored.breaker;
         let now = self.ports.clock.now();
-        let change = breaker.on_call(health, true, now, &settings);
-        match change {
+        let version = Some(claimed);
+        match breaker.on_call(health, true, now, &settings) {
             Some(change) => {
-                let version = Some(stored.version);
-                let changed =
-                    self.change_breaker(&task.tenant, destination, &breaker, version, change);
-                changed.await.map(|_| ())
+                (self.change_breaker(tenant, destination, &breaker, version, change, false))
+                    .await?;
+                place.lane.reset_count();
             }
             None => {
-                let saved = breakers.save_breaker(
-                    &task.tenant,
-                    destination,
-                    &breaker,
-                    Some(stored.version),
-                );
-                saved.await.map(|_| ()).map_err(Into::into)
+                breakers
+                    .save_breaker(tenant, destination, &breaker, version)
+                    .await?;
             }
         }
+        place.lane.forget_breaker();
+        Ok(())
     }
 
-    /// Writes a breaker that opened or closed, conditionally on the version read; the one
-    /// writer that wins raises the alert and counts it.
+    /// Writes a breaker that opened or closed (`by_hand`: an operator's doing),
+    /// conditionally on the version read; the one writer that wins raises the alert and
+    /// counts it.
     pub(in crate::engine) async fn change_breaker(
         &self,
         tenant: &TenantId,
@@ -192,6 +244,7 @@ impl Engine {
         breaker: &Breaker,
         version: Option<u64>,
         change: BreakerChange,
+        by_hand: bool,
     ) -> Result<bool, EngineError> {
         let saved = self
             .ports
@@ -202,13 +255,14 @@ impl Engine {
             return Ok(false);
         }
         let written = version.map_or(1, |v| v + 1);
-        let event = match change {
+        self.record(match change {
             BreakerChange::Opened => MetricEvent::BreakerOpened,
             BreakerChange::Closed => MetricEvent::BreakerClosed,
-        };
-        self.record(event);
-        tracing::warn!(%tenant, %destination, change = ?change, "circuit breaker changed");
-        self.raise_breaker_alert(tenant, destination, breaker, change, written)
+        });
+        tracing::warn!(%tenant, %destination, ?change, by_hand, "circuit breaker changed");
+        let now = self.ports.clock.now();
+        let body = BreakerAlertBody::new(destination, change, breaker, by_hand, now);
+        self.raise_breaker_alert(tenant, destination, &body, written)
             .await;
         Ok(true)
     }
@@ -225,41 +279,31 @@ impl Engine {
             .unwrap_or_default())
     }
 
-    /// Registers the change's operational alert to the tenant's alert destination (else
-    /// the server's); none configured, none sent. A failure is logged: the change stands.
+    /// Registers a change's operational alert where the tenant's failure alerts go by
+    /// default; none configured, none sent. Best effort: a registration that fails is
+    /// logged, and the change stands.
     async fn raise_breaker_alert(
         &self,
         tenant: &TenantId,
         destination: &Destination,
-        breaker: &Breaker,
-        change: BreakerChange,
+        body: &BreakerAlertBody,
         version: u64,
     ) {
-        let target = match self.ports.tenants.alert_target(tenant).await {
-            Ok(Some(target)) => Some(target),
-            Ok(None) => self.settings.alert.clone(),
-            Err(e) => {
-                tracing::error!(%tenant, error = %e, "reading the tenant's alert destination failed; no breaker alert");
-                return;
-            }
+        let raised = async {
+            let Some(target) = self.default_alert_target(tenant).await? else {
+                return Ok(());
+            };
+            let new = NewTask {
+                spec: breaker_alert_spec(&target, body),
+                retry_from: RetrySource::Default,
+                when: FireTime::Now,
+                idempotency_key: Some(breaker_alert_key(destination, version)),
+                request_hash: "breaker-alert".into(),
+            };
+            let prepared = self.prepare(tenant, new).await?;
+            self.register_prepared(prepared).await.map(|_| ())
         };
-        let Some(target) = target else {
-            return;
-        };
-        let now = self.ports.clock.now();
-        let body = BreakerAlertBody::new(destination, change, breaker, now);
-        let new = NewTask {
-            spec: breaker_alert_spec(&target, &body),
-            retry_from: RetrySource::Default,
-            when: FireTime::Now,
-            idempotency_key: Some(breaker_alert_key(destination, version)),
-            request_hash: "breaker-alert".into(),
-        };
-        let registered = match self.prepare(tenant, new).await {
-            Ok(prepared) => self.register_prepared(prepared).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = registered {
+        if let Err(e) = raised.await {
             tracing::error!(%tenant, %destination, error = %e, "could not register the breaker alert");
         }
     }

@@ -28,18 +28,22 @@ pub(in crate::engine) struct DestinationSlot {
     holder: SlotHolder,
 }
 
-/// The shared slots an attempt holds from its gates to its call's end.
+/// The shared slots an attempt holds from its gates to its call's end, and the probe of
+/// its destination's breaker it claimed, if it did (the version the claim wrote).
 #[derive(Default)]
 pub(in crate::engine) struct HeldSlots {
     pub(in crate::engine) flow: Option<FlowSlot>,
     pub(in crate::engine) destination: Option<DestinationSlot>,
+    pub(in crate::engine) probe: Option<u64>,
 }
 
 impl Engine {
-    /// The tenant's limit at `destination`, then the task's flow limits; a refusal by the
-    /// second frees what the first took. The destination comes first: a flow counts each
-    /// start it allows in its rate window, so a task the destination then turned away
-    /// would spend a start of the flow's rate on a call it never made.
+    /// The tenant's limit at `destination`, then the task's flow limits, then the
+    /// destination's circuit breaker; a refusal by a later one frees what the earlier took.
+    /// The destination comes first: a flow counts each start it allows in its rate window,
+    /// so a task the destination then turned away would spend a start of the flow's rate
+    /// on a call it never made. The breaker comes last, so that a probe it lets through
+    /// is a call no other gate stops.
     pub(in crate::engine) async fn take_slots(
         &self,
         at: &AttemptRef,
@@ -53,19 +57,31 @@ impl Engine {
             Step::Reread => return Ok(Step::Reread),
             Step::Done(outcome) => return Ok(Step::Done(outcome)),
         };
-        let held = HeldSlots {
-            flow: None,
+        let mut held = HeldSlots {
             destination,
+            ..HeldSlots::default()
         };
         match self.pass_flow_gate(at, task, lease_until).await {
-            Ok(Step::Continue(flow)) => Ok(Step::Continue(HeldSlots { flow, ..held })),
-            refused => {
-                self.free_slots(task, &held).await;
-                match refused? {
-                    Step::Continue(_) | Step::Reread => Ok(Step::Reread),
-                    Step::Done(outcome) => Ok(Step::Done(outcome)),
-                }
-            }
+            Ok(Step::Continue(flow)) => held.flow = flow,
+            refused => return self.refused_at_gate(task, &held, refused).await,
+        }
+        match self.pass_breaker(at, task, place).await {
+            Ok(Step::Continue(probe)) => Ok(Step::Continue(HeldSlots { probe, ..held })),
+            refused => self.refused_at_gate(task, &held, refused).await,
+        }
+    }
+
+    /// A gate's refusal, what the gates before it took freed.
+    async fn refused_at_gate<T>(
+        &self,
+        task: &Task,
+        held: &HeldSlots,
+        refused: Result<Step<T>, EngineError>,
+    ) -> Result<Step<HeldSlots>, EngineError> {
+        self.free_slots(task, held).await;
+        match refused? {
+            Step::Continue(_) | Step::Reread => Ok(Step::Reread),
+            Step::Done(outcome) => Ok(Step::Done(outcome)),
         }
     }
 

@@ -295,6 +295,12 @@ impl Lane {
         opened.then(|| std::mem::take(&mut state.local_breaker))
     }
 
+    /// Forgets the failures in a row counted here: the shared breaker is open, or has
+    /// just closed, and counts from now on.
+    pub(crate) fn reset_count(&self) {
+        self.state().local_breaker = Breaker::default();
+    }
+
     /// Whether this process counts failures in a row here (a success then has one to
     /// reset).
     pub(crate) fn failing(&self) -> bool {

@@ -8,18 +8,18 @@
 //!    lease starts;
 //! 5. [`Engine::take_claim`]: the lifecycle's claim, in memory (an early, leased, stale or
 //!    ahead fire ends here);
-//! 6. [`Engine::pass_breaker`]: the destination's circuit breaker: an open one puts the
-//!    attempt off, using up no attempt, unless this call is its probe;
-//! 7. [`Engine::take_slots`]: its tenant's limit at the destination where every instance
-//!    shares it, and the task's flow limits;
-//! 8. [`Engine::write_claim`]: the claim's conditional write;
-//! 9. [`Engine::call_claimed`]: the call, with the slots freed when it ends, and its
-//!    health told to the breaker;
-//! 10. [`Engine::give_back_local`]: a call that never left this machine is given back;
-//! 11. [`Engine::record_verdict`]: the verdict on the response, and the attempt's record;
-//! 12. [`Engine::alert_if_owed`]: a notice the attempt owes becomes an alert task;
-//! 13. [`Engine::dead_letter_if_failed`]: a failed task's dead letter;
-//! 14. [`Engine::arm_and_write`]: the next attempt armed around the attempt's write.
+//! 6. [`Engine::take_slots`]: its tenant's limit at the destination where every instance
+//!    shares it, the task's flow limits, and the destination's circuit breaker (an open
+//!    one puts the attempt off, using up no attempt, unless this call is its probe);
+//! 7. [`Engine::write_claim`]: the claim's conditional write (a probe claimed for a call
+//!    that is not made is given back);
+//! 8. [`Engine::call_claimed`]: the call, with the slots freed when it ends;
+//! 9. [`Engine::give_back_local`]: a call that never left this machine is given back;
+//! 10. [`Engine::record_verdict`]: the verdict on the response, and the attempt's record;
+//! 11. [`Engine::alert_if_owed`]: a notice the attempt owes becomes an alert task;
+//! 12. [`Engine::dead_letter_if_failed`]: a failed task's dead letter;
+//! 13. [`Engine::arm_and_write`]: the next attempt armed around the attempt's write;
+//! 14. [`Engine::note_breaker`]: the call's health, told to the destination's breaker.
 //!
 //! Each step returns a [`Step`]: go on with what it made, read the task again, or done.
 
@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::breaker_gate::breaker_health;
 use super::call::judge;
 use super::deliver::{Place, LOCAL_RETRY};
 use super::destination_gate::HeldSlots;
@@ -76,9 +77,13 @@ impl Engine {
         let seat = self.take_lane(&task).await;
         let claim = proceed!(self.take_claim(&at, &task).await?);
         let lease_until = claim.lease_until;
-        let pass = proceed!(self.pass_breaker(&at, &task, &seat.place).await?);
         let slots = proceed!((self.take_slots(&at, &task, &seat.place, lease_until)).await?);
-        proceed!(self.write_claim(&claim, &slots).await?);
+        let probe = slots.probe;
+        let written = self.write_claim(&claim, &slots).await;
+        if !matches!(written, Ok(Step::Continue(()))) {
+            self.release_probe(&task, &seat.place, probe).await;
+        }
+        proceed!(written?);
         let Claim {
             claimed, started, ..
         } = claim;
@@ -87,6 +92,11 @@ impl Engine {
         let _held = self.stopping.hold(&claimed);
         let call_started = self.ports.clock.now();
         let result = self.call_claimed(&claimed, seat.slot, slots).await;
+        let health = breaker_health(&result);
+        if health.is_none() {
+            // The call never reached the receiver: the probe was not made.
+            self.release_probe(&claimed, &seat.place, probe).await;
+        }
         proceed!(self.give_back_local(&claimed, &result).await?);
         let finished = self.ports.clock.now();
         let Place {
@@ -94,12 +104,16 @@ impl Engine {
         } = &seat.place;
         self.pause_if_asked(lane, destination, &result, finished);
         self.note_call_time(&claimed.tenant, destination, (call_started, finished));
-        self.note_breaker(&claimed, &seat.place, &result, pass)
-            .await;
         let (next, record) = self.record_verdict(&claimed, result, (started, finished), worker)?;
         let next = self.alert_if_owed(&claimed, next, &record).await;
         let next = self.dead_letter_if_failed(next).await;
-        self.arm_and_write(&at, &claimed, next, &record).await
+        let ended = self.arm_and_write(&at, &claimed, next, &record).await;
+        // After the attempt's write: the breaker's reads and writes never hold the lease.
+        if let Some(health) = health {
+            self.note_breaker(&claimed, &seat.place, health, probe)
+                .await;
+        }
+        ended
     }
 
     /// A schedule's occurrence whose first attempt is due registers the occurrence after

@@ -81,13 +81,17 @@ impl Engine {
         Ok(self.definitions_of::<D>().definitions(tenant).await?)
     }
 
-    /// Stores the tenant's template `name`, as the API checked it.
+    /// Stores the tenant's template `name`, as the API checked it (a flow only where the
+    /// backend keeps flow limits: every task taking it would be refused otherwise).
     pub async fn put_template(
         &self,
         tenant: &TenantId,
         name: &DefinitionName,
         template: &Template,
     ) -> Result<(), EngineError> {
+        if template.0.contains_key("flow") && self.ports.store.flows.is_none() {
+            return Err(super::no_flows());
+        }
         Ok(self
             .ports
             .store
