@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::aws;
 use crate::binaries::binary;
 use crate::cli::cli;
+use crate::receiver::{header, Received};
 use crate::wait::wait_for;
 
 /// The API key a server under test on the embedded backend takes.
@@ -325,14 +326,47 @@ impl Server {
     /// Sends `body` as it is (JSON the typed request cannot express: hostile input);
     /// returns the status and the problem, if the answer is one.
     pub async fn post_raw(&self, path: &str, body: &Value) -> (u16, Option<Problem>) {
-        let res = self
-            .request(reqwest::Method::POST, path)
-            .json(body)
-            .send()
-            .await
-            .unwrap();
+        self.send_raw(reqwest::Method::POST, path, body).await
+    }
+
+    /// [`Self::post_raw`] with any method.
+    pub async fn send_raw(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: &Value,
+    ) -> (u16, Option<Problem>) {
+        let res = self.request(method, path).json(body).send().await.unwrap();
         let status = res.status().as_u16();
         (status, res.json().await.ok())
+    }
+
+    /// Each body is refused with a 422 naming its field (`method` to `path`).
+    pub async fn refuses_naming(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        cases: &[(Value, &str)],
+    ) {
+        for (body, field) in cases {
+            let (status, problem) = self.send_raw(method.clone(), path, body).await;
+            assert_eq!(status, 422, "{body}");
+            let named = problem.and_then(|p| p.field);
+            assert_eq!(named.as_deref(), Some(*field), "{body}");
+        }
+    }
+
+    /// Whether `call` carries a valid signature of this server's tenant, made now.
+    pub fn signed(&self, call: &Received) -> bool {
+        boomerang_webhook::signing::verify(
+            &self.secret,
+            &header(call, "webhook-id"),
+            &header(call, "webhook-timestamp"),
+            &header(call, "webhook-signature"),
+            &call.body,
+            chrono::Utc::now().timestamp(),
+        )
+        .is_ok()
     }
 
     /// POSTs a request that declares a `Content-Length` of `declared` bytes but sends only

@@ -10,10 +10,9 @@ use std::time::Duration;
 use boomerang_api::request::BreakerSettingsRequest;
 use boomerang_core::domain::{BreakerAlertBody, Status};
 use boomerang_e2e::{
-    callback, header, on_both_backends, schedule_max, wait_for, Backend, Callback, Received,
-    Receiver, Reply, Server, ServerOptions,
+    callback, on_both_backends, schedule_max, wait_for, Backend, Callback, Receiver, Reply, Server,
+    ServerOptions,
 };
-use boomerang_webhook::signing;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -23,25 +22,13 @@ on_both_backends!(
     an_operator_opens_and_closes_a_breaker_and_bad_settings_are_refused,
 );
 
-fn verified(server: &Server, r: &Received) -> bool {
-    signing::verify(
-        &server.secret,
-        &header(r, "webhook-id"),
-        &header(r, "webhook-timestamp"),
-        &header(r, "webhook-signature"),
-        &r.body,
-        chrono::Utc::now().timestamp(),
-    )
-    .is_ok()
-}
-
 /// The breaker alerts `alerts_rx` got, in order, each checked as signed. (Alerts go to a
 /// receiver of their own: one at the failing destination would wait for its breaker, and
 /// its answer would close it.)
 fn alerts(server: &Server, alerts_rx: &Receiver) -> Vec<BreakerAlertBody> {
     (alerts_rx.received().into_iter())
         .map(|r| {
-            assert!(verified(server, &r), "signed like every call");
+            assert!(server.signed(&r), "signed like every call");
             serde_json::from_slice(&r.body).expect("an alert is JSON")
         })
         .collect()
@@ -191,17 +178,10 @@ async fn an_operator_opens_and_closes_a_breaker_and_bad_settings_are_refused(bac
         (json!({"span": "soon"}), "span"),
         (json!({"bogus": 1}), "bogus"),
     ];
-    for (body, field) in cases {
-        let res = server
-            .request(reqwest::Method::PUT, "/v1/breakers/settings")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 422, "{body}");
-        let problem: serde_json::Value = res.json().await.unwrap();
-        assert_eq!(problem["field"], field, "{body}: {problem}");
-    }
+    let put = reqwest::Method::PUT;
+    server
+        .refuses_naming(put, "/v1/breakers/settings", &cases)
+        .await;
     let (status, problem) = server
         .post_raw(
             "/v1/breakers/open",
