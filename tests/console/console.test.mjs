@@ -101,6 +101,13 @@ async function shot(page, name) {
 }
 
 /** A page that records every request it makes, and accepts every confirm(). */
+/** What a task's page says is reported of it: its failures, and where its success goes. */
+async function reported(page) {
+  return page.locator('dl dt').evaluateAll((dts) => Object.fromEntries(dts
+    .filter((dt) => /reported/.test(dt.textContent))
+    .map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+}
+
 async function openConsole(viewport = { width: 1280, height: 900 }) {
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();
@@ -151,9 +158,12 @@ test('tasks are listed, one opens on its timeline, and actions confirm and repor
   const flaky = await register({
     url: `${hook}/flaky`, body: { order: 42 }, key: 'order-42',
     retry: { schedule: ['1s', '1s'] }, metadata: { source: 'console-test' },
+    notify: 'every',
   });
   const later = await register({ url: `${hook}/later`, delay: '1h', key: 'order-43' });
-  const held = await register({ url: `${hook}/held`, key: 'order-44', hold: { timeout: '1h' } });
+  const held = await register({
+    url: `${hook}/held`, key: 'order-44', hold: { timeout: '1h' }, on_success: { url: `${hook}/done` },
+  });
   const { page, requested, context } = await openConsole();
   await signIn(page);
 
@@ -186,11 +196,14 @@ test('tasks are listed, one opens on its timeline, and actions confirm and repor
   assert.match(await page.locator('svg.timeline').getAttribute('aria-label'), /3 attempts/);
   assert.match(await page.getByLabel('Body preview').textContent(), /"order":42/);
   await page.getByRole('heading', { name: /Task/ }).locator('.badge.succeeded').waitFor();
+  assert.deepEqual(await reported(page), { 'Failures reported': 'every failed attempt' });
   await shot(page, 'task');
 
   // A release that lost a race (the task was canceled meanwhile): the problem is shown.
   await page.goto(`${base}/console#/tasks/${held.id}`);
   await page.getByRole('button', { name: `Release task ${held.id}` }).waitFor();
+  assert.deepEqual(await reported(page),
+    { 'Failures reported': 'the final one', 'Success reported to': `${hook}/done` });
   assert.equal((await call('DELETE', `/v1/tasks/${held.id}`)).status, 200);
   await page.getByRole('button', { name: `Release task ${held.id}` }).click();
   await page.getByRole('alert').filter({ hasText: 'Release refused: 409' }).waitFor();

@@ -577,7 +577,7 @@ function renderTask(task) {
     ['Headers', task.header_names.length ? task.header_names.join(', ') : 'none'],
     ['Body', `${task.body_bytes} bytes`],
     ['Timeout', task.timeout],
-    ['Success needs the body to contain', task.expect_body],
+    ['Success needs the body to be', task.expect_body],
   ];
   const policy = task.retry.schedule
     ? [['Waits', task.retry.schedule.join(', ')]]
@@ -601,6 +601,8 @@ function renderTask(task) {
     ['Alerts', task.alerts && task.alerts.length
       ? task.alerts.map((a) => [h('a', { href: `#/tasks/${a}`, class: 'mono' }, a), ' ']) : null],
     ['Failure alerts to', task.on_failure ? task.on_failure.url : null],
+    ['Failures reported', { final: 'the final one', every: 'every failed attempt', never: 'none' }[task.notify] || task.notify],
+    ['Success reported to', task.on_success ? task.on_success.url : null],
   ];
   const metadata = Object.entries(task.metadata || {});
   main.replaceChildren(
