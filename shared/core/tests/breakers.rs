@@ -123,3 +123,38 @@ async fn opened_by_hand_nothing_is_called_and_closing_lets_deliveries_go() {
         [MetricEvent::BreakerOpened, MetricEvent::BreakerClosed]
     );
 }
+
+#[tokio::test]
+async fn failures_counted_before_a_breaker_changed_do_not_count_after() {
+    let h = harness(ScriptedWebhooks::answering(vec![status(503), status(503)]));
+    h.engine
+        .put_breaker_settings(&h.tenant, &settings())
+        .await
+        .unwrap();
+    let retry = RetryPolicy::default();
+    let (a, b) = (
+        h.register(FireTime::Now, retry.clone()).await,
+        h.register(FireTime::Now, retry).await,
+    );
+    h.fire_attempt(&a, 1).await;
+    // An operator opens and closes it meanwhile: the failure before is spent.
+    let destination = boomerang_core::domain::Destination::of("https://example.com/");
+    h.engine
+        .set_breaker(&h.tenant, &destination, true)
+        .await
+        .unwrap();
+    h.engine
+        .set_breaker(&h.tenant, &destination, false)
+        .await
+        .unwrap();
+    h.clock.advance(secs(3));
+    h.fire_attempt(&b, 1).await;
+    assert!(
+        open_breaker(&h).await.is_none(),
+        "one failure since the change, of two"
+    );
+    assert_eq!(
+        changes(&h),
+        [MetricEvent::BreakerOpened, MetricEvent::BreakerClosed]
+    );
+}

@@ -40,6 +40,10 @@ pub enum WebhookError {
     /// engine gives the attempt back and makes it again shortly.
     #[error("local resources exhausted: {0}")]
     Local(String),
+    /// The call could not be made for want of what signs it (the tenant's secret): an
+    /// attempt that failed, but one that says nothing of the receiver.
+    #[error("{0}")]
+    NotSent(String),
 }
 
 #[async_trait]

@@ -24,7 +24,7 @@ use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::engine::tasks::{FireTime, NewTask, RetrySource};
 use crate::metrics::MetricEvent;
-use crate::ports::{StoredBreaker, WebhookError, WebhookResult};
+use crate::ports::{StoreError, StoredBreaker, WebhookError, WebhookResult};
 
 /// How long a breaker read stays this process's view of it.
 const BREAKER_FRESH: chrono::Duration = chrono::Duration::seconds(2);
@@ -32,19 +32,22 @@ const BREAKER_FRESH: chrono::Duration = chrono::Duration::seconds(2);
 const PROBE_LOST_RETRY: chrono::Duration = chrono::Duration::seconds(5);
 
 /// The health a call showed its breaker; `None` where it never reached the receiver (the
-/// server refused the address, or the call never left this machine).
+/// server refused the address, the call was never signed, or it never left this
+/// machine).
 pub(in crate::engine) fn breaker_health(result: &WebhookResult) -> Option<CallHealth> {
     match result.error {
-        Some(WebhookError::Refused(_) | WebhookError::Local(_)) => None,
+        Some(WebhookError::Refused(_) | WebhookError::Local(_) | WebhookError::NotSent(_)) => None,
         _ => Some(CallHealth::of(result.status)),
     }
 }
 
 impl Engine {
-    /// The breaker's word before a call: go (`Some(version)`: as the probe, claimed by
-    /// the write that made that version), or [`super::DeliverOutcome::Deferred`] until
-    /// it may.
-    pub(in crate::engine) async fn pass_breaker(
+    /// The breaker's word before the other gates: go (`Some(version)`: the probe is due,
+    /// and this delivery may claim it from that version, once the other gates let it
+    /// through), or [`super::DeliverOutcome::Deferred`] until it may. Asked first, so that
+    /// a delivery the breaker holds back takes no destination slot and spends no start of
+    /// its flow's rate.
+    pub(in crate::engine) async fn breaker_admission(
         &self,
         at: &AttemptRef,
         task: &Task,
@@ -58,30 +61,51 @@ impl Engine {
         match breaker.admit(now) {
             Admission::Call => Ok(Step::Continue(None)),
             Admission::Wait(until) => Ok(Step::Done(self.defer(at.clone(), until).await?)),
-            Admission::Probe => {
-                let (tenant, destination) = (&task.tenant, &place.destination);
-                let version = Some(stored.version);
-                let claim =
-                    self.ports
-                        .store
-                        .breakers
-                        .save_breaker(tenant, destination, &breaker, version);
-                let claimed = claim.await;
-                place.lane.forget_breaker();
-                match claimed {
-                    Ok(true) => {
-                        tracing::info!(%destination, task = %task.id, "probing an open destination");
-                        Ok(Step::Continue(Some(stored.version + 1)))
-                    }
-                    Ok(false) => {
-                        let again = now + PROBE_LOST_RETRY;
-                        Ok(Step::Done(self.defer(at.clone(), again).await?))
-                    }
-                    Err(e) => {
-                        tracing::warn!(%destination, error = %e, "claiming a breaker's probe failed; calling");
-                        Ok(Step::Continue(None))
-                    }
-                }
+            Admission::Probe => Ok(Step::Continue(Some(stored.version))),
+        }
+    }
+
+    /// Claims the probe found due at version `read`, by a conditional write: go as the
+    /// probe (`Some`: the version the claim wrote), or put off when another delivery
+    /// claimed it first, or when the claim cannot be written (an open breaker is never
+    /// taken as closed for want of a write).
+    pub(in crate::engine) async fn claim_probe(
+        &self,
+        at: &AttemptRef,
+        task: &Task,
+        place: &Place,
+        read: u64,
+    ) -> Result<Step<Option<u64>>, EngineError> {
+        let (tenant, destination) = (&task.tenant, &place.destination);
+        let breakers = &self.ports.store.breakers;
+        let now = self.ports.clock.now();
+        let claimed = async {
+            let Some(stored) = breakers.breaker(tenant, destination).await? else {
+                return Ok(false);
+            };
+            let mut breaker = stored.breaker;
+            if stored.version != read || breaker.admit(now) != Admission::Probe {
+                return Ok(false);
+            }
+            breakers
+                .save_breaker(tenant, destination, &breaker, Some(read))
+                .await
+        };
+        let claimed: Result<bool, StoreError> = claimed.await;
+        place.lane.forget_breaker();
+        match claimed {
+            Ok(true) => {
+                tracing::info!(%destination, task = %task.id, "probing an open destination");
+                Ok(Step::Continue(Some(read + 1)))
+            }
+            Ok(false) => Ok(Step::Done(
+                self.defer(at.clone(), now + PROBE_LOST_RETRY).await?,
+            )),
+            Err(e) => {
+                tracing::warn!(%destination, error = %e, "claiming a breaker's probe failed; put off");
+                Ok(Step::Done(
+                    self.defer(at.clone(), now + PROBE_LOST_RETRY).await?,
+                ))
             }
         }
     }
@@ -100,6 +124,8 @@ impl Engine {
                 let breakers = &self.ports.store.breakers;
                 match breakers.breaker(&task.tenant, &place.destination).await {
                     Ok(read) => {
+                        // A breaker that changed since this lane began counting makes
+                        // its count stale (failures from before a close, say).
                         place.lane.cache_breaker(read.clone(), now);
                         read
                     }
@@ -179,7 +205,7 @@ impl Engine {
         if health == CallHealth::Up && !place.lane.failing() {
             return Ok(());
         }
-        let settings = self.breaker_settings(&task.tenant).await?;
+        let settings = self.breaker_settings_or_default(&task.tenant).await;
         let now = self.ports.clock.now();
         let Some(opened) = place.lane.count_call(health, now, &settings) else {
             return Ok(());
@@ -214,7 +240,7 @@ impl Engine {
         if stored.version != claimed {
             return Ok(());
         }
-        let settings = self.breaker_settings(tenant).await?;
+        let settings = self.breaker_settings_or_default(tenant).await;
         let mut breaker = stored.breaker;
         let now = self.ports.clock.now();
         let version = Some(claimed);
@@ -277,6 +303,15 @@ impl Engine {
             .find_definition(tenant, &name)
             .await?
             .unwrap_or_default())
+    }
+
+    /// The tenant's breaker settings, the defaults if they cannot be read (logged): a
+    /// call's health is not lost for want of them.
+    async fn breaker_settings_or_default(&self, tenant: &TenantId) -> BreakerSettings {
+        self.breaker_settings(tenant).await.unwrap_or_else(|e| {
+            tracing::warn!(%tenant, error = %e, "reading breaker settings failed; the defaults apply");
+            BreakerSettings::default()
+        })
     }
 
     /// Registers a change's operational alert where the tenant's failure alerts go by

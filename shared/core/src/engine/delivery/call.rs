@@ -18,10 +18,8 @@ impl Engine {
     ) -> WebhookResult {
         let secret = match self.ports.tenants.signing_secret(&at.tenant).await {
             Ok(Some(secret)) => secret,
-            Ok(None) => {
-                return transport_error(format!("tenant {} has no signing secret", at.tenant))
-            }
-            Err(e) => return transport_error(e.to_string()),
+            Ok(None) => return not_sent(format!("tenant {} has no signing secret", at.tenant)),
+            Err(e) => return not_sent(e.to_string()),
         };
         let call = WebhookCall {
             attempt: at,
@@ -58,7 +56,14 @@ pub(in crate::engine) fn judge(result: &WebhookResult, task: &Task) -> Verdict {
         (Some(WebhookError::Refused(why)), _) => {
             Verdict::Fail(format!("destination refused: {why}"))
         }
-        (Some(WebhookError::Transport(why) | WebhookError::Local(why)), _) => Verdict::Retry {
+        (
+            Some(
+                WebhookError::Transport(why)
+                | WebhookError::Local(why)
+                | WebhookError::NotSent(why),
+            ),
+            _,
+        ) => Verdict::Retry {
             error: why.clone(),
             retry_after: None,
         },
@@ -81,9 +86,9 @@ pub(in crate::engine) fn judge(result: &WebhookResult, task: &Task) -> Verdict {
     }
 }
 
-fn transport_error(why: String) -> WebhookResult {
+fn not_sent(why: String) -> WebhookResult {
     WebhookResult {
-        error: Some(WebhookError::Transport(why)),
+        error: Some(WebhookError::NotSent(why)),
         ..WebhookResult::default()
     }
 }

@@ -38,12 +38,12 @@ pub(in crate::engine) struct HeldSlots {
 }
 
 impl Engine {
-    /// The tenant's limit at `destination`, then the task's flow limits, then the
-    /// destination's circuit breaker; a refusal by a later one frees what the earlier took.
-    /// The destination comes first: a flow counts each start it allows in its rate window,
-    /// so a task the destination then turned away would spend a start of the flow's rate
-    /// on a call it never made. The breaker comes last, so that a probe it lets through
-    /// is a call no other gate stops.
+    /// The destination's circuit breaker, the tenant's limit at `destination`, then the
+    /// task's flow limits, and last the breaker's probe if one is due; a refusal by a
+    /// later one frees what the earlier took. The breaker is asked first and the flow
+    /// after the destination: a flow counts each start it allows in its rate window, so a
+    /// task turned away after it would spend a start of the flow's rate on a call it
+    /// never made. The probe is claimed last, so that no other gate stops the call it is.
     pub(in crate::engine) async fn take_slots(
         &self,
         at: &AttemptRef,
@@ -51,6 +51,11 @@ impl Engine {
         place: &Place,
         lease_until: DateTime<Utc>,
     ) -> Result<Step<HeldSlots>, EngineError> {
+        let probe_due = match self.breaker_admission(at, task, place).await? {
+            Step::Continue(due) => due,
+            Step::Reread => return Ok(Step::Reread),
+            Step::Done(outcome) => return Ok(Step::Done(outcome)),
+        };
         let gate = self.pass_destination_gate(at, task, place, lease_until);
         let destination = match gate.await? {
             Step::Continue(destination) => destination,
@@ -65,7 +70,10 @@ impl Engine {
             Ok(Step::Continue(flow)) => held.flow = flow,
             refused => return self.refused_at_gate(task, &held, refused).await,
         }
-        match self.pass_breaker(at, task, place).await {
+        let Some(read) = probe_due else {
+            return Ok(Step::Continue(held));
+        };
+        match self.claim_probe(at, task, place, read).await {
             Ok(Step::Continue(probe)) => Ok(Step::Continue(HeldSlots { probe, ..held })),
             refused => self.refused_at_gate(task, &held, refused).await,
         }

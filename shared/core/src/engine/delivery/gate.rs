@@ -95,6 +95,8 @@ struct LaneState {
     local_breaker: Breaker,
     /// The shared breaker as last read, and when.
     shared_breaker: Option<(Option<StoredBreaker>, DateTime<Utc>)>,
+    /// The shared breaker's version when this lane's count began.
+    breaker_version: Option<u64>,
 }
 
 /// A right to run one delivery: a work slot (see [`DeliveryLimits::concurrency`]).
@@ -271,8 +273,16 @@ impl Lane {
         (now.signed_duration_since(*read_at) < fresh).then(|| breaker.clone())
     }
 
+    /// Keeps `breaker` as read at `now`; a read of another version than the last one
+    /// starts this lane's count of failures in a row again (they came before the change).
     pub(crate) fn cache_breaker(&self, breaker: Option<StoredBreaker>, now: DateTime<Utc>) {
-        self.state().shared_breaker = Some((breaker, now));
+        let mut state = self.state();
+        let version = breaker.as_ref().map(|b| b.version);
+        if state.breaker_version != version {
+            state.breaker_version = version;
+            state.local_breaker = Breaker::default();
+        }
+        state.shared_breaker = Some((breaker, now));
     }
 
     /// The shared breaker changed: the next delivery reads it again.

@@ -104,7 +104,11 @@ impl Engine {
         } = &seat.place;
         self.pause_if_asked(lane, destination, &result, finished);
         self.note_call_time(&claimed.tenant, destination, (call_started, finished));
-        let (next, record) = self.record_verdict(&claimed, result, (started, finished), worker)?;
+        let verdict = self.record_verdict(&claimed, result, (started, finished), worker);
+        if verdict.is_err() {
+            self.release_probe(&claimed, &seat.place, probe).await;
+        }
+        let (next, record) = verdict?;
         let next = self.alert_if_owed(&claimed, next, &record).await;
         let next = self.dead_letter_if_failed(next).await;
         let ended = self.arm_and_write(&at, &claimed, next, &record).await;
