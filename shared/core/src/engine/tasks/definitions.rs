@@ -90,7 +90,7 @@ impl Engine {
         template: &Template,
     ) -> Result<(), EngineError> {
         if template.0.contains_key("flow") && self.ports.store.flows.is_none() {
-            return Err(super::no_flows());
+            return Err(super::policies::no_flows());
         }
         Ok(self
             .ports
