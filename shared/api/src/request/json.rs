@@ -7,7 +7,16 @@ use serde::de::DeserializeOwned;
 use super::refused::Refused;
 
 /// The whole body as one `T`; anything but whitespace after the JSON value is refused.
+/// Every body the API takes is a JSON object: serde would read a struct from an array
+/// too (`[null, null]` as its first two fields), so anything else is refused first.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, Refused> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
+        return match serde_json::from_slice::<serde_json::Value>(body) {
+            Ok(_) => Err(Refused::invalid("body", "must be a JSON object")),
+            Err(e) => Err(Refused::Malformed(e.to_string())),
+        };
+    }
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let inner = e.inner();

@@ -381,3 +381,24 @@ fn a_replacement_keeps_the_rules_of_a_replacement() {
         .submission(None);
     assert!(matches!(plain, Ok(Submission::Add(_))));
 }
+
+#[test]
+fn a_body_that_is_not_an_object_is_refused_whatever_it_would_fill() {
+    for body in [
+        "[null, null]",
+        "  [\"https://x.io\"]",
+        "42",
+        "\"x\"",
+        "null",
+    ] {
+        let refused = parse_template(body.as_bytes()).map(|_| ()).unwrap_err();
+        let problem = Problem::from(refused);
+        assert_eq!(
+            (problem.status, problem.field.as_deref()),
+            (422, Some("body")),
+            "{body}"
+        );
+    }
+    assert_eq!(field_of("[1"), Some("<400>".into()), "not JSON at all");
+    assert_eq!(field_of("[null]"), Some("body".into()));
+}
