@@ -10,7 +10,7 @@ use anyhow::Result;
 use chrono::{DateTime, DurationRound, Utc};
 use serde_json::{json, Value};
 
-use super::capacity::ServerFigures;
+use super::capacity::{ServerFigures, SETTLE};
 use super::measure::{percentiles, Usage};
 use super::procs::{ReceiverProcess, Server};
 use super::receiver::{self, Arrival};
@@ -102,7 +102,7 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
     let patience = Duration::from_secs(120) + spread + Duration::from_millis(n as u64 / 2);
     let arrivals = receiver.wait_for(want, patience).await?;
     let usage = Usage::of(server.pid())?;
-    let figures = ServerFigures::read(&server).await?;
+    let figures = ServerFigures::settled(&server, n, SETTLE).await?;
 
     let firsts: Vec<(usize, i64)> = arrivals
         .iter()
@@ -196,7 +196,7 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
     let arrivals = receiver.wait_for(n + sent.len(), patience).await?;
     let drained = restarted.elapsed();
     let usage = Usage::of(server.pid())?;
-    let figures = ServerFigures::read(&server).await?;
+    let figures = ServerFigures::settled(&server, n + sent.len(), SETTLE).await?;
 
     let mut backlog: Vec<(usize, i64)> = arrivals
         .iter()

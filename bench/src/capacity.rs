@@ -128,7 +128,7 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
         .await?;
     let last = arrivals.iter().map(|a| a.at_ms).max().unwrap_or(0);
     let drain = Duration::from_millis((last - due.timestamp_millis()).max(0) as u64);
-    let figures = ServerFigures::read(&server).await?;
+    let figures = ServerFigures::settled(&server, args.tasks, SETTLE).await?;
 
     println!("mode:              slow-receiver");
     println!(
@@ -213,6 +213,9 @@ pub async fn hanging(args: HangingArgs) -> Result<()> {
     Ok(())
 }
 
+/// How long the figures may take to catch up with the receiver's last arrival.
+pub(crate) const SETTLE: Duration = Duration::from_secs(30);
+
 /// What the server's `/metrics` says of its deliveries.
 #[derive(Default)]
 pub(crate) struct ServerFigures {
@@ -243,6 +246,21 @@ impl ServerFigures {
             retried: value("boomerang_tasks_retried_total"),
             given_back: value("boomerang_calls_given_back_total"),
         })
+    }
+
+    /// The figures once `tasks` tasks have ended (succeeded or failed), or as they are
+    /// after `patience`: the receiver counts a request when it arrives, the server its
+    /// task once the answer is written, a moment later.
+    pub(crate) async fn settled(server: &Server, tasks: usize, patience: Duration) -> Result<Self> {
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            let figures = Self::read(server).await?;
+            let ended = (figures.delivered + figures.failed) as usize;
+            if ended >= tasks || tokio::time::Instant::now() >= deadline {
+                return Ok(figures);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     fn add(&mut self, other: &Self) {
