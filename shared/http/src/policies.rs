@@ -19,6 +19,7 @@ use boomerang_api::request::{parse_policy, PolicyRequest};
 use boomerang_api::view::{PoliciesView, PolicyView};
 use boomerang_core::domain::{DefinitionName, Policy, TenantId};
 use boomerang_core::engine::{Engine, EngineError};
+use boomerang_core::ports::DefinitionKind;
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
     OpenApiRouter::new()
@@ -58,10 +59,16 @@ pub(crate) fn name_of(raw: String) -> Result<DefinitionName, Problem> {
     DefinitionName::parse(raw).map_err(|e| Problem::invalid("name", e.to_string()))
 }
 
-/// A missing policy, in the terms of policies (not tasks).
-fn not_found(e: EngineError) -> Problem {
-    match e {
-        EngineError::NotFound => Problem::not_found("no such policy"),
+/// A definition's name from a path where it must name one stored: a name that breaks the
+/// rules names none (404, in the terms of its kind).
+pub(crate) fn existing_name(raw: String, kind: DefinitionKind) -> Result<DefinitionName, Problem> {
+    DefinitionName::parse(raw).map_err(|_| missing(kind)(EngineError::NotFound))
+}
+
+/// A missing definition, in the terms of its kind (`no such policy`), not of tasks.
+pub(crate) fn missing(kind: DefinitionKind) -> impl Fn(EngineError) -> Problem {
+    move |e| match e {
+        EngineError::NotFound => Problem::not_found(format!("no such {}", kind.as_str())),
         other => other.into(),
     }
 }
@@ -106,8 +113,11 @@ async fn get_policy(
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
 ) -> Result<Json<PolicyView>, ApiError> {
-    let name = DefinitionName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
-    let policy = engine.definition(&tenant, &name).await.map_err(not_found)?;
+    let name = existing_name(name, DefinitionKind::Policy)?;
+    let policy = engine
+        .definition(&tenant, &name)
+        .await
+        .map_err(missing(DefinitionKind::Policy))?;
     Ok(Json(PolicyView::new(&name, &policy)))
 }
 
@@ -123,11 +133,11 @@ async fn delete_policy(
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
 ) -> Result<StatusCode, ApiError> {
-    let name = DefinitionName::parse(name).map_err(|_| Problem::not_found("no such policy"))?;
+    let name = existing_name(name, DefinitionKind::Policy)?;
     engine
         .delete_definition::<Policy>(&tenant, &name)
         .await
-        .map_err(not_found)?;
+        .map_err(missing(DefinitionKind::Policy))?;
     Ok(StatusCode::NO_CONTENT)
 }
 

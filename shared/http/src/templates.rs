@@ -13,13 +13,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
-use super::policies::{name_of, NamePath};
-use super::problem::{ApiError, Problem};
+use super::policies::{existing_name, missing, name_of, NamePath};
+use super::problem::ApiError;
 use boomerang_api::request::{parse_template, TaskRequest, TemplateRequest, Templates};
 use boomerang_api::view::{TemplateView, TemplatesView};
 use boomerang_core::domain::{DefinitionName, Template, TenantId};
 use boomerang_core::engine::{Engine, EngineError};
-use boomerang_core::ports::StoreError;
+use boomerang_core::ports::{DefinitionKind, StoreError};
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
     OpenApiRouter::new()
@@ -56,14 +56,6 @@ pub async fn templates_for<'a>(
         templates.insert(name, found);
     }
     Ok(templates)
-}
-
-/// A missing template, in the terms of templates (not tasks).
-fn not_found(e: EngineError) -> Problem {
-    match e {
-        EngineError::NotFound => Problem::not_found("no such template"),
-        other => other.into(),
-    }
 }
 
 /// Create or replace a task template.
@@ -106,8 +98,11 @@ async fn get_template(
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
 ) -> Result<Json<TemplateView>, ApiError> {
-    let name = DefinitionName::parse(name).map_err(|_| Problem::not_found("no such template"))?;
-    let template = engine.definition(&tenant, &name).await.map_err(not_found)?;
+    let name = existing_name(name, DefinitionKind::Template)?;
+    let template = engine
+        .definition(&tenant, &name)
+        .await
+        .map_err(missing(DefinitionKind::Template))?;
     Ok(Json(TemplateView::new(&name, &template)))
 }
 
@@ -124,11 +119,11 @@ async fn delete_template(
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
 ) -> Result<StatusCode, ApiError> {
-    let name = DefinitionName::parse(name).map_err(|_| Problem::not_found("no such template"))?;
+    let name = existing_name(name, DefinitionKind::Template)?;
     engine
         .delete_definition::<Template>(&tenant, &name)
         .await
-        .map_err(not_found)?;
+        .map_err(missing(DefinitionKind::Template))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
