@@ -89,6 +89,16 @@ pub mod breaker {
     pub const OPEN: &str = "bo";
 }
 
+/// A bulk job's item ([`crate::keys::bulk_job`]): the job as JSON and its version (each
+/// write is conditional on it); a running job's marker ([`crate::keys::running_job`])
+/// names its tenant, and is marked finished (and expires) once the job is.
+pub mod bulk_job {
+    pub const DOC: &str = "jd";
+    pub const VERSION: &str = "v";
+    pub const TENANT: &str = "jt";
+    pub const FINISHED: &str = "jf";
+}
+
 /// A key's newest task registered with `on_key: replace` ([`crate::keys::replace_key`]):
 /// the task's id, and when this item was written (ms).
 pub mod keyed {

@@ -14,6 +14,8 @@
 //! | a tenant's breaker settings | `BS#<tenant>` | `default` |
 //! | a tenant's circuit breaker at a destination | `BR#<tenant>` | `<destination>` |
 //! | a schedule | `S#<tenant>` | `<schedule id>` |
+//! | a bulk job | `BJ#<tenant>` | `<job id>` |
+//! | a running bulk job's marker (the sweeper's list) | `BULK` | `<job id>` |
 //! | a key's newest task (`on_key: replace`) | `K#<tenant>#<key>` | `K` |
 //! | an API key | `K#<sha256 hex of the key>` | `KEY` |
 //! | a tenant | `N#<tenant>` | `TENANT` |
@@ -49,7 +51,7 @@ use sha2::{Digest, Sha256};
 
 use crate::attr;
 use boomerang_core::domain::{
-    Attempt, BusinessKey, DefinitionName, Destination, FlowKey, ScheduleId, TaskId, TenantId,
+    Attempt, BulkJobId, BusinessKey, DefinitionName, Destination, FlowKey, ScheduleId, TaskId, TenantId,
 };
 use boomerang_core::ports::DefinitionKind;
 
@@ -62,6 +64,8 @@ const TEMPLATE: &str = "TM#";
 const BREAKER_SETTINGS: &str = "BS#";
 const BREAKER: &str = "BR#";
 const SCHEDULE: &str = "S#";
+const BULK_JOB: &str = "BJ#";
+const BULK_RUNNING: &str = "BULK";
 const REPLACE: &str = "K#";
 const REPLACE_SK: &str = "K";
 const API_KEY: &str = "K#";
@@ -200,6 +204,26 @@ pub fn breaker_partition(tenant: &TenantId) -> String {
 /// A tenant's circuit breaker at a destination: sorted by the destination.
 pub fn breaker(tenant: &TenantId, destination: &Destination) -> ItemKey {
     ItemKey::new(breaker_partition(tenant), destination.as_str())
+}
+
+/// The partition of a tenant's bulk jobs: `BJ#<tenant>`.
+pub fn bulk_job_partition(tenant: &TenantId) -> String {
+    format!("{BULK_JOB}{tenant}")
+}
+
+/// A tenant's bulk job: sorted by its id, so newest last.
+pub fn bulk_job(tenant: &TenantId, id: &BulkJobId) -> ItemKey {
+    ItemKey::new(bulk_job_partition(tenant), id.to_string())
+}
+
+/// The partition of the markers of running bulk jobs, every tenant's: `BULK`.
+pub fn running_jobs_partition() -> &'static str {
+    BULK_RUNNING
+}
+
+/// A bulk job's marker, kept while it runs.
+pub fn running_job(id: &BulkJobId) -> ItemKey {
+    ItemKey::new(BULK_RUNNING, id.to_string())
 }
 
 /// The partition of a tenant's schedules: `S#<tenant>`.

@@ -10,6 +10,7 @@
 //! - an idempotency key's item names its task and holds a copy of it ([`idempotency`]);
 //! - named policies and templates ([`definitions`]), schedules and the newest task of each replace key
 //!   ([`schedules`]);
+//! - bulk jobs, and a marker for each running one ([`bulk_jobs`]);
 //! - the sweep's checkpoint ([`sweep`]), where `aws rearm`'s scan is ([`unfinished`]),
 //!   and which minutes' bucket fires began ([`minutes`]).
 //!
@@ -26,6 +27,7 @@
 //! The submodules use one another and [`table`], never this module: it only gathers them.
 
 mod breakers;
+mod bulk_jobs;
 mod buckets;
 mod definitions;
 mod due_entry;

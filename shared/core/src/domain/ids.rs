@@ -69,6 +69,11 @@ ulid_id!(
     ScheduleId
 );
 
+ulid_id!(
+    /// A bulk job's id: a ULID, so lists come newest first.
+    BulkJobId
+);
+
 impl TaskId {
     /// One of `buckets` (at least 1), chosen by the id's random low bits: an even spread,
     /// for storage keys.

@@ -3,6 +3,7 @@
 
 pub mod alert;
 pub mod breaker;
+pub mod bulk;
 pub mod destination;
 pub mod duration_ms;
 pub mod flow;
@@ -28,10 +29,13 @@ pub use alert::{AlertTarget, Notify};
 pub use breaker::{
     Admission, Breaker, BreakerAlertBody, BreakerChange, BreakerSettings, CallHealth,
 };
+pub use bulk::{Act, BulkAction, BulkJob, BulkPlan, JobRefusal, JobState, Progress};
 pub use destination::Destination;
 pub use flow::{FlowKey, FlowSpec};
 pub use hold::{CheckAnswer, CheckBody, CheckDecision, CheckRecord, HoldSpec, OnUnknown};
-pub use ids::{Attempt, AttemptRef, BusinessKey, DefinitionName, TaskId, TenantId};
+pub use ids::{
+    Attempt, AttemptRef, BulkJobId, BusinessKey, DefinitionName, TaskId, TenantId,
+};
 pub use invalid::{FieldPath, Invalid};
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use notice::Notice;

@@ -1,10 +1,11 @@
 //! The engine: every use case of Boomerang, as logic over the ports. Its methods are
 //! grouped by use case, each group an `impl Engine` block (or several) in a module named
-//! after it: `tasks`, `delivery`, `holds`, `schedules`, `flows`, `breakers` and `operations`. The
+//! after it: `tasks`, `bulk`, `delivery`, `holds`, `schedules`, `flows`, `breakers` and `operations`. The
 //! engine's callers see one type, so a method's group is where to read it, not part of
 //! its name.
 
 mod breakers;
+mod bulk;
 mod delivery;
 mod error;
 mod flows;
@@ -15,6 +16,7 @@ mod schedules;
 mod state;
 mod tasks;
 
+pub use bulk::{BulkPreview, JobRun};
 pub use delivery::{
     DeliverOutcome, DeliveryLimits, Drained, Route, WorkSlot, DEFAULT_PER_DESTINATION,
     PER_DESTINATION_RANGE,

@@ -7,7 +7,7 @@ use crate::clock::{Clock, Random, SystemClock, ThreadRandom};
 use crate::domain::{BreakerSettings, Policy, Template};
 use crate::metrics::{Metrics, MetricsView, NoMetrics};
 use crate::ports::{
-    Breakers, DeadLetters, Definitions, DestinationSlots, FlowPauses, FlowPorts, KeyedTasks,
+    Breakers, BulkJobs, DeadLetters, Definitions, DestinationSlots, FlowPauses, FlowPorts, KeyedTasks,
     ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane, StatusCounts, SweepIndex,
     TaskStore, Tenants, Timer, Webhooks,
 };
@@ -23,6 +23,8 @@ pub struct StorePorts {
     /// Each tenant's circuit breakers, and its settings for them.
     pub breakers: Arc<dyn Breakers>,
     pub breaker_settings: Arc<dyn Definitions<BreakerSettings>>,
+    /// Bulk actions as jobs, resumable where they stopped.
+    pub bulk_jobs: Arc<dyn BulkJobs>,
     pub schedules: Arc<dyn ScheduleStore>,
     pub keyed: Arc<dyn KeyedTasks>,
     /// `None`: the store removes finished tasks by itself (DynamoDB's TTL).
@@ -49,6 +51,7 @@ impl StorePorts {
             + Definitions<Template>
             + Definitions<BreakerSettings>
             + Breakers
+            + BulkJobs
             + ScheduleStore
             + KeyedTasks
             + 'static,
@@ -60,6 +63,7 @@ impl StorePorts {
             templates: store.clone(),
             breakers: store.clone(),
             breaker_settings: store.clone(),
+            bulk_jobs: store.clone(),
             schedules: store.clone(),
             keyed: store,
             retention: None,

@@ -6,6 +6,7 @@
 //! tell them apart.
 
 mod breakers;
+mod bulk_jobs;
 mod cause;
 mod dead_letters;
 mod definitions;
@@ -21,6 +22,7 @@ mod timer;
 mod webhooks;
 
 pub use breakers::{Breakers, StoredBreaker};
+pub use bulk_jobs::{BulkJobs, JOBS_LISTED};
 pub use cause::Cause;
 pub use dead_letters::{DeadLetterError, DeadLetters};
 pub use definitions::{Definition, DefinitionKind, Definitions};

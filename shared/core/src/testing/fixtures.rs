@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{AlertTarget, CallbackRequest, Notify, RetryPolicy, Task, TaskSpec, TenantId};
 use crate::domain::{BreakerSettings, Policy, Template};
-use crate::ports::{Breakers, Definitions, SweepIndex, TaskStore};
+use crate::ports::{Breakers, BulkJobs, Definitions, SweepIndex, TaskStore};
 
 /// What the store contract exercises: every capability a store of either backend has.
 pub trait ContractStore:
@@ -17,6 +17,7 @@ pub trait ContractStore:
     + Definitions<Template>
     + Definitions<BreakerSettings>
     + Breakers
+    + BulkJobs
 {
 }
 
@@ -27,6 +28,7 @@ impl<S> ContractStore for S where
         + Definitions<Template>
         + Definitions<BreakerSettings>
         + Breakers
+    + BulkJobs
 {
 }
 

@@ -11,11 +11,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptRecord, Breaker, BusinessKey, DefinitionName, Destination, FlowKey, Schedule,
+    AttemptRecord, Breaker, BulkJob, BulkJobId, BusinessKey, DefinitionName, Destination, FlowKey, Schedule,
     ScheduleId, Status, Task, TaskId, TenantId,
 };
 use crate::ports::{
-    Breakers, CreateOutcome, Definition, Definitions, DueWork, FlowPauses, KeyedTasks, ListQuery,
+    Breakers, BulkJobs, CreateOutcome, Definition, Definitions, DueWork, FlowPauses, KeyedTasks, ListQuery,
     Page, SchedulePage, ScheduleStore, StatusCounts, StoreError, StoredBreaker, SweepIndex,
     SweepMark, TaskStore,
 };
@@ -49,6 +49,7 @@ struct Inner {
     schedules: BTreeMap<(TenantId, ScheduleId), Schedule>,
     keyed: HashMap<(TenantId, BusinessKey), TaskId>,
     breakers: BTreeMap<(TenantId, Destination), StoredBreaker>,
+    jobs: BTreeMap<BulkJobId, BulkJob>,
 }
 
 impl MemoryStore {
@@ -326,6 +327,44 @@ impl Breakers for MemoryStore {
         Ok((self.lock().breakers.iter())
             .filter(|((t, _), b)| t == tenant && b.breaker.is_open())
             .map(|((_, d), b)| (d.clone(), b.breaker.clone()))
+            .collect())
+    }
+}
+
+#[async_trait]
+impl BulkJobs for MemoryStore {
+    async fn create_job(&self, job: &BulkJob) -> Result<(), StoreError> {
+        self.lock().jobs.insert(job.id, job.clone());
+        Ok(())
+    }
+
+    async fn job(&self, tenant: &TenantId, id: &BulkJobId) -> Result<Option<BulkJob>, StoreError> {
+        Ok(self.lock().jobs.get(id).filter(|j| &j.tenant == tenant).cloned())
+    }
+
+    async fn save_job(&self, job: &BulkJob, expected_version: u64) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        match inner.jobs.get(&job.id) {
+            Some(stored) if stored.version == expected_version => {
+                inner.jobs.insert(job.id, job.clone());
+                Ok(())
+            }
+            _ => Err(StoreError::Conflict),
+        }
+    }
+
+    async fn jobs(&self, tenant: &TenantId) -> Result<Vec<BulkJob>, StoreError> {
+        Ok((self.lock().jobs.values().rev())
+            .filter(|j| &j.tenant == tenant)
+            .take(crate::ports::JOBS_LISTED)
+            .cloned()
+            .collect())
+    }
+
+    async fn running_jobs(&self) -> Result<Vec<(TenantId, BulkJobId)>, StoreError> {
+        Ok((self.lock().jobs.values())
+            .filter(|j| j.is_running())
+            .map(|j| (j.tenant.clone(), j.id))
             .collect())
     }
 }

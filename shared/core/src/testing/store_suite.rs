@@ -22,6 +22,7 @@ pub async fn store_contract(store: Arc<dyn ContractStore>) {
     super::list_suite::lists_by_business_key(&*store).await;
     policies_are_kept_per_tenant(&*store).await;
     breakers_are_written_conditionally(&*store).await;
+    bulk_jobs_are_written_conditionally(&*store).await;
     super::due_suite::due_finds_only_work_to_do(&*store).await;
     a_claim_is_seen_and_wins_against_stale_writes(&*store).await;
 }
@@ -33,6 +34,46 @@ pub async fn store_atomicity_contract(store: Arc<dyn ContractStore>) {
     concurrent_idempotent_creates_have_one_winner(store.clone()).await;
     concurrent_claims_have_one_winner(store.clone(), ClaimBy::Update).await;
     concurrent_claims_have_one_winner(store, ClaimBy::Claim).await;
+}
+
+/// A bulk job is written only from the version read; the tenant's are listed newest
+/// first; a running one is found across tenants until it finishes.
+async fn bulk_jobs_are_written_conditionally(store: &dyn ContractStore) {
+    use crate::domain::{BulkAction, BulkJob, BulkPlan, TaskFilter};
+    let (tenant, other) = (unique_tenant("jobs"), unique_tenant("jobs"));
+    let plan = BulkPlan::new(BulkAction::Retry, TaskFilter::default(), None, true).unwrap();
+    let now = Utc::now();
+    let first = BulkJob::new(tenant.clone(), plan.clone(), now);
+    let second = BulkJob::new(tenant.clone(), plan.clone(), now);
+    let others = BulkJob::new(other.clone(), plan, now);
+    for job in [&first, &second, &others] {
+        store.create_job(job).await.unwrap();
+    }
+    assert_eq!(store.job(&tenant, &first.id).await.unwrap().as_ref(), Some(&first));
+    assert_eq!(store.job(&other, &first.id).await.unwrap(), None, "per tenant");
+    let listed: Vec<_> = (store.jobs(&tenant).await.unwrap().iter()).map(|j| j.id).collect();
+    // By id, newest first (two ids of one millisecond sort by their random part).
+    let mut expected = vec![first.id, second.id];
+    expected.sort_by(|a, b| b.cmp(a));
+    assert_eq!(listed, expected, "newest first, the tenant's only");
+
+    let claimed = first.claim("runner", now).unwrap();
+    store.save_job(&claimed, first.version).await.unwrap();
+    assert!(matches!(
+        store.save_job(&claimed, first.version).await,
+        Err(StoreError::Conflict)
+    ));
+    let running = store.running_jobs().await.unwrap();
+    assert!(running.contains(&(tenant.clone(), first.id)));
+    assert!(running.contains(&(other.clone(), others.id)));
+    let finished = claimed.page_read(0, vec![], None, now).page_done(0, 0, now);
+    assert!(!finished.is_running());
+    store.save_job(&finished, claimed.version).await.unwrap();
+    let running = store.running_jobs().await.unwrap();
+    assert!(!running.contains(&(tenant.clone(), first.id)), "finished: not running");
+    assert!(running.contains(&(tenant.clone(), second.id)));
+    let read = store.job(&tenant, &first.id).await.unwrap().unwrap();
+    assert_eq!(read, finished);
 }
 
 /// A breaker's first write wins only where none was written; each later one only from the

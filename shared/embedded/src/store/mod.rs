@@ -11,6 +11,7 @@
 //! disagree with the document.
 
 mod breakers;
+mod bulk_jobs;
 mod codec;
 mod definitions;
 mod due;

@@ -67,6 +67,15 @@ CREATE TABLE IF NOT EXISTS breakers (
     open INTEGER NOT NULL,
     PRIMARY KEY (tenant, destination)
 );
+CREATE TABLE IF NOT EXISTS bulk_jobs (
+    tenant TEXT NOT NULL,
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    running INTEGER NOT NULL,
+    doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX IF NOT EXISTS bulk_jobs_running ON bulk_jobs (running) WHERE running = 1;
 CREATE TABLE IF NOT EXISTS paused_flows (
     tenant TEXT NOT NULL,
     key TEXT NOT NULL,
