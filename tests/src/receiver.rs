@@ -2,6 +2,7 @@
 //! were sent.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,17 +46,22 @@ type Script = dyn Fn(&str, usize) -> Reply + Send + Sync;
 pub struct Receiver {
     pub addr: SocketAddr,
     received: Arc<Mutex<Vec<Received>>>,
+    in_flight: Arc<InFlight>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Receiver {
     pub async fn start(script: impl Fn(&str, usize) -> Reply + Send + Sync + 'static) -> Self {
         let received: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let in_flight: Arc<InFlight> = Arc::default();
         let script: Arc<Script> = Arc::new(script);
-        let rec = received.clone();
+        let (rec, flying) = (received.clone(), in_flight.clone());
         let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
-            let (rec, script) = (rec.clone(), script.clone());
-            async move { answer(rec, script, uri, headers, body).await }
+            let (rec, script, flying) = (rec.clone(), script.clone(), flying.clone());
+            async move {
+                let _call = flying.begin();
+                answer(rec, script, uri, headers, body).await
+            }
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -65,6 +71,7 @@ impl Receiver {
         Self {
             addr,
             received,
+            in_flight,
             task,
         }
     }
@@ -84,6 +91,36 @@ impl Receiver {
 
     pub fn count(&self, path: &str) -> usize {
         self.received().iter().filter(|r| r.path == path).count()
+    }
+
+    /// The most requests it was answering at once (from arrival until the answer was
+    /// handed back).
+    pub fn most_at_once(&self) -> usize {
+        self.in_flight.peak.load(Ordering::SeqCst)
+    }
+}
+
+/// Requests being answered, and the most there were at once.
+#[derive(Default)]
+struct InFlight {
+    now: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl InFlight {
+    fn begin(self: &Arc<Self>) -> CallGuard {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        CallGuard(self.clone())
+    }
+}
+
+/// Counts one request as answered when dropped.
+struct CallGuard(Arc<InFlight>);
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

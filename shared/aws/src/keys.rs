@@ -51,7 +51,8 @@ use sha2::{Digest, Sha256};
 
 use crate::attr;
 use boomerang_core::domain::{
-    Attempt, BulkJobId, BusinessKey, DefinitionName, Destination, FlowKey, ScheduleId, TaskId, TenantId,
+    Attempt, BulkJobId, BusinessKey, DefinitionName, Destination, FlowKey, ScheduleId, TaskId,
+    TenantId,
 };
 use boomerang_core::ports::DefinitionKind;
 

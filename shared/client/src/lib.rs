@@ -7,13 +7,14 @@ mod transport;
 use std::time::Duration;
 
 use boomerang_api::request::{
-    BatchRequest, BreakerSettingsRequest, DestinationRequest, PolicyRequest, ScheduleFields,
-    TaskRequest, TemplateRequest,
+    BatchRequest, BreakerSettingsRequest, BulkRequest, DestinationRequest, PolicyRequest,
+    ScheduleFields, TaskRequest, TemplateRequest,
 };
 use boomerang_api::view::{
-    BatchView, BreakerSettingsView, BreakerView, BreakersView, FlowStateView, FlowsView, Health,
-    KeyCancelView, KeyReleaseView, PageView, PoliciesView, PolicyView, ScheduleListView,
-    ScheduleView, StatsView, TaskView, TemplateView, TemplatesView,
+    BatchView, BreakerSettingsView, BreakerView, BreakersView, BulkJobView, BulkJobsView,
+    BulkPreviewView, FlowStateView, FlowsView, Health, KeyCancelView, KeyReleaseView, PageView,
+    PoliciesView, PolicyView, ScheduleListView, ScheduleView, StatsView, TaskView, TemplateView,
+    TemplatesView,
 };
 use boomerang_api::Problem;
 use boomerang_core::domain::{BusinessKey, ScheduleId, Status, TaskId};
@@ -269,6 +270,38 @@ impl Client {
     pub async fn delete_template(&self, name: &str) -> Result<(), ClientError> {
         let request = self.request(Method::DELETE, &format!("/v1/templates/{name}"), &[])?;
         self.body(request).await.map(|_| ())
+    }
+
+    /// `POST /v1/tasks/bulk` with `dry_run`: what the action would do.
+    pub async fn preview_bulk(&self, bulk: &BulkRequest) -> Result<BulkPreviewView, ClientError> {
+        let bulk = BulkRequest {
+            dry_run: true,
+            ..bulk.clone()
+        };
+        self.send(Method::POST, "/v1/tasks/bulk", &[], Some(&bulk))
+            .await
+    }
+
+    /// `POST /v1/tasks/bulk`: starts the action as a job.
+    pub async fn start_bulk(&self, bulk: &BulkRequest) -> Result<BulkJobView, ClientError> {
+        let bulk = BulkRequest {
+            dry_run: false,
+            ..bulk.clone()
+        };
+        self.send(Method::POST, "/v1/tasks/bulk", &[], Some(&bulk))
+            .await
+    }
+
+    /// `GET /v1/bulk-jobs/{id}`.
+    pub async fn bulk_job(&self, id: &str) -> Result<BulkJobView, ClientError> {
+        let path = format!("/v1/bulk-jobs/{id}");
+        self.send(Method::GET, &path, &[], None::<&()>).await
+    }
+
+    /// `GET /v1/bulk-jobs`.
+    pub async fn bulk_jobs(&self) -> Result<BulkJobsView, ClientError> {
+        self.send(Method::GET, "/v1/bulk-jobs", &[], None::<&()>)
+            .await
     }
 
     /// `GET /v1/breakers`.

@@ -2,6 +2,7 @@
 //! Lambda.
 
 pub mod breakers;
+pub mod bulk;
 pub mod console;
 mod extract;
 pub mod flows;
@@ -68,6 +69,7 @@ struct SplitRoutes {
 fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
     let v1: Routes = OpenApiRouter::new()
         .merge(tasks::routes())
+        .merge(bulk::routes())
         .merge(policies::routes())
         .merge(templates::routes())
         .merge(schedules::routes())

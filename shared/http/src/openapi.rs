@@ -37,6 +37,7 @@ pub const API_KEY: &str = "api_key";
     ),
     tags(
         (name = "tasks", description = "Register, inspect, list, cancel and redrive callbacks."),
+        (name = "bulk", description = "Bulk actions by filter: retry, cancel or release every task a filter takes, previewed or as a job with its progress."),
         (name = "holds", description = "Release held tasks (registered with `hold`)."),
         (name = "schedules", description = "Recurring callbacks: cron in a time zone, or a fixed interval."),
         (name = "policies", description = "A tenant's named policies: retries, and a flow."),

@@ -1,11 +1,13 @@
 //! The local server's background loops: deliveries from the in-process timer, retention,
-//! and the AWS sweeper played locally. (The embedded backend's loader runs its own.)
+//! bulk jobs, and the AWS sweeper played locally. (The embedded backend's loader runs its own.)
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use boomerang_aws::buckets::BucketFire;
 use boomerang_aws::system_failures::SystemFailures;
+use boomerang_core::domain::BulkJobId;
 use boomerang_core::engine::Engine;
 use boomerang_embedded::Fire;
 use tokio::sync::mpsc;
@@ -68,6 +70,37 @@ pub(crate) async fn run_aws_sweeper(
         }
     })
     .await
+}
+
+/// Runs the stores' bulk jobs: every `period`, the running ones are listed and each not
+/// already in hand here is run to its end (or until another runner holds it: after a
+/// restart, a job this process held before is taken up again once its lease lapses).
+pub(crate) async fn run_bulk_jobs(engine: Arc<Engine>, period: Duration) {
+    let runner = boomerang_core::engine::this_process();
+    let in_hand: Arc<Mutex<HashSet<BulkJobId>>> = Arc::default();
+    every(period, || async {
+        let running = match engine.running_bulk_jobs().await {
+            Ok(running) => running,
+            Err(e) => return tracing::error!(error = %e, "listing the running bulk jobs failed"),
+        };
+        for (tenant, id) in running {
+            if !lock(&in_hand).insert(id) {
+                continue;
+            }
+            let (engine, runner, in_hand) = (engine.clone(), runner.clone(), in_hand.clone());
+            tokio::spawn(async move {
+                if let Err(e) = engine.run_bulk_job(&tenant, &id, &runner, None).await {
+                    tracing::warn!(job = %id, error = %e, "a bulk job step failed; it is taken up again");
+                }
+                lock(&in_hand).remove(&id);
+            });
+        }
+    })
+    .await
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Runs `work` at once and then every `period`, for ever; a tick missed while `work` ran

@@ -90,6 +90,9 @@ impl Service {
 /// How long a shutdown waits for the API's requests under way, after the deliveries.
 const API_CLOSE: Duration = Duration::from_secs(5);
 
+/// How often the running bulk jobs are looked for (a new one starts within this).
+const BULK_JOBS_PERIOD: Duration = Duration::from_secs(1);
+
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -206,6 +209,7 @@ fn start_embedded(
         retention,
         config.sweep_interval,
     ));
+    tokio::spawn(loops::run_bulk_jobs(engine.clone(), BULK_JOBS_PERIOD));
     let mut summary = vec![
         format!("data dir:       {}", data_dir.display()),
         format!("API key:        {}", creds.api_key),
@@ -260,6 +264,10 @@ async fn start_aws(
             backend.system_failures(),
             config.sweep_interval,
             -chrono_of(sweep_lag),
+        ));
+        tokio::spawn(loops::run_bulk_jobs(
+            backend.engine.clone(),
+            BULK_JOBS_PERIOD,
         ));
         summary
             .push("triggers:       emulated (schedules, timer queue and sweeper run here)".into());

@@ -4,6 +4,7 @@
 
 mod batch;
 mod breaker;
+mod bulk;
 mod choice;
 mod flow;
 mod json;
@@ -17,6 +18,7 @@ mod text;
 
 pub use batch::BatchRequest;
 pub use breaker::{BreakerSettingsRequest, DestinationRequest};
+pub use bulk::{BetweenRequest, BulkOrder, BulkRequest, FilterRequest};
 pub use flow::FlowRequest;
 pub use json::{from_value, parse_json};
 pub use page::PageQuery;

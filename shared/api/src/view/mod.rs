@@ -1,6 +1,8 @@
-//! What the API answers with: views of tasks, schedules, policies, templates, flows and figures.
+//! What the API answers with: views of tasks, bulk jobs, schedules, policies, templates,
+//! flows and figures.
 
 mod breaker;
+mod bulk;
 mod flow;
 mod keys;
 mod policy;
@@ -10,6 +12,7 @@ mod task;
 mod template;
 
 pub use breaker::{BreakerSettingsView, BreakerView, BreakersView};
+pub use bulk::{BulkJobView, BulkJobsView, BulkPreviewView, ProgressView};
 pub use flow::{FlowStateView, FlowsView};
 pub use keys::{
     BatchItemView, BatchView, KeyCancelView, KeyReleaseView, KeyedStatusView, PageView,

@@ -27,8 +27,8 @@
 //! The submodules use one another and [`table`], never this module: it only gathers them.
 
 mod breakers;
-mod bulk_jobs;
 mod buckets;
+mod bulk_jobs;
 mod definitions;
 mod due_entry;
 mod idempotency;

@@ -33,9 +33,7 @@ pub use bulk::{Act, BulkAction, BulkJob, BulkPlan, JobRefusal, JobState, Progres
 pub use destination::Destination;
 pub use flow::{FlowKey, FlowSpec};
 pub use hold::{CheckAnswer, CheckBody, CheckDecision, CheckRecord, HoldSpec, OnUnknown};
-pub use ids::{
-    Attempt, AttemptRef, BulkJobId, BusinessKey, DefinitionName, TaskId, TenantId,
-};
+pub use ids::{Attempt, AttemptRef, BulkJobId, BusinessKey, DefinitionName, TaskId, TenantId};
 pub use invalid::{FieldPath, Invalid};
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use notice::Notice;

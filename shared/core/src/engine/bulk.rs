@@ -131,10 +131,15 @@ impl Engine {
 
     /// Runs every running job side by side for at most `budget` (the AWS sweeper's run);
     /// answers how many are still running.
-    pub async fn run_bulk_jobs(&self, runner: &str, budget: Duration) -> Result<usize, EngineError> {
+    pub async fn run_bulk_jobs(
+        &self,
+        runner: &str,
+        budget: Duration,
+    ) -> Result<usize, EngineError> {
         let until = Instant::now() + budget;
         let running = self.running_bulk_jobs().await?;
-        let runs = (running.iter()).map(|(tenant, id)| self.run_bulk_job(tenant, id, runner, Some(until)));
+        let runs =
+            (running.iter()).map(|(tenant, id)| self.run_bulk_job(tenant, id, runner, Some(until)));
         let mut left = 0;
         for run in futures_util::future::join_all(runs).await {
             match run {
@@ -192,7 +197,12 @@ impl Engine {
                     .filter(|t| job.plan.takes(t, job.created_at))
                     .map(|t| t.id)
                     .collect();
-                let read = job.page_read(page.tasks.len(), taken, page.next_cursor, self.ports.clock.now());
+                let read = job.page_read(
+                    page.tasks.len(),
+                    taken,
+                    page.next_cursor,
+                    self.ports.clock.now(),
+                );
                 if !self.save_job(&read).await? {
                     return Ok(JobStep::Stopped(JobRun::Held));
                 }

@@ -7,9 +7,9 @@ use crate::clock::{Clock, Random, SystemClock, ThreadRandom};
 use crate::domain::{BreakerSettings, Policy, Template};
 use crate::metrics::{Metrics, MetricsView, NoMetrics};
 use crate::ports::{
-    Breakers, BulkJobs, DeadLetters, Definitions, DestinationSlots, FlowPauses, FlowPorts, KeyedTasks,
-    ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane, StatusCounts, SweepIndex,
-    TaskStore, Tenants, Timer, Webhooks,
+    Breakers, BulkJobs, DeadLetters, Definitions, DestinationSlots, FlowPauses, FlowPorts,
+    KeyedTasks, ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane, StatusCounts,
+    SweepIndex, TaskStore, Tenants, Timer, Webhooks,
 };
 
 /// What one store provides: every capability it has, the `Option`s being those some

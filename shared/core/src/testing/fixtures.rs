@@ -28,7 +28,7 @@ impl<S> ContractStore for S where
         + Definitions<Template>
         + Definitions<BreakerSettings>
         + Breakers
-    + BulkJobs
+        + BulkJobs
 {
 }
 

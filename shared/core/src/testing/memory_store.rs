@@ -11,13 +11,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    AttemptRecord, Breaker, BulkJob, BulkJobId, BusinessKey, DefinitionName, Destination, FlowKey, Schedule,
-    ScheduleId, Status, Task, TaskId, TenantId,
+    AttemptRecord, Breaker, BulkJob, BulkJobId, BusinessKey, DefinitionName, Destination, FlowKey,
+    Schedule, ScheduleId, Status, Task, TaskId, TenantId,
 };
 use crate::ports::{
-    Breakers, BulkJobs, CreateOutcome, Definition, Definitions, DueWork, FlowPauses, KeyedTasks, ListQuery,
-    Page, SchedulePage, ScheduleStore, StatusCounts, StoreError, StoredBreaker, SweepIndex,
-    SweepMark, TaskStore,
+    Breakers, BulkJobs, CreateOutcome, Definition, Definitions, DueWork, FlowPauses, KeyedTasks,
+    ListQuery, Page, SchedulePage, ScheduleStore, StatusCounts, StoreError, StoredBreaker,
+    SweepIndex, SweepMark, TaskStore,
 };
 
 #[derive(Default)]
@@ -339,7 +339,12 @@ impl BulkJobs for MemoryStore {
     }
 
     async fn job(&self, tenant: &TenantId, id: &BulkJobId) -> Result<Option<BulkJob>, StoreError> {
-        Ok(self.lock().jobs.get(id).filter(|j| &j.tenant == tenant).cloned())
+        Ok(self
+            .lock()
+            .jobs
+            .get(id)
+            .filter(|j| &j.tenant == tenant)
+            .cloned())
     }
 
     async fn save_job(&self, job: &BulkJob, expected_version: u64) -> Result<(), StoreError> {

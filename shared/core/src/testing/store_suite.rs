@@ -49,9 +49,18 @@ async fn bulk_jobs_are_written_conditionally(store: &dyn ContractStore) {
     for job in [&first, &second, &others] {
         store.create_job(job).await.unwrap();
     }
-    assert_eq!(store.job(&tenant, &first.id).await.unwrap().as_ref(), Some(&first));
-    assert_eq!(store.job(&other, &first.id).await.unwrap(), None, "per tenant");
-    let listed: Vec<_> = (store.jobs(&tenant).await.unwrap().iter()).map(|j| j.id).collect();
+    assert_eq!(
+        store.job(&tenant, &first.id).await.unwrap().as_ref(),
+        Some(&first)
+    );
+    assert_eq!(
+        store.job(&other, &first.id).await.unwrap(),
+        None,
+        "per tenant"
+    );
+    let listed: Vec<_> = (store.jobs(&tenant).await.unwrap().iter())
+        .map(|j| j.id)
+        .collect();
     // By id, newest first (two ids of one millisecond sort by their random part).
     let mut expected = vec![first.id, second.id];
     expected.sort_by(|a, b| b.cmp(a));
@@ -70,7 +79,10 @@ async fn bulk_jobs_are_written_conditionally(store: &dyn ContractStore) {
     assert!(!finished.is_running());
     store.save_job(&finished, claimed.version).await.unwrap();
     let running = store.running_jobs().await.unwrap();
-    assert!(!running.contains(&(tenant.clone(), first.id)), "finished: not running");
+    assert!(
+        !running.contains(&(tenant.clone(), first.id)),
+        "finished: not running"
+    );
     assert!(running.contains(&(tenant.clone(), second.id)));
     let read = store.job(&tenant, &first.id).await.unwrap().unwrap();
     assert_eq!(read, finished);

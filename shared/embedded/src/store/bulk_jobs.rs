@@ -75,10 +75,11 @@ impl BulkJobs for SqliteStore {
                 )
                 .map_err(unavailable)?;
             let rows = stmt
-                .query_map(params![tenant, JOBS_LISTED as i64], |r| r.get::<_, String>(0))
+                .query_map(params![tenant, JOBS_LISTED as i64], |r| {
+                    r.get::<_, String>(0)
+                })
                 .map_err(unavailable)?;
-            rows.map(|doc| decode(&doc.map_err(unavailable)?))
-                .collect()
+            rows.map(|doc| decode(&doc.map_err(unavailable)?)).collect()
         })
         .await
     }

@@ -37,7 +37,11 @@ fn a_plan_refuses_states_its_action_does_not_take_and_a_pace_out_of_range() {
     let refused = BulkPlan::new(BulkAction::Retry, held.clone(), None, false).unwrap_err();
     assert_eq!(refused.field.to_string(), "filter.statuses");
     let plan = BulkPlan::new(BulkAction::Cancel, held.clone(), None, false).unwrap();
-    assert_eq!(plan.statuses(), vec![Status::Held], "the filter's states only");
+    assert_eq!(
+        plan.statuses(),
+        vec![Status::Held],
+        "the filter's states only"
+    );
     for pace in [0, 1_001] {
         let refused = BulkPlan::new(BulkAction::Cancel, held.clone(), Some(pace), false);
         assert_eq!(refused.unwrap_err().field.to_string(), "per_second");
@@ -111,7 +115,10 @@ fn a_job_pages_through_each_state_and_finishes_with_its_report() {
     assert_eq!(claimed.version, job.version + 1);
     assert!(matches!(claimed.claim("b", now), Err(JobRefusal::Held(_))));
     let later = now + JOB_LEASE + Span::seconds(1);
-    assert!(claimed.claim("b", later).is_ok(), "a lapsed lease is taken over");
+    assert!(
+        claimed.claim("b", later).is_ok(),
+        "a lapsed lease is taken over"
+    );
 
     let ids = vec![TaskId::new(), TaskId::new()];
     let read = claimed.page_read(3, ids.clone(), Some(ids[1]), now);
