@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use boomerang_api::view::{BreakerView, KeyCancelView, PageView, TaskView, TemplateView};
+use boomerang_api::view::{
+    BreakerView, BulkJobView, BulkJobsView, BulkPreviewView, KeyCancelView, PageView, TaskView,
+    TemplateView,
+};
 use boomerang_core::domain::Status;
 use boomerang_e2e::{
     callback, run_cli, Backend, Callback, CliRun, Receiver, Reply, Server, ServerOptions,
@@ -306,4 +309,55 @@ async fn templates_and_breakers_from_the_command_line() {
     assert!(breakers
         .ok(&["settings", "--failures", "5"])
         .contains("after 5 failed calls"));
+}
+
+#[tokio::test]
+async fn bulk_actions_from_the_command_line() {
+    let rx = Receiver::always(500).await;
+    let server = server();
+    let (tasks, bulk) = (Cli::new(&server, "tasks"), Cli::new(&server, "bulk"));
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let url = rx.url(&format!("/o/{i}"));
+        let task: TaskView = tasks.json(&["create", &url, "--max-attempts", "1"]);
+        ids.push(task.id);
+    }
+    for id in &ids {
+        server.wait_status(id, Status::Failed, WAIT).await;
+    }
+    let prefix = rx.url("/o/");
+    let preview: BulkPreviewView = bulk.json(&["retry", "--url-prefix", &prefix, "--dry-run"]);
+    assert_eq!(preview.count, 3);
+    let shown = bulk.ok(&["retry", "--url-prefix", &prefix, "--dry-run"]);
+    assert!(shown.contains("retry would take 3 tasks"), "{shown}");
+    // Waits for the job, printing its progress; the last line is its report.
+    let report = bulk.ok(&["retry", "--url-prefix", &prefix, "--wait"]);
+    let last = report.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("finished") && last.contains("retry"),
+        "{report}"
+    );
+    let jobs: BulkJobsView = bulk.json(&["jobs"]);
+    assert_eq!(jobs.jobs.len(), 1);
+    assert_eq!(jobs.jobs[0].progress.done, 3);
+    let one: BulkJobView = bulk.json(&["job", &jobs.jobs[0].id]);
+    assert_eq!(one.state, "finished");
+    for id in &ids {
+        wait_attempts(&server, id, 2).await;
+    }
+    // A filter the API refuses is refused in its words; an empty one needs --all.
+    let refused = bulk.run(&["cancel", "--error-class", "dns"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("filter.error_class"), "{refused:?}");
+    let refused = bulk.run(&["cancel"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(refused.stderr.contains("all"), "{refused:?}");
+}
+
+/// Waits until the task has made `n` attempts.
+async fn wait_attempts(server: &Server, id: &boomerang_core::domain::TaskId, n: usize) {
+    boomerang_e2e::wait_for("the retry", WAIT, || async {
+        (server.task(id).await.attempts.len() >= n).then_some(())
+    })
+    .await
 }

@@ -21,6 +21,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
+mod bulk;
+
 use super::access_log;
 use super::functions::Functions;
 use super::meter::{Meter, Tally};
@@ -304,6 +306,7 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
     let bench = Bench::in_process(&sdk, &settings, receiver).await?;
     let counts = bench.run_scenarios(tasks).await?;
     let sweeper = bench.sweeper_month().await?;
+    let bulk = bench.bulk_retry(tasks).await?;
     let problems = bench.meter.problems();
     if !problems.is_empty() {
         bail!("the meter could not price: {problems:?}");
@@ -394,6 +397,23 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
         "timer queue's idle polls, $ per month", "", idle, "", "", "", "", idle, ""
     );
     println!("  (the mapping's five pollers, one 20 s long poll each at a time: a callback's rows count only receives that return messages)");
+    if let Some(bulk) = bulk {
+        let per_million = Cost::of(&bulk, &bulk);
+        println!(
+            "{:<36} {:>9.2} {:>6.2} {:>9} {:>7.2} {:>7.2} {:>6} {:>7.2} {:>7}",
+            "a bulk retry, $ per 100,000 tasks",
+            per_million.dynamodb / 10.0,
+            per_million.sqs / 10.0,
+            "",
+            per_million.lambda / 10.0,
+            per_million.api_gateway / 10.0,
+            "",
+            per_million.total() / 10.0,
+            ""
+        );
+        println!("  (failed tasks, all retried by one request: the job paging the tenant's partitions, a write and a timer each, and the retries delivered; in this process)");
+        print_breakdown("bulk retry", &bulk, &bulk);
+    }
     println!();
     for (name, pick) in [
         ("first attempt", (|r| &r.first) as fn(&Results) -> &Run),

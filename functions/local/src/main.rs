@@ -42,6 +42,8 @@ enum Command {
     Templates(tasks_cmd::templates::TemplatesArgs),
     /// List open circuit breakers, open or close one by hand, set when they open.
     Breakers(tasks_cmd::breakers::BreakersArgs),
+    /// Retry, cancel or release every task a filter takes; follow the jobs doing it.
+    Bulk(tasks_cmd::bulk::BulkArgs),
     /// Set up the AWS code path against an emulator.
     #[command(subcommand)]
     Aws(AwsCommand),
@@ -114,6 +116,7 @@ async fn main() -> Result<ExitCode> {
         Command::Schedules(args) => return tasks_cmd::schedules::run(args).await,
         Command::Templates(args) => return tasks_cmd::templates::run(args).await,
         Command::Breakers(args) => return tasks_cmd::breakers::run(args).await,
+        Command::Bulk(args) => return tasks_cmd::bulk::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {

@@ -4,6 +4,7 @@
 //! own); 3 the server could not be reached.
 
 pub mod breakers;
+pub mod bulk;
 mod client;
 mod failure;
 pub mod flows;

@@ -147,7 +147,7 @@ fn body(given: &str) -> anyhow::Result<Value> {
 }
 
 /// `NAME<sep>VALUE` flags into a map (None when there are none).
-fn pairs(
+pub(super) fn pairs(
     given: &[String],
     sep: char,
     flag: &str,

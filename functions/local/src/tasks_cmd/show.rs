@@ -2,6 +2,7 @@
 
 use boomerang_api::view::{AttemptView, KeyedStatusView, TaskView};
 use boomerang_api::view::{BreakerSettingsView, BreakerView, BreakersView};
+use boomerang_api::view::{BulkJobView, BulkJobsView, BulkPreviewView};
 use boomerang_api::view::{FlowStateView, FlowsView, TemplateView, TemplatesView};
 use boomerang_core::domain::{Status, TaskId};
 use chrono::{DateTime, Utc};
@@ -151,6 +152,38 @@ impl Output {
         );
     }
 
+    /// What a bulk action would do: the count, and a sample as the task list shows it.
+    pub fn bulk_preview(&self, preview: &BulkPreviewView) {
+        if self.json {
+            return print_json(preview);
+        }
+        let bound = if preview.complete { "" } else { "at least " };
+        println!(
+            "{} would take {bound}{} tasks (nothing was changed); a sample:",
+            preview.action, preview.count
+        );
+        self.list(&preview.sample, None);
+    }
+
+    /// Bulk jobs as a table: what each does and how far it is.
+    pub fn bulk_jobs(&self, jobs: &BulkJobsView) {
+        if self.json {
+            return print_json(jobs);
+        }
+        println!("{}", bulk_header());
+        for job in &jobs.jobs {
+            println!("{}", bulk_line(job));
+        }
+    }
+
+    /// One bulk job, as a line of the table.
+    pub fn bulk_job(&self, job: &BulkJobView) {
+        if self.json {
+            return print_json(job);
+        }
+        println!("{}", bulk_line(job));
+    }
+
     /// The templates as a table: name, where their tasks go, and what they rule.
     pub fn templates(&self, templates: &TemplatesView) {
         if self.json {
@@ -276,6 +309,28 @@ pub(super) fn print_json<T: Serialize>(v: &T) {
         Ok(text) => println!("{text}"),
         Err(e) => eprintln!("error: cannot print the answer as JSON: {e}"),
     }
+}
+
+fn bulk_header() -> String {
+    format!(
+        "{:<26}  {:<7}  {:<8}  {:>7}  {:>7}  {:>7}  {:>7}  CREATED",
+        "JOB", "ACTION", "STATE", "READ", "MATCHED", "DONE", "SKIPPED"
+    )
+}
+
+fn bulk_line(job: &BulkJobView) -> String {
+    let p = &job.progress;
+    format!(
+        "{:<26}  {:<7}  {:<8}  {:>7}  {:>7}  {:>7}  {:>7}  {}",
+        job.id,
+        job.action,
+        job.state,
+        p.read,
+        p.matched,
+        p.done,
+        p.skipped,
+        job.created_at.format("%F %T")
+    )
 }
 
 fn breaker_line(b: &BreakerView) -> String {
