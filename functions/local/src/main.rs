@@ -174,3 +174,15 @@ async fn listen(args: ListenArgs) -> Result<()> {
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks a command's flags only when it is parsed: this checks them all at once
+    /// (two flags of one command named alike would panic at its first use).
+    #[test]
+    fn every_command_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -73,8 +73,8 @@ struct FilterArgs {
     /// The tasks' business key.
     #[arg(long)]
     key: Option<String>,
-    /// The tasks' URL, exactly.
-    #[arg(long, conflicts_with = "url_prefix")]
+    /// The tasks' URL, exactly (`--url` is the server's).
+    #[arg(long = "task-url", conflicts_with = "url_prefix")]
     url: Option<String>,
     /// The tasks' URL begins with this.
     #[arg(long)]
