@@ -29,7 +29,7 @@ const calls = new Map();
 let healed = false;
 
 /** The receiver: `/flaky` fails twice then succeeds; `/down` fails until healed; `/hang`
- * answers only after HANG_MS. */
+ * answers only after HANG_MS; anything under `/broken/` always fails. */
 function startReceiver() {
   return new Promise((resolve) => {
     receiver = createServer((req, res) => {
@@ -43,6 +43,7 @@ function startReceiver() {
       let status = 200;
       if (req.url === '/flaky' && n <= 2) status = 500;
       if (req.url === '/down' && !healed) status = 503;
+      if (req.url.startsWith('/broken/')) status = 500;
       res.writeHead(status, { 'content-type': 'text/plain' });
       res.end(status === 200 ? 'ok' : 'not yet');
     });
@@ -314,6 +315,60 @@ test('a breaker opened by hand is listed with no probe, and closed from its row'
   await page.getByRole('alert').filter({ hasText: 'Close: done' }).waitFor();
   await row.waitFor({ state: 'detached' });
   assert.deepEqual((await call('GET', '/v1/breakers')).body.open, []);
+  assert.deepEqual(requested.filter((url) => !url.startsWith(`${base}/`)), []);
+  await context.close();
+});
+
+test('a bulk retry is previewed, refused an empty filter, started, and followed to its end', async () => {
+  const failing = [];
+  for (let i = 0; i < 3; i += 1) {
+    failing.push(await register({ url: `${hook}/broken/${i}`, retry: { max_attempts: 1 } }));
+  }
+  for (const task of failing) await settled(task.id, 'failed');
+  const { page, requested, context } = await openConsole();
+  const dialogs = [];
+  page.on('dialog', (d) => dialogs.push(d.message()));
+  await signIn(page);
+  await page.getByRole('link', { name: 'Bulk jobs', exact: true }).click();
+  await page.getByRole('heading', { name: 'Bulk jobs' }).waitFor();
+  await page.getByText('No bulk job yet.').waitFor();
+
+  // An empty filter would take every failed task: refused, naming the field.
+  await page.getByRole('button', { name: 'Preview', exact: true }).click();
+  await page.getByRole('alert').filter({ hasText: /Preview refused: 422: filter: / }).waitFor();
+
+  // The preview counts the tasks under the prefix and lists them.
+  await page.getByLabel('Action', { exact: true }).selectOption('retry');
+  await page.getByLabel('URL prefix').fill(`${hook}/broken/`);
+  await page.getByRole('button', { name: 'Preview', exact: true }).click();
+  await page.locator('#bulk-preview .preview-count').filter({ hasText: /^3$/ }).waitFor();
+  const sample = await page.locator('#bulk-preview li[data-task]').evaluateAll(
+    (lis) => lis.map((li) => li.dataset.task));
+  assert.deepEqual([...sample].sort(), failing.map((t) => t.id).sort());
+  assert.equal(await page.locator('#notice').textContent(), '', 'the refusal was cleared');
+
+  // Started after a confirmation that repeats the count; followed until it has finished.
+  await page.getByRole('button', { name: 'Start', exact: true }).click();
+  await page.getByRole('alert').filter({ hasText: 'Start: done' }).waitFor();
+  assert.equal(dialogs.length, 1);
+  assert.match(dialogs[0], /^Start a bulk retry of the tasks that match url_prefix=/);
+  assert.match(dialogs[0], /The preview found 3 tasks/);
+  const row = page.locator('#bulk-jobs tr[data-job][data-state="finished"]');
+  await row.waitFor({ timeout: DEADLINE_MS });
+  const cells = await row.locator('td').evaluateAll((tds) => tds.slice(1, 7).map((td) => td.textContent));
+  assert.deepEqual(cells, ['retry', 'finished', cells[2], '3', '3', '0']);
+  assert.ok(Number(cells[2]) >= 3, `read ${cells[2]}`);
+  const { body } = await call('GET', '/v1/bulk-jobs');
+  assert.equal(body.jobs.length, 1);
+  assert.equal(await row.getAttribute('data-job'), body.jobs[0].id);
+  assert.deepEqual(body.jobs[0].filter, { url_prefix: `${hook}/broken/` });
+  // Each task was retried: called once more.
+  const end = Date.now() + DEADLINE_MS;
+  while (failing.some((_, i) => (calls.get(`/broken/${i}`) || 0) < 2)) {
+    assert.ok(Date.now() < end, 'the retried tasks were not called again');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await shot(page, 'bulk');
   assert.deepEqual(requested.filter((url) => !url.startsWith(`${base}/`)), []);
   await context.close();
 });

@@ -7,6 +7,8 @@ const PAGE_SIZE = 25;
 const STATUSES = ['held', 'scheduled', 'delivering', 'succeeded', 'failed', 'canceled'];
 const LIVE_EVERY_MS = 10000;
 const TASK_EVERY_MS = 1500;
+const BULK_EVERY_MS = 2000;
+const BULK_ACTIONS = ['retry', 'cancel', 'release'];
 
 const main = document.getElementById('main');
 const notice = document.getElementById('notice');
@@ -200,6 +202,7 @@ function route() {
   if (path === '/flows') return showFlows();
   if (path === '/breakers') return showBreakers();
   if (path === '/schedules') return showSchedules();
+  if (path === '/bulk') return showBulk();
   return showList(params);
 }
 
@@ -228,18 +231,21 @@ function actionsFor(task, done) {
 
 /**
  * Asks to confirm `label` on `subject` ("task 01…", "flow partner-api"), makes the call
- * and says how it went; `done` runs after it either way. `detail` follows the question.
+ * and says how it went; `done` runs after it either way (told whether it was done).
+ * `detail` follows the question.
  */
 async function confirmedCall(label, subject, method, path, done, detail = '', json = undefined) {
   if (!confirm(`${label} ${subject}?${detail}`)) return;
+  let ok = false;
   try {
     await api(method, path, json);
+    ok = true;
     say(`${label}: done (${subject}).`, 'ok');
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return;
     say(`${label} refused: ${refusal(error)}`);
   }
-  done();
+  done(ok);
 }
 
 async function act1(label, task, method, path, done) {
@@ -352,6 +358,9 @@ async function showList(params) {
   if (status === 'failed' && failed.length) {
     toolbar.append(h('button', { type: 'button', class: 'primary', onclick: () => retryAll(failed, reload) },
       `Retry all shown (${failed.length})`));
+  }
+  if (status === 'failed') {
+    toolbar.append(h('a', { href: '#/bulk' }, 'Retry by filter, beyond this page (bulk job)'));
   }
   main.replaceChildren(title, filters(status, key), table, toolbar);
 }
@@ -539,6 +548,192 @@ async function showSchedules() {
     h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 6, class: 'empty' }, 'No schedule yet (POST /v1/schedules, or boomerang schedules create).')))));
   main.replaceChildren(title, table);
   viewTimer = setTimeout(reload, LIVE_EVERY_MS);
+}
+
+// ---------------------------------------------------------------- bulk jobs
+
+/** A job's filter, as a line of text: `url_prefix=…, metadata.tier=gold`. */
+function filterText(filter) {
+  const parts = [];
+  for (const [name, value] of Object.entries(filter || {})) {
+    if (Array.isArray(value)) parts.push(`${name}=${value.join('|')}`);
+    else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) parts.push(`${name}.${k}=${v}`);
+    } else parts.push(`${name}=${value}`);
+  }
+  return parts.length ? parts.join(', ') : 'every task the action takes';
+}
+
+function jobsTable(jobs) {
+  const rows = jobs.map((job) => h('tr', { 'data-job': job.id, 'data-state': job.state },
+    h('td', {}, h('span', { class: 'mono', title: job.id }, job.id)),
+    h('td', {}, job.action),
+    h('td', {}, h('span', { class: `badge ${job.state === 'running' ? 'delivering' : 'succeeded'}` }, job.state)),
+    h('td', { class: 'num' }, String(job.progress.read)),
+    h('td', { class: 'num' }, String(job.progress.matched)),
+    h('td', { class: 'num' }, String(job.progress.done)),
+    h('td', { class: 'num' }, String(job.progress.skipped)),
+    h('td', { class: 'wide' }, when(job.created_at)),
+    h('td', { class: 'wide url' }, h('span', { class: 'mono' }, filterText(job.filter)))));
+  return h('div', { class: 'scroll' }, h('table', { class: 'jobs' },
+    h('caption', {}, 'Bulk jobs, newest first'),
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col' }, 'Job'), h('th', { scope: 'col' }, 'Action'),
+      h('th', { scope: 'col' }, 'State'), h('th', { scope: 'col', class: 'num' }, 'Read'),
+      h('th', { scope: 'col', class: 'num' }, 'Matched'), h('th', { scope: 'col', class: 'num' }, 'Done'),
+      h('th', { scope: 'col', class: 'num' }, 'Skipped'), h('th', { scope: 'col', class: 'wide' }, 'Created'),
+      h('th', { scope: 'col', class: 'wide' }, 'Filter'))),
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 9, class: 'empty' }, 'No bulk job yet.')))));
+}
+
+/**
+ * The tenant's bulk jobs, followed while one runs; and a form to preview or start a bulk
+ * retry, cancel or release over the tasks a filter takes. Only the table is redrawn as
+ * the jobs move on, never the form under an operator's hands.
+ */
+async function showBulk() {
+  const title = h('h2', {}, 'Bulk jobs');
+  const mine = view;
+  let answer;
+  try {
+    answer = await api('GET', '/v1/bulk-jobs');
+    if (mine !== view) return;
+  } catch (error) {
+    if (mine !== view) return;
+    if (!(error instanceof ApiError && error.status === 401)) {
+      main.replaceChildren(title, h('p', { class: 'empty' }, `Cannot list bulk jobs: ${refusal(error)}`));
+    }
+    return;
+  }
+  const jobsBox = h('div', { id: 'bulk-jobs' });
+  let wasRunning = false;
+  const draw = (jobs) => {
+    jobsBox.replaceChildren(jobsTable(jobs));
+    const running = jobs.some((job) => job.state === 'running');
+    // A job that just finished has moved tasks between states: count them again.
+    if (wasRunning && !running) refreshStats();
+    wasRunning = running;
+    // Follow the jobs closely while one runs; otherwise look again now and then (a job
+    // may be started elsewhere, by the CLI or the API).
+    clearTimeout(viewTimer);
+    viewTimer = setTimeout(refresh, running ? BULK_EVERY_MS : LIVE_EVERY_MS);
+  };
+  async function refresh() {
+    if (mine !== view) return;
+    let again;
+    try {
+      again = await api('GET', '/v1/bulk-jobs');
+    } catch (error) {
+      if (mine !== view || (error instanceof ApiError && error.status === 401)) return;
+      say(`Cannot list bulk jobs: ${refusal(error)}`);
+      clearTimeout(viewTimer);
+      viewTimer = setTimeout(refresh, LIVE_EVERY_MS);
+      return;
+    }
+    if (mine === view) draw(again.jobs);
+  }
+
+  const actionSelect = h('select', { id: 'bulk-action', name: 'action' },
+    BULK_ACTIONS.map((a) => h('option', { value: a }, a)));
+  const field = (id, label, attrs) => {
+    const input = h('input', { id, name: id.replace('bulk-', ''), autocomplete: 'off', spellcheck: 'false', ...attrs });
+    return [input, h('div', {}, h('label', { for: id }, label), input)];
+  };
+  const [prefixInput, prefixField] = field('bulk-url-prefix', 'URL prefix', { placeholder: 'https://hooks.example.com/orders/', maxlength: 2048 });
+  const [destinationInput, destinationField] = field('bulk-destination', 'Destination', { placeholder: 'https://hooks.example.com', maxlength: 2048 });
+  const [metadataInput, metadataField] = field('bulk-metadata', 'Metadata NAME=VALUE', { placeholder: 'tier=gold' });
+  const [statusInput, statusField] = field('bulk-last-status', 'Last status code', { placeholder: '500', inputmode: 'numeric', maxlength: 3, size: 5 });
+  const previewBox = h('div', { id: 'bulk-preview', class: 'preview', 'aria-live': 'polite' });
+
+  /** The request's filter from the form, or a sentence saying what to fix. */
+  const readFilter = () => {
+    const filter = {};
+    const prefix = prefixInput.value.trim();
+    const destination = destinationInput.value.trim();
+    const metadata = metadataInput.value.trim();
+    const code = statusInput.value.trim();
+    if (prefix) filter.url_prefix = prefix;
+    if (destination) filter.destination = destination;
+    if (metadata) {
+      const at = metadata.indexOf('=');
+      if (at < 1) return { problem: 'Metadata: write NAME=VALUE (tier=gold).' };
+      filter.metadata = { [metadata.slice(0, at).trim()]: metadata.slice(at + 1).trim() };
+    }
+    if (code) {
+      if (!/^\d{3}$/.test(code)) return { problem: 'Last status code: write an HTTP status code (500).' };
+      filter.last_status = Number(code);
+    }
+    return { filter };
+  };
+
+  // What the last preview found, for the confirmation of the same request.
+  let previewed = null;
+  const preview = async () => {
+    const { filter, problem } = readFilter();
+    if (problem) { say(problem); return; }
+    const action = actionSelect.value;
+    const request = { action, filter, dry_run: true };
+    let found;
+    try {
+      found = await api('POST', '/v1/tasks/bulk', request);
+      if (mine !== view) return;
+    } catch (error) {
+      if (mine !== view || (error instanceof ApiError && error.status === 401)) return;
+      previewBox.replaceChildren();
+      say(`Preview refused: ${refusal(error)}`);
+      return;
+    }
+    hush();
+    previewed = { key: JSON.stringify({ action, filter }), count: found.count, complete: found.complete };
+    const count = `${found.complete ? '' : 'at least '}${found.count}`;
+    const parts = [
+      h('p', { class: 'count' }, `${action[0].toUpperCase()}${action.slice(1)} would take `,
+        h('strong', { class: 'preview-count' }, count), ` task${found.count === 1 ? '' : 's'} now.`,
+        found.complete ? '' : ' (The count stopped at the preview\'s time limit.)'),
+      found.sample.length ? [
+        h('p', {}, found.sample.length < found.count ? `The first ${found.sample.length}:` : 'They are:'),
+        h('ul', { class: 'sample' }, found.sample.map((task) => h('li', { 'data-task': task.id },
+          h('a', { href: `#/tasks/${task.id}`, class: 'mono' }, task.id), ' ',
+          badge(task.status), ' ', h('span', { class: 'mono' }, task.url)))),
+      ] : [],
+    ];
+    previewBox.replaceChildren(...parts.flat());
+  };
+
+  const start = async () => {
+    const { filter, problem } = readFilter();
+    if (problem) { say(problem); return; }
+    const action = actionSelect.value;
+    const key = JSON.stringify({ action, filter });
+    const count = previewed && previewed.key === key
+      ? `\nThe preview found ${previewed.complete ? '' : 'at least '}${previewed.count} tasks.`
+      : '\nNot previewed: Preview first to see how many tasks it takes.';
+    const subject = `a bulk ${action} of the tasks that match ${filterText(filter)}`;
+    const started = (ok) => {
+      if (mine !== view) return;
+      // The preview told of the tasks before the job: once it has started, it no longer does.
+      if (ok) { previewBox.replaceChildren(); previewed = null; }
+      refreshStats();
+      refresh();
+    };
+    await confirmedCall('Start', subject, 'POST', '/v1/tasks/bulk', started, count, { action, filter });
+  };
+
+  const form = h('form', {
+    class: 'filters bulk',
+    onsubmit: (event) => { event.preventDefault(); preview(); },
+    // A preview says what this form asked; once it is changed, it no longer does.
+    oninput: () => { previewBox.replaceChildren(); previewed = null; },
+  },
+  h('div', {}, h('label', { for: 'bulk-action' }, 'Action'), actionSelect),
+  prefixField, destinationField, metadataField, statusField,
+  h('button', { type: 'submit' }, 'Preview'),
+  h('button', { type: 'button', class: 'primary', onclick: start }, 'Start'));
+  const help = h('p', { class: 'empty' }, 'Retry failed tasks, cancel scheduled or held ones, or release held ones: '
+    + 'every task that matches all the filters given. Preview to count them first; a job then goes through '
+    + 'them at up to 100 a second.');
+  main.replaceChildren(title, jobsBox, h('h3', {}, 'Start a bulk action'), help, form, previewBox);
+  draw(answer.jobs);
 }
 
 // ---------------------------------------------------------------- one task
