@@ -179,7 +179,7 @@ fn is_field_value(value: &str) -> bool {
         .all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
-fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), Invalid> {
+pub(super) fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), Invalid> {
     if metadata.len() > MAX_METADATA_ENTRIES {
         return Err(Invalid::new(
             "metadata",

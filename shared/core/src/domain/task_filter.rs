@@ -12,6 +12,8 @@ use super::destination::Destination;
 use super::ids::BusinessKey;
 use super::ids::ScheduleId;
 use super::invalid::Invalid;
+use super::limits::{MAX_FLOW_KEY, MAX_URL_LEN};
+use super::spec_rules::check_metadata;
 use super::task::{Status, Task};
 
 /// How a task's last attempt failed, read from its last error.
@@ -124,8 +126,32 @@ impl TaskFilter {
             && self.statuses.is_empty()
     }
 
-    /// Refuses a filter whose parts contradict themselves, naming the part.
+    /// Refuses a filter whose parts contradict themselves or are longer than what a task
+    /// can hold (no task could match them, and a job keeps its filter), naming the part.
     pub fn check(&self) -> Result<(), Invalid> {
+        for (field, text) in [
+            ("filter.url", &self.url),
+            ("filter.url_prefix", &self.url_prefix),
+            ("filter.destination", &self.destination),
+        ] {
+            if text.as_ref().is_some_and(|t| t.len() > MAX_URL_LEN) {
+                return Err(Invalid::new(
+                    field,
+                    format!("must be at most {MAX_URL_LEN} bytes"),
+                ));
+            }
+        }
+        if self
+            .flow_key
+            .as_ref()
+            .is_some_and(|k| k.len() > MAX_FLOW_KEY)
+        {
+            return Err(Invalid::new(
+                "filter.flow_key",
+                format!("must be at most {MAX_FLOW_KEY} bytes"),
+            ));
+        }
+        check_metadata(&self.metadata).map_err(|e| e.under("filter"))?;
         if self.url.is_some() && self.url_prefix.is_some() {
             return Err(Invalid::new(
                 "filter.url_prefix",

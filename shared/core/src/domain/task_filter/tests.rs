@@ -121,3 +121,32 @@ fn contradictions_are_refused_by_their_part() {
     }
     .is_empty());
 }
+
+#[test]
+fn parts_longer_than_a_task_can_hold_are_refused_by_name() {
+    let long = "x".repeat(crate::domain::limits::MAX_URL_LEN + 1);
+    let refused = |f: TaskFilter| f.check().unwrap_err().field.to_string();
+    assert_eq!(
+        refused(TaskFilter {
+            url_prefix: Some(long.clone()),
+            ..TaskFilter::default()
+        }),
+        "filter.url_prefix"
+    );
+    assert_eq!(
+        refused(TaskFilter {
+            flow_key: Some(long.clone()),
+            ..TaskFilter::default()
+        }),
+        "filter.flow_key"
+    );
+    let metadata = BTreeMap::from([("a.b".to_string(), long)]);
+    let field = TaskFilter {
+        metadata,
+        ..TaskFilter::default()
+    }
+    .check()
+    .unwrap_err()
+    .field;
+    assert_eq!(field.segments().len(), 3, "`a.b` is one name: {field}");
+}
