@@ -340,7 +340,7 @@ async fn bulk_actions_from_the_command_line() {
     let jobs: BulkJobsView = bulk.json(&["jobs"]);
     assert_eq!(jobs.jobs.len(), 1);
     assert_eq!(jobs.jobs[0].progress.done, 3);
-    let one: BulkJobView = bulk.json(&["job", &jobs.jobs[0].id]);
+    let one: BulkJobView = bulk.json(&["job", &jobs.jobs[0].id.to_string()]);
     assert_eq!(one.state, "finished");
     for id in &ids {
         wait_attempts(&server, id, 2).await;
@@ -351,7 +351,10 @@ async fn bulk_actions_from_the_command_line() {
     assert!(refused.stderr.contains("filter.error_class"), "{refused:?}");
     let refused = bulk.run(&["cancel"]);
     assert_eq!(refused.code, 1, "{refused:?}");
-    assert!(refused.stderr.contains("all"), "{refused:?}");
+    assert!(
+        refused.stderr.contains("filter") && refused.stderr.contains("\"all\": true"),
+        "{refused:?}"
+    );
 }
 
 /// Waits until the task has made `n` attempts.

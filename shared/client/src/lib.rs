@@ -17,7 +17,7 @@ use boomerang_api::view::{
     TemplatesView,
 };
 use boomerang_api::Problem;
-use boomerang_core::domain::{BusinessKey, ScheduleId, Status, TaskId};
+use boomerang_core::domain::{BulkJobId, BusinessKey, ScheduleId, Status, TaskId};
 use http::header::HeaderName;
 use http::Method;
 use serde::de::DeserializeOwned;
@@ -293,7 +293,7 @@ impl Client {
     }
 
     /// `GET /v1/bulk-jobs/{id}`.
-    pub async fn bulk_job(&self, id: &str) -> Result<BulkJobView, ClientError> {
+    pub async fn bulk_job(&self, id: &BulkJobId) -> Result<BulkJobView, ClientError> {
         let path = format!("/v1/bulk-jobs/{id}");
         self.send(Method::GET, &path, &[], None::<&()>).await
     }

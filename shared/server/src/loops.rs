@@ -76,7 +76,7 @@ pub(crate) async fn run_aws_sweeper(
 /// already in hand here is run to its end (or until another runner holds it: after a
 /// restart, a job this process held before is taken up again once its lease lapses).
 pub(crate) async fn run_bulk_jobs(engine: Arc<Engine>, period: Duration) {
-    let runner = boomerang_core::engine::this_process();
+    let runner = boomerang_core::engine::bulk_runner();
     let in_hand: Arc<Mutex<HashSet<BulkJobId>>> = Arc::default();
     every(period, || async {
         let running = match engine.running_bulk_jobs().await {

@@ -8,7 +8,7 @@ use anyhow::Result;
 use boomerang_api::request::{BetweenRequest, BulkRequest, FilterRequest};
 use boomerang_api::view::BulkJobView;
 use boomerang_client::Client;
-use boomerang_core::domain::BulkAction;
+use boomerang_core::domain::{BulkAction, BulkJobId};
 use clap::{Args, Subcommand};
 
 use super::request::{choose, pairs, read};
@@ -40,7 +40,7 @@ enum BulkCommand {
     Jobs,
     /// One bulk job: its progress, or its report once finished.
     Job {
-        id: String,
+        id: BulkJobId,
         /// Wait until it is finished, printing its progress.
         #[arg(long)]
         wait: bool,
@@ -150,7 +150,10 @@ pub async fn run(args: BulkArgs) -> Result<ExitCode> {
 async fn execute(api: &Client, command: BulkCommand, json: bool) -> Result<(), Failure> {
     let out = show::Output { json };
     let (action, args) = match command {
-        BulkCommand::Jobs => return Ok(out.bulk_jobs(&api.bulk_jobs().await?)),
+        BulkCommand::Jobs => {
+            out.bulk_jobs(&api.bulk_jobs().await?);
+            return Ok(());
+        }
         BulkCommand::Job { id, wait } => {
             let job = api.bulk_job(&id).await?;
             return follow(api, &out, job, wait).await;

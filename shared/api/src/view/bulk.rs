@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::task::TaskView;
-use boomerang_core::domain::{BulkJob, JobState, Progress, Task};
+use boomerang_core::domain::{BulkJob, BulkJobId, JobState, Progress, Task};
 
 /// What a bulk action would do now (a `dry_run`): nothing was changed.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -63,7 +63,8 @@ impl From<&Progress> for ProgressView {
                           "created_at": "2030-01-01T09:00:00Z",
                           "updated_at": "2030-01-01T09:00:05Z"}))]
 pub struct BulkJobView {
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: BulkJobId,
     /// `retry`, `cancel` or `release`.
     pub action: String,
     /// `running` or `finished`.
@@ -83,7 +84,7 @@ pub struct BulkJobView {
 impl BulkJobView {
     pub fn new(job: &BulkJob) -> Self {
         Self {
-            id: job.id.to_string(),
+            id: job.id,
             action: job.plan.action.as_str().to_string(),
             state: match job.state {
                 JobState::Running => "running",

@@ -18,6 +18,9 @@ use boomerang_core::ports::{BulkJobs, StoreError, JOBS_LISTED};
 
 /// How long a finished job's marker is kept (it is read only while the job runs).
 const MARKER_KEPT: i64 = 24 * 3600;
+/// A marker whose job is still missing this long after the job's id was made names a job
+/// whose write failed after the marker's: it is marked finished.
+const ORPHAN_AFTER: chrono::Duration = chrono::Duration::minutes(1);
 
 fn corrupt(e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Corrupt(e.into())
@@ -42,9 +45,19 @@ impl DynamoStore {
 
     /// The job's marker: running, or finished and expiring.
     async fn put_marker(&self, job: &BulkJob) -> Result<(), StoreError> {
-        let mut item = keys::running_job(&job.id).to_item();
-        item.insert(job_attr::TENANT.into(), s(job.tenant.to_string()));
-        if !job.is_running() {
+        self.put_marker_of(&job.tenant, &job.id, job.is_running())
+            .await
+    }
+
+    async fn put_marker_of(
+        &self,
+        tenant: &TenantId,
+        id: &BulkJobId,
+        running: bool,
+    ) -> Result<(), StoreError> {
+        let mut item = keys::running_job(id).to_item();
+        item.insert(job_attr::TENANT.into(), s(tenant.to_string()));
+        if !running {
             item.insert(job_attr::FINISHED.into(), AttributeValue::Bool(true));
             let expires = Utc::now().timestamp() + MARKER_KEPT;
             item.insert(attr::EXPIRES.into(), n(expires));
@@ -75,7 +88,7 @@ impl BulkJobs for DynamoStore {
     }
 
     /// A job that finishes has its marker marked after it: if that write fails, the
-    /// marker lists a finished job, which its runner finds finished.
+    /// marker lists a finished job until [`Self::running_jobs`] finds it so.
     async fn save_job(&self, job: &BulkJob, expected_version: u64) -> Result<(), StoreError> {
         self.client
             .put_item()
@@ -112,6 +125,9 @@ impl BulkJobs for DynamoStore {
             .collect()
     }
 
+    /// The markers not marked finished, each checked against its job: a marker left by a
+    /// write that failed (its job finished, or never written) is marked finished here and
+    /// not listed, so that no runner reads it again and again.
     async fn running_jobs(&self) -> Result<Vec<(TenantId, BulkJobId)>, StoreError> {
         let items: Vec<Item> = self
             .client
@@ -127,13 +143,16 @@ impl BulkJobs for DynamoStore {
             .try_collect()
             .await
             .map_err(|e| StoreError::Unavailable(sdk_failure(e)))?;
-        items
-            .iter()
-            .map(|item| {
-                let id: BulkJobId = get_s(item, attr::SK)?.parse().map_err(corrupt)?;
-                let tenant = TenantId::parse(get_s(item, job_attr::TENANT)?).map_err(corrupt)?;
-                Ok((tenant, id))
-            })
-            .collect()
+        let mut running = Vec::new();
+        for item in &items {
+            let id: BulkJobId = get_s(item, attr::SK)?.parse().map_err(corrupt)?;
+            let tenant = TenantId::parse(get_s(item, job_attr::TENANT)?).map_err(corrupt)?;
+            match self.job(&tenant, &id).await? {
+                Some(job) if job.is_running() => running.push((tenant, id)),
+                None if Utc::now() - id.created_at() < ORPHAN_AFTER => running.push((tenant, id)),
+                _ => self.put_marker_of(&tenant, &id, false).await?,
+            }
+        }
+        Ok(running)
     }
 }

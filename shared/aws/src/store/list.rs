@@ -14,21 +14,29 @@ use crate::sdk::sdk_failure;
 use boomerang_core::domain::{BusinessKey, Task, TenantId};
 use boomerang_core::ports::{ListQuery, Page, StoreError};
 
+/// The most items one query of a shard reads: a filter on the state applies after
+/// DynamoDB's `Limit`, so a shard where few tasks are in that state is read in queries
+/// that grow (doubling from the page's share) up to this.
+const MOST_PER_QUERY: i32 = 1_000;
+
 /// One shard's side of a list: tasks read ahead (newest first) and where to read on.
 struct ShardRead {
     pk: String,
     ahead: VecDeque<Task>,
     start: Option<Item>,
     done: bool,
+    /// Items the next query reads.
+    limit: i32,
 }
 
 impl ShardRead {
-    fn new(pk: String) -> Self {
+    fn new(pk: String, limit: i32) -> Self {
         Self {
             pk,
             ahead: VecDeque::new(),
             start: None,
             done: false,
+            limit,
         }
     }
 }
@@ -48,14 +56,14 @@ impl DynamoStore {
         let partitions = self.shard_plan(tenant).await?.partitions();
         let chunk = (want / partitions as usize + 2) as i32;
         let mut shards: Vec<ShardRead> = (0..partitions)
-            .map(|shard| ShardRead::new(keys::task_partition(tenant, shard)))
+            .map(|shard| ShardRead::new(keys::task_partition(tenant, shard), chunk))
             .collect();
         let mut tasks = Vec::with_capacity(want);
         while tasks.len() < want {
             let refills = shards
                 .iter_mut()
                 .filter(|s| s.ahead.is_empty() && !s.done)
-                .map(|s| self.read_shard(s, query, chunk));
+                .map(|s| self.read_shard(s, query));
             futures_util::future::try_join_all(refills).await?;
             let newest = shards
                 .iter_mut()
@@ -119,13 +127,9 @@ impl DynamoStore {
         }
     }
 
-    /// Reads on in one shard until it has a task in hand or has none left.
-    async fn read_shard(
-        &self,
-        shard: &mut ShardRead,
-        query: &ListQuery,
-        chunk: i32,
-    ) -> Result<(), StoreError> {
+    /// Reads on in one shard until it has a task in hand or has none left; a query that
+    /// finds none doubles the next one's size.
+    async fn read_shard(&self, shard: &mut ShardRead, query: &ListQuery) -> Result<(), StoreError> {
         while shard.ahead.is_empty() && !shard.done {
             let mut req = self
                 .client
@@ -135,7 +139,7 @@ impl DynamoStore {
                 .expression_attribute_values(":pk", s(&shard.pk))
                 .expression_attribute_names("#st", attr::STATUS)
                 .set_exclusive_start_key(shard.start.take())
-                .limit(chunk);
+                .limit(shard.limit);
             req = match query.cursor {
                 Some(c) => req
                     .key_condition_expression(format!("{} = :pk AND {} < :c", attr::PK, attr::SK))
@@ -159,6 +163,9 @@ impl DynamoStore {
             }
             shard.start = out.last_evaluated_key;
             shard.done = shard.start.is_none();
+            if shard.ahead.is_empty() {
+                shard.limit = (shard.limit * 2).min(MOST_PER_QUERY);
+            }
         }
         Ok(())
     }

@@ -4,8 +4,9 @@
 //! acts on each task and writes the job (conditionally on its version) around them.
 //!
 //! A resumed job never acts on a task twice: the page it was acting on when it stopped is
-//! kept (`in_hand`) and acted on again, and each action on a task is judged against the
-//! job's creation: a task retried since the job began counts as done, not retried again.
+//! kept (`in_hand`), each task with the round it was in when it was read, and acted on
+//! again: a task whose round moved on since it was read (the job retried it before it
+//! stopped) counts as done, and is not retried again.
 
 use std::ops::RangeInclusive;
 use std::time::Duration;
@@ -88,7 +89,7 @@ impl BulkPlan {
                 .as_str(),
             ));
         }
-        if filter.is_empty() && !all {
+        if narrows_nothing(action, &filter) && !all {
             return Err(Invalid::new(
                 "filter",
                 format!(
@@ -96,6 +97,15 @@ impl BulkPlan {
                     names(action.statuses())
                 )
                 .as_str(),
+            ));
+        }
+        if !filter.ended.is_open() && action != BulkAction::Retry {
+            return Err(Invalid::new(
+                "filter.ended",
+                format!(
+                    "`{}` takes unfinished tasks, which have not ended",
+                    action.as_str()
+                ),
             ));
         }
         let per_second = per_second.unwrap_or(DEFAULT_PACE);
@@ -137,18 +147,25 @@ impl BulkPlan {
             && self.filter.matches(task)
     }
 
-    /// What acting on `task` (read again just now) comes to. The decision is judged
-    /// against the job's creation (`since`), so acting again on a task the job acted on
-    /// before it stopped changes nothing.
-    pub fn act(&self, task: &Task, since: DateTime<Utc>, now: DateTime<Utc>) -> Act {
-        if task.created_at >= since {
+    /// What acting on `task` (read again just now) comes to; `listed` is the round it was
+    /// in when the job read it. Acting again on a task the job acted on before it stopped
+    /// changes nothing: its round (or state) has moved on.
+    pub fn act(&self, task: &Task, listed: &InHand, now: DateTime<Utc>) -> Act {
+        let done_already = match self.action {
+            // A new round began since it was read: the job's retry, before it stopped.
+            BulkAction::Retry => task.round_start != listed.round,
+            BulkAction::Cancel => task.status == Status::Canceled,
+            BulkAction::Release => false,
+        };
+        if done_already {
+            return Act::AlreadyDone;
+        }
+        // Replaced by key since it was read: judged again by the filter.
+        if !self.filter.matches(task) {
             return Act::Leave(task.status);
         }
         let next = match self.action {
-            // Retried since the job began (by it, before it stopped): done already.
-            BulkAction::Retry if task.round_started_at >= since => return Act::AlreadyDone,
             BulkAction::Retry => task.redrive(now),
-            BulkAction::Cancel if task.status == Status::Canceled => return Act::AlreadyDone,
             BulkAction::Cancel => task.cancel(now),
             BulkAction::Release => task.release(now),
         };
@@ -159,10 +176,32 @@ impl BulkPlan {
         }
     }
 
+    /// Tasks read at a time: a page is acted on at once, then the job waits its share of
+    /// a second, so a page holds at most a second's worth.
+    pub fn page(&self, most: u32) -> u32 {
+        most.min(self.per_second)
+    }
+
     /// How long acting on `acted` tasks takes at the plan's pace.
     pub fn pace(&self, acted: usize) -> Duration {
         Duration::from_secs_f64(acted as f64 / f64::from(self.per_second))
     }
+}
+
+/// Whether the filter takes every task of the action's states: nothing but states, and
+/// those all of the action's.
+fn narrows_nothing(action: BulkAction, filter: &TaskFilter) -> bool {
+    let states_only = TaskFilter {
+        statuses: Vec::new(),
+        ..filter.clone()
+    }
+    .is_empty();
+    states_only
+        && action
+            .statuses()
+            .iter()
+            .all(|s| filter.statuses.contains(s))
+        || filter.is_empty()
 }
 
 fn names(statuses: &[Status]) -> String {
@@ -196,6 +235,22 @@ pub struct JobCursor {
     pub status: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<TaskId>,
+}
+
+/// A task of the page in hand, with the round it was in when the job read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InHand {
+    pub id: TaskId,
+    pub round: u32,
+}
+
+impl InHand {
+    pub fn of(task: &Task) -> Self {
+        Self {
+            id: task.id,
+            round: task.round_start,
+        }
+    }
 }
 
 /// A job's counts so far; the final report once it is finished.
@@ -233,7 +288,7 @@ pub struct BulkJob {
     pub cursor: JobCursor,
     /// The page being acted on: taken up again first if the job stopped during it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub in_hand: Vec<TaskId>,
+    pub in_hand: Vec<InHand>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<JobLease>,
     /// Each write is conditional on the version read; each write adds one.
@@ -307,7 +362,7 @@ impl BulkJob {
     pub fn page_read(
         &self,
         read: usize,
-        matched: Vec<TaskId>,
+        matched: Vec<InHand>,
         next: Option<TaskId>,
         now: DateTime<Utc>,
     ) -> Self {

@@ -23,6 +23,13 @@ macro_rules! ulid_id {
             pub fn new() -> Self {
                 Self(Ulid::new())
             }
+
+            /// When the id was made (a ULID carries its creation time, to the millisecond).
+            pub fn created_at(&self) -> chrono::DateTime<chrono::Utc> {
+                let ms = i64::try_from(self.0.timestamp_ms()).unwrap_or(i64::MAX);
+                chrono::DateTime::from_timestamp_millis(ms)
+                    .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
+            }
         }
 
         impl Default for $name {
@@ -79,13 +86,6 @@ impl TaskId {
     /// for storage keys.
     pub fn spread(&self, buckets: u32) -> u32 {
         (self.0 .0 % u128::from(buckets.max(1))) as u32
-    }
-
-    /// When the id was made (a ULID carries its creation time, to the millisecond).
-    pub fn created_at(&self) -> chrono::DateTime<chrono::Utc> {
-        let ms = i64::try_from(self.0.timestamp_ms()).unwrap_or(i64::MAX);
-        chrono::DateTime::from_timestamp_millis(ms)
-            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
     }
 }
 

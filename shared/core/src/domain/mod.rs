@@ -29,7 +29,7 @@ pub use alert::{AlertTarget, Notify};
 pub use breaker::{
     Admission, Breaker, BreakerAlertBody, BreakerChange, BreakerSettings, CallHealth,
 };
-pub use bulk::{Act, BulkAction, BulkJob, BulkPlan, JobRefusal, JobState, Progress};
+pub use bulk::{Act, BulkAction, BulkJob, BulkPlan, InHand, JobRefusal, JobState, Progress};
 pub use destination::Destination;
 pub use flow::{FlowKey, FlowSpec};
 pub use hold::{CheckAnswer, CheckBody, CheckDecision, CheckRecord, HoldSpec, OnUnknown};

@@ -59,7 +59,7 @@ pub struct Between {
 }
 
 impl Between {
-    fn is_open(&self) -> bool {
+    pub fn is_open(&self) -> bool {
         self.after.is_none() && self.before.is_none()
     }
 
@@ -134,21 +134,27 @@ impl TaskFilter {
             ("filter.url_prefix", &self.url_prefix),
             ("filter.destination", &self.destination),
         ] {
-            if text.as_ref().is_some_and(|t| t.len() > MAX_URL_LEN) {
+            if text
+                .as_ref()
+                .is_some_and(|t| t.is_empty() || t.len() > MAX_URL_LEN)
+            {
                 return Err(Invalid::new(
                     field,
-                    format!("must be at most {MAX_URL_LEN} bytes"),
+                    format!("must be 1 to {MAX_URL_LEN} bytes"),
                 ));
             }
         }
-        if self
-            .flow_key
-            .as_ref()
-            .is_some_and(|k| k.len() > MAX_FLOW_KEY)
-        {
+        if (self.flow_key.as_ref()).is_some_and(|k| k.is_empty() || k.len() > MAX_FLOW_KEY) {
             return Err(Invalid::new(
                 "filter.flow_key",
-                format!("must be at most {MAX_FLOW_KEY} bytes"),
+                format!("must be 1 to {MAX_FLOW_KEY} bytes"),
+            ));
+        }
+        // A destination is a URL's scheme, host and port: text without a scheme names none.
+        if (self.destination.as_ref()).is_some_and(|d| !d.contains("://")) {
+            return Err(Invalid::new(
+                "filter.destination",
+                "must be a URL (its scheme, host and port count: https://hooks.example.com)",
             ));
         }
         check_metadata(&self.metadata).map_err(|e| e.under("filter"))?;

@@ -14,13 +14,18 @@ use futures_util::{stream, StreamExt};
 use super::error::EngineError;
 use super::state::Engine;
 use crate::domain::{
-    Act, BulkAction, BulkJob, BulkJobId, BulkPlan, Status, Task, TaskId, TenantId,
+    Act, BulkAction, BulkJob, BulkJobId, BulkPlan, InHand, JobRefusal, Status, Task, TaskId,
+    TenantId,
 };
 use crate::metrics::MetricEvent;
 use crate::ports::{ListQuery, StoreError};
 
-/// Tasks a job reads per step.
+/// Tasks a job reads per step, at most (fewer at a pace under 100 a second).
 const JOB_PAGE: u32 = 100;
+/// A tenant's jobs running at once, at most: each is paged and paced by itself.
+pub const MAX_RUNNING_JOBS: usize = 10;
+/// Jobs one runner moves on side by side.
+const JOBS_AT_ONCE: usize = 16;
 /// Tasks a preview reads per page.
 const PREVIEW_PAGE: u32 = 500;
 /// How long a preview reads before it answers with what it counted so far.
@@ -29,6 +34,12 @@ const PREVIEW_BUDGET: Duration = Duration::from_secs(20);
 const SAMPLE: usize = 10;
 /// Tasks of one page acted on at once.
 const AT_ONCE: usize = 8;
+
+/// A name for this process as the runner of bulk jobs, made once at its start: its host
+/// and pid, and a random part (two containers can share both).
+pub fn bulk_runner() -> String {
+    format!("{}/{}", super::this_process(), ulid::Ulid::new())
+}
 
 /// What a bulk action would do, changing nothing.
 #[derive(Debug, Default)]
@@ -102,6 +113,15 @@ impl Engine {
         tenant: &TenantId,
         plan: BulkPlan,
     ) -> Result<BulkJob, EngineError> {
+        let jobs = self.ports.store.bulk_jobs.jobs(tenant).await?;
+        if jobs.iter().filter(|j| j.is_running()).count() >= MAX_RUNNING_JOBS {
+            return Err(EngineError::Limited {
+                detail: format!(
+                    "{MAX_RUNNING_JOBS} bulk jobs are running already; start another when one has finished"
+                ),
+                retry_after: Duration::from_secs(60),
+            });
+        }
         let job = BulkJob::new(tenant.clone(), plan, self.ports.clock.now());
         self.ports.store.bulk_jobs.create_job(&job).await?;
         tracing::info!(
@@ -138,10 +158,13 @@ impl Engine {
     ) -> Result<usize, EngineError> {
         let until = Instant::now() + budget;
         let running = self.running_bulk_jobs().await?;
-        let runs =
-            (running.iter()).map(|(tenant, id)| self.run_bulk_job(tenant, id, runner, Some(until)));
+        let runs = stream::iter(running.iter())
+            .map(|(tenant, id)| self.run_bulk_job(tenant, id, runner, Some(until)))
+            .buffer_unordered(JOBS_AT_ONCE)
+            .collect::<Vec<_>>()
+            .await;
         let mut left = 0;
-        for run in futures_util::future::join_all(runs).await {
+        for run in runs {
             match run {
                 Ok(JobRun::Finished) => {}
                 Ok(_) => left += 1,
@@ -183,19 +206,22 @@ impl Engine {
     /// One step: take the job, read a page (unless one is in hand from a step that
     /// stopped), act on the tasks it took, and write the counts.
     async fn job_step(&self, job: BulkJob, runner: &str) -> Result<JobStep, EngineError> {
-        let Ok(mut job) = job.claim(runner, self.ports.clock.now()) else {
-            return Ok(JobStep::Stopped(JobRun::Held));
+        let mut job = match job.claim(runner, self.ports.clock.now()) {
+            Ok(claimed) => claimed,
+            Err(JobRefusal::Finished) => return Ok(JobStep::Stopped(JobRun::Finished)),
+            Err(JobRefusal::Held(_)) => return Ok(JobStep::Stopped(JobRun::Held)),
         };
         if !self.save_job(&job).await? {
             return Ok(JobStep::Stopped(JobRun::Held));
         }
         if job.in_hand.is_empty() {
             if let Some(status) = job.reading() {
-                let query = page_query(&job.plan, status, job.cursor.after, JOB_PAGE);
+                let limit = job.plan.page(JOB_PAGE);
+                let query = page_query(&job.plan, status, job.cursor.after, limit);
                 let page = self.ports.store.tasks.list(&job.tenant, &query).await?;
                 let taken = (page.tasks.iter())
                     .filter(|t| job.plan.takes(t, job.created_at))
-                    .map(|t| t.id)
+                    .map(InHand::of)
                     .collect();
                 let read = job.page_read(
                     page.tasks.len(),
@@ -210,7 +236,7 @@ impl Engine {
             }
         }
         let acts = stream::iter(job.in_hand.iter().copied())
-            .map(|id| self.act_in_bulk(&job, id))
+            .map(|listed| self.act_in_bulk(&job, listed))
             .buffer_unordered(AT_ONCE)
             .collect::<Vec<_>>()
             .await;
@@ -249,14 +275,22 @@ impl Engine {
     }
 
     /// Acts on one task of the job's page, read again and written conditionally (a
-    /// delivery or a caller that got there first wins); whether the action is done.
-    async fn act_in_bulk(&self, job: &BulkJob, id: TaskId) -> Result<bool, EngineError> {
+    /// delivery or a caller that got there first wins); whether the action is done. A
+    /// task that cannot be read (its record is corrupt) is left, so that it never holds
+    /// the job up.
+    async fn act_in_bulk(&self, job: &BulkJob, listed: InHand) -> Result<bool, EngineError> {
         loop {
-            let Some(task) = self.ports.store.tasks.get(&job.tenant, &id).await? else {
-                return Ok(false);
+            let task = match self.ports.store.tasks.get(&job.tenant, &listed.id).await {
+                Ok(Some(task)) => task,
+                Ok(None) => return Ok(false),
+                Err(StoreError::Corrupt(e)) => {
+                    tracing::warn!(job = %job.id, task = %listed.id, error = %e, "bulk job left a task it cannot read");
+                    return Ok(false);
+                }
+                Err(e) => return Err(e.into()),
             };
             let now = self.ports.clock.now();
-            let mut next = match job.plan.act(&task, job.created_at, now) {
+            let mut next = match job.plan.act(&task, &listed, now) {
                 Act::Write(next) => *next,
                 Act::AlreadyDone => return Ok(true),
                 Act::Leave(_) => return Ok(false),

@@ -16,7 +16,7 @@ mod schedules;
 mod state;
 mod tasks;
 
-pub use bulk::{BulkPreview, JobRun};
+pub use bulk::{bulk_runner, BulkPreview, JobRun, MAX_RUNNING_JOBS};
 pub use delivery::{
     DeliverOutcome, DeliveryLimits, Drained, Route, WorkSlot, DEFAULT_PER_DESTINATION,
     PER_DESTINATION_RANGE,

@@ -56,13 +56,14 @@ fn a_plan_refuses_states_its_action_does_not_take_and_a_pace_out_of_range() {
 }
 
 #[test]
-fn a_retry_acts_once_on_a_task_failed_before_the_job_and_never_again() {
+fn a_retry_acts_once_on_a_task_and_never_again_whatever_its_times() {
     let now = Utc::now();
     let plan = by_url(BulkAction::Retry);
     let since = now - Span::seconds(10);
     let task = failed_at(now - Span::minutes(5));
     assert!(plan.takes(&task, since));
-    let Act::Write(retried) = plan.act(&task, since, now) else {
+    let listed = InHand::of(&task);
+    let Act::Write(retried) = plan.act(&task, &listed, now) else {
         panic!("a failed task is retried");
     };
     assert_eq!(retried.status, Status::Scheduled);
@@ -70,37 +71,51 @@ fn a_retry_acts_once_on_a_task_failed_before_the_job_and_never_again() {
     // acted on again as part of the page it had in hand, and counted, not retried.
     let mut again = (*retried).clone();
     again.status = Status::Failed;
-    assert_eq!(plan.act(&again, since, now), Act::AlreadyDone);
-    assert_eq!(plan.act(&retried, since, now), Act::AlreadyDone);
+    assert_eq!(plan.act(&again, &listed, now), Act::AlreadyDone);
+    assert_eq!(plan.act(&retried, &listed, now), Act::AlreadyDone);
+    // A task registered before the job but whose first round began after it (due, or
+    // released, later) is retried all the same: rounds are counted, not times.
+    let mut late = failed_at(now - Span::minutes(60));
+    late.round_started_at = now;
+    assert!(matches!(
+        plan.act(&late, &InHand::of(&late), now),
+        Act::Write(_)
+    ));
     // A task registered after the job began is not the job's.
-    let later = failed_at(now);
-    assert!(!plan.takes(&later, since));
-    assert_eq!(plan.act(&later, since, now), Act::Leave(Status::Failed));
+    assert!(!plan.takes(&failed_at(now), since));
+    // One replaced (by key) since it was read, so that the filter no longer takes it, is
+    // left.
+    let mut replaced = failed_at(now - Span::minutes(5));
+    replaced.spec.request.url = "ftp://elsewhere".into();
+    assert_eq!(
+        plan.act(&replaced, &InHand::of(&replaced), now),
+        Act::Leave(Status::Failed)
+    );
 }
 
 #[test]
 fn cancel_and_release_count_a_task_already_done_and_leave_one_that_moved_on() {
     let now = Utc::now();
-    let since = now - Span::seconds(1);
     let mut held = sample_task(&unique_tenant("bulk"), None, now - Span::minutes(1));
     held.status = Status::Held;
     let cancel = by_url(BulkAction::Cancel);
-    let Act::Write(canceled) = cancel.act(&held, since, now) else {
+    let listed = InHand::of(&held);
+    let Act::Write(canceled) = cancel.act(&held, &listed, now) else {
         panic!("a held task is canceled");
     };
     assert_eq!(canceled.status, Status::Canceled);
-    assert_eq!(cancel.act(&canceled, since, now), Act::AlreadyDone);
+    assert_eq!(cancel.act(&canceled, &listed, now), Act::AlreadyDone);
     let mut delivering = held.clone();
     delivering.status = Status::Delivering;
     assert_eq!(
-        cancel.act(&delivering, since, now),
+        cancel.act(&delivering, &listed, now),
         Act::Leave(Status::Delivering)
     );
     let mut succeeded = held.clone();
     succeeded.status = Status::Succeeded;
     let release = by_url(BulkAction::Release);
     assert_eq!(
-        release.act(&succeeded, since, now),
+        release.act(&succeeded, &listed, now),
         Act::Leave(Status::Succeeded)
     );
 }
@@ -120,8 +135,17 @@ fn a_job_pages_through_each_state_and_finishes_with_its_report() {
         "a lapsed lease is taken over"
     );
 
-    let ids = vec![TaskId::new(), TaskId::new()];
-    let read = claimed.page_read(3, ids.clone(), Some(ids[1]), now);
+    let ids = vec![
+        InHand {
+            id: TaskId::new(),
+            round: 1,
+        },
+        InHand {
+            id: TaskId::new(),
+            round: 1,
+        },
+    ];
+    let read = claimed.page_read(3, ids.clone(), Some(ids[1].id), now);
     assert_eq!(read.in_hand, ids);
     assert_eq!(read.reading(), Some(Status::Scheduled));
     let done = read.page_done(1, 1, now);
@@ -143,8 +167,39 @@ fn a_job_pages_through_each_state_and_finishes_with_its_report() {
 }
 
 #[test]
-fn the_pace_spreads_a_page_over_its_share_of_a_second() {
+fn a_page_holds_at_most_a_seconds_worth_and_is_spread_over_it() {
     let mut plan = by_url(BulkAction::Retry);
     plan.per_second = 50;
-    assert_eq!(plan.pace(100), std::time::Duration::from_secs(2));
+    assert_eq!(plan.page(100), 50);
+    assert_eq!(plan.pace(50), std::time::Duration::from_secs(1));
+    plan.per_second = 400;
+    assert_eq!(plan.page(100), 100);
+    assert_eq!(plan.pace(100), std::time::Duration::from_millis(250));
+}
+
+#[test]
+fn a_filter_of_the_actions_own_states_only_is_empty_and_ended_is_for_retries() {
+    let every_failed = TaskFilter {
+        statuses: vec![Status::Failed],
+        ..TaskFilter::default()
+    };
+    let refused = BulkPlan::new(BulkAction::Retry, every_failed, None, false).unwrap_err();
+    assert_eq!(refused.field.to_string(), "filter");
+    let ended = TaskFilter {
+        ended: crate::domain::Between {
+            after: Some(Utc::now()),
+            before: None,
+        },
+        ..TaskFilter::default()
+    };
+    let refused = BulkPlan::new(BulkAction::Cancel, ended, None, false).unwrap_err();
+    assert_eq!(refused.field.to_string(), "filter.ended");
+    for empty in ["", "hooks.example.com"] {
+        let filter = TaskFilter {
+            destination: Some(empty.into()),
+            ..TaskFilter::default()
+        };
+        let refused = BulkPlan::new(BulkAction::Retry, filter, None, false).unwrap_err();
+        assert_eq!(refused.field.to_string(), "filter.destination");
+    }
 }
