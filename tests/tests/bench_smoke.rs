@@ -217,6 +217,7 @@ fn cost_runs_the_real_functions_and_prints_the_table() {
             "due in 2 hours (a minute's bucket)",
             "due in 30 days (a minute's bucket)",
             "registered in batches of 100",
+            "a bulk retry, $ per 100,000 tasks",
             "write units (table",
             "ms API +",
             "CloudWatch Logs",
