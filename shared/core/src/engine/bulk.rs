@@ -38,7 +38,7 @@ const AT_ONCE: usize = 8;
 /// A name for this process as the runner of bulk jobs, made once at its start: its host
 /// and pid, and a random part (two containers can share both).
 pub fn bulk_runner() -> String {
-    format!("{}/{}", super::this_process(), ulid::Ulid::new())
+    format!("{}/{}", super::state::this_process(), ulid::Ulid::new())
 }
 
 /// What a bulk action would do, changing nothing.
