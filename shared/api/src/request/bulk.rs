@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::choice;
+use super::object::{object, optional_object};
 use super::refused::Refused;
 use super::task::business_key;
 use super::text::{Choice, TimeText};
@@ -27,7 +28,7 @@ pub struct BulkRequest {
     pub action: Option<BulkAction>,
     /// Which tasks; every part given must hold. An empty filter is refused unless `all`
     /// is true.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object")]
     pub filter: FilterRequest,
     /// Take every task of the action's states (the filter is empty on purpose).
     #[serde(default)]
@@ -69,10 +70,18 @@ pub struct FilterRequest {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
     /// Registered in this interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "optional_object",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub registered: Option<BetweenRequest>,
-    /// Ended (succeeded, failed or was canceled) in this interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Ended (failed) in this interval: `retry` only.
+    #[serde(
+        default,
+        deserialize_with = "optional_object",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub ended: Option<BetweenRequest>,
     /// The last attempt was answered with this HTTP status code.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -8,6 +8,7 @@ mod bulk;
 mod choice;
 mod flow;
 mod json;
+mod object;
 mod page;
 mod refused;
 mod retry;

@@ -402,3 +402,32 @@ fn a_body_that_is_not_an_object_is_refused_whatever_it_would_fill() {
     assert_eq!(field_of("[1"), Some("<400>".into()), "not JSON at all");
     assert_eq!(field_of("[null]"), Some("body".into()));
 }
+
+#[test]
+fn a_bulk_filter_and_its_intervals_are_objects_and_refusals_keep_their_path() {
+    let field_of =
+        |json: &str| match parse_json::<BulkRequest>(json.as_bytes()).and_then(|r| r.order()) {
+            Ok(_) => None,
+            Err(refused) => Problem::from(refused).field,
+        };
+    let cases = [
+        (
+            r#"{"action":"retry","filter":{"registered":[null,null]}}"#,
+            "filter.registered",
+        ),
+        (r#"{"action":"retry","filter":[null,null,null]}"#, "filter"),
+        (
+            r#"{"action":"retry","filter":{"registered":{"after":"yesterday"}}}"#,
+            "filter.registered.after",
+        ),
+        (
+            r#"{"action":"retry","filter":{"ended":{"bogus":1}}}"#,
+            "filter.ended.bogus",
+        ),
+    ];
+    for (json, field) in cases {
+        assert_eq!(field_of(json).as_deref(), Some(field), "{json}");
+    }
+    let fine = r#"{"action":"retry","filter":{"registered":null,"ended":{"after":"2030-01-01T00:00:00Z"}}}"#;
+    assert_eq!(field_of(fine), None);
+}

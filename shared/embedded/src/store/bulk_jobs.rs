@@ -1,5 +1,6 @@
 //! Bulk jobs, one row each, written conditionally on their version; `running` is kept
-//! beside the document so that the running ones are found by an index read.
+//! beside the document so that the running ones are found by an index read, and
+//! `finished_ms` so that retention removes a finished job with the tasks of its time.
 
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
@@ -11,17 +12,22 @@ use super::codec::{decode, encode};
 use super::sqlite::SqliteStore;
 use super::writer::unavailable;
 
+fn finished_ms(job: &BulkJob) -> Option<i64> {
+    job.finished_at.map(|t| t.timestamp_millis())
+}
+
 #[async_trait]
 impl BulkJobs for SqliteStore {
     async fn create_job(&self, job: &BulkJob) -> Result<(), StoreError> {
         let (tenant, id) = (job.tenant.to_string(), job.id.to_string());
         let (version, running, doc) = (job.version as i64, job.is_running(), encode(job)?);
+        let finished = finished_ms(job);
         self.write(move |w| {
             w.conn
                 .execute(
-                    "INSERT INTO bulk_jobs (tenant, id, version, running, doc)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![tenant, id, version, running, doc],
+                    "INSERT INTO bulk_jobs (tenant, id, version, running, finished_ms, doc)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![tenant, id, version, running, finished, doc],
                 )
                 .map(|_| ())
                 .map_err(unavailable)
@@ -48,14 +54,14 @@ impl BulkJobs for SqliteStore {
     async fn save_job(&self, job: &BulkJob, expected_version: u64) -> Result<(), StoreError> {
         let (tenant, id) = (job.tenant.to_string(), job.id.to_string());
         let (version, running, doc) = (job.version as i64, job.is_running(), encode(job)?);
-        let expected = expected_version as i64;
+        let (finished, expected) = (finished_ms(job), expected_version as i64);
         self.write(move |w| {
             let changed = w
                 .conn
                 .execute(
-                    "UPDATE bulk_jobs SET version = ?3, running = ?4, doc = ?5
-                     WHERE tenant = ?1 AND id = ?2 AND version = ?6",
-                    params![tenant, id, version, running, doc, expected],
+                    "UPDATE bulk_jobs SET version = ?3, running = ?4, finished_ms = ?5, doc = ?6
+                     WHERE tenant = ?1 AND id = ?2 AND version = ?7",
+                    params![tenant, id, version, running, finished, doc, expected],
                 )
                 .map_err(unavailable)?;
             match changed {

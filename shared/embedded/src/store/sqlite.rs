@@ -72,6 +72,7 @@ CREATE TABLE IF NOT EXISTS bulk_jobs (
     id TEXT NOT NULL,
     version INTEGER NOT NULL,
     running INTEGER NOT NULL,
+    finished_ms INTEGER,
     doc TEXT NOT NULL,
     PRIMARY KEY (tenant, id)
 );

@@ -250,6 +250,13 @@ impl Retention for SqliteStore {
                     .and_then(|_| w.conn.execute("DELETE FROM tasks WHERE id = ?1", [id]))
                     .map_err(unavailable)?;
             }
+            // Bulk jobs finished as long ago go with them (their reports name those tasks).
+            w.conn
+                .execute(
+                    "DELETE FROM bulk_jobs WHERE finished_ms < ?1",
+                    params![cutoff],
+                )
+                .map_err(unavailable)?;
             Ok(ids.len())
         })
         .await

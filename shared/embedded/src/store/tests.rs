@@ -1,8 +1,8 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection};
 
-use boomerang_core::domain::TenantId;
-use boomerang_core::ports::{Retention, SweepIndex, TaskStore};
+use boomerang_core::domain::{BulkAction, BulkJob, BulkPlan, TaskFilter, TenantId};
+use boomerang_core::ports::{BulkJobs, Retention, SweepIndex, TaskStore};
 
 use super::codec::encode;
 use super::SqliteStore;
@@ -87,6 +87,22 @@ async fn purge_removes_only_tasks_finished_before_the_cutoff() {
     unsent = letter_due;
     let record = old_done.attempt_record(&old_done, t0, t0, Some(500), None);
     store.put_attempt(&tenant, &record).await.unwrap();
+    // A bulk job finished at t0 goes with the tasks of its time; a running one stays.
+    let plan = BulkPlan::new(BulkAction::Cancel, TaskFilter::default(), None, true).unwrap();
+    let (old_job, running_job) = (
+        BulkJob::new(tenant.clone(), plan.clone(), t0),
+        BulkJob::new(tenant.clone(), plan, t0),
+    );
+    for job in [&old_job, &running_job] {
+        store.create_job(job).await.unwrap();
+    }
+    let finished = (old_job.page_read(0, vec![], None, t0))
+        .page_read(0, vec![], None, t0)
+        .page_done(0, 0, t0);
+    assert!(!finished.is_running());
+    let mut finished = finished;
+    finished.version = old_job.version + 1;
+    store.save_job(&finished, old_job.version).await.unwrap();
 
     let removed = store.purge(t0 + minute * 5, 10).await.unwrap();
     assert_eq!(removed, 1);
@@ -96,5 +112,7 @@ async fn purge_removes_only_tasks_finished_before_the_cutoff() {
         assert!(store.get(&tenant, kept).await.unwrap().is_some());
     }
     assert_eq!(store.purge(t0 + minute * 5, 10).await.unwrap(), 0);
+    assert_eq!(store.job(&tenant, &old_job.id).await.unwrap(), None);
+    assert!(store.job(&tenant, &running_job.id).await.unwrap().is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
