@@ -5,6 +5,8 @@
 #   moto server  → BOOMERANG_TEST_MOTO_BULK_ENDPOINT (a second one, fresh, for the many-worker
 #                  test: moto's queue calls slow down with all that earlier tests leave in it)
 #   dynalite     → BOOMERANG_TEST_DYNALITE_ENDPOINT  (DynamoDB with atomic conditional writes)
+# and the Python they run under, with the stock `standardwebhooks` verifier:
+#                  BOOMERANG_TEST_PYTHON
 
 emulators_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 emulators_cache="${BOOMERANG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/boomerang-test}"
@@ -76,6 +78,7 @@ trap stop_emulators EXIT
 wait_port "$moto_port" "moto server"
 wait_port "$moto_bulk_port" "moto server (bulk)"
 wait_port "$dynalite_port" dynalite
+export BOOMERANG_TEST_PYTHON="$emulators_cache/venv/bin/python"
 export BOOMERANG_TEST_MOTO_ENDPOINT="http://127.0.0.1:$moto_port"
 export BOOMERANG_TEST_MOTO_BULK_ENDPOINT="http://127.0.0.1:$moto_bulk_port"
 export BOOMERANG_TEST_DYNALITE_ENDPOINT="http://127.0.0.1:$dynalite_port"

@@ -10,6 +10,7 @@ pub mod fault_proxy;
 mod receiver;
 mod requests;
 mod server;
+pub mod standard_webhooks;
 mod wait;
 
 pub use binaries::{bench_binary, binary};

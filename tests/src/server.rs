@@ -160,7 +160,9 @@ impl Server {
             log_dir: options.log_dir,
         };
         let (child, base) = spawn(&data_dir, &launch);
-        let (secret, api_key) = if options.generated_credentials {
+        // The AWS backend's are always made by the commands that set it up.
+        let generated = options.generated_credentials && options.backend == Backend::Embedded;
+        let (secret, api_key) = if generated {
             generated_credentials(&data_dir)
         } else {
             (secret, api_key)

@@ -1,6 +1,7 @@
 //! `boomerang listen`: a tiny receiver that verifies each delivery's signature and prints it.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -11,9 +12,33 @@ use boomerang_core::domain::SigningSecret;
 use boomerang_webhook::client::HEADER_ATTEMPT;
 use boomerang_webhook::signing;
 
+/// What signatures are checked with.
+pub enum VerifyWith {
+    Nothing,
+    /// One secret, given.
+    Secret(SigningSecret),
+    /// The secrets in force that `serve` keeps in this data directory, read again for each
+    /// delivery, so a rotation is followed without a restart.
+    DataDir(PathBuf),
+}
+
+impl VerifyWith {
+    fn secrets(&self) -> Option<Vec<SigningSecret>> {
+        match self {
+            VerifyWith::Nothing => None,
+            VerifyWith::Secret(secret) => Some(vec![secret.clone()]),
+            VerifyWith::DataDir(dir) => {
+                let kept = boomerang_embedded::tenants::credentials::stored_secrets(dir);
+                let secrets = kept.ok().flatten()?;
+                Some(secrets.signing(chrono::Utc::now()))
+            }
+        }
+    }
+}
+
 pub struct ListenConfig {
     pub port: u16,
-    pub secret: Option<SigningSecret>,
+    pub verify: VerifyWith,
     /// The status to answer with (e.g. 500 to watch retries happen).
     pub status: StatusCode,
 }
@@ -25,9 +50,9 @@ pub async fn run(config: ListenConfig) -> Result<()> {
         .with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
     println!("Listening for callbacks on http://{local}/ (any path)");
-    match &config.secret {
-        Some(_) => println!("Verifying Standard Webhooks signatures."),
-        None => println!("No signing secret: signatures are not verified."),
+    match &config.verify {
+        VerifyWith::Nothing => println!("No signing secret: signatures are not verified."),
+        _ => println!("Verifying Standard Webhooks signatures."),
     }
     let config = Arc::new(config);
     let app = axum::Router::new().fallback(move |method, uri, headers, body| {
@@ -57,15 +82,24 @@ fn receive(
             .to_string()
     };
     let id = header(signing::HEADER_ID);
-    let verdict = config.secret.as_ref().map(|secret| {
-        signing::verify(
-            secret,
-            &id,
-            &header(signing::HEADER_TIMESTAMP),
-            &header(signing::HEADER_SIGNATURE),
-            &body,
-            chrono::Utc::now().timestamp(),
-        )
+    // Valid if any secret in force verifies it (during a rotation, either does).
+    let verdict = config.verify.secrets().map(|secrets| {
+        let check = |secret: &SigningSecret| {
+            signing::verify(
+                secret,
+                &id,
+                &header(signing::HEADER_TIMESTAMP),
+                &header(signing::HEADER_SIGNATURE),
+                &body,
+                chrono::Utc::now().timestamp(),
+            )
+        };
+        let verdicts: Vec<_> = secrets.iter().map(check).collect();
+        match verdicts.iter().any(Result::is_ok) {
+            true => Ok(()),
+            // Reported as the newest secret saw it.
+            false => (verdicts.into_iter().next()).unwrap_or(Err(signing::VerifyError::Mismatch)),
+        }
     });
     let signature = match &verdict {
         None => "not checked".to_string(),

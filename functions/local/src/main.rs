@@ -44,6 +44,8 @@ enum Command {
     Breakers(tasks_cmd::breakers::BreakersArgs),
     /// Retry, cancel or release every task a filter takes; follow the jobs doing it.
     Bulk(tasks_cmd::bulk::BulkArgs),
+    /// List, rotate and retire the secrets deliveries are signed with, through the API.
+    Secrets(tasks_cmd::secrets::SecretsArgs),
     /// Set up the AWS code path against an emulator.
     #[command(subcommand)]
     Aws(AwsCommand),
@@ -96,7 +98,8 @@ enum TenantsCommand {
 struct ListenArgs {
     #[arg(long, default_value_t = 9000)]
     port: u16,
-    /// The secret to verify with; defaults to the one `serve` keeps in --data-dir.
+    /// The secret to verify with; defaults to those `serve` keeps in --data-dir (all in
+    /// force, read again for each delivery, so a rotation is followed).
     #[arg(long, env = "BOOMERANG_SIGNING_SECRET", hide_env_values = true)]
     signing_secret: Option<String>,
     #[arg(long, env = "BOOMERANG_DATA_DIR", default_value = "./.boomerang")]
@@ -117,6 +120,7 @@ async fn main() -> Result<ExitCode> {
         Command::Templates(args) => return tasks_cmd::templates::run(args).await,
         Command::Breakers(args) => return tasks_cmd::breakers::run(args).await,
         Command::Bulk(args) => return tasks_cmd::bulk::run(args).await,
+        Command::Secrets(args) => return tasks_cmd::secrets::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {
@@ -162,14 +166,19 @@ fn init_tracing(format: &str) {
 }
 
 async fn listen(args: ListenArgs) -> Result<()> {
-    let secret = match args.signing_secret {
-        Some(s) => Some(SigningSecret::parse(&s).context("--signing-secret")?),
-        None => boomerang_embedded::tenants::credentials::stored_secret(&args.data_dir)?,
+    let verify = match args.signing_secret {
+        Some(s) => {
+            listen::VerifyWith::Secret(SigningSecret::parse(&s).context("--signing-secret")?)
+        }
+        None => match boomerang_embedded::tenants::credentials::stored_secrets(&args.data_dir)? {
+            Some(_) => listen::VerifyWith::DataDir(args.data_dir.clone()),
+            None => listen::VerifyWith::Nothing,
+        },
     };
     let status = StatusCode::from_u16(args.status).context("--status")?;
     listen::run(listen::ListenConfig {
         port: args.port,
-        secret,
+        verify,
         status,
     })
     .await

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use boomerang_core::domain::{FieldPath, Invalid};
+use boomerang_core::domain::{FieldPath, Invalid, SecretRefusal};
 use boomerang_core::engine::EngineError;
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -213,6 +213,17 @@ impl From<EngineError> for Problem {
                 detail,
                 retry_after,
             } => Problem::too_many(detail, retry_after),
+            EngineError::Secret(why) => match why {
+                SecretRefusal::TooMany => Problem::conflict(why.to_string()),
+                SecretRefusal::Unknown(_) => Problem::not_found(why.to_string()),
+                SecretRefusal::OnlyOne(_) => Problem::invalid("id", why.to_string()),
+            },
+            EngineError::Fixed(why) => Problem::conflict(why),
+            EngineError::NoTenant => Problem::unauthorized(),
+            EngineError::Tenants(e) => {
+                tracing::error!(error = %e, "tenant directory error");
+                Problem::unavailable("the tenant directory is unavailable")
+            }
             EngineError::Store(e) => {
                 tracing::error!(error = %e, "store error");
                 // Nothing was acknowledged, so the client may safely retry.

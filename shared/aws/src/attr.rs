@@ -140,7 +140,11 @@ pub mod flow {
 
 /// A tenant's items: the tenant, and each API key's.
 pub mod tenant {
+    /// The newest signing secret (`whsec_…`): the only one until a rotation.
     pub const SIGNING_SECRET: &str = "signing_secret";
+    /// Once a rotation wrote it, the secrets in force (JSON:
+    /// [`boomerang_core::domain::SecretSet`]), newest first.
+    pub const SIGNING_SECRETS: &str = "signing_secrets";
     pub const ALERT: &str = "alert";
     pub const DESTINATION_LIMIT: &str = "destination_limit";
     /// The tenant's partition plan (JSON: [`crate::shards::ShardPlan`]).

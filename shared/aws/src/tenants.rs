@@ -2,13 +2,17 @@
 //! tenant has its own signing secret.
 //!
 //! Items ([`crate::keys::api_key`], [`crate::keys::tenant`]): an API key's names its
-//! tenant; a tenant's holds its signing secret and, if set, the default alert destination
+//! tenant; a tenant's holds its signing secrets (the newest alone in `signing_secret`, and
+//! once a rotation wrote it, all in force in `signing_secrets`) and, if set, the default
+//! alert destination
 //! (`alert`, JSON), its own limit of calls at once to one destination
 //! (`destination_limit`) and its partition plan (`shards`, which the store reads).
 //!
 //! A Lambda instance serves many requests, so what it read is kept for [`CACHE_TTL`]: a
 //! request or a delivery then costs no read for its key or secret. The price: a revoked
-//! key keeps working on warm instances for up to that long.
+//! key keeps working on warm instances for up to that long, and a rotated secret signs
+//! their deliveries from up to that long after the rotation (the secrets it replaced sign
+//! them meanwhile, so receivers that switch within their grace period miss nothing).
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -21,8 +25,8 @@ pub use crate::sdk::cache::CACHE_TTL;
 use crate::sdk::items::{get_item, get_n, get_s, n, s, Item};
 use crate::sdk::sdk_failure;
 use crate::shards::ShardPlan;
-use boomerang_core::domain::{generate_api_key, AlertTarget, SigningSecret, TenantId};
-use boomerang_core::ports::{Tenants, TenantsError};
+use boomerang_core::domain::{generate_api_key, AlertTarget, SecretSet, SigningSecret, TenantId};
+use boomerang_core::ports::{ReplaceSecretsError, SigningKeys, Tenants, TenantsError};
 
 pub struct DynamoTenants {
     client: Client,
@@ -34,7 +38,7 @@ pub struct DynamoTenants {
 /// What the `TENANT` item holds.
 #[derive(Clone)]
 struct TenantRecord {
-    secret: SigningSecret,
+    secrets: SecretSet,
     alert: Option<AlertTarget>,
     destination_limit: Option<usize>,
 }
@@ -82,9 +86,11 @@ impl DynamoTenants {
             Err(e) => return Err(TenantsError(sdk_failure(e))),
         }
         let secret = self
-            .signing_secret(tenant)
+            .signing_secrets(tenant)
             .await?
-            .ok_or_else(|| TenantsError("tenant vanished while minting a key".into()))?;
+            .ok_or_else(|| TenantsError("tenant vanished while minting a key".into()))?
+            .newest()
+            .clone();
         let api_key = generate_api_key();
         self.client
             .put_item()
@@ -225,8 +231,7 @@ impl DynamoTenants {
         let Some(item) = self.get(&keys::tenant(tenant)).await? else {
             return Ok(None);
         };
-        let raw = get_s(&item, attr::tenant::SIGNING_SECRET).map_err(|e| TenantsError(e.into()))?;
-        let secret = SigningSecret::parse(raw)
+        let secrets = stored_secrets(&item)
             .map_err(|e| TenantsError(format!("tenant {tenant}: {e}").into()))?;
         let alert = match get_s(&item, attr::tenant::ALERT) {
             Ok(json) => Some(
@@ -239,7 +244,7 @@ impl DynamoTenants {
             .ok()
             .and_then(|limit| usize::try_from(limit).ok());
         let record = TenantRecord {
-            secret,
+            secrets,
             alert,
             destination_limit,
         };
@@ -266,18 +271,67 @@ impl Tenants for DynamoTenants {
         Ok(tenant)
     }
 
-    async fn signing_secret(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Option<SigningSecret>, TenantsError> {
-        Ok(self.record(tenant).await?.map(|r| r.secret))
-    }
-
     async fn alert_target(&self, tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError> {
         Ok(self.record(tenant).await?.and_then(|r| r.alert))
     }
 
     async fn destination_limit(&self, tenant: &TenantId) -> Result<Option<usize>, TenantsError> {
         Ok(self.record(tenant).await?.and_then(|r| r.destination_limit))
+    }
+}
+
+/// The secrets a tenant's item holds: its `signing_secrets`, or (before any rotation) its
+/// one `signing_secret`.
+fn stored_secrets(item: &Item) -> Result<SecretSet, String> {
+    if let Ok(json) = get_s(item, attr::tenant::SIGNING_SECRETS) {
+        return serde_json::from_str(json).map_err(|e| format!("signing_secrets: {e}"));
+    }
+    let raw = get_s(item, attr::tenant::SIGNING_SECRET).map_err(|e| e.to_string())?;
+    let secret = SigningSecret::parse(raw).map_err(|e| e.to_string())?;
+    Ok(SecretSet::single(secret, None))
+}
+
+#[async_trait]
+impl SigningKeys for DynamoTenants {
+    /// Read through the cache: a rotation by another instance is seen within
+    /// [`CACHE_TTL`].
+    async fn signing_secrets(&self, tenant: &TenantId) -> Result<Option<SecretSet>, TenantsError> {
+        Ok(self.record(tenant).await?.map(|r| r.secrets))
+    }
+
+    /// Written on condition that the item still holds `old` (as `signing_secrets`, or as
+    /// the one `signing_secret` of a tenant never rotated). The cache may hold an older
+    /// set than the table: the write then fails, the cache is dropped, and the engine
+    /// reads again.
+    async fn replace_signing_secrets(
+        &self,
+        tenant: &TenantId,
+        old: &SecretSet,
+        new: &SecretSet,
+    ) -> Result<(), ReplaceSecretsError> {
+        let json = |set: &SecretSet| serde_json::to_string(set).map_err(|e| TenantsError(e.into()));
+        let update = self
+            .update_tenant(tenant)
+            .update_expression("SET #set = :new, #one = :newest")
+            .expression_attribute_names("#set", attr::tenant::SIGNING_SECRETS)
+            .expression_attribute_names("#one", attr::tenant::SIGNING_SECRET)
+            .expression_attribute_values(":new", s(json(new)?))
+            .expression_attribute_values(":newest", s(new.newest().expose()));
+        let update = update
+            .condition_expression("(attribute_not_exists(#set) AND #one = :old_one) OR #set = :old")
+            .expression_attribute_values(":old_one", s(old.newest().expose()))
+            .expression_attribute_values(":old", s(json(old)?));
+        let result = update.send().await;
+        self.records.forget(tenant.as_str());
+        match result {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+            {
+                Err(ReplaceSecretsError::Changed)
+            }
+            Err(e) => Err(TenantsError(sdk_failure(e)).into()),
+        }
     }
 }

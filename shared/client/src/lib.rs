@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use boomerang_api::request::{
     BatchRequest, BreakerSettingsRequest, BulkRequest, DestinationRequest, PolicyRequest,
-    ScheduleFields, TaskRequest, TemplateRequest,
+    RotationRequest, ScheduleFields, TaskRequest, TemplateRequest,
 };
 use boomerang_api::view::{
     BatchView, BreakerSettingsView, BreakerView, BreakersView, BulkJobView, BulkJobsView,
     BulkPreviewView, FlowStateView, FlowsView, Health, KeyCancelView, KeyReleaseView, PageView,
-    PoliciesView, PolicyView, ScheduleListView, ScheduleView, StatsView, TaskView, TemplateView,
-    TemplatesView,
+    PoliciesView, PolicyView, ScheduleListView, ScheduleView, SigningSecretsView, StatsView,
+    TaskView, TemplateView, TemplatesView,
 };
 use boomerang_api::Problem;
-use boomerang_core::domain::{BulkJobId, BusinessKey, ScheduleId, Status, TaskId};
+use boomerang_core::domain::{BulkJobId, BusinessKey, ScheduleId, SecretId, Status, TaskId};
 use http::header::HeaderName;
 use http::Method;
 use serde::de::DeserializeOwned;
@@ -334,6 +334,30 @@ impl Client {
             destination: Some(destination.into()),
         };
         self.send(Method::POST, path, &[], Some(&body)).await
+    }
+
+    /// `GET /v1/signing-secrets`: the secrets in force, newest first.
+    pub async fn signing_secrets(&self) -> Result<SigningSecretsView, ClientError> {
+        let path = "/v1/signing-secrets";
+        self.send(Method::GET, path, &[], None::<&()>).await
+    }
+
+    /// `POST /v1/signing-secrets`: a new secret, the others kept for the grace period.
+    pub async fn rotate_signing_secret(
+        &self,
+        rotation: &RotationRequest,
+    ) -> Result<SigningSecretsView, ClientError> {
+        let path = "/v1/signing-secrets";
+        self.send(Method::POST, path, &[], Some(rotation)).await
+    }
+
+    /// `DELETE /v1/signing-secrets/{id}`.
+    pub async fn retire_signing_secret(
+        &self,
+        id: &SecretId,
+    ) -> Result<SigningSecretsView, ClientError> {
+        let path = format!("/v1/signing-secrets/{id}");
+        self.send(Method::DELETE, &path, &[], None::<&()>).await
     }
 
     /// `GET /v1/flows`: the busy or paused flows.

@@ -21,5 +21,5 @@ pub mod timer;
 pub use backend::{embedded, EmbeddedBackend, EmbeddedConfig, DB_FILE};
 pub use loader::{LoadSettings, Loader};
 pub use store::SqliteStore;
-pub use tenants::StaticTenants;
+pub use tenants::{SecretsKept, StaticTenants};
 pub use timer::{Fire, LocalTimer};

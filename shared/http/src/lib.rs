@@ -11,6 +11,7 @@ pub mod openapi;
 pub mod policies;
 pub mod problem;
 pub mod schedules;
+pub mod signing_secrets;
 pub mod stats;
 pub mod tasks;
 pub mod templates;
@@ -76,6 +77,7 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
         .merge(flows::routes())
         .merge(breakers::routes())
         .merge(holds::routes())
+        .merge(signing_secrets::routes())
         .merge(stats::routes());
     let authenticated: Routes = OpenApiRouter::new()
         .nest("/v1", v1)

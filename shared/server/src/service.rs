@@ -14,7 +14,7 @@ use boomerang_core::domain::TenantId;
 use boomerang_core::engine::Engine;
 use boomerang_core::ports::StoreError;
 use boomerang_embedded::tenants::credentials::{self, CredentialsError};
-use boomerang_embedded::{EmbeddedConfig, LoadSettings, StaticTenants};
+use boomerang_embedded::{EmbeddedConfig, LoadSettings, SecretsKept, StaticTenants};
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
@@ -181,7 +181,12 @@ fn start_embedded(
     let owner = lock::lock_data_dir(data_dir)?;
     let creds = credentials::load_or_create(data_dir, api_key, signing_secret)?;
     let tenant = TenantId::parse(LOCAL_TENANT).expect("a valid constant");
-    let tenants = StaticTenants::new(&creds.api_key, tenant, creds.secret.clone());
+    let kept = match (&creds.file, creds.secret_given) {
+        (_, true) => SecretsKept::Fixed,
+        (Some(file), false) => SecretsKept::File(file.clone()),
+        (None, false) => SecretsKept::InMemory,
+    };
+    let tenants = StaticTenants::with_secrets(&creds.api_key, tenant, creds.secrets.clone(), kept);
     let metrics = Arc::new(PrometheusMetrics::new());
     let backend = boomerang_embedded::embedded(EmbeddedConfig {
         data_dir,
@@ -213,7 +218,7 @@ fn start_embedded(
     let mut summary = vec![
         format!("data dir:       {}", data_dir.display()),
         format!("API key:        {}", creds.api_key),
-        format!("signing secret: {}", creds.secret.expose()),
+        format!("signing secret: {}", creds.secrets.newest().expose()),
     ];
     if let Some(file) = &creds.file {
         summary.push(format!("(kept in {})", file.display()));

@@ -161,7 +161,7 @@ fn build_headers(call: &WebhookCall<'_>) -> Result<HeaderMap, String> {
         (signing::HEADER_TIMESTAMP, ts.to_string()),
         (
             signing::HEADER_SIGNATURE,
-            signing::sign(call.secret, &id, ts, body),
+            signing::sign_all(call.secrets, &id, ts, body),
         ),
         (HEADER_ATTEMPT, call.attempt.attempt.number().to_string()),
     ];

@@ -21,6 +21,15 @@ pub fn sign(secret: &SigningSecret, msg_id: &str, timestamp: i64, body: &[u8]) -
     format!("v1,{}", B64.encode(mac(secret, msg_id, timestamp, body)))
 }
 
+/// The `webhook-signature` value signed with each of `secrets`: their signatures,
+/// space-separated, so a receiver that knows any one of the secrets accepts the message.
+pub fn sign_all(secrets: &[SigningSecret], msg_id: &str, timestamp: i64, body: &[u8]) -> String {
+    let signatures: Vec<String> = (secrets.iter())
+        .map(|secret| sign(secret, msg_id, timestamp, body))
+        .collect();
+    signatures.join(" ")
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum VerifyError {
     #[error("missing or malformed {0} header")]
@@ -95,6 +104,21 @@ mod tests {
             br#"{"test": 2432232314}"#,
         );
         assert_eq!(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    }
+
+    #[test]
+    fn a_message_signed_with_two_secrets_verifies_with_either() {
+        let (old, new) = (SigningSecret::generate(), SigningSecret::generate());
+        let header = sign_all(&[new.clone(), old.clone()], "id1", 1000, b"hi");
+        assert_eq!(header.split(' ').count(), 2);
+        for secret in [&old, &new] {
+            assert_eq!(verify(secret, "id1", "1000", &header, b"hi", 1000), Ok(()));
+        }
+        let stranger = SigningSecret::generate();
+        assert_eq!(
+            verify(&stranger, "id1", "1000", &header, b"hi", 1000),
+            Err(VerifyError::Mismatch)
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod failure;
 pub mod flows;
 mod request;
 pub mod schedules;
+pub mod secrets;
 mod show;
 pub mod templates;
 

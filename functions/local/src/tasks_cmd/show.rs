@@ -1,5 +1,6 @@
 //! What the CLI prints: the API's JSON with `--json`, else readable blocks and tables.
 
+use boomerang_api::view::SigningSecretsView;
 use boomerang_api::view::{AttemptView, KeyedStatusView, TaskView};
 use boomerang_api::view::{BreakerSettingsView, BreakerView, BreakersView};
 use boomerang_api::view::{BulkJobView, BulkJobsView, BulkPreviewView};
@@ -150,6 +151,28 @@ impl Output {
             "opens after {} failed calls in a row spanning {}; probes after {}, doubling to {}",
             s.failures, s.span, s.first_probe, s.max_probe
         );
+    }
+
+    /// The signing secrets in force, newest first.
+    pub fn signing_secrets(&self, secrets: &SigningSecretsView) {
+        if self.json {
+            return print_json(secrets);
+        }
+        println!("{:<16}  {:<20}  {:<20}  SECRET", "ID", "ADDED", "EXPIRES");
+        for s in &secrets.secrets {
+            let time = |t: Option<DateTime<Utc>>, none: &str| {
+                t.map_or(none.to_string(), |t| {
+                    t.format("%Y-%m-%d %H:%M:%S").to_string()
+                })
+            };
+            println!(
+                "{:<16}  {:<20}  {:<20}  {}",
+                s.id,
+                time(s.created_at, "-"),
+                time(s.expires_at, "never"),
+                s.secret
+            );
+        }
     }
 
     /// What a bulk action would do: the count, and a sample as the task list shows it.

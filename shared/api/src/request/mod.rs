@@ -13,6 +13,7 @@ mod page;
 mod refused;
 mod retry;
 mod schedule;
+mod signing_secret;
 mod task;
 mod template;
 mod text;
@@ -28,6 +29,7 @@ pub use retry::{parse_policy, PolicyRequest, RetryField, RetryRequest};
 pub use schedule::{
     parse_schedule, ScheduleDraft, ScheduleFields, NOT_ON_A_SCHEDULE, SCHEDULE_FIELDS,
 };
+pub use signing_secret::RotationRequest;
 pub use task::{business_key, AlertRequest, HoldRequest, TaskRequest};
 pub use template::{parse_template, TemplateRequest, Templates};
 pub use text::{Choice, DurationText, OnKey, TimeText};

@@ -1,5 +1,5 @@
 //! What the API answers with: views of tasks, bulk jobs, schedules, policies, templates,
-//! flows and figures.
+//! flows, signing secrets and figures.
 
 mod breaker;
 mod bulk;
@@ -7,6 +7,7 @@ mod flow;
 mod keys;
 mod policy;
 mod schedule;
+mod signing_secret;
 mod stats;
 mod task;
 mod template;
@@ -19,6 +20,7 @@ pub use keys::{
 };
 pub use policy::{PoliciesView, PolicyView};
 pub use schedule::{ScheduleListView, ScheduleView};
+pub use signing_secret::{SigningSecretView, SigningSecretsView};
 pub use stats::{DeliveryWindowView, DestinationView, MinuteView, StatsView};
 pub use task::{
     AlertView, AttemptView, CheckView, FlowView, HoldView, RetryView, TaskView, BODY_PREVIEW_CHARS,

@@ -18,6 +18,7 @@ pub mod occurrence;
 pub mod policy;
 pub mod retry_policy;
 pub mod schedule;
+pub mod signing_secrets;
 pub mod spec_rules;
 pub mod task;
 pub mod task_filter;
@@ -43,6 +44,7 @@ pub use retry_policy::{Backoff, BackoffKind, MaxAttempts, RetryPolicy};
 pub use schedule::{
     CatchUp, Recurrence, Schedule, ScheduleId, ScheduleRefusal, ScheduleState, Step,
 };
+pub use signing_secrets::{SecretEntry, SecretId, SecretRefusal, SecretSet};
 pub use spec_rules::SpecDraft;
 pub use task::{
     AttemptOutcome, AttemptRecord, CallbackRequest, DeadLetter, Status, Task, TaskSpec,

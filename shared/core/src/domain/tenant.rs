@@ -7,7 +7,10 @@ use base64::Engine as _;
 use rand::RngCore;
 
 /// A Standard Webhooks signing secret: `whsec_` followed by base64 of the key bytes.
-#[derive(Clone, PartialEq, Eq)]
+/// Written and read in that form (where secrets are kept, and to the tenant who owns it);
+/// never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct SigningSecret {
     key: Vec<u8>,
 }
@@ -42,6 +45,19 @@ impl SigningSecret {
     /// The `whsec_…` form, for configuration files and receivers.
     pub fn expose(&self) -> String {
         format!("{}{}", Self::PREFIX, B64.encode(&self.key))
+    }
+}
+
+impl TryFrom<String> for SigningSecret {
+    type Error = InvalidSecret;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Self::parse(&s)
+    }
+}
+
+impl From<SigningSecret> for String {
+    fn from(secret: SigningSecret) -> Self {
+        secret.expose()
     }
 }
 

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::domain::{Invalid, Refusal};
-use crate::ports::{StoreError, TimerError};
+use crate::domain::{Invalid, Refusal, SecretRefusal};
+use crate::ports::{StoreError, TenantsError, TimerError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -26,8 +26,19 @@ pub enum EngineError {
     /// The schedule is not in a state that allows the operation.
     #[error(transparent)]
     ScheduleConflict(crate::domain::ScheduleRefusal),
+    /// A change to the tenant's signing secrets that they do not allow.
+    #[error(transparent)]
+    Secret(SecretRefusal),
+    /// What the operator set in the server's configuration cannot change through the API.
+    #[error("{0}")]
+    Fixed(String),
+    /// The caller's tenant is not (or no longer) in the directory.
+    #[error("no such tenant")]
+    NoTenant,
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Tenants(#[from] TenantsError),
     /// A fire being handled could not arm the timer that was to take its place: the fire
     /// fails, so that the timer that brought it comes again.
     #[error(transparent)]

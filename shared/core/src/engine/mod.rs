@@ -1,6 +1,6 @@
 //! The engine: every use case of Boomerang, as logic over the ports. Its methods are
 //! grouped by use case, each group an `impl Engine` block (or several) in a module named
-//! after it: `tasks`, `bulk`, `delivery`, `holds`, `schedules`, `flows`, `breakers` and `operations`. The
+//! after it: `tasks`, `bulk`, `delivery`, `holds`, `schedules`, `flows`, `breakers`, `signing_secrets` and `operations`. The
 //! engine's callers see one type, so a method's group is where to read it, not part of
 //! its name.
 
@@ -13,6 +13,7 @@ mod holds;
 mod operations;
 mod ports;
 mod schedules;
+mod signing_secrets;
 mod state;
 mod tasks;
 

@@ -15,6 +15,7 @@ mod flows;
 mod process_flows;
 mod readiness;
 mod schedules;
+mod signing_keys;
 mod slow_lane;
 mod store;
 mod tenants;
@@ -31,6 +32,7 @@ pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
 pub use process_flows::ProcessFlowCounters;
 pub use readiness::{Readiness, RecentAnswer};
 pub use schedules::{KeyedTasks, SchedulePage, ScheduleStore};
+pub use signing_keys::{ReplaceSecretsError, SigningKeys};
 pub use slow_lane::SlowLane;
 pub use store::{
     CreateOutcome, DueWork, ListQuery, Page, Retention, StatusCounts, StoreError, SweepIndex,

@@ -3,21 +3,18 @@
 use async_trait::async_trait;
 
 use super::cause::Cause;
-use crate::domain::{AlertTarget, SigningSecret, TenantId};
+use super::signing_keys::SigningKeys;
+use crate::domain::{AlertTarget, TenantId};
 
 #[derive(Debug, thiserror::Error)]
 #[error("tenant directory unavailable: {0}")]
 pub struct TenantsError(#[source] pub Cause);
 
+/// A tenant directory keeps each tenant's signing secrets too ([`SigningKeys`]).
 #[async_trait]
-pub trait Tenants: Send + Sync {
+pub trait Tenants: SigningKeys + Send + Sync {
     /// The tenant an API key belongs to, if any.
     async fn authenticate(&self, api_key: &str) -> Result<Option<TenantId>, TenantsError>;
-
-    async fn signing_secret(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Option<SigningSecret>, TenantsError>;
 
     /// Where the tenant's failure alerts go when a task names no destination of its own,
     /// if the tenant set one.

@@ -11,7 +11,9 @@ use crate::domain::{AttemptRef, SigningSecret, TaskSpec};
 pub struct WebhookCall<'a> {
     pub attempt: AttemptRef,
     pub spec: &'a TaskSpec,
-    pub secret: &'a SigningSecret,
+    /// What it is signed with: one signature per secret (a rotation's overlap), newest
+    /// first.
+    pub secrets: &'a [SigningSecret],
     pub timestamp: DateTime<Utc>,
 }
 

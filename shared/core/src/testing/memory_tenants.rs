@@ -1,15 +1,17 @@
-//! A tenant directory held in memory: one API key, one tenant, one signing secret, and
+//! A tenant directory held in memory: one API key, one tenant, its signing secrets, and
 //! optionally the tenant's alert destination and destination limit.
+
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::domain::{AlertTarget, SigningSecret, TenantId};
-use crate::ports::{Tenants, TenantsError};
+use crate::domain::{AlertTarget, SecretSet, SigningSecret, TenantId};
+use crate::ports::{ReplaceSecretsError, SigningKeys, Tenants, TenantsError};
 
 pub struct MemoryTenants {
     api_key: String,
     tenant: TenantId,
-    secret: SigningSecret,
+    secrets: Mutex<SecretSet>,
     alert: Option<AlertTarget>,
     destination_limit: Option<usize>,
 }
@@ -19,7 +21,7 @@ impl MemoryTenants {
         Self {
             api_key: api_key.to_string(),
             tenant,
-            secret,
+            secrets: Mutex::new(SecretSet::single(secret, None)),
             alert: None,
             destination_limit: None,
         }
@@ -44,18 +46,36 @@ impl Tenants for MemoryTenants {
         Ok((api_key == self.api_key).then(|| self.tenant.clone()))
     }
 
-    async fn signing_secret(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Option<SigningSecret>, TenantsError> {
-        Ok((tenant == &self.tenant).then(|| self.secret.clone()))
-    }
-
     async fn alert_target(&self, tenant: &TenantId) -> Result<Option<AlertTarget>, TenantsError> {
         Ok(self.alert.clone().filter(|_| tenant == &self.tenant))
     }
 
     async fn destination_limit(&self, tenant: &TenantId) -> Result<Option<usize>, TenantsError> {
         Ok(self.destination_limit.filter(|_| tenant == &self.tenant))
+    }
+}
+
+#[async_trait]
+impl SigningKeys for MemoryTenants {
+    async fn signing_secrets(&self, tenant: &TenantId) -> Result<Option<SecretSet>, TenantsError> {
+        let secrets = self.secrets.lock().expect("never poisoned");
+        Ok((tenant == &self.tenant).then(|| secrets.clone()))
+    }
+
+    async fn replace_signing_secrets(
+        &self,
+        tenant: &TenantId,
+        old: &SecretSet,
+        new: &SecretSet,
+    ) -> Result<(), ReplaceSecretsError> {
+        let mut secrets = self.secrets.lock().expect("never poisoned");
+        if tenant != &self.tenant {
+            return Err(TenantsError(format!("no tenant {tenant}").into()).into());
+        }
+        if &*secrets != old {
+            return Err(ReplaceSecretsError::Changed);
+        }
+        *secrets = new.clone();
+        Ok(())
     }
 }

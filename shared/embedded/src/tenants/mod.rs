@@ -4,4 +4,4 @@
 pub mod credentials;
 pub mod static_key;
 
-pub use static_key::StaticTenants;
+pub use static_key::{SecretsKept, StaticTenants};

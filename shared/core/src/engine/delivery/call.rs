@@ -1,4 +1,4 @@
-//! The call itself: signed with the tenant's secret, and judged by the task's own rules.
+//! The call itself: signed with the tenant's secrets, and judged by the task's own rules.
 
 use chrono::{DateTime, Utc};
 
@@ -9,23 +9,24 @@ use crate::engine::state::Engine;
 use crate::ports::{WebhookCall, WebhookError, WebhookResult};
 
 impl Engine {
-    /// Makes the call `spec` describes, signed with the tenant's secret, as attempt `at`
-    /// (a delivery attempt, or a held task's check).
+    /// Makes the call `spec` describes, signed with each of the tenant's secrets in force,
+    /// as attempt `at` (a delivery attempt, or a held task's check).
     pub(in crate::engine) async fn send_signed(
         &self,
         at: AttemptRef,
         spec: &TaskSpec,
     ) -> WebhookResult {
-        let secret = match self.ports.tenants.signing_secret(&at.tenant).await {
-            Ok(Some(secret)) => secret,
+        let secrets = match self.ports.tenants.signing_secrets(&at.tenant).await {
+            Ok(Some(secrets)) => secrets,
             Ok(None) => return not_sent(format!("tenant {} has no signing secret", at.tenant)),
             Err(e) => return not_sent(e.to_string()),
         };
+        let now = self.ports.clock.now();
         let call = WebhookCall {
             attempt: at,
             spec,
-            secret: &secret,
-            timestamp: self.ports.clock.now(),
+            secrets: &secrets.signing(now),
+            timestamp: now,
         };
         self.ports.webhooks.send(&call).await
     }
