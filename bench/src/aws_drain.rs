@@ -441,6 +441,7 @@ impl Bench {
             clock: clock.clone(),
             metrics: Arc::new(NoMetrics),
             metrics_view: None,
+            spans: None,
             engine: EngineSettings::default(),
         };
         let backend = aws_with_clients(clients.clone(), config(settings.clone()))?;

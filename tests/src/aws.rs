@@ -82,6 +82,7 @@ pub fn dev_config(settings: &AwsSettings, clock: Arc<dyn Clock>) -> AwsBackendCo
         clock,
         metrics: Arc::new(NoMetrics),
         metrics_view: None,
+        spans: None,
         engine: EngineSettings::default(),
     }
 }

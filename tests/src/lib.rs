@@ -7,6 +7,7 @@ mod binaries;
 mod cli;
 pub mod disk;
 pub mod fault_proxy;
+pub mod otlp;
 mod receiver;
 mod requests;
 mod server;

@@ -40,6 +40,7 @@ fn sqlite_engine(clock: Arc<ManualClock>) -> (Arc<Engine>, TenantId, tempdir::Di
         ),
         metrics: Arc::new(NoMetrics),
         metrics_view: None,
+        spans: None,
         load: LoadSettings {
             ahead: std::time::Duration::from_secs(60),
             ..LoadSettings::default()

@@ -554,6 +554,7 @@ impl Bench {
                 clock: clock.clone(),
                 metrics: Arc::new(NoMetrics),
                 metrics_view: None,
+                spans: None,
                 engine: EngineSettings::default(),
             },
         )?;

@@ -5,6 +5,6 @@ use boomerang_aws::lambda::start;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     start::init_tracing();
-    let backend = start::backend().await?;
-    lambda_http::run(boomerang_http::router(backend.engine)).await
+    let backend = start::backend(boomerang_telemetry::otlp_from_env()?).await?;
+    lambda_http::run(boomerang_http::lambda_router(backend.engine)).await
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     start::init_tracing();
-    let backend = start::backend().await?;
+    let backend = start::backend(boomerang_telemetry::otlp_from_env()?).await?;
     let engine = &*backend.engine;
     let delivery = &backend.delivery();
     lambda_runtime::run(service_fn(|event: LambdaEvent<DeliveryEvent>| async move {
@@ -19,7 +19,10 @@ async fn main() -> Result<(), Error> {
         let deadline = i64::try_from(event.context.deadline).ok();
         engine.deliver_until(deadline.and_then(chrono::DateTime::from_timestamp_millis));
         let worker = event.context.request_id;
-        Ok::<Value, Error>(delivery.handle(event.payload, Some(&worker)).await?)
+        let handled = delivery.handle(event.payload, Some(&worker)).await;
+        // The attempts' spans leave before the invocation ends.
+        engine.flush_spans();
+        Ok::<Value, Error>(handled?)
     }))
     .await
 }

@@ -174,9 +174,11 @@ pub struct RearmArgs {
 
 /// Arms again every unfinished task's pending work, printing each page's count.
 pub async fn rearm(args: RearmArgs) -> Result<()> {
-    let backend =
-        boomerang_aws::lambda::start::backend_with(Arc::new(boomerang_core::metrics::NoMetrics))
-            .await?;
+    let backend = boomerang_aws::lambda::start::backend_with(
+        Arc::new(boomerang_core::metrics::NoMetrics),
+        None,
+    )
+    .await?;
     let settings = boomerang_aws::rearm::RearmSettings {
         segments: args.segments,
         page: args.page,

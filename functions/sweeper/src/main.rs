@@ -20,7 +20,7 @@ const BULK_JOBS_UNTIL: Duration = Duration::from_secs(40);
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     start::init_tracing();
-    let backend = start::backend().await?;
+    let backend = start::backend(boomerang_telemetry::otlp_from_env()?).await?;
     let engine = &*backend.engine;
     let failures = &backend.system_failures();
     let timer = &*backend.timer;
@@ -34,6 +34,7 @@ async fn main() -> Result<(), Error> {
         if let Err(e) = engine.run_bulk_jobs(runner, budget).await {
             tracing::error!(error = %e, "running the bulk jobs failed");
         }
+        engine.flush_spans();
         Ok::<Value, Error>(swept)
     }))
     .await

@@ -7,7 +7,7 @@ use aws_config::SdkConfig;
 use boomerang_core::clock::Clock;
 use boomerang_core::engine::{Engine, EngineSettings, Ports, StorePorts};
 use boomerang_core::metrics::{Metrics, MetricsView};
-use boomerang_core::ports::FlowPorts;
+use boomerang_core::ports::{FlowPorts, SpanExport};
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::{DestinationPolicy, HttpWebhooks};
 
@@ -46,6 +46,8 @@ pub struct AwsBackendConfig {
     /// Where the metrics are kept and shown (the local server); `None` for the Lambdas.
     pub metrics_view: Option<Arc<dyn MetricsView>>,
     pub engine: EngineSettings,
+    /// Where finished spans go (`None`: nowhere).
+    pub spans: Option<Arc<dyn SpanExport>>,
 }
 
 /// The service clients the AWS backend talks through.
@@ -132,6 +134,10 @@ pub fn aws_with_clients(
     .with_metrics(config.metrics, config.metrics_view);
     let ports = match &settings.slow_queue_url {
         Some(url) => ports.with_slow_lane(Arc::new(SlowQueue::new(timer.clone(), url))),
+        None => ports,
+    };
+    let ports = match config.spans {
+        Some(spans) => ports.with_spans(spans),
         None => ports,
     };
     Ok(AwsBackend {

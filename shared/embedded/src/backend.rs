@@ -7,7 +7,7 @@ use std::sync::Arc;
 use boomerang_core::clock::Clock;
 use boomerang_core::engine::{Engine, EngineSettings, Ports, StorePorts};
 use boomerang_core::metrics::{Metrics, MetricsView};
-use boomerang_core::ports::{StoreError, Tenants, Webhooks};
+use boomerang_core::ports::{SpanExport, StoreError, Tenants, Webhooks};
 use tokio::sync::mpsc;
 
 use crate::loader::{LoadSettings, Loader};
@@ -39,6 +39,8 @@ pub struct EmbeddedConfig<'a> {
     pub load: LoadSettings,
     pub clock: Arc<dyn Clock>,
     pub settings: EngineSettings,
+    /// Where finished spans go (`None`: nowhere).
+    pub spans: Option<Arc<dyn SpanExport>>,
 }
 
 pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreError> {
@@ -66,6 +68,10 @@ pub fn embedded(config: EmbeddedConfig<'_>) -> Result<EmbeddedBackend, StoreErro
     )
     .with_clock(config.clock)
     .with_metrics(config.metrics, config.metrics_view);
+    let ports = match config.spans {
+        Some(spans) => ports.with_spans(spans),
+        None => ports,
+    };
     Ok(EmbeddedBackend {
         engine: Arc::new(Engine::new(ports, config.settings)),
         fires,

@@ -73,6 +73,7 @@ fn backend(dir: &DataDir, load: LoadSettings) -> EmbeddedBackend {
         webhooks: Arc::new(ScriptedWebhooks::default()),
         metrics: Arc::new(NoMetrics),
         metrics_view: None,
+        spans: None,
         load,
         clock: Arc::new(SystemClock),
         settings: EngineSettings::default(),

@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 use super::problem::{ApiError, Problem};
 use boomerang_api::request::business_key;
 use boomerang_core::domain::limits::MAX_REQUEST_BYTES;
-use boomerang_core::domain::{BusinessKey, TaskId};
+use boomerang_core::domain::{BusinessKey, TaskId, TraceParent};
 
 /// Reads the request body, refusing an oversized one from its declared length before
 /// reading any of it (and from its actual length when it is streamed).
@@ -108,4 +108,18 @@ where
             .map(|Query(params)| QueryParams(params))
             .map_err(|e| ApiError(Problem::bad_query(e.body_text())))
     }
+}
+
+/// The caller's trace context (W3C `traceparent` and `tracestate`), if it sent a valid one.
+/// Two `traceparent` headers are as none; several `tracestate` headers are one list.
+pub(crate) fn caller_trace(headers: &HeaderMap) -> Option<TraceParent> {
+    let mut parents = headers.get_all("traceparent").iter();
+    let (Some(parent), None) = (parents.next(), parents.next()) else {
+        return None;
+    };
+    let states: Vec<&str> = (headers.get_all("tracestate").iter())
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let state = (!states.is_empty()).then(|| states.join(","));
+    TraceParent::from_headers(parent.to_str().ok(), state.as_deref())
 }

@@ -38,6 +38,19 @@ pub fn router(engine: Arc<Engine>) -> Router {
     routes(engine).layer(CatchPanicLayer::custom(panic_problem))
 }
 
+/// [`router`] for the API Lambda: after each answer, the spans it made are sent before the
+/// invocation ends (the process may be frozen until the next one).
+pub fn lambda_router(engine: Arc<Engine>) -> Router {
+    let flushing = engine.clone();
+    router(engine).layer(middleware::map_response(move |response: Response| {
+        let engine = flushing.clone();
+        async move {
+            engine.flush_spans();
+            response
+        }
+    }))
+}
+
 /// The API's document, as `/openapi.json` serves it.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let (_, doc) = documented_routes();

@@ -12,7 +12,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{key_param, read_body, KeyParams, QueryParams, TaskPath};
+use super::extract::{caller_trace, key_param, read_body, KeyParams, QueryParams, TaskPath};
 use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
 use super::templates::templates_for;
@@ -84,6 +84,7 @@ async fn create_task(
     let task = request::parse(&body)?;
     let templates = templates_for(&engine, &tenant, [&task]).await?;
     let submission = templates.apply(task)?.submission(header_key)?;
+    let submission = submission.traced(caller_trace(&headers).as_ref());
     let registration = engine.submit(&tenant, submission).await?;
     let view = TaskView::new(&registration.task, Some(&[]));
     let status = if registration.created {
@@ -125,7 +126,10 @@ async fn create_tasks(
     }
     let batch = request::parse_batch(&body)?;
     let templates = templates_for(&engine, &tenant, &batch.tasks).await?;
-    let news = batch.new_tasks(&templates)?;
+    let caller = caller_trace(&headers);
+    let news = (batch.new_tasks(&templates)?.into_iter())
+        .map(|new| new.traced(caller.as_ref()))
+        .collect();
     let results = engine
         .register_batch(&tenant, news)
         .await

@@ -42,6 +42,8 @@ pub enum ServiceError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Client(#[from] ClientBuildError),
+    #[error(transparent)]
+    Telemetry(#[from] boomerang_telemetry::TelemetryError),
 }
 
 /// A started service: the engine (to serve the API with) and what to tell the operator.
@@ -84,6 +86,9 @@ impl Service {
         // Requests under way get a moment to be answered; a connection left idle is
         // already closed.
         let _ = tokio::time::timeout(API_CLOSE, api).await;
+        // The spans of what was done, sent before the process ends (a blocking wait).
+        let engine = self.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.flush_spans()).await;
     }
 }
 
@@ -202,6 +207,7 @@ fn start_embedded(
         )?),
         metrics: metrics.clone(),
         metrics_view: Some(metrics),
+        spans: boomerang_telemetry::otlp_from_env()?,
         load,
         clock: Arc::new(SystemClock),
         settings: config.engine_settings(),
@@ -252,6 +258,7 @@ async fn start_aws(
             clock: Arc::new(SystemClock),
             metrics: metrics.clone(),
             metrics_view: Some(metrics),
+            spans: boomerang_telemetry::otlp_from_env()?,
             engine: config.engine_settings(),
         },
     )?;

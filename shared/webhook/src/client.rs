@@ -24,6 +24,9 @@ use boomerang_core::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
 /// How much of a response body is kept in the attempt log.
 pub const EXCERPT_BYTES: usize = 1024;
 pub const HEADER_ATTEMPT: &str = "boomerang-attempt";
+/// W3C Trace Context: the span a traced task's call is made in, and the vendors' state.
+pub const HEADER_TRACEPARENT: &str = "traceparent";
+pub const HEADER_TRACESTATE: &str = "tracestate";
 const USER_AGENT_VALUE: &str = concat!("Boomerang/", env!("CARGO_PKG_VERSION"));
 /// How long a connection's set-up (its name, its connect and its TLS handshake) may take
 /// once it has its slot; the TCP connect is given this much too, shared among the
@@ -168,6 +171,17 @@ fn build_headers(call: &WebhookCall<'_>) -> Result<HeaderMap, String> {
     for (name, value) in fixed {
         let value = HeaderValue::from_str(&value).map_err(|e| e.to_string())?;
         headers.insert(HeaderName::from_static(name), value);
+    }
+    // A traced task's call names the attempt's span as the receiver's parent; the task's
+    // own `traceparent` header, if it set one, gives way.
+    if let Some(parent) = call.parent {
+        let traceparent = HeaderValue::from_str(&parent.header()).map_err(|e| e.to_string())?;
+        headers.insert(HeaderName::from_static(HEADER_TRACEPARENT), traceparent);
+        headers.remove(HEADER_TRACESTATE);
+        if let Some(state) = &parent.state {
+            let state = HeaderValue::from_str(state).map_err(|e| e.to_string())?;
+            headers.insert(HeaderName::from_static(HEADER_TRACESTATE), state);
+        }
     }
     Ok(headers)
 }

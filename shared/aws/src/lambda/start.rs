@@ -10,6 +10,7 @@ use boomerang_core::engine::{
     DeliveryLimits, EngineSettings, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE,
 };
 use boomerang_core::metrics::Metrics;
+use boomerang_core::ports::SpanExport;
 use boomerang_webhook::client::ClientBuildError;
 use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
 
@@ -39,13 +40,17 @@ pub enum StartError {
 }
 
 /// The AWS backend as a function builds it: settings from the environment, the SDK's
-/// credential chain, metric lines on stdout.
-pub async fn backend() -> Result<AwsBackend, StartError> {
-    backend_with(Arc::new(MetricLines)).await
+/// credential chain, metric lines on stdout, and finished spans to `spans` (the
+/// function's OTLP exporter, if its environment configures one).
+pub async fn backend(spans: Option<Arc<dyn SpanExport>>) -> Result<AwsBackend, StartError> {
+    backend_with(Arc::new(MetricLines), spans).await
 }
 
 /// [`backend`], telling `metrics` of the engine's events (a command line wants none).
-pub async fn backend_with(metrics: Arc<dyn Metrics>) -> Result<AwsBackend, StartError> {
+pub async fn backend_with(
+    metrics: Arc<dyn Metrics>,
+    spans: Option<Arc<dyn SpanExport>>,
+) -> Result<AwsBackend, StartError> {
     let settings = AwsSettings::from_env()?;
     let dev = dev_mode(|k| std::env::var(k).ok())?;
     let alert = alert_url(|k| std::env::var(k).ok())?;
@@ -58,6 +63,7 @@ pub async fn backend_with(metrics: Arc<dyn Metrics>) -> Result<AwsBackend, Start
             clock: Arc::new(SystemClock),
             metrics,
             metrics_view: None,
+            spans,
             engine: EngineSettings {
                 alert,
                 limits: DeliveryLimits {

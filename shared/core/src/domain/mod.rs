@@ -25,6 +25,7 @@ pub mod task_filter;
 pub mod template;
 pub mod tenant;
 pub mod time;
+pub mod trace;
 
 pub use alert::{AlertTarget, Notify};
 pub use breaker::{
@@ -52,3 +53,4 @@ pub use task::{
 pub use task_filter::{Between, ErrorClass, TaskFilter};
 pub use template::Template;
 pub use tenant::{generate_api_key, SigningSecret};
+pub use trace::{SpanId, SpanKind, SpanRecord, SpanValue, TaskTrace, TraceId, TraceParent};

@@ -103,6 +103,7 @@ impl TaskSpec {
             hold: draft.hold,
             flow: draft.flow,
             occurrence: None,
+            trace: None,
         })
     }
 }

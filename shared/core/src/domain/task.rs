@@ -13,6 +13,7 @@ use super::hold::{CheckRecord, HoldSpec};
 use super::ids::{BusinessKey, TaskId, TenantId};
 use super::occurrence::Occurrence;
 use super::retry_policy::RetryPolicy;
+use super::trace::TaskTrace;
 
 /// Where a task is in its lifecycle.
 ///
@@ -104,6 +105,9 @@ pub struct TaskSpec {
     /// Set on a schedule's occurrence: its schedule and slot ([`super::schedule`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub occurrence: Option<Occurrence>,
+    /// The trace the task was registered in, if the caller sent one ([`super::trace`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TaskTrace>,
 }
 
 impl TaskSpec {
@@ -141,6 +145,7 @@ impl TaskSpec {
             hold: None,
             flow: None,
             occurrence: None,
+            trace: None,
         }
     }
 }

@@ -108,7 +108,7 @@ impl Engine {
     async fn ask(&self, task: &Task, url: String) -> Result<(CheckAnswer, CheckRecord), String> {
         let started = self.ports.clock.now();
         let result = self
-            .send_signed(task.check_ref(), &task.check_spec(url))
+            .send_signed(task.check_ref(), &task.check_spec(url), None)
             .await;
         if let Some(WebhookError::Local(why)) = &result.error {
             return Err(why.clone());

@@ -16,6 +16,7 @@ mod schedules;
 mod signing_secrets;
 mod state;
 mod tasks;
+mod traces;
 
 pub use bulk::{bulk_runner, BulkPreview, JobRun, MAX_RUNNING_JOBS};
 pub use delivery::{

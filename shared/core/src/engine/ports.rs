@@ -8,8 +8,8 @@ use crate::domain::{BreakerSettings, Policy, Template};
 use crate::metrics::{Metrics, MetricsView, NoMetrics};
 use crate::ports::{
     Breakers, BulkJobs, DeadLetters, Definitions, DestinationSlots, FlowPauses, FlowPorts,
-    KeyedTasks, ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane, StatusCounts,
-    SweepIndex, TaskStore, Tenants, Timer, Webhooks,
+    KeyedTasks, ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane, SpanExport,
+    StatusCounts, SweepIndex, TaskStore, Tenants, Timer, Webhooks,
 };
 
 /// What one store provides: every capability it has, the `Option`s being those some
@@ -127,6 +127,9 @@ pub struct Ports {
     /// `None`: calls to slow destinations hold nothing but their own place (one process
     /// delivering each attempt as it comes), so they need no lane of their own.
     pub(crate) slow_lane: Option<Arc<dyn SlowLane>>,
+    /// `None`: no exporter is configured, and spans are not recorded (trace context is
+    /// still kept and passed on to receivers).
+    pub(crate) spans: Option<Arc<dyn SpanExport>>,
 }
 
 impl Ports {
@@ -153,7 +156,14 @@ impl Ports {
             metrics_view: None,
             readiness,
             slow_lane: None,
+            spans: None,
         }
+    }
+
+    /// Finished spans (registrations, attempts) go to `spans`.
+    pub fn with_spans(mut self, spans: Arc<dyn SpanExport>) -> Self {
+        self.spans = Some(spans);
+        self
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {

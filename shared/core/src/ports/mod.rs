@@ -17,6 +17,7 @@ mod readiness;
 mod schedules;
 mod signing_keys;
 mod slow_lane;
+mod spans;
 mod store;
 mod tenants;
 mod timer;
@@ -34,6 +35,7 @@ pub use readiness::{Readiness, RecentAnswer};
 pub use schedules::{KeyedTasks, SchedulePage, ScheduleStore};
 pub use signing_keys::{ReplaceSecretsError, SigningKeys};
 pub use slow_lane::SlowLane;
+pub use spans::SpanExport;
 pub use store::{
     CreateOutcome, DueWork, ListQuery, Page, Retention, StatusCounts, StoreError, SweepIndex,
     SweepMark, TaskStore,

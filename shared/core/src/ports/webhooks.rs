@@ -5,7 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::domain::{AttemptRef, SigningSecret, TaskSpec};
+use crate::domain::{AttemptRef, SigningSecret, TaskSpec, TraceParent};
 
 /// One webhook call to make.
 pub struct WebhookCall<'a> {
@@ -15,6 +15,9 @@ pub struct WebhookCall<'a> {
     /// first.
     pub secrets: &'a [SigningSecret],
     pub timestamp: DateTime<Utc>,
+    /// The span the receiver's work is a child of (sent as `traceparent` and
+    /// `tracestate`), if the task is traced.
+    pub parent: Option<&'a TraceParent>,
 }
 
 /// What came back from a webhook call (or why nothing did).

@@ -59,6 +59,7 @@ pub fn plain_spec(url: &str, body: &str, retry: RetryPolicy) -> TaskSpec {
         hold: None,
         flow: None,
         occurrence: None,
+        trace: None,
     }
 }
 

@@ -8,7 +8,7 @@
 //! alert is the one that must arrive.
 
 use crate::domain::notice::alert_spec;
-use crate::domain::{AlertTarget, AttemptRecord, Notice, Task, TaskId, TenantId};
+use crate::domain::{AlertTarget, AttemptRecord, Notice, Task, TaskId, TaskTrace, TenantId};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::engine::tasks::{FireTime, NewTask, RetrySource};
@@ -91,8 +91,11 @@ impl Engine {
             .await?;
         attempts.extend(latest.cloned());
         let body = task.alert_body(notice, &attempts, self.ports.clock.now());
+        let mut spec = alert_spec(task.id, &target, &body);
+        // An alert about a traced task is part of its trace.
+        spec.trace = task.spec.trace.as_ref().map(TaskTrace::on_behalf);
         let new = NewTask {
-            spec: alert_spec(task.id, &target, &body),
+            spec,
             retry_from: RetrySource::Default,
             when: FireTime::Now,
             idempotency_key: Some(task.alert_idempotency_key(notice)),

@@ -4,17 +4,19 @@ use chrono::{DateTime, Utc};
 
 use super::gate::Lane;
 use crate::domain::limits::MAX_DESTINATION_PAUSE;
-use crate::domain::{AttemptRef, Destination, Task, TaskSpec, Verdict};
+use crate::domain::{AttemptRef, Destination, Task, TaskSpec, TraceParent, Verdict};
 use crate::engine::state::Engine;
 use crate::ports::{WebhookCall, WebhookError, WebhookResult};
 
 impl Engine {
     /// Makes the call `spec` describes, signed with each of the tenant's secrets in force,
-    /// as attempt `at` (a delivery attempt, or a held task's check).
+    /// as attempt `at` (a delivery attempt, or a held task's check), naming `parent` as
+    /// the receiver's parent span if the task is traced.
     pub(in crate::engine) async fn send_signed(
         &self,
         at: AttemptRef,
         spec: &TaskSpec,
+        parent: Option<&TraceParent>,
     ) -> WebhookResult {
         let secrets = match self.ports.tenants.signing_secrets(&at.tenant).await {
             Ok(Some(secrets)) => secrets,
@@ -27,6 +29,7 @@ impl Engine {
             spec,
             secrets: &secrets.signing(now),
             timestamp: now,
+            parent,
         };
         self.ports.webhooks.send(&call).await
     }

@@ -34,7 +34,9 @@ use super::destination_gate::HeldSlots;
 use super::flow_gate::{FlowAdmission, FlowSlot};
 use super::gate::CallSlot;
 use super::outcome::{proceed, DeliverOutcome, Ended, Step};
-use crate::domain::{Attempt, AttemptRecord, AttemptRef, Refusal, Status, Task};
+use crate::domain::{
+    Attempt, AttemptRecord, AttemptRef, Refusal, SpanId, Status, Task, TraceParent,
+};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::{AttemptFacts, MetricEvent};
@@ -91,7 +93,12 @@ impl Engine {
         // Until the attempt is written, a shutdown's drain may give it back.
         let _held = self.stopping.hold(&claimed);
         let call_started = self.ports.clock.now();
-        let result = self.call_claimed(&claimed, seat.slot, slots).await;
+        // The attempt's span, in the task's trace: the receiver is told it is the parent.
+        let traced = (claimed.spec.trace.clone()).map(|trace| (trace, SpanId::random()));
+        let parent = traced
+            .as_ref()
+            .map(|(trace, span)| trace.for_attempt(*span));
+        let result = (self.call_claimed(&claimed, seat.slot, slots, parent.as_ref())).await;
         let health = breaker_health(&result);
         if health.is_none() {
             // The call never reached the receiver: the probe was not made.
@@ -109,6 +116,9 @@ impl Engine {
             self.release_probe(&claimed, &seat.place, probe).await;
         }
         let (next, record) = verdict?;
+        if let Some((trace, span)) = &traced {
+            self.export_attempt(&claimed, trace, *span, &record);
+        }
         let next = self.alert_if_owed(&claimed, next, &record).await;
         let next = self.dead_letter_if_failed(next).await;
         let ended = self.arm_and_write(&at, &claimed, next, &record).await;
@@ -234,9 +244,11 @@ impl Engine {
         claimed: &Task,
         call_slot: CallSlot,
         slots: HeldSlots,
+        parent: Option<&TraceParent>,
     ) -> WebhookResult {
         self.record(MetricEvent::DeliveryStarted);
-        let result = (self.send_signed(claimed.attempt_ref(claimed.attempt), &claimed.spec)).await;
+        let at = claimed.attempt_ref(claimed.attempt);
+        let result = self.send_signed(at, &claimed.spec, parent).await;
         drop(call_slot);
         self.free_slots(claimed, &slots).await;
         self.record(MetricEvent::DeliveryFinished);

@@ -9,7 +9,8 @@ use super::policies::RetrySource;
 use crate::domain::limits::MAX_SCHEDULE_AHEAD;
 use crate::domain::time::checked_add;
 use crate::domain::{
-    AttemptRecord, AttemptRef, Invalid, Refusal, Task, TaskId, TaskSpec, TenantId,
+    AttemptRecord, AttemptRef, Invalid, Refusal, SpanId, Task, TaskId, TaskSpec, TaskTrace,
+    TenantId, TraceParent,
 };
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
@@ -37,6 +38,15 @@ pub struct NewTask {
     pub idempotency_key: Option<String>,
     /// Digest of the request as the client sent it (see [`Task::request_hash`]).
     pub request_hash: String,
+}
+
+impl NewTask {
+    /// This task, registered in the caller's trace (if it sent one): its registration
+    /// gets a span of its own, the parent of its attempts'.
+    pub fn traced(mut self, caller: Option<&TraceParent>) -> Self {
+        self.spec.trace = caller.map(|caller| TaskTrace::under(caller.clone(), SpanId::random()));
+        self
+    }
 }
 
 #[derive(Debug)]
@@ -192,6 +202,7 @@ impl Engine {
         match self.ports.store.tasks.create(&task).await? {
             CreateOutcome::Created => {
                 tracing::debug!(task = %task.id, tenant = %task.tenant, "task registered");
+                self.export_registration(&task);
                 self.arm_after_write(&task).await;
                 Ok(Registration {
                     task,

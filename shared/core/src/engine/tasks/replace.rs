@@ -12,7 +12,7 @@ use super::register::{NewTask, Registration};
 use crate::domain::invalid::within;
 use crate::domain::limits::{MAX_SCHEDULE_AHEAD, MIN_STEP};
 use crate::domain::time::checked_add;
-use crate::domain::{BusinessKey, Invalid, Task, TenantId};
+use crate::domain::{BusinessKey, Invalid, Task, TenantId, TraceParent};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
@@ -44,6 +44,17 @@ impl Replacement {
 }
 
 impl Submission {
+    /// This registration, made in the caller's trace (if it sent one).
+    pub fn traced(self, caller: Option<&TraceParent>) -> Self {
+        match self {
+            Submission::Add(task) => Submission::Add(task.traced(caller)),
+            Submission::Replace(r) => Submission::Replace(Replacement {
+                task: r.task.traced(caller),
+                ..r
+            }),
+        }
+    }
+
     /// `task` replacing its key's pending task: it needs a key, and takes neither an
     /// idempotency key (a repeat replaces the task again) nor a hold.
     pub fn replacing(task: NewTask, max_delay: Option<Duration>) -> Result<Self, Invalid> {
