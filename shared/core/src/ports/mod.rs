@@ -15,7 +15,6 @@ mod flows;
 mod process_flows;
 mod readiness;
 mod schedules;
-mod signing_keys;
 mod slow_lane;
 mod spans;
 mod store;
@@ -33,13 +32,12 @@ pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
 pub use process_flows::ProcessFlowCounters;
 pub use readiness::{Readiness, RecentAnswer};
 pub use schedules::{KeyedTasks, SchedulePage, ScheduleStore};
-pub use signing_keys::{ReplaceSecretsError, SigningKeys};
 pub use slow_lane::SlowLane;
 pub use spans::SpanExport;
 pub use store::{
     CreateOutcome, DueWork, ListQuery, Page, Retention, StatusCounts, StoreError, SweepIndex,
     SweepMark, TaskStore,
 };
-pub use tenants::{Tenants, TenantsError};
+pub use tenants::{ReplaceSecretsError, SigningKeys, Tenants, TenantsError};
 pub use timer::{Timer, TimerError};
 pub use webhooks::{WebhookCall, WebhookError, WebhookResult, Webhooks};

@@ -1,10 +1,10 @@
-//! The tenant directory: who an API key belongs to, and each tenant's secrets and defaults.
+//! The tenant directory: who an API key belongs to, and each tenant's secrets and defaults
+//! (its signing secrets kept, and changed, through [`SigningKeys`]).
 
 use async_trait::async_trait;
 
 use super::cause::Cause;
-use super::signing_keys::SigningKeys;
-use crate::domain::{AlertTarget, TenantId};
+use crate::domain::{AlertTarget, SecretSet, TenantId};
 
 #[derive(Debug, thiserror::Error)]
 #[error("tenant directory unavailable: {0}")]
@@ -24,4 +24,32 @@ pub trait Tenants: SigningKeys + Send + Sync {
     /// has a limit of its own (else the server's applies). Asked at every delivery: a
     /// directory that reads it from afar keeps a copy.
     async fn destination_limit(&self, tenant: &TenantId) -> Result<Option<usize>, TenantsError>;
+}
+
+/// Why a tenant's secrets were not replaced.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplaceSecretsError {
+    /// They are no longer the ones read: read them again and redo the change.
+    #[error("the signing secrets changed meanwhile")]
+    Changed,
+    /// This directory's secrets are set by its configuration and cannot change here.
+    #[error("{0}")]
+    Fixed(String),
+    #[error(transparent)]
+    Unavailable(#[from] TenantsError),
+}
+
+#[async_trait]
+pub trait SigningKeys: Send + Sync {
+    /// The tenant's signing secrets, if it is a tenant.
+    async fn signing_secrets(&self, tenant: &TenantId) -> Result<Option<SecretSet>, TenantsError>;
+
+    /// Replaces the tenant's secrets with `new` if they are still `old` (a conditional
+    /// write: two changes at once never lose one).
+    async fn replace_signing_secrets(
+        &self,
+        tenant: &TenantId,
+        old: &SecretSet,
+        new: &SecretSet,
+    ) -> Result<(), ReplaceSecretsError>;
 }
