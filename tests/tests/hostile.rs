@@ -233,3 +233,34 @@ fn out_of_range_settings_stop_serve_at_start_up() {
     }
     let _ = std::fs::remove_dir_all(&data_dir);
 }
+
+/// A `--concurrency` the open-file limit cannot hold (2 files per delivery, and the
+/// server's own) stops `serve` at start-up instead of running out of files under load.
+#[test]
+fn a_concurrency_the_open_file_limit_cannot_hold_stops_serve() {
+    let data_dir = std::env::temp_dir().join(format!("boomerang-files-{}", std::process::id()));
+    let serve = |concurrency: &str| {
+        std::process::Command::new("prlimit")
+            .args(["--nofile=1024:1024", "--"])
+            .arg(boomerang_e2e::binary())
+            .args(["serve", "--addr", "192.0.2.1:9", "--data-dir"])
+            .arg(&data_dir)
+            .args(["--concurrency", concurrency])
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    };
+    let out = serve("1000");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--concurrency 1000 needs an open-file limit of at least 2144"),
+        "{stderr}"
+    );
+    // One that fits goes on to bind (a documentation address, not this machine's: it
+    // stops there instead).
+    let out = serve("400");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("binding 192.0.2.1:9"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&data_dir);
+}

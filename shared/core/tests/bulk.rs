@@ -127,3 +127,36 @@ async fn a_preview_counts_what_a_job_then_does() {
         .unwrap();
     assert_eq!(again.count, 0, "nothing left to retry");
 }
+
+/// At most `MAX_RUNNING_JOBS` run at once, however many finished jobs came after them (a
+/// list shows only the newest), and whether the starts come one by one or all at once.
+#[tokio::test]
+async fn no_more_jobs_run_at_once_than_the_limit_allows() {
+    use boomerang_core::engine::{EngineError, MAX_RUNNING_JOBS};
+    use boomerang_core::ports::JOBS_LISTED;
+    let h = harness(ScriptedWebhooks::answering(vec![]));
+    let start = || h.engine.start_bulk(&h.tenant, retry_all());
+    let mut running = Vec::new();
+    for _ in 0..MAX_RUNNING_JOBS / 2 {
+        running.push(start().await.unwrap());
+    }
+    // More finished jobs than a list shows, newer than the running ones.
+    for _ in 0..JOBS_LISTED {
+        let job = start().await.unwrap();
+        let run = h.engine.run_bulk_job(&h.tenant, &job.id, "one", None).await;
+        assert_eq!(run.unwrap(), JobRun::Finished);
+    }
+    let starts: Vec<_> = (0..MAX_RUNNING_JOBS).map(|_| start()).collect();
+    let results = futures_util::future::join_all(starts).await;
+    let started = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(started, MAX_RUNNING_JOBS - running.len());
+    for refused in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(
+            matches!(refused, EngineError::Limited { .. }),
+            "{refused:?}"
+        );
+    }
+    let listed = h.engine.bulk_jobs(&h.tenant).await.unwrap();
+    let now_running = listed.iter().filter(|j| j.is_running()).count();
+    assert!(now_running <= MAX_RUNNING_JOBS);
+}

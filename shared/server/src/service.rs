@@ -44,6 +44,18 @@ pub enum ServiceError {
     Client(#[from] ClientBuildError),
     #[error(transparent)]
     Telemetry(#[from] boomerang_telemetry::TelemetryError),
+    /// The open-file limit cannot hold the deliveries `--concurrency` allows, their
+    /// connections and the server's own files: it would run out of files under load.
+    #[error(
+        "--concurrency {concurrency} needs an open-file limit of at least {needed} \
+         (2 per delivery, 128 for the server's own, 16 for API connections); the limit is \
+         {limit}: lower --concurrency or raise the limit (ulimit -n)"
+    )]
+    TooFewFiles {
+        concurrency: usize,
+        needed: u64,
+        limit: u64,
+    },
 }
 
 /// A started service: the engine (to serve the API with) and what to tell the operator.
@@ -92,6 +104,9 @@ impl Service {
     }
 }
 
+/// The fewest API connections a server is started with room for.
+const MIN_API_CONNECTIONS: u64 = 16;
+
 /// How long a shutdown waits for the API's requests under way, after the deliveries.
 const API_CLOSE: Duration = Duration::from_secs(5);
 
@@ -120,6 +135,16 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
     config.validate()?;
     // Before anything opens a file or a socket.
     let (open_files, file_limit) = open_files::raise_to_hard_limit();
+    if let Some(limit) = file_limit {
+        let needed = connections::reserved_files(config.concurrency) + MIN_API_CONNECTIONS;
+        if limit < needed {
+            return Err(ServiceError::TooFewFiles {
+                concurrency: config.concurrency,
+                needed,
+                limit,
+            });
+        }
+    }
     let mut started = match &config.backend {
         BackendChoice::Embedded {
             data_dir,

@@ -10,6 +10,7 @@ use super::choice;
 use super::object::{object, optional_object};
 use super::refused::Refused;
 use super::task::business_key;
+use super::template::is_http_url;
 use super::text::{Choice, TimeText};
 use boomerang_core::domain::{
     Between, BulkAction, BulkPlan, ErrorClass, ScheduleId, Status, TaskFilter,
@@ -168,6 +169,13 @@ impl FilterRequest {
                 })
             })
             .transpose()?;
+        // A destination is a URL's scheme, host and port: it must be a URL that has them.
+        if (self.destination.as_deref()).is_some_and(|d| !is_http_url(d)) {
+            return Err(Refused::invalid(
+                "filter.destination",
+                "must be an absolute http(s) URL with a host, like https://hooks.example.com",
+            ));
+        }
         let filter = TaskFilter {
             statuses,
             key,

@@ -224,15 +224,15 @@ fn is_relative(url: &str) -> bool {
     })
 }
 
-/// An absolute `http` or `https` URL with a host (the scheme in any case).
-pub(crate) fn is_http_url(url: &str) -> bool {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return false;
-    };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    (scheme.eq_ignore_ascii_case("https") || scheme.eq_ignore_ascii_case("http"))
-        && !host.is_empty()
-        && !url.contains(char::is_whitespace)
+/// An absolute `http` or `https` URL with a host, and a port (if any) that is one: what
+/// names a destination. The scheme in any case.
+pub(crate) fn is_http_url(text: &str) -> bool {
+    let parsed = url::Url::parse(text).ok();
+    parsed.is_some_and(|url| {
+        matches!(url.scheme(), "http" | "https")
+            && url.host_str().is_some_and(|host| !host.is_empty())
+            && !text.contains(char::is_whitespace)
+    })
 }
 
 fn join(base: &str, path: &str) -> String {

@@ -430,4 +430,27 @@ fn a_bulk_filter_and_its_intervals_are_objects_and_refusals_keep_their_path() {
     }
     let fine = r#"{"action":"retry","filter":{"registered":null,"ended":{"after":"2030-01-01T00:00:00Z"}}}"#;
     assert_eq!(field_of(fine), None);
+    // A destination is a URL with a scheme, host and port that are ones.
+    for bad in [
+        "ftp://a.com",
+        "://",
+        "http://[::1",
+        "http://a:99999",
+        "hooks.example.com",
+    ] {
+        let json = format!(r#"{{"action":"retry","filter":{{"destination":"{bad}"}}}}"#);
+        assert_eq!(
+            field_of(&json).as_deref(),
+            Some("filter.destination"),
+            "{bad}"
+        );
+    }
+    for good in [
+        "https://a.com",
+        "http://a.com:8080/with/path?q=1",
+        "http://[::1]:9000",
+    ] {
+        let json = format!(r#"{{"action":"retry","filter":{{"destination":"{good}"}}}}"#);
+        assert_eq!(field_of(&json), None, "{good}");
+    }
 }

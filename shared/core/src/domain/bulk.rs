@@ -333,6 +333,16 @@ impl BulkJob {
         next
     }
 
+    /// The job, finished before it acted on anything: a start that found itself over the
+    /// tenant's limit of running jobs gives way.
+    pub fn withdrawn(&self, now: DateTime<Utc>) -> Self {
+        let mut job = self.next_version(now);
+        job.state = JobState::Finished;
+        job.finished_at = Some(now);
+        job.lease = None;
+        job
+    }
+
     /// `runner` takes the job for its next step (or keeps it): refused when it is
     /// finished, or while another runner's lease lasts.
     pub fn claim(&self, runner: &str, now: DateTime<Utc>) -> Result<Self, JobRefusal> {

@@ -113,22 +113,50 @@ impl Engine {
         tenant: &TenantId,
         plan: BulkPlan,
     ) -> Result<BulkJob, EngineError> {
-        let jobs = self.ports.store.bulk_jobs.jobs(tenant).await?;
-        if jobs.iter().filter(|j| j.is_running()).count() >= MAX_RUNNING_JOBS {
-            return Err(EngineError::Limited {
-                detail: format!(
-                    "{MAX_RUNNING_JOBS} bulk jobs are running already; start another when one has finished"
-                ),
-                retry_after: Duration::from_secs(60),
-            });
+        let over_limit = || {
+            EngineError::Limited {
+            detail: format!(
+                "{MAX_RUNNING_JOBS} bulk jobs are running already; start another when one has finished"
+            ),
+            retry_after: Duration::from_secs(60),
+        }
+        };
+        if self.running_jobs_of(tenant).await?.len() >= MAX_RUNNING_JOBS {
+            return Err(over_limit());
         }
         let job = BulkJob::new(tenant.clone(), plan, self.ports.clock.now());
         self.ports.store.bulk_jobs.create_job(&job).await?;
+        // Starts at the same moment may all have found room: those with more running jobs
+        // before them (by id) than the limit give way, before acting on anything.
+        let running = self.running_jobs_of(tenant).await?;
+        let ahead = running.iter().filter(|id| **id < job.id).count();
+        if ahead >= MAX_RUNNING_JOBS {
+            let withdrawn = job.withdrawn(self.ports.clock.now());
+            let saved = self
+                .ports
+                .store
+                .bulk_jobs
+                .save_job(&withdrawn, job.version)
+                .await;
+            // A runner that took it meanwhile found it running: the job stands.
+            if saved.is_ok() {
+                return Err(over_limit());
+            }
+        }
         tracing::info!(
             job = %job.id, tenant = %tenant, action = job.plan.action.as_str(),
             "bulk job started"
         );
         Ok(job)
+    }
+
+    /// The tenant's running jobs, every one (not only the newest listed).
+    async fn running_jobs_of(&self, tenant: &TenantId) -> Result<Vec<BulkJobId>, EngineError> {
+        let running = self.ports.store.bulk_jobs.running_jobs().await?;
+        Ok((running.into_iter())
+            .filter(|(owner, _)| owner == tenant)
+            .map(|(_, id)| id)
+            .collect())
     }
 
     pub async fn bulk_job(
