@@ -97,6 +97,16 @@ impl TemplateRequest {
     /// Every field as a task would take it: the template applied to a task that gives
     /// only a URL must make a task.
     fn check(&self) -> Result<(), Refused> {
+        // A task's own URL is checked at its registration; a template's, here: no task
+        // could take one that is not an absolute http(s) URL of at most MAX_URL_LEN bytes.
+        if let Some(url) = &self.url {
+            if !is_http_url(url) || url.len() > MAX_URL_LEN {
+                return Err(Refused::invalid(
+                    "url",
+                    format!("must be an absolute http(s) URL of at most {MAX_URL_LEN} bytes"),
+                ));
+            }
+        }
         if let Some(base) = &self.url_base {
             if self.url.is_some() {
                 return Err(Refused::invalid(
@@ -320,6 +330,20 @@ mod tests {
             Err(Refused::Invalid(e)) => assert_eq!(e.field.to_string(), "template"),
             other => panic!("{:?}", other.map(|_| ())),
         }
+    }
+
+    #[test]
+    fn a_templates_url_is_one_a_task_could_take() {
+        let field = |json: &str| match parse_template(json.as_bytes()) {
+            Ok(_) => None,
+            Err(Refused::Invalid(e)) => Some(e.field.to_string()),
+            Err(other) => panic!("{other:?}"),
+        };
+        let long = format!(r#"{{"url": "https://a.example/{}"}}"#, "x".repeat(MAX_URL_LEN));
+        for bad in [r#"{"url": "'F"}"#, r#"{"url": "ftp://a.example"}"#, &long] {
+            assert_eq!(field(bad).as_deref(), Some("url"), "{bad}");
+        }
+        assert_eq!(field(r#"{"url": "https://a.example/hook"}"#), None);
     }
 
     #[test]
