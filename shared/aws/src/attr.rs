@@ -99,6 +99,16 @@ pub mod bulk_job {
     pub const FINISHED: &str = "jf";
 }
 
+/// An order key's item ([`crate::keys::order_key`]) and its places
+/// ([`crate::keys::order_place`]).
+pub mod order {
+    /// The key's last place given.
+    pub const LAST: &str = "ol";
+    /// A place's task, and when the place was taken (epoch milliseconds).
+    pub const TASK: &str = "t";
+    pub const AT: &str = "at";
+}
+
 /// A key's newest task registered with `on_key: replace` ([`crate::keys::replace_key`]):
 /// the task's id, and when this item was written (ms).
 pub mod keyed {

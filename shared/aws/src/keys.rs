@@ -51,8 +51,8 @@ use sha2::{Digest, Sha256};
 
 use crate::attr;
 use boomerang_core::domain::{
-    Attempt, BulkJobId, BusinessKey, DefinitionName, Destination, FlowKey, ScheduleId, TaskId,
-    TenantId,
+    Attempt, BulkJobId, BusinessKey, DefinitionName, Destination, FlowKey, OrderKey, ScheduleId,
+    TaskId, TenantId,
 };
 use boomerang_core::ports::DefinitionKind;
 
@@ -67,6 +67,8 @@ const BREAKER: &str = "BR#";
 const SCHEDULE: &str = "S#";
 const BULK_JOB: &str = "BJ#";
 const BULK_RUNNING: &str = "BULK";
+const ORDER_KEYS: &str = "OK#";
+const ORDER_LINE: &str = "OL#";
 const REPLACE: &str = "K#";
 const REPLACE_SK: &str = "K";
 const API_KEY: &str = "K#";
@@ -225,6 +227,27 @@ pub fn running_jobs_partition() -> &'static str {
 /// A bulk job's marker, kept while it runs.
 pub fn running_job(id: &BulkJobId) -> ItemKey {
     ItemKey::new(BULK_RUNNING, id.to_string())
+}
+
+/// The partition of a tenant's order keys: `OK#<tenant>`, one item per key (sorted by
+/// key), holding the key's last place given.
+pub fn order_keys_partition(tenant: &TenantId) -> String {
+    format!("{ORDER_KEYS}{tenant}")
+}
+
+/// An order key's item in its tenant's partition.
+pub fn order_key(tenant: &TenantId, key: &OrderKey) -> ItemKey {
+    ItemKey::new(order_keys_partition(tenant), key.as_str())
+}
+
+/// The partition of an order key's places: `OL#<tenant>#<key>` (a tenant id has no `#`).
+pub fn order_line_partition(tenant: &TenantId, key: &OrderKey) -> String {
+    format!("{ORDER_LINE}{tenant}#{key}")
+}
+
+/// A place in an order key's line: sorted by its number (20 digits), so the head first.
+pub fn order_place(tenant: &TenantId, key: &OrderKey, seq: u64) -> ItemKey {
+    ItemKey::new(order_line_partition(tenant, key), format!("{seq:020}"))
 }
 
 /// The partition of a tenant's schedules: `S#<tenant>`.

@@ -11,12 +11,12 @@ use super::choice;
 use super::flow::FlowRequest;
 use super::refused::Refused;
 use super::retry::RetryField;
-use super::text::{DurationText, OnKey, TimeText};
+use super::text::{Choice, DurationText, OnKey, TimeText};
 use crate::schema::{enums, headers_schema, metadata_schema};
 use boomerang_core::domain::limits::*;
 use boomerang_core::domain::{
-    AlertTarget, BusinessKey, DefinitionName, HoldSpec, Invalid, Notify, OnUnknown, RetryPolicy,
-    SpecDraft, TaskSpec,
+    AlertTarget, BusinessKey, DefinitionName, HoldSpec, Invalid, Notify, OnHeadFailure, OnUnknown,
+    OrderKey, OrderSpec, RetryPolicy, SpecDraft, TaskSpec,
 };
 use boomerang_core::engine::{FireTime, NewTask, RetrySource, Submission};
 
@@ -100,6 +100,17 @@ pub struct TaskRequest {
     /// `parallelism` in flight, at most `rate` started per `period`. Tasks over a limit
     /// wait; none is refused.
     pub flow: Option<FlowRequest>,
+    /// Tasks with the same `order_key` are delivered one at a time, in the order they were
+    /// registered: a task waits while an earlier one of its key is held, scheduled,
+    /// being delivered or retrying (1 to 255 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 255, example = "order-42")]
+    pub order_key: Option<String>,
+    /// With `order_key`, what the key does if this task fails for good: `block` (default)
+    /// waits until it is retried or canceled; `skip` goes on without it.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "choice")]
+    #[schema(value_type = Option<String>, pattern = "^(block|skip)$", example = "block")]
+    pub order_on_failure: Option<OnHeadFailure>,
     /// A template of the tenant's (`PUT /v1/templates/{name}`) whose settings this task
     /// takes where it gives none; absent: the tenant's `default` template, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,6 +254,7 @@ impl TaskRequest {
             on_success: (self.on_success.map(|a| a.target("on_success"))).transpose()?,
             hold: self.hold.map(HoldRequest::spec).transpose()?,
             flow: self.flow.map(FlowRequest::spec).transpose()?,
+            order: order(self.order_key, self.order_on_failure)?,
         })?;
         Ok(NewTask {
             retry_from,
@@ -358,4 +370,30 @@ fn idempotency_key(header: Option<&str>, field: Option<&str>) -> Result<Option<S
         ));
     }
     Ok(Some(key.to_string()))
+}
+
+/// `order_key` and `order_on_failure`, read together.
+fn order(
+    key: Option<String>,
+    on_failure: Option<OnHeadFailure>,
+) -> Result<Option<OrderSpec>, Refused> {
+    match (key, on_failure) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(Refused::invalid(
+            "order_on_failure",
+            "only with `order_key`",
+        )),
+        (Some(key), policy) => {
+            let key =
+                OrderKey::parse(key).map_err(|e| Refused::invalid("order_key", e.to_string()))?;
+            Ok(Some(OrderSpec::new(key, policy.unwrap_or_default())))
+        }
+    }
+}
+
+impl Choice for OnHeadFailure {
+    const ALL: &'static [Self] = &[OnHeadFailure::Block, OnHeadFailure::Skip];
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
 }

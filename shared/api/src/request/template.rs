@@ -339,7 +339,10 @@ mod tests {
             Err(Refused::Invalid(e)) => Some(e.field.to_string()),
             Err(other) => panic!("{other:?}"),
         };
-        let long = format!(r#"{{"url": "https://a.example/{}"}}"#, "x".repeat(MAX_URL_LEN));
+        let long = format!(
+            r#"{{"url": "https://a.example/{}"}}"#,
+            "x".repeat(MAX_URL_LEN)
+        );
         for bad in [r#"{"url": "'F"}"#, r#"{"url": "ftp://a.example"}"#, &long] {
             assert_eq!(field(bad).as_deref(), Some("url"), "{bad}");
         }

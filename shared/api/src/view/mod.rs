@@ -23,7 +23,8 @@ pub use schedule::{ScheduleListView, ScheduleView};
 pub use signing_secret::{SigningSecretView, SigningSecretsView};
 pub use stats::{DeliveryWindowView, DestinationView, MinuteView, StatsView};
 pub use task::{
-    AlertView, AttemptView, CheckView, FlowView, HoldView, RetryView, TaskView, BODY_PREVIEW_CHARS,
+    AlertView, AttemptView, CheckView, FlowView, HoldView, OrderView, RetryView, TaskView,
+    BODY_PREVIEW_CHARS,
 };
 pub use template::{TemplateView, TemplatesView};
 

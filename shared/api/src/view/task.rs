@@ -79,8 +79,22 @@ pub struct TaskView {
     /// The flow whose limits the task shares, as registered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<FlowView>,
+    /// The key it is delivered in order with, and its place in that key's line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<OrderView>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptView>>,
+}
+
+/// A task's order key: delivered one at a time, in registration order, with the tasks of
+/// the same key.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OrderView {
+    pub key: String,
+    /// Its place in the key's line (places given later are greater).
+    pub place: u64,
+    /// `block` or `skip`: what the key does if this task fails for good.
+    pub on_failure: String,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -223,6 +237,11 @@ impl TaskView {
             check_at: task.check_at,
             checks: task.checks.iter().map(CheckView::new).collect(),
             flow: task.spec.flow.as_ref().map(FlowView::new),
+            order: task.spec.order.as_ref().map(|o| OrderView {
+                key: o.key.to_string(),
+                place: o.seq,
+                on_failure: o.on_failure.as_str().into(),
+            }),
             attempts: attempts.map(|a| a.iter().map(AttemptView::new).collect()),
         }
     }

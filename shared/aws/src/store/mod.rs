@@ -11,6 +11,7 @@
 //! - named policies and templates ([`definitions`]), schedules and the newest task of each replace key
 //!   ([`schedules`]);
 //! - bulk jobs, and a marker for each running one ([`bulk_jobs`]);
+//! - order keys: each key's last place given, and its places held ([`order_keys`]);
 //! - the sweep's checkpoint ([`sweep`]), where `aws rearm`'s scan is ([`unfinished`]),
 //!   and which minutes' bucket fires began ([`minutes`]).
 //!
@@ -35,6 +36,7 @@ mod idempotency;
 pub mod item;
 mod list;
 mod minutes;
+mod order_keys;
 mod schedules;
 mod sweep;
 mod table;

@@ -260,8 +260,8 @@ impl Task {
         Ok(next)
     }
 
-    /// Cancels a `scheduled` or `held` task; a timer still armed for it will find it
-    /// canceled.
+    /// Cancels a `scheduled` or `held` task (or a failed one that blocks its order key); a
+    /// timer still armed for it will find it canceled.
     pub fn cancel(&self, now: DateTime<Utc>) -> Result<Task, Refusal> {
         match self.status {
             Status::Scheduled | Status::Held => {
@@ -269,6 +269,15 @@ impl Task {
                 next.status = Status::Canceled;
                 next.next_attempt_at = None;
                 next.check_at = None;
+                Ok(next)
+            }
+            // A failed task that blocks its order key may be canceled, to let the key go
+            // on (once its dead letter and alert are out).
+            Status::Failed
+                if self.holds_order() && !self.dead_letter_pending && !self.alert_pending =>
+            {
+                let mut next = self.next_version(now);
+                next.status = Status::Canceled;
                 Ok(next)
             }
             Status::Delivering => Err(Refusal::BeingDelivered),

@@ -42,6 +42,8 @@ pub const MIN_EVERY: Duration = Duration::from_secs(1);
 pub const MAX_TENANT_ID: usize = 64;
 /// The longest business key, in bytes.
 pub const MAX_BUSINESS_KEY: usize = 255;
+/// The longest order key, in bytes.
+pub const MAX_ORDER_KEY: usize = 255;
 /// The longest policy name, in bytes.
 pub const MAX_DEFINITION_NAME: usize = 64;
 

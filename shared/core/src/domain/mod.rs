@@ -15,6 +15,7 @@ pub mod lifecycle;
 pub mod limits;
 pub mod notice;
 pub mod occurrence;
+pub mod order;
 pub mod policy;
 pub mod retry_policy;
 pub mod schedule;
@@ -26,6 +27,7 @@ pub mod template;
 pub mod tenant;
 pub mod time;
 pub mod trace;
+pub mod turn;
 
 pub use alert::{AlertTarget, Notify};
 pub use breaker::{
@@ -40,6 +42,7 @@ pub use invalid::{FieldPath, Invalid};
 pub use lifecycle::{PendingWork, Refusal, Verdict, WorkKind};
 pub use notice::Notice;
 pub use occurrence::Occurrence;
+pub use order::{OnHeadFailure, OrderEntry, OrderKey, OrderSpec};
 pub use policy::Policy;
 pub use retry_policy::{Backoff, BackoffKind, MaxAttempts, RetryPolicy};
 pub use schedule::{
@@ -54,3 +57,4 @@ pub use task_filter::{Between, ErrorClass, TaskFilter};
 pub use template::Template;
 pub use tenant::{generate_api_key, SigningSecret};
 pub use trace::{SpanId, SpanKind, SpanRecord, SpanValue, TaskTrace, TraceId, TraceParent};
+pub use turn::Turn;

@@ -14,6 +14,7 @@ use super::limits::{
     DEFAULT_TIMEOUT, MAX_EXPECT_BODY, MAX_HEADERS, MAX_METADATA_ENTRIES, MAX_METADATA_KEY,
     MAX_METADATA_VALUE, MAX_TIMEOUT, METHODS, MIN_TIMEOUT, RESERVED_KEY_PREFIX,
 };
+use super::order::OrderSpec;
 use super::retry_policy::RetryPolicy;
 use super::task::{CallbackRequest, TaskSpec};
 
@@ -39,6 +40,8 @@ pub struct SpecDraft {
     pub on_success: Option<AlertTarget>,
     pub hold: Option<HoldSpec>,
     pub flow: Option<FlowSpec>,
+    /// The key it is delivered in order with (its place is given when it is stored).
+    pub order: Option<OrderSpec>,
 }
 
 impl TaskSpec {
@@ -103,6 +106,7 @@ impl TaskSpec {
             hold: draft.hold,
             flow: draft.flow,
             occurrence: None,
+            order: draft.order,
             trace: None,
         })
     }

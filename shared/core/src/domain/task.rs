@@ -12,6 +12,7 @@ use super::flow::FlowSpec;
 use super::hold::{CheckRecord, HoldSpec};
 use super::ids::{BusinessKey, TaskId, TenantId};
 use super::occurrence::Occurrence;
+use super::order::OrderSpec;
 use super::retry_policy::RetryPolicy;
 use super::trace::TaskTrace;
 
@@ -105,6 +106,10 @@ pub struct TaskSpec {
     /// Set on a schedule's occurrence: its schedule and slot ([`super::schedule`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub occurrence: Option<Occurrence>,
+    /// The key whose tasks are delivered one at a time in registration order, and this
+    /// task's place in it ([`super::order`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<OrderSpec>,
     /// The trace the task was registered in, if the caller sent one ([`super::trace`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TaskTrace>,
@@ -145,6 +150,7 @@ impl TaskSpec {
             hold: None,
             flow: None,
             occurrence: None,
+            order: None,
             trace: None,
         }
     }

@@ -318,17 +318,14 @@ impl Engine {
                 Err(e) => return Err(e.into()),
             };
             let now = self.ports.clock.now();
-            let mut next = match job.plan.act(&task, &listed, now) {
+            let next = match job.plan.act(&task, &listed, now) {
                 Act::Write(next) => *next,
                 Act::AlreadyDone => return Ok(true),
                 Act::Leave(_) => return Ok(false),
             };
-            self.arm_before_write(&mut next).await;
-            match self.ports.store.tasks.update(&next, task.version).await {
-                Ok(()) => {}
-                Err(StoreError::Conflict) => continue,
-                Err(e) => return Err(e.into()),
-            }
+            let Some(next) = self.write_change(&task, next).await? else {
+                continue;
+            };
             match job.plan.action {
                 BulkAction::Cancel => self.record(MetricEvent::Canceled { count: 1 }),
                 BulkAction::Retry | BulkAction::Release => self.arm_written(&next).await,

@@ -86,7 +86,7 @@ impl Engine {
             .map_err(EngineError::Conflict)?;
         self.arm_before_write(&mut next).await;
         match self.ports.store.tasks.update(&next, task.version).await {
-            Ok(()) => {}
+            Ok(()) => self.pass_turn(&task, &next).await,
             // Released or canceled meanwhile: that decision stands.
             Err(StoreError::Conflict) => return Ok(Step::Reread),
             Err(e) => return Err(e.into()),

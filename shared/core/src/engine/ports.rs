@@ -8,8 +8,8 @@ use crate::domain::{BreakerSettings, Policy, Template};
 use crate::metrics::{Metrics, MetricsView, NoMetrics};
 use crate::ports::{
     Breakers, BulkJobs, DeadLetters, Definitions, DestinationSlots, FlowPauses, FlowPorts,
-    KeyedTasks, ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane, SpanExport,
-    StatusCounts, SweepIndex, TaskStore, Tenants, Timer, Webhooks,
+    KeyedTasks, OrderKeys, ProcessFlowCounters, Readiness, Retention, ScheduleStore, SlowLane,
+    SpanExport, StatusCounts, SweepIndex, TaskStore, Tenants, Timer, Webhooks,
 };
 
 /// What one store provides: every capability it has, the `Option`s being those some
@@ -25,6 +25,8 @@ pub struct StorePorts {
     pub breaker_settings: Arc<dyn Definitions<BreakerSettings>>,
     /// Bulk actions as jobs, resumable where they stopped.
     pub bulk_jobs: Arc<dyn BulkJobs>,
+    /// Each order key's line of tasks.
+    pub order_keys: Arc<dyn OrderKeys>,
     pub schedules: Arc<dyn ScheduleStore>,
     pub keyed: Arc<dyn KeyedTasks>,
     /// `None`: the store removes finished tasks by itself (DynamoDB's TTL).
@@ -52,6 +54,7 @@ impl StorePorts {
             + Definitions<BreakerSettings>
             + Breakers
             + BulkJobs
+            + OrderKeys
             + ScheduleStore
             + KeyedTasks
             + 'static,
@@ -64,6 +67,7 @@ impl StorePorts {
             breakers: store.clone(),
             breaker_settings: store.clone(),
             bulk_jobs: store.clone(),
+            order_keys: store.clone(),
             schedules: store.clone(),
             keyed: store,
             retention: None,

@@ -258,6 +258,7 @@ impl Engine {
         skipped.last_error = Some(format!("skipped: {why}"));
         match self.ports.store.tasks.update(&skipped, task.version).await {
             Ok(()) => {
+                self.pass_turn(task, &skipped).await;
                 tracing::info!(task = %task.id, reason = why, "occurrence skipped");
                 Ok(Some(skipped.status))
             }

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{AlertTarget, CallbackRequest, Notify, RetryPolicy, Task, TaskSpec, TenantId};
 use crate::domain::{BreakerSettings, Policy, Template};
-use crate::ports::{Breakers, BulkJobs, Definitions, SweepIndex, TaskStore};
+use crate::ports::{Breakers, BulkJobs, Definitions, OrderKeys, SweepIndex, TaskStore};
 
 /// What the store contract exercises: every capability a store of either backend has.
 pub trait ContractStore:
@@ -18,6 +18,7 @@ pub trait ContractStore:
     + Definitions<BreakerSettings>
     + Breakers
     + BulkJobs
+    + OrderKeys
 {
 }
 
@@ -29,6 +30,7 @@ impl<S> ContractStore for S where
         + Definitions<BreakerSettings>
         + Breakers
         + BulkJobs
+        + OrderKeys
 {
 }
 
@@ -59,6 +61,7 @@ pub fn plain_spec(url: &str, body: &str, retry: RetryPolicy) -> TaskSpec {
         hold: None,
         flow: None,
         occurrence: None,
+        order: None,
         trace: None,
     }
 }

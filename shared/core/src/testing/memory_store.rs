@@ -12,12 +12,12 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{
     AttemptRecord, Breaker, BulkJob, BulkJobId, BusinessKey, DefinitionName, Destination, FlowKey,
-    Schedule, ScheduleId, Status, Task, TaskId, TenantId,
+    OrderEntry, OrderKey, Schedule, ScheduleId, Status, Task, TaskId, TenantId,
 };
 use crate::ports::{
     Breakers, BulkJobs, CreateOutcome, Definition, Definitions, DueWork, FlowPauses, KeyedTasks,
-    ListQuery, Page, SchedulePage, ScheduleStore, StatusCounts, StoreError, StoredBreaker,
-    SweepIndex, SweepMark, TaskStore,
+    ListQuery, OrderKeyState, OrderKeys, Page, SchedulePage, ScheduleStore, StatusCounts,
+    StoreError, StoredBreaker, SweepIndex, SweepMark, TaskStore,
 };
 
 #[derive(Default)]
@@ -50,6 +50,8 @@ struct Inner {
     keyed: HashMap<(TenantId, BusinessKey), TaskId>,
     breakers: BTreeMap<(TenantId, Destination), StoredBreaker>,
     jobs: BTreeMap<BulkJobId, BulkJob>,
+    /// Each key's last place given, and its places held.
+    order_keys: BTreeMap<(TenantId, OrderKey), (u64, BTreeMap<u64, OrderEntry>)>,
 }
 
 impl MemoryStore {
@@ -494,5 +496,62 @@ impl KeyedTasks for MemoryStore {
     async fn replace_keyed(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {
         self.wrote("update");
         self.write(task, expected_version)
+    }
+}
+
+#[async_trait]
+impl OrderKeys for MemoryStore {
+    async fn take_place(
+        &self,
+        tenant: &TenantId,
+        key: &OrderKey,
+        task: TaskId,
+        now: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        let mut inner = self.lock();
+        let (last, places) = inner
+            .order_keys
+            .entry((tenant.clone(), key.clone()))
+            .or_default();
+        *last += 1;
+        let seq = *last;
+        places.insert(seq, OrderEntry { seq, task, at: now });
+        Ok(seq)
+    }
+
+    async fn head(
+        &self,
+        tenant: &TenantId,
+        key: &OrderKey,
+    ) -> Result<Option<OrderEntry>, StoreError> {
+        let inner = self.lock();
+        let places = inner.order_keys.get(&(tenant.clone(), key.clone()));
+        Ok(places.and_then(|(_, places)| places.values().next().cloned()))
+    }
+
+    async fn leave(&self, tenant: &TenantId, key: &OrderKey, seq: u64) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if let Some((_, places)) = inner.order_keys.get_mut(&(tenant.clone(), key.clone())) {
+            places.remove(&seq);
+        }
+        Ok(())
+    }
+
+    async fn order_keys(
+        &self,
+        tenant: &TenantId,
+        after: Option<&OrderKey>,
+        limit: usize,
+    ) -> Result<Vec<OrderKeyState>, StoreError> {
+        let inner = self.lock();
+        Ok((inner.order_keys.iter())
+            .filter(|((t, key), _)| t == tenant && after.is_none_or(|a| key > a))
+            .take(limit.min(crate::ports::ORDER_KEYS_LISTED))
+            .map(|((_, key), (_, places))| OrderKeyState {
+                key: key.clone(),
+                head: places.values().next().cloned(),
+                backlog: places.len() as u64,
+            })
+            .collect())
     }
 }

@@ -23,8 +23,70 @@ pub async fn store_contract(store: Arc<dyn ContractStore>) {
     policies_are_kept_per_tenant(&*store).await;
     breakers_are_written_conditionally(&*store).await;
     bulk_jobs_are_written_conditionally(&*store).await;
+    order_places_are_given_in_order_and_the_head_is_the_lowest_held(&*store).await;
     super::due_suite::due_finds_only_work_to_do(&*store).await;
     a_claim_is_seen_and_wins_against_stale_writes(&*store).await;
+}
+
+/// A key's places are given in increasing order; the head is the lowest place held; a
+/// place left is gone (leaving it twice is harmless); keys are listed per tenant, in key
+/// order after a cursor, with their heads and backlogs.
+async fn order_places_are_given_in_order_and_the_head_is_the_lowest_held(
+    store: &dyn ContractStore,
+) {
+    use crate::domain::{OrderKey, TaskId};
+    let (tenant, other) = (unique_tenant("order"), unique_tenant("order"));
+    let (a, b) = (
+        OrderKey::parse("a/1").unwrap(),
+        OrderKey::parse("b 2").unwrap(),
+    );
+    let now = Utc::now();
+    let tasks: Vec<TaskId> = (0..3).map(|_| TaskId::new()).collect();
+    let mut seqs = Vec::new();
+    for task in &tasks {
+        seqs.push(store.take_place(&tenant, &a, *task, now).await.unwrap());
+    }
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let b_seq = store
+        .take_place(&tenant, &b, TaskId::new(), now)
+        .await
+        .unwrap();
+    store
+        .take_place(&other, &a, TaskId::new(), now)
+        .await
+        .unwrap();
+    let head = store.head(&tenant, &a).await.unwrap().unwrap();
+    assert_eq!((head.seq, head.task), (seqs[0], tasks[0]));
+    assert!((head.at - now).num_milliseconds().abs() < 1000);
+    store.leave(&tenant, &a, seqs[0]).await.unwrap();
+    store.leave(&tenant, &a, seqs[0]).await.unwrap();
+    let head = store.head(&tenant, &a).await.unwrap().unwrap();
+    assert_eq!((head.seq, head.task), (seqs[1], tasks[1]));
+    let listed = store.order_keys(&tenant, None, 10).await.unwrap();
+    let summary: Vec<(String, u64, Option<TaskId>)> = (listed.iter())
+        .map(|k| {
+            (
+                k.key.to_string(),
+                k.backlog,
+                k.head.as_ref().map(|h| h.task),
+            )
+        })
+        .collect();
+    assert_eq!(summary[0], ("a/1".to_string(), 2, Some(tasks[1])));
+    assert_eq!(summary[1].0, "b 2");
+    assert_eq!(summary[1].1, 1);
+    assert_eq!(summary.len(), 2, "another tenant's keys are not listed");
+    let after = store.order_keys(&tenant, Some(&a), 10).await.unwrap();
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].key, b);
+    store.leave(&tenant, &b, b_seq).await.unwrap();
+    assert_eq!(store.head(&tenant, &b).await.unwrap(), None);
+    // A place given after others were left is still greater than every earlier one.
+    let later = store
+        .take_place(&tenant, &a, TaskId::new(), now)
+        .await
+        .unwrap();
+    assert!(later > seqs[2]);
 }
 
 /// Races: concurrent registrations with one idempotency key, and concurrent claims of one

@@ -15,6 +15,7 @@ mod bulk_jobs;
 mod codec;
 mod definitions;
 mod due;
+mod order_keys;
 mod pauses;
 mod rows;
 mod schedules;

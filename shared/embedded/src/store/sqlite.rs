@@ -99,6 +99,20 @@ CREATE TABLE IF NOT EXISTS ready_probe (
     id INTEGER PRIMARY KEY,
     at_ms INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS order_keys (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    last_seq INTEGER NOT NULL,
+    PRIMARY KEY (tenant, key)
+);
+CREATE TABLE IF NOT EXISTS order_places (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    task_id TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    PRIMARY KEY (tenant, key, seq)
+);
 CREATE TABLE IF NOT EXISTS dead_letters (
     task_id TEXT PRIMARY KEY,
     tenant TEXT NOT NULL,

@@ -76,6 +76,7 @@ impl Engine {
             return self.check_hold(at, task).await;
         }
         proceed!(self.take_occurrence(&at, &task).await?);
+        proceed!(self.take_turn(&at, &task).await?);
         let seat = self.take_lane(&task).await;
         let claim = proceed!(self.take_claim(&at, &task).await?);
         let lease_until = claim.lease_until;
@@ -121,7 +122,11 @@ impl Engine {
         }
         let next = self.alert_if_owed(&claimed, next, &record).await;
         let next = self.dead_letter_if_failed(next).await;
+        let moved_on = claimed.spec.order.is_some().then(|| next.clone());
         let ended = self.arm_and_write(&at, &claimed, next, &record).await;
+        if let (Some(next), Ok(Step::Done(DeliverOutcome::Attempted(_)))) = (&moved_on, &ended) {
+            self.pass_turn(&claimed, next).await;
+        }
         // After the attempt's write: the breaker's reads and writes never hold the lease.
         if let Some(health) = health {
             self.note_breaker(&claimed, &seat.place, health, probe)

@@ -197,9 +197,14 @@ impl Engine {
     /// in-memory timer, arms it.
     pub(in crate::engine) async fn store_new(
         &self,
-        task: Task,
+        mut task: Task,
     ) -> Result<Registration, EngineError> {
-        match self.ports.store.tasks.create(&task).await? {
+        self.take_place(&mut task).await?;
+        let created = self.ports.store.tasks.create(&task).await;
+        if !matches!(created, Ok(CreateOutcome::Created)) {
+            self.give_up_place(&task).await;
+        }
+        match created? {
             CreateOutcome::Created => {
                 tracing::debug!(task = %task.id, tenant = %task.tenant, "task registered");
                 self.export_registration(&task);
@@ -261,12 +266,37 @@ impl Engine {
     {
         loop {
             let task = self.owned_task(tenant, id).await?;
-            let mut next = change(&task, self.ports.clock.now()).map_err(EngineError::Conflict)?;
-            self.arm_before_write(&mut next).await;
-            match self.ports.store.tasks.update(&next, task.version).await {
-                Ok(()) => return Ok(next),
-                Err(StoreError::Conflict) => continue,
-                Err(e) => return Err(e.into()),
+            let next = change(&task, self.ports.clock.now()).map_err(EngineError::Conflict)?;
+            if let Some(written) = self.write_change(&task, next).await? {
+                return Ok(written);
+            }
+        }
+    }
+
+    /// Writes `next`, the change of `task` as read, conditionally on its version, with what
+    /// goes around every such write: a timer armed before it where one is due, and the
+    /// task's place in its key's line taken again or given up. `None`: a concurrent write
+    /// got there first (read again and redo the change).
+    pub(in crate::engine) async fn write_change(
+        &self,
+        task: &Task,
+        mut next: Task,
+    ) -> Result<Option<Task>, EngineError> {
+        self.rejoin(task, &mut next).await?;
+        self.arm_before_write(&mut next).await;
+        match self.ports.store.tasks.update(&next, task.version).await {
+            Ok(()) => {
+                self.pass_turn(task, &next).await;
+                Ok(Some(next))
+            }
+            Err(e) => {
+                if next.spec.order != task.spec.order {
+                    self.give_up_place(&next).await;
+                }
+                match e {
+                    StoreError::Conflict => Ok(None),
+                    e => Err(e.into()),
+                }
             }
         }
     }

@@ -128,14 +128,15 @@ impl Engine {
                 task.next_attempt_at = Some(due.min(latest));
                 task.round_started_at = due.min(latest);
             }
+            self.take_place(&mut task).await?;
             self.arm_before_write(&mut task).await;
-            match self
-                .ports
-                .store
-                .keyed
+            let created = (self.ports.store.keyed)
                 .create_keyed(&task, newest.map(|t| t.id))
-                .await
-            {
+                .await;
+            if created.is_err() {
+                self.give_up_place(&task).await;
+            }
+            match created {
                 Ok(()) => {
                     self.arm_after_write(&task).await;
                     self.record(MetricEvent::Registered { count: 1 });
@@ -164,6 +165,8 @@ impl Engine {
         let Ok(mut next) = old.replace(fresh.spec.clone(), due, latest, now) else {
             return Ok(None);
         };
+        // A replacement keeps the replaced task's place in its key's line.
+        next.spec.order = old.spec.order.clone();
         // A fire time that moves later needs no timer of its own: the one armed for the
         // earlier time fires early and is armed again for the task's time then. So a burst
         // of replacements costs no timer each (on AWS, no queue message each).

@@ -1,0 +1,158 @@
+//! Order keys' lines: a key's item in its tenant's `OK#` partition holds its last place
+//! given (added to atomically, so two registrations never get one place); each place held
+//! is an item in the key's own `OL#` partition, sorted by its number, so the head is the
+//! first item of a query. A place costs one write to take (with the key's) and one to
+//! leave; reading the head is one strongly consistent query.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{ReturnValue, Select};
+use chrono::{DateTime, Utc};
+
+use super::table::DynamoStore;
+use crate::attr::{self, order as order_attr};
+use crate::keys;
+use crate::sdk::items::{corrupt, get_n, get_s, n, s, Item};
+use crate::sdk::sdk_failure;
+use boomerang_core::domain::{OrderEntry, OrderKey, TaskId, TenantId};
+use boomerang_core::ports::{OrderKeyState, OrderKeys, StoreError, ORDER_KEYS_LISTED};
+
+fn unavailable<E>(e: aws_sdk_dynamodb::error::SdkError<E>) -> StoreError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    StoreError::Unavailable(sdk_failure(e))
+}
+
+fn place_from(item: &Item) -> Result<OrderEntry, StoreError> {
+    let seq = get_s(item, attr::SK)?
+        .parse()
+        .map_err(|_| corrupt(attr::SK))?;
+    let task: TaskId = get_s(item, order_attr::TASK)?
+        .parse()
+        .map_err(|_| corrupt(order_attr::TASK))?;
+    let at = DateTime::<Utc>::from_timestamp_millis(get_n(item, order_attr::AT)?)
+        .ok_or_else(|| corrupt(order_attr::AT))?;
+    Ok(OrderEntry { seq, task, at })
+}
+
+impl DynamoStore {
+    /// How many places of the key are held (one query that counts, without reading them).
+    async fn backlog(&self, tenant: &TenantId, key: &OrderKey) -> Result<u64, StoreError> {
+        let pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression(format!("{} = :pk", attr::PK))
+            .expression_attribute_values(":pk", s(keys::order_line_partition(tenant, key)))
+            .select(Select::Count)
+            .consistent_read(true)
+            .into_paginator()
+            .send()
+            .collect::<Vec<_>>()
+            .await;
+        let mut count = 0u64;
+        for page in pages {
+            count += page.map_err(unavailable)?.count() as u64;
+        }
+        Ok(count)
+    }
+}
+
+#[async_trait]
+impl OrderKeys for DynamoStore {
+    async fn take_place(
+        &self,
+        tenant: &TenantId,
+        key: &OrderKey,
+        task: TaskId,
+        now: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        let given = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(keys::order_key(tenant, key).to_item()))
+            .update_expression("ADD #last :one")
+            .expression_attribute_names("#last", order_attr::LAST)
+            .expression_attribute_values(":one", n(1))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let last = (given.attributes())
+            .and_then(|a| a.get(order_attr::LAST))
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| corrupt(order_attr::LAST))?;
+        let mut item = keys::order_place(tenant, key, last).to_item();
+        item.insert(order_attr::TASK.into(), s(task.to_string()));
+        item.insert(order_attr::AT.into(), n(now.timestamp_millis()));
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(last)
+    }
+
+    async fn head(
+        &self,
+        tenant: &TenantId,
+        key: &OrderKey,
+    ) -> Result<Option<OrderEntry>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression(format!("{} = :pk", attr::PK))
+            .expression_attribute_values(":pk", s(keys::order_line_partition(tenant, key)))
+            .limit(1)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.items().first().map(place_from).transpose()
+    }
+
+    async fn leave(&self, tenant: &TenantId, key: &OrderKey, seq: u64) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(keys::order_place(tenant, key, seq).to_item()))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn order_keys(
+        &self,
+        tenant: &TenantId,
+        after: Option<&OrderKey>,
+        limit: usize,
+    ) -> Result<Vec<OrderKeyState>, StoreError> {
+        let limit = limit.clamp(1, ORDER_KEYS_LISTED);
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression(format!("{} = :pk", attr::PK))
+            .expression_attribute_values(":pk", s(keys::order_keys_partition(tenant)))
+            .limit(limit as i32)
+            .consistent_read(true);
+        if let Some(after) = after {
+            query = query.set_exclusive_start_key(Some(keys::order_key(tenant, after).to_item()));
+        }
+        let out = query.send().await.map_err(unavailable)?;
+        let mut states = Vec::new();
+        for item in out.items() {
+            let key = OrderKey::parse(get_s(item, attr::SK)?).map_err(|_| corrupt(attr::SK))?;
+            let head = self.head(tenant, &key).await?;
+            let backlog = self.backlog(tenant, &key).await?;
+            states.push(OrderKeyState { key, head, backlog });
+        }
+        Ok(states)
+    }
+}
