@@ -46,6 +46,8 @@ enum Command {
     Bulk(tasks_cmd::bulk::BulkArgs),
     /// List, rotate and retire the secrets deliveries are signed with, through the API.
     Secrets(tasks_cmd::secrets::SecretsArgs),
+    /// List order keys with their head and backlog, through the API.
+    OrderKeys(tasks_cmd::order_keys::OrderKeysArgs),
     /// Set up the AWS code path against an emulator.
     #[command(subcommand)]
     Aws(AwsCommand),
@@ -121,6 +123,7 @@ async fn main() -> Result<ExitCode> {
         Command::Breakers(args) => return tasks_cmd::breakers::run(args).await,
         Command::Bulk(args) => return tasks_cmd::bulk::run(args).await,
         Command::Secrets(args) => return tasks_cmd::secrets::run(args).await,
+        Command::OrderKeys(args) => return tasks_cmd::order_keys::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {

@@ -49,6 +49,9 @@ pub const ALERT_PENDING: &str = "ap";
 pub const ALERTS: &str = "al";
 pub const CHECK_AT: &str = "kt";
 pub const CHECKS: &str = "ck";
+/// An ordered task's place in its key's line, kept with its state: a retry of a task that
+/// was skipped takes a new place, and the request is never rewritten.
+pub const ORDER_PLACE: &str = "op";
 /// The first attempt records, a list inside the task item.
 pub const HISTORY: &str = "h";
 

@@ -12,9 +12,9 @@ use boomerang_api::request::{
 };
 use boomerang_api::view::{
     BatchView, BreakerSettingsView, BreakerView, BreakersView, BulkJobView, BulkJobsView,
-    BulkPreviewView, FlowStateView, FlowsView, Health, KeyCancelView, KeyReleaseView, PageView,
-    PoliciesView, PolicyView, ScheduleListView, ScheduleView, SigningSecretsView, StatsView,
-    TaskView, TemplateView, TemplatesView,
+    BulkPreviewView, FlowStateView, FlowsView, Health, KeyCancelView, KeyReleaseView, OrderKeyView,
+    OrderKeysView, PageView, PoliciesView, PolicyView, ScheduleListView, ScheduleView,
+    SigningSecretsView, StatsView, TaskView, TemplateView, TemplatesView,
 };
 use boomerang_api::Problem;
 use boomerang_core::domain::{BulkJobId, BusinessKey, ScheduleId, SecretId, Status, TaskId};
@@ -336,6 +336,30 @@ impl Client {
         self.send(Method::POST, path, &[], Some(&body)).await
     }
 
+    /// `GET /v1/order-keys`: a page of order keys, in key order, after `after`.
+    pub async fn order_keys(
+        &self,
+        after: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<OrderKeysView, ClientError> {
+        let limit = limit.map(|l| l.to_string());
+        let mut query: Vec<(&str, &str)> = Vec::new();
+        if let Some(after) = after {
+            query.push(("after", after));
+        }
+        if let Some(limit) = &limit {
+            query.push(("limit", limit));
+        }
+        self.send(Method::GET, "/v1/order-keys", &query, None::<&()>)
+            .await
+    }
+
+    /// `GET /v1/order-keys/{key}`.
+    pub async fn order_key(&self, key: &str) -> Result<OrderKeyView, ClientError> {
+        let path = keyed_path("/v1/order-keys", key, None);
+        self.send(Method::GET, &path, &[], None::<&()>).await
+    }
+
     /// `GET /v1/signing-secrets`: the secrets in force, newest first.
     pub async fn signing_secrets(&self) -> Result<SigningSecretsView, ClientError> {
         let path = "/v1/signing-secrets";
@@ -503,7 +527,13 @@ impl Client {
 /// `/v1/flows/{key}` and the action after it, if any, with the key as one path segment:
 /// a flow key may hold `/`, `?`, `%` or spaces, which are percent-encoded.
 fn flow_path(key: &str, action: Option<&str>) -> String {
-    let mut url = Url::parse("http://flows.invalid/v1/flows").expect("a valid URL");
+    keyed_path("/v1/flows", key, action)
+}
+
+/// `{base}/{key}` and the action after it, if any, with the key as one path segment.
+fn keyed_path(base: &str, key: &str, action: Option<&str>) -> String {
+    let mut url = Url::parse("http://keys.invalid").expect("a valid URL");
+    url.set_path(base);
     if let Ok(mut segments) = url.path_segments_mut() {
         segments.push(key).extend(action);
     }

@@ -8,6 +8,7 @@ mod extract;
 pub mod flows;
 pub mod holds;
 pub mod openapi;
+pub mod order_keys;
 pub mod policies;
 pub mod problem;
 pub mod schedules;
@@ -88,6 +89,7 @@ fn documented_routes() -> (SplitRoutes, utoipa::openapi::OpenApi) {
         .merge(templates::routes())
         .merge(schedules::routes())
         .merge(flows::routes())
+        .merge(order_keys::routes())
         .merge(breakers::routes())
         .merge(holds::routes())
         .merge(signing_secrets::routes())

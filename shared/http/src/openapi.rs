@@ -43,6 +43,7 @@ pub const API_KEY: &str = "api_key";
         (name = "policies", description = "A tenant's named policies: retries, and a flow."),
         (name = "breakers", description = "Circuit breakers: destinations that keep failing are left alone while one probe at a time tests them."),
         (name = "templates", description = "A tenant's task templates: settings its tasks take unless they give their own."),
+        (name = "order-keys", description = "Ordered delivery: each order key's head (the task whose turn it is) and backlog."),
         (name = "signing-secrets", description = "The secrets deliveries are signed with, and their rotation without downtime."),
         (name = "flows", description = "A tenant's flows: what waits in them; pause and resume."),
         (name = "service", description = "Health, metrics and this document."),

@@ -8,6 +8,7 @@ pub mod bulk;
 mod client;
 mod failure;
 pub mod flows;
+pub mod order_keys;
 mod request;
 pub mod schedules;
 pub mod secrets;

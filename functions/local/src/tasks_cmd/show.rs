@@ -5,6 +5,7 @@ use boomerang_api::view::{AttemptView, KeyedStatusView, TaskView};
 use boomerang_api::view::{BreakerSettingsView, BreakerView, BreakersView};
 use boomerang_api::view::{BulkJobView, BulkJobsView, BulkPreviewView};
 use boomerang_api::view::{FlowStateView, FlowsView, TemplateView, TemplatesView};
+use boomerang_api::view::{OrderKeyView, OrderKeysView};
 use boomerang_core::domain::{Status, TaskId};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -151,6 +152,35 @@ impl Output {
             "opens after {} failed calls in a row spanning {}; probes after {}, doubling to {}",
             s.failures, s.span, s.first_probe, s.max_probe
         );
+    }
+
+    /// A page of order keys, one line each.
+    pub fn order_keys(&self, page: &OrderKeysView) {
+        if self.json {
+            return print_json(page);
+        }
+        println!(
+            "{:>7}  {:<26}  {:>6}  {:<10}  KEY",
+            "BACKLOG", "HEAD", "PLACE", "STATUS"
+        );
+        for key in &page.keys {
+            println!("{}", order_key_line(key));
+        }
+        if let Some(next) = &page.next_cursor {
+            println!("(more: --after {next})");
+        }
+    }
+
+    /// One order key.
+    pub fn order_key(&self, key: &OrderKeyView) {
+        if self.json {
+            return print_json(key);
+        }
+        println!(
+            "{:>7}  {:<26}  {:>6}  {:<10}  KEY",
+            "BACKLOG", "HEAD", "PLACE", "STATUS"
+        );
+        println!("{}", order_key_line(key));
     }
 
     /// The signing secrets in force, newest first.
@@ -369,5 +399,22 @@ fn breaker_line(b: &BreakerView) -> String {
         next,
         b.probes_failed,
         b.destination
+    )
+}
+
+fn order_key_line(key: &OrderKeyView) -> String {
+    let (task, place, status) = match &key.head {
+        Some(h) => {
+            let status = match h.blocked {
+                true => format!("{} (blocks)", h.status),
+                false => h.status.clone(),
+            };
+            (h.task_id.to_string(), h.place.to_string(), status)
+        }
+        None => ("-".into(), "-".into(), "-".into()),
+    };
+    format!(
+        "{:>7}  {task:<26}  {place:>6}  {status:<10}  {}",
+        key.backlog, key.key
     )
 }

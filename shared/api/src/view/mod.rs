@@ -5,6 +5,7 @@ mod breaker;
 mod bulk;
 mod flow;
 mod keys;
+mod order;
 mod policy;
 mod schedule;
 mod signing_secret;
@@ -18,6 +19,7 @@ pub use flow::{FlowStateView, FlowsView};
 pub use keys::{
     BatchItemView, BatchView, KeyCancelView, KeyReleaseView, KeyedStatusView, PageView,
 };
+pub use order::{OrderHeadView, OrderKeyView, OrderKeysView};
 pub use policy::{PoliciesView, PolicyView};
 pub use schedule::{ScheduleListView, ScheduleView};
 pub use signing_secret::{SigningSecretView, SigningSecretsView};

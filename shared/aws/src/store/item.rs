@@ -136,6 +136,10 @@ pub fn state(task: &Task, retention: std::time::Duration) -> State {
             .then(|| AttributeValue::L(task.alerts.iter().map(|id| s(id.to_string())).collect())),
     );
     optional(attr::CHECK_AT, task.check_at.map(ms));
+    optional(
+        attr::ORDER_PLACE,
+        task.spec.order.as_ref().map(|o| n(o.seq)),
+    );
     // A held task's checks (at most a hundred small records), as JSON.
     optional(
         attr::CHECKS,
@@ -178,10 +182,13 @@ pub fn expiry(task: &Task, retention: std::time::Duration) -> Option<i64> {
 /// The task an item holds.
 pub fn task_from(item: &Item) -> Result<Task, StoreError> {
     let (tenant, id) = key_of(item)?;
-    let spec: TaskSpec = match item.get(attr::REQUEST) {
+    let mut spec: TaskSpec = match item.get(attr::REQUEST) {
         Some(AttributeValue::B(blob)) => decompress(blob.as_ref())?,
         _ => return Err(corrupt(attr::REQUEST)),
     };
+    if let (Some(order), Ok(place)) = (spec.order.as_mut(), get_n(item, attr::ORDER_PLACE)) {
+        order.seq = u64::try_from(place).map_err(|_| corrupt(attr::ORDER_PLACE))?;
+    }
     let number = |key: &'static str| -> Result<u32, StoreError> {
         u32::try_from(get_n(item, key)?).map_err(|_| corrupt(key))
     };

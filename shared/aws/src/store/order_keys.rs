@@ -116,6 +116,14 @@ impl OrderKeys for DynamoStore {
         out.items().first().map(place_from).transpose()
     }
 
+    async fn line(&self, tenant: &TenantId, key: &OrderKey) -> Result<OrderKeyState, StoreError> {
+        Ok(OrderKeyState {
+            key: key.clone(),
+            head: self.head(tenant, key).await?,
+            backlog: self.backlog(tenant, key).await?,
+        })
+    }
+
     async fn leave(&self, tenant: &TenantId, key: &OrderKey, seq: u64) -> Result<(), StoreError> {
         self.client
             .delete_item()

@@ -28,7 +28,7 @@ pub use error::EngineError;
 pub use flows::FlowState;
 pub use holds::Release;
 pub use operations::{Stats, SweepReport};
-pub use orders::ORDER_RECHECK;
+pub use orders::{OrderLine, ORDER_RECHECK};
 pub use ports::{Ports, StorePorts};
 pub use schedules::NewSchedule;
 pub use state::{this_process, Engine, EngineSettings, DEFAULT_SLOW_CALL};

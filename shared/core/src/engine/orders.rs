@@ -4,29 +4,36 @@
 //! or failed and asked to be skipped) the next task's turn is passed on at once.
 //!
 //! A hand-off lost to a crash between a task's end and the hand-off costs the next task at
-//! most [`ORDER_RECHECK`]: a waiting task looks again that often, and the first to find
-//! the head's place no longer held gives it up for it.
+//! most [`MAX_ORDER_RECHECK`]: a waiting task looks again now and then (the next in line
+//! every [`ORDER_RECHECK`]), and the first to find the head's place no longer held gives
+//! it up for it.
 
 use std::time::Duration;
 
 use super::delivery::{DeliverOutcome, Step};
-use crate::domain::{AttemptRef, OrderSpec, Status, Task, Turn};
+use crate::domain::{AttemptRef, OrderEntry, OrderKey, OrderSpec, Status, Task, TenantId, Turn};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
+use crate::ports::OrderKeyState;
 
-/// How long a task waiting on its elders waits before it looks again, should the turn not
-/// be passed to it.
+/// How long the task next in line waits before it looks again, should the turn not be
+/// passed to it; one further back waits as many times longer as it has places before it,
+/// and one behind a failed head that blocks the key, the longest.
 pub const ORDER_RECHECK: Duration = Duration::from_secs(30);
+/// The longest a waiting task waits before it looks again.
+pub const MAX_ORDER_RECHECK: Duration = Duration::from_secs(600);
 
 /// Places given up in a row before a turn is taken: more means the line is being changed
 /// faster than it is read, and the task waits as if an elder held it.
 const STALE_PLACES: usize = 16;
 
 impl Engine {
-    /// Gives a new task its place in its key's line, before it is first written.
+    /// Gives a new task its place in its key's line, before it is first written (unless it
+    /// has one: a batch takes its tasks' places in their order before it writes them side
+    /// by side).
     pub(in crate::engine) async fn take_place(&self, task: &mut Task) -> Result<(), EngineError> {
-        let Some(order) = task.spec.order.as_mut() else {
+        let Some(order) = task.spec.order.as_mut().filter(|o| o.seq == 0) else {
             return Ok(());
         };
         let lines = &self.ports.store.order_keys;
@@ -68,11 +75,19 @@ impl Engine {
             };
             match task.turn(head.as_ref(), head_task.as_ref(), self.ports.clock.now()) {
                 Turn::Go => return Ok(Step::Continue(())),
-                Turn::Wait => break,
+                Turn::Wait => {
+                    let wait = recheck_after(order.seq, head.as_ref(), head_task.as_ref());
+                    return self.wait_turn(at, wait).await;
+                }
                 Turn::Stale(seq) => lines.leave(&task.tenant, &order.key, seq).await?,
             }
         }
-        let until = self.ports.clock.now() + chrono_of(ORDER_RECHECK);
+        self.wait_turn(at, ORDER_RECHECK).await
+    }
+
+    /// Puts the attempt off by `wait`, unless its turn is passed to it sooner.
+    async fn wait_turn(&self, at: &AttemptRef, wait: Duration) -> Result<Step<()>, EngineError> {
+        let until = self.ports.clock.now() + chrono_of(wait);
         self.put_off_in_place(at.clone(), until).await?;
         self.record(MetricEvent::Deferred);
         Ok(Step::Done(DeliverOutcome::Deferred))
@@ -101,8 +116,11 @@ impl Engine {
         before: &Task,
         next: &mut Task,
     ) -> Result<(), EngineError> {
-        if next.spec.order.is_none() || before.holds_order() || !next.holds_order() {
+        if before.holds_order() || !next.holds_order() {
             return Ok(());
+        }
+        if let Some(order) = next.spec.order.as_mut() {
+            order.seq = 0;
         }
         self.take_place(next).await
     }
@@ -143,6 +161,76 @@ impl Engine {
     }
 }
 
+/// How long a task at place `seq`, behind `head`, waits before it looks again. The turn is
+/// passed to the next task when its elder ends, so these looks only repair a hand-off
+/// lost to a crash; a task far back needs none soon, and waiting tasks that all looked
+/// every few seconds would crowd the timer queue the hand-offs go through.
+fn recheck_after(seq: u64, head: Option<&OrderEntry>, head_task: Option<&Task>) -> Duration {
+    let blocked = head_task.is_some_and(|t| t.status == Status::Failed);
+    let behind = head.map_or(1, |h| seq.saturating_sub(h.seq)).max(1);
+    match blocked {
+        true => MAX_ORDER_RECHECK,
+        false => (ORDER_RECHECK * u32::try_from(behind).unwrap_or(u32::MAX)).min(MAX_ORDER_RECHECK),
+    }
+}
+
 fn chrono_of(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+/// A key's line as an operator sees it: its head's task, and how many places are held.
+#[derive(Clone, Debug)]
+pub struct OrderLine {
+    pub key: OrderKey,
+    pub backlog: u64,
+    /// The head's place and its task as stored (`None` if it is not, or no longer).
+    pub head: Option<(OrderEntry, Option<Task>)>,
+}
+
+impl Engine {
+    /// The tenant's order keys after `after`, at most `limit` (by key), with their heads.
+    pub async fn order_lines(
+        &self,
+        tenant: &TenantId,
+        after: Option<&OrderKey>,
+        limit: usize,
+    ) -> Result<Vec<OrderLine>, EngineError> {
+        let states = (self.ports.store.order_keys)
+            .order_keys(tenant, after, limit)
+            .await?;
+        let mut lines = Vec::with_capacity(states.len());
+        for state in states {
+            lines.push(self.order_line_of(tenant, state).await?);
+        }
+        Ok(lines)
+    }
+
+    /// One key's line.
+    pub async fn order_line(
+        &self,
+        tenant: &TenantId,
+        key: &OrderKey,
+    ) -> Result<OrderLine, EngineError> {
+        let state = self.ports.store.order_keys.line(tenant, key).await?;
+        self.order_line_of(tenant, state).await
+    }
+
+    async fn order_line_of(
+        &self,
+        tenant: &TenantId,
+        state: OrderKeyState,
+    ) -> Result<OrderLine, EngineError> {
+        let head = match state.head {
+            Some(place) => {
+                let task = self.ports.store.tasks.get(tenant, &place.task).await?;
+                Some((place, task))
+            }
+            None => None,
+        };
+        Ok(OrderLine {
+            key: state.key,
+            backlog: state.backlog,
+            head,
+        })
+    }
 }

@@ -38,6 +38,9 @@ pub trait OrderKeys: Send + Sync {
         key: &OrderKey,
     ) -> Result<Option<OrderEntry>, StoreError>;
 
+    /// One key's head and backlog (none and 0 for a key no task holds a place in).
+    async fn line(&self, tenant: &TenantId, key: &OrderKey) -> Result<OrderKeyState, StoreError>;
+
     /// Gives up place `seq` (nothing happens if it is not held).
     async fn leave(&self, tenant: &TenantId, key: &OrderKey, seq: u64) -> Result<(), StoreError>;
 

@@ -529,6 +529,16 @@ impl OrderKeys for MemoryStore {
         Ok(places.and_then(|(_, places)| places.values().next().cloned()))
     }
 
+    async fn line(&self, tenant: &TenantId, key: &OrderKey) -> Result<OrderKeyState, StoreError> {
+        let inner = self.lock();
+        let places = inner.order_keys.get(&(tenant.clone(), key.clone()));
+        Ok(OrderKeyState {
+            key: key.clone(),
+            head: places.and_then(|(_, p)| p.values().next().cloned()),
+            backlog: places.map_or(0, |(_, p)| p.len() as u64),
+        })
+    }
+
     async fn leave(&self, tenant: &TenantId, key: &OrderKey, seq: u64) -> Result<(), StoreError> {
         let mut inner = self.lock();
         if let Some((_, places)) = inner.order_keys.get_mut(&(tenant.clone(), key.clone())) {

@@ -79,8 +79,13 @@ async fn order_places_are_given_in_order_and_the_head_is_the_lowest_held(
     let after = store.order_keys(&tenant, Some(&a), 10).await.unwrap();
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].key, b);
+    let line = store.line(&tenant, &a).await.unwrap();
+    assert_eq!((line.backlog, line.head.map(|h| h.seq)), (2, Some(seqs[1])));
     store.leave(&tenant, &b, b_seq).await.unwrap();
     assert_eq!(store.head(&tenant, &b).await.unwrap(), None);
+    let unknown = OrderKey::parse("never").unwrap();
+    let line = store.line(&tenant, &unknown).await.unwrap();
+    assert_eq!((line.backlog, line.head), (0, None));
     // A place given after others were left is still greater than every earlier one.
     let later = store
         .take_place(&tenant, &a, TaskId::new(), now)

@@ -86,6 +86,26 @@ impl OrderKeys for SqliteStore {
         .await
     }
 
+    async fn line(&self, tenant: &TenantId, key: &OrderKey) -> Result<OrderKeyState, StoreError> {
+        let head = self.head(tenant, key).await?;
+        let (t, k) = (tenant.to_string(), key.to_string());
+        let backlog: i64 = self
+            .read(move |c| {
+                c.query_row(
+                    "SELECT COUNT(*) FROM order_places WHERE tenant = ?1 AND key = ?2",
+                    [t, k],
+                    |r| r.get(0),
+                )
+                .map_err(unavailable)
+            })
+            .await?;
+        Ok(OrderKeyState {
+            key: key.clone(),
+            head,
+            backlog: u64::try_from(backlog).map_err(corrupt)?,
+        })
+    }
+
     async fn leave(&self, tenant: &TenantId, key: &OrderKey, seq: u64) -> Result<(), StoreError> {
         let (tenant, key) = (tenant.to_string(), key.to_string());
         let seq = i64::try_from(seq).map_err(corrupt)?;

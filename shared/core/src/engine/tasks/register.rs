@@ -105,6 +105,11 @@ impl Engine {
         }
         let n = prepared.len() as u64;
         self.admit_pending(tenant, n).await.map_err(|e| (0, e))?;
+        // The batch's order is its tasks' registration order: their places in their keys'
+        // lines are taken one by one, before the writes that run side by side.
+        for (i, task) in prepared.iter_mut().enumerate() {
+            self.take_place(task).await.map_err(|e| (i, e))?;
+        }
         if self.ports.timer.durable() {
             let mut tasks: Vec<&mut Task> = prepared.iter_mut().collect();
             let arms: Vec<(AttemptRef, DateTime<Utc>)> = tasks
