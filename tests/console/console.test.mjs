@@ -414,6 +414,61 @@ test('a busy destination shows its calls in flight of its limit', async () => {
   await context.close();
 });
 
+/** What a task's page says of its order key. */
+async function orderShown(page) {
+  return page.locator('dl dt').evaluateAll((dts) => Object.fromEntries(dts
+    .filter((dt) => /^(Order key|Place in its key)$/.test(dt.textContent))
+    .map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+}
+
+// After the bulk test: its preview counts the failed tasks under /broken/.
+test('an order key blocked by its failed head is listed, and a key is shown as text', async () => {
+  const key = `console-order-${process.pid}`;
+  const first = await register({ url: `${hook}/broken/order/1`, retry: { max_attempts: 1 }, order_key: key });
+  const second = await register({ url: `${hook}/broken/order/2`, retry: { max_attempts: 1 }, order_key: key });
+  const markup = '<b>x</b>';
+  const quiet = await register({ url: `${hook}/later`, delay: '1h', order_key: markup });
+  await settled(first.id, 'failed');
+  const { body: line } = await call('GET', `/v1/order-keys/${encodeURIComponent(key)}`);
+  assert.deepEqual([line.backlog, line.head.task_id, line.head.blocked], [2, first.id, true]);
+  const { page, requested, context } = await openConsole();
+  await signIn(page);
+  await page.getByRole('link', { name: 'Order keys', exact: true }).click();
+  await page.getByRole('heading', { name: 'Order keys' }).waitFor();
+  const row = page.locator(`tr[data-order-key="${key}"]`);
+  await row.locator('.badge', { hasText: 'blocked' }).waitFor();
+  assert.equal(await row.getAttribute('data-blocked'), 'true');
+  assert.deepEqual(await row.locator('td').evaluateAll((tds) => tds.slice(0, 6).map((td) => td.textContent)),
+    [key, '2', first.id.slice(-8), String(line.head.place), 'failed', 'blocked']);
+  // The second waits its turn: never called.
+  assert.equal(calls.get('/broken/order/2') || 0, 0);
+  assert.equal((await call('GET', `/v1/tasks/${second.id}`)).body.status, 'scheduled');
+
+  // A key is the user's text: shown as written, never parsed as HTML.
+  const marked = page.locator(`tr[data-order-key="${markup}"]`);
+  await marked.waitFor();
+  assert.equal(await marked.locator('td').first().textContent(), markup);
+  assert.equal(await marked.locator('td').nth(1).textContent(), '1');
+  assert.equal(await marked.getAttribute('data-blocked'), 'false');
+  assert.equal(await page.locator('main b').count(), 0, 'no <b> element was made');
+  await shot(page, 'order-keys');
+
+  // The head links to its task, whose page shows its key and place.
+  await row.getByRole('link', { name: first.id.slice(-8) }).click();
+  await page.getByRole('heading', { name: /Task/ }).locator('.badge.failed').waitFor();
+  assert.deepEqual(await orderShown(page), { 'Order key': key, 'Place in its key': String(line.head.place) });
+  await page.goto(`${base}/console#/tasks/${quiet.id}`);
+  await page.locator('dl dt', { hasText: 'Order key' }).waitFor();
+  assert.equal((await orderShown(page))['Order key'], markup);
+  assert.equal(await page.locator('main b').count(), 0);
+
+  // Canceled, the blocked head lets the next task go.
+  assert.equal((await call('DELETE', `/v1/tasks/${first.id}`)).status, 200);
+  await settled(second.id, 'failed');
+  assert.deepEqual(requested.filter((url) => !url.startsWith(`${base}/`)), []);
+  await context.close();
+});
+
 test('at phone width nothing overflows sideways', async () => {
   const { page, context } = await openConsole({ width: 390, height: 844 });
   await signIn(page);

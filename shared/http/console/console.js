@@ -203,6 +203,7 @@ function route() {
   if (path === '/breakers') return showBreakers();
   if (path === '/schedules') return showSchedules();
   if (path === '/bulk') return showBulk();
+  if (path === '/order-keys') return showOrderKeys(params);
   return showList(params);
 }
 
@@ -736,6 +737,73 @@ async function showBulk() {
   draw(answer.jobs);
 }
 
+// ---------------------------------------------------------------- order keys
+
+function orderKeysHash(after) {
+  return `#/order-keys${after ? `?${new URLSearchParams({ after })}` : ''}`;
+}
+
+/** The tenant's order keys, a page at a time: whose turn it is in each, and how many
+ * tasks hold a place; a key whose head failed for good is blocked until that task is
+ * retried or canceled. */
+async function showOrderKeys(params) {
+  const after = params.get('after') || '';
+  if (!after) earlierPages = [];
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  if (after) query.set('after', after);
+  const title = h('h2', {}, 'Order keys');
+  const mine = view;
+  let page;
+  try {
+    page = await api('GET', `/v1/order-keys?${query}`);
+    if (mine !== view) return;
+  } catch (error) {
+    if (mine !== view) return;
+    if (!(error instanceof ApiError && error.status === 401)) {
+      main.replaceChildren(title, h('p', { class: 'empty' }, `Cannot list order keys: ${refusal(error)}`));
+    }
+    return;
+  }
+  const reload = () => { if (mine === view) showOrderKeys(params); };
+  const rows = page.keys.map((k) => {
+    const head = k.head;
+    return h('tr', { 'data-order-key': k.key, 'data-blocked': head ? String(head.blocked) : null },
+      h('td', { class: 'mono' }, k.key),
+      h('td', { class: 'num' }, String(k.backlog)),
+      h('td', {}, head ? h('a', { href: `#/tasks/${head.task_id}`, class: 'mono', title: head.task_id }, head.task_id.slice(-8)) : '—'),
+      h('td', { class: 'num' }, head ? String(head.place) : '—'),
+      h('td', {}, head ? badge(head.status) : '—'),
+      h('td', {}, head && head.blocked
+        ? h('span', { class: 'badge failed', title: 'Its head failed for good: retry or cancel that task to go on' }, 'blocked')
+        : 'no'),
+      h('td', { class: 'wide' }, head ? when(head.since) : '—'));
+  });
+  const table = h('div', { class: 'scroll' }, h('table', { class: 'order-keys' },
+    h('caption', {}, 'Tasks with the same order key are delivered one at a time, in the order they were registered'),
+    h('thead', {}, h('tr', {},
+      h('th', { scope: 'col' }, 'Key'), h('th', { scope: 'col', class: 'num' }, 'Backlog'),
+      h('th', { scope: 'col' }, 'Head task'), h('th', { scope: 'col', class: 'num' }, 'Place'),
+      h('th', { scope: 'col' }, 'Head status'), h('th', { scope: 'col' }, 'Blocked'),
+      h('th', { scope: 'col', class: 'wide' }, 'Head since'))),
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'No order key yet (register a task with order_key).')))));
+  const toolbar = h('div', { class: 'toolbar' });
+  if (after) {
+    toolbar.append(h('button', {
+      type: 'button',
+      onclick: () => { location.hash = orderKeysHash(earlierPages.pop() || ''); },
+    }, '← Previous'));
+  }
+  if (page.next_cursor) {
+    toolbar.append(h('button', {
+      type: 'button',
+      onclick: () => { earlierPages.push(after); location.hash = orderKeysHash(page.next_cursor); },
+    }, 'Next →'));
+  }
+  main.replaceChildren(title, table, toolbar);
+  // Heads move on as their tasks are delivered: look again while this view is shown.
+  viewTimer = setTimeout(reload, LIVE_EVERY_MS);
+}
+
 // ---------------------------------------------------------------- one task
 
 async function showTask(id, first) {
@@ -789,6 +857,11 @@ function renderTask(task) {
     ['Next attempt', task.next_attempt_at ? when(task.next_attempt_at) : null],
     ['Last error', task.last_error],
     ['Business key', task.key],
+    ['Order key', task.order ? h('span', { class: 'mono' }, task.order.key) : null],
+    ['Place in its key', task.order ? String(task.order.place) : null],
+    ['If it fails for good', task.order
+      ? { block: 'it blocks its key until retried or canceled', skip: 'its key moves on' }[task.order.on_failure] || task.order.on_failure
+      : null],
     ['Idempotency key', task.idempotency_key],
     ['Registered', when(task.created_at)],
     ['Updated', when(task.updated_at)],
