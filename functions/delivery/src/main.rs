@@ -10,7 +10,8 @@ use serde_json::Value;
 async fn main() -> Result<(), Error> {
     start::init_tracing();
     let backend = start::backend(boomerang_telemetry::otlp_from_env()?).await?;
-    let engine = &*backend.engine;
+    let shared = &backend.engine;
+    let engine = &**shared;
     let delivery = &backend.delivery();
     lambda_runtime::run(service_fn(|event: LambdaEvent<DeliveryEvent>| async move {
         // No call starts that could not end before the invocation's deadline; those are
@@ -21,7 +22,7 @@ async fn main() -> Result<(), Error> {
         let worker = event.context.request_id;
         let handled = delivery.handle(event.payload, Some(&worker)).await;
         // The attempts' spans leave before the invocation ends.
-        engine.flush_spans();
+        shared.clone().flush_spans_off_thread().await;
         Ok::<Value, Error>(handled?)
     }))
     .await

@@ -21,7 +21,8 @@ const BULK_JOBS_UNTIL: Duration = Duration::from_secs(40);
 async fn main() -> Result<(), Error> {
     start::init_tracing();
     let backend = start::backend(boomerang_telemetry::otlp_from_env()?).await?;
-    let engine = &*backend.engine;
+    let shared = &backend.engine;
+    let engine = &**shared;
     let failures = &backend.system_failures();
     let timer = &*backend.timer;
     let buckets = &*backend.buckets;
@@ -34,7 +35,7 @@ async fn main() -> Result<(), Error> {
         if let Err(e) = engine.run_bulk_jobs(runner, budget).await {
             tracing::error!(error = %e, "running the bulk jobs failed");
         }
-        engine.flush_spans();
+        shared.clone().flush_spans_off_thread().await;
         Ok::<Value, Error>(swept)
     }))
     .await

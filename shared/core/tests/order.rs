@@ -157,6 +157,10 @@ async fn a_place_whose_hand_off_was_lost_is_given_up_by_the_next_task_to_look() 
     done.next_attempt_at = None;
     done.version += 1;
     h.store.update(&done, elder.version).await.unwrap();
+    // A place this young may be ahead of its task's write: it is waited for...
+    assert_eq!(h.fire_attempt(&younger, 1).await, DeliverOutcome::Deferred);
+    // ...and given up once it is a minute old.
+    h.clock.advance(secs(60));
     assert_eq!(
         h.fire_attempt(&younger, 1).await,
         DeliverOutcome::Attempted(Status::Succeeded)

@@ -46,7 +46,8 @@ pub fn lambda_router(engine: Arc<Engine>) -> Router {
     router(engine).layer(middleware::map_response(move |response: Response| {
         let engine = flushing.clone();
         async move {
-            engine.flush_spans();
+            // A blocking wait, off the runtime's threads (and none without spans).
+            engine.flush_spans_off_thread().await;
             response
         }
     }))

@@ -9,6 +9,7 @@
 //! absent collector never holds a delivery up (a full queue drops spans).
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -57,7 +58,11 @@ fn otlp_from(
         .with_version(env!("CARGO_PKG_VERSION"))
         .build();
     tracing::info!("spans are exported over OTLP");
-    Ok(Some(Arc::new(OtlpSpans { processor, scope })))
+    Ok(Some(Arc::new(OtlpSpans {
+        processor,
+        scope,
+        queued: AtomicBool::new(false),
+    })))
 }
 
 /// The protocol the environment names (the traces' own variable first); `http/protobuf`,
@@ -91,14 +96,21 @@ fn wanted(env: &impl Fn(&str) -> Option<String>) -> bool {
 struct OtlpSpans {
     processor: BatchSpanProcessor,
     scope: InstrumentationScope,
+    /// Spans were queued since the last flush: a flush with nothing to send waits on
+    /// nothing.
+    queued: AtomicBool,
 }
 
 impl SpanExport for OtlpSpans {
     fn export(&self, span: SpanRecord) {
         self.processor.on_end(span_data(span, &self.scope));
+        self.queued.store(true, Ordering::Release);
     }
 
     fn flush(&self) {
+        if !self.queued.swap(false, Ordering::AcqRel) {
+            return;
+        }
         if let Err(e) = self.processor.force_flush() {
             tracing::warn!(error = %e, "spans could not be exported");
         }

@@ -47,16 +47,16 @@ impl Task {
         if head.task == self.id && self.spec.order.as_ref().is_some_and(|o| o.seq == head.seq) {
             return Turn::Go;
         }
-        match head_task {
-            None if now - head.at >= ORPHAN_PLACE => Turn::Stale(head.seq),
-            None => Turn::Wait,
-            Some(task) => {
-                let same_place = task.spec.order.as_ref().is_some_and(|o| o.seq == head.seq);
-                match task.holds_order() && same_place {
-                    true => Turn::Wait,
-                    false => Turn::Stale(head.seq),
-                }
-            }
+        let holds = head_task.is_some_and(|task| {
+            let same_place = task.spec.order.as_ref().is_some_and(|o| o.seq == head.seq);
+            task.holds_order() && same_place
+        });
+        // A place whose task does not (yet) show it is given up only once it is a minute
+        // old: a registration, or a retry taking a new place, writes its task after the
+        // place, and a read may lag the write.
+        match holds || now - head.at < ORPHAN_PLACE {
+            true => Turn::Wait,
+            false => Turn::Stale(head.seq),
         }
     }
 }

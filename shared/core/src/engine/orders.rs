@@ -76,8 +76,17 @@ impl Engine {
             match task.turn(head.as_ref(), head_task.as_ref(), self.ports.clock.now()) {
                 Turn::Go => return Ok(Step::Continue(())),
                 Turn::Wait => {
-                    let wait = recheck_after(order.seq, head.as_ref(), head_task.as_ref());
-                    return self.wait_turn(at, wait).await;
+                    let now = self.ports.clock.now();
+                    let wait = recheck_after(order.seq, head.as_ref(), head_task.as_ref(), now);
+                    let waiting = self.wait_turn(at, wait).await?;
+                    // A turn passed on between the read and the put-off was overwritten by
+                    // it (a local timer keeps one arm per attempt): look once more.
+                    let head = lines.head(&task.tenant, &order.key).await?;
+                    if head.is_some_and(|h| h.task == task.id && h.seq == order.seq) {
+                        self.arm_in_place(at.clone(), self.ports.clock.now())
+                            .await?;
+                    }
+                    return Ok(waiting);
                 }
                 Turn::Stale(seq) => lines.leave(&task.tenant, &order.key, seq).await?,
             }
@@ -165,12 +174,22 @@ impl Engine {
 /// passed to the next task when its elder ends, so these looks only repair a hand-off
 /// lost to a crash; a task far back needs none soon, and waiting tasks that all looked
 /// every few seconds would crowd the timer queue the hand-offs go through.
-fn recheck_after(seq: u64, head: Option<&OrderEntry>, head_task: Option<&Task>) -> Duration {
+fn recheck_after(
+    seq: u64,
+    head: Option<&OrderEntry>,
+    head_task: Option<&Task>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Duration {
     let blocked = head_task.is_some_and(|t| t.status == Status::Failed);
     let behind = head.map_or(1, |h| seq.saturating_sub(h.seq)).max(1);
+    let by_place = ORDER_RECHECK * u32::try_from(behind).unwrap_or(u32::MAX);
+    // A head due later: nothing moves before it is.
+    let head_due = (head_task.and_then(|t| t.next_attempt_at))
+        .and_then(|due| (due - now).to_std().ok())
+        .unwrap_or_default();
     match blocked {
         true => MAX_ORDER_RECHECK,
-        false => (ORDER_RECHECK * u32::try_from(behind).unwrap_or(u32::MAX)).min(MAX_ORDER_RECHECK),
+        false => by_place.max(head_due).min(MAX_ORDER_RECHECK),
     }
 }
 

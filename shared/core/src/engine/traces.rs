@@ -16,6 +16,11 @@ impl Engine {
         }
     }
 
+    /// [`Self::flush_spans`] on a thread where blocking is allowed (from async code).
+    pub async fn flush_spans_off_thread(self: std::sync::Arc<Self>) {
+        let _ = tokio::task::spawn_blocking(move || self.flush_spans()).await;
+    }
+
     /// The span of a task's registration, from its making to its write.
     pub(in crate::engine) fn export_registration(&self, task: &Task) {
         let (Some(spans), Some(trace)) = (&self.ports.spans, &task.spec.trace) else {

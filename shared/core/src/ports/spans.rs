@@ -8,6 +8,7 @@ pub trait SpanExport: Send + Sync {
     fn export(&self, span: SpanRecord);
 
     /// Sends what is queued before returning (at the end of a Lambda invocation, after
-    /// which the process may be frozen).
+    /// which the process may be frozen); returns at once when nothing is. It may wait on
+    /// the network: call it where blocking is allowed.
     fn flush(&self);
 }

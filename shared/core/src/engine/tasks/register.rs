@@ -107,8 +107,13 @@ impl Engine {
         self.admit_pending(tenant, n).await.map_err(|e| (0, e))?;
         // The batch's order is its tasks' registration order: their places in their keys'
         // lines are taken one by one, before the writes that run side by side.
-        for (i, task) in prepared.iter_mut().enumerate() {
-            self.take_place(task).await.map_err(|e| (i, e))?;
+        for i in 0..prepared.len() {
+            if let Err(e) = self.take_place(&mut prepared[i]).await {
+                for taken in &prepared[..i] {
+                    self.give_up_place(taken).await;
+                }
+                return Err((i, e));
+            }
         }
         if self.ports.timer.durable() {
             let mut tasks: Vec<&mut Task> = prepared.iter_mut().collect();
@@ -206,7 +211,12 @@ impl Engine {
     ) -> Result<Registration, EngineError> {
         self.take_place(&mut task).await?;
         let created = self.ports.store.tasks.create(&task).await;
-        if !matches!(created, Ok(CreateOutcome::Created)) {
+        // Given up only where nothing was written: a write that failed without saying may
+        // have landed (its place is given up a minute later if it did not).
+        if matches!(
+            created,
+            Ok(CreateOutcome::Existing(_)) | Err(StoreError::Conflict)
+        ) {
             self.give_up_place(&task).await;
         }
         match created? {
@@ -294,15 +304,13 @@ impl Engine {
                 self.pass_turn(task, &next).await;
                 Ok(Some(next))
             }
-            Err(e) => {
+            Err(StoreError::Conflict) => {
                 if next.spec.order != task.spec.order {
                     self.give_up_place(&next).await;
                 }
-                match e {
-                    StoreError::Conflict => Ok(None),
-                    e => Err(e.into()),
-                }
+                Ok(None)
             }
+            Err(e) => Err(e.into()),
         }
     }
 

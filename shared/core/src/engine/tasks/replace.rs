@@ -133,7 +133,7 @@ impl Engine {
             let created = (self.ports.store.keyed)
                 .create_keyed(&task, newest.map(|t| t.id))
                 .await;
-            if created.is_err() {
+            if matches!(created, Err(StoreError::Conflict)) {
                 self.give_up_place(&task).await;
             }
             match created {
