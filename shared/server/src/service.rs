@@ -98,9 +98,9 @@ impl Service {
         // Requests under way get a moment to be answered; a connection left idle is
         // already closed.
         let _ = tokio::time::timeout(API_CLOSE, api).await;
-        // The spans of what was done, sent before the process ends (a blocking wait).
-        let engine = self.engine.clone();
-        let _ = tokio::task::spawn_blocking(move || engine.flush_spans()).await;
+        // The spans of what was done, sent before the process ends (the exporter gives up
+        // on a collector that does not answer after 5 s).
+        self.engine.clone().flush_spans_off_thread().await;
     }
 }
 

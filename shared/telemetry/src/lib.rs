@@ -118,10 +118,15 @@ impl SpanExport for OtlpSpans {
 }
 
 impl Drop for OtlpSpans {
+    /// What was queued was flushed already (the server's stop, a function's invocation's
+    /// end): the exporter's thread is stopped without waiting on a collector again.
     fn drop(&mut self) {
-        let _ = self.processor.shutdown();
+        let _ = self.processor.shutdown_with_timeout(SHUTDOWN_WAIT);
     }
 }
+
+/// How long dropping the exporter waits for its thread.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A finished span as the SDK's exporters take it. The registration's parent is the
 /// caller's span, in another process (remote).

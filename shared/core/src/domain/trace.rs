@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 /// be 8 KiB; vendors that propagate it need far less, and it is stored with every task.
 pub const MAX_TRACESTATE: usize = 512;
 
+/// The trace flags version 00 defines: sampled (0x01) and random trace id (0x02).
+const KNOWN_FLAGS: u8 = 0x03;
+
 /// A trace's id: 16 bytes, never all zero.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TraceId(pub [u8; 16]);
@@ -71,13 +74,14 @@ impl TraceParent {
         self.flags & 0x01 == 0x01
     }
 
-    /// The `traceparent` header naming this span.
+    /// The `traceparent` header naming this span (version 00: flags it does not define
+    /// are passed on as zero).
     pub fn header(&self) -> String {
         format!(
             "00-{}-{}-{:02x}",
             hex(&self.trace_id.0),
             hex(&self.span_id.0),
-            self.flags
+            self.flags & KNOWN_FLAGS
         )
     }
 }

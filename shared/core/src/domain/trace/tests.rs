@@ -11,6 +11,11 @@ fn a_well_formed_traceparent_is_read_and_written_back_as_it_came() {
     // A later version may say more after its four fields; only those are kept.
     let later = "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes";
     assert!(TraceParent::from_headers(Some(later), None).is_some());
+    // Flags version 00 does not define are passed on as zero.
+    let odd = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff";
+    let parent = TraceParent::from_headers(Some(odd), None).unwrap();
+    assert!(parent.sampled());
+    assert!(parent.header().ends_with("-03"));
 }
 
 #[test]
