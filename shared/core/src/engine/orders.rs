@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use super::delivery::{DeliverOutcome, Step};
+use crate::domain::time::checked_add;
 use crate::domain::{AttemptRef, OrderEntry, OrderKey, OrderSpec, Status, Task, TenantId, Turn};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
@@ -96,7 +97,9 @@ impl Engine {
 
     /// Puts the attempt off by `wait`, unless its turn is passed to it sooner.
     async fn wait_turn(&self, at: &AttemptRef, wait: Duration) -> Result<Step<()>, EngineError> {
-        let until = self.ports.clock.now() + chrono_of(wait);
+        let now = self.ports.clock.now();
+        // A wait is at most MAX_ORDER_RECHECK: its sum is always a time.
+        let until = checked_add(now, wait).unwrap_or(now);
         self.put_off_in_place(at.clone(), until).await?;
         self.record(MetricEvent::Deferred);
         Ok(Step::Done(DeliverOutcome::Deferred))
@@ -191,10 +194,6 @@ fn recheck_after(
         true => MAX_ORDER_RECHECK,
         false => by_place.max(head_due).min(MAX_ORDER_RECHECK),
     }
-}
-
-fn chrono_of(d: Duration) -> chrono::Duration {
-    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }
 
 /// A key's line as an operator sees it: its head's task, and how many places are held.
