@@ -123,3 +123,16 @@ pub(crate) fn caller_trace(headers: &HeaderMap) -> Option<TraceParent> {
     let state = (!states.is_empty()).then(|| states.join(","));
     TraceParent::from_headers(parent.to_str().ok(), state.as_deref())
 }
+
+/// A key (a flow's, an order key's) as its path segment holds it. A segment that is not
+/// UTF-8 is refused as a key that breaks the rules (`422` naming `key`), not with axum's
+/// plain text.
+pub(crate) async fn key_segment<S: Send + Sync>(
+    parts: &mut axum::http::request::Parts,
+    state: &S,
+) -> Result<String, ApiError> {
+    match Path::<String>::from_request_parts(parts, state).await {
+        Ok(Path(key)) => Ok(key),
+        Err(_) => Err(Problem::invalid("key", "must be UTF-8").into()),
+    }
+}

@@ -3,15 +3,16 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::{Extension, Json};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::extract::key_segment;
 use super::openapi::Invalid;
-use super::problem::{ApiError, Problem};
+use super::problem::ApiError;
 use boomerang_api::view::{FlowStateView, FlowsView};
 use boomerang_core::domain::{FlowKey, TenantId};
 use boomerang_core::engine::Engine;
@@ -37,12 +38,8 @@ impl<S: Send + Sync> FromRequestParts<S> for KeyPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        // A segment that is not UTF-8 is refused as a key that breaks the rules, not with
-        // axum's plain text.
-        match Path::<String>::from_request_parts(parts, state).await {
-            Ok(Path(key)) => Ok(KeyPath { key }),
-            Err(_) => Err(Problem::invalid("key", "must be UTF-8").into()),
-        }
+        let key = key_segment(parts, state).await?;
+        Ok(KeyPath { key })
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::{Extension, Json};
 use serde::Deserialize;
@@ -12,7 +12,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::QueryParams;
+use super::extract::{key_segment, QueryParams};
 use super::openapi::{BadQuery, Invalid};
 use super::problem::{ApiError, Problem};
 use boomerang_api::view::{OrderKeyView, OrderKeysView};
@@ -58,10 +58,8 @@ impl<S: Send + Sync> FromRequestParts<S> for KeyPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        match Path::<String>::from_request_parts(parts, state).await {
-            Ok(Path(key)) => Ok(KeyPath { key }),
-            Err(_) => Err(Problem::invalid("key", "must be UTF-8").into()),
-        }
+        let key = key_segment(parts, state).await?;
+        Ok(KeyPath { key })
     }
 }
 
