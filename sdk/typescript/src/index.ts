@@ -1,0 +1,12 @@
+export { Boomerang, callbackUrl } from './client.js';
+export type { BoomerangOptions, CreateOptions, Tasks, Bulk, Schedules, Policies, Templates, Flows, Breakers, OrderKeys, SigningSecrets } from './client.js';
+export { ApiError, type Problem } from './errors.js';
+export type { RetryOptions, Fetch } from './transport.js';
+export { paginate } from './paging.js';
+export { Receiver, aliasOf } from './receiver/core.js';
+export type { Answer, Delivery, Handler, HeadersLike, IncomingDelivery, ReceiverOptions } from './receiver/core.js';
+export { RetryLater, PermanentFailure } from './receiver/errors.js';
+export { nodeHandler, type NodeHandlerOptions } from './receiver/node.js';
+export { expressHandler, type ExpressHandler, type ExpressRequest } from './receiver/express.js';
+export type * from './types.js';
+export type { paths, components, operations } from './schema.js';
