@@ -10,10 +10,10 @@ else on this machine, and several pages run at once.
 
 What a page tells the runner, in HTML comments (invisible in the book):
 
-  <!-- samples: serve listen -->   start `boomerang serve --dev` (on 127.0.0.1:8080, data in
-                                   ./.boomerang) and/or `boomerang listen --port 9000` in the
-                                   page's directory before its first block, and wait until
-                                   they answer
+  <!-- samples: serve listen -->   start `boomerang serve --dev > serve.log` (127.0.0.1:8080,
+                                   data in ./.boomerang) and/or `boomerang listen --port 9000
+                                   > listen.log` in the page's directory before its first
+                                   block, as Getting started does, and wait until they answer
   <!-- sample: timeout 120 -->     the next block's time limit in seconds (default 60)
   <!-- sample: not run: REASON --> the next block is not run; the runner lists it with REASON
 
@@ -43,7 +43,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 PAGES = ["getting-started", "guides"]
 DEFAULT_TIMEOUT = 60
-FENCE = re.compile(r"^(```+|~~~+)\s*([\w-]*)")
+FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w-]*)")
 DIRECTIVE = re.compile(r"<!--\s*(samples?):\s*(.*?)\s*-->")
 
 
@@ -73,12 +73,13 @@ def parse(path):
                 sys.exit(f"{path}:{i + 1}: unknown sample directive: {value}")
         fence = FENCE.match(line)
         if fence:
-            marker, lang = fence.group(1), fence.group(2)
+            # A fence may be indented (a block in a list item): its lines lose as much.
+            indent, marker, lang = len(fence.group(1)), fence.group(2), fence.group(3)
             start = i
             i += 1
             body = []
-            while i < len(lines) and not lines[i].startswith(marker):
-                body.append(lines[i])
+            while i < len(lines) and not lines[i].strip().startswith(marker):
+                body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i].lstrip())
                 i += 1
             if lang in ("sh", "bash", "shell"):
                 blocks.append(Block(start + 1, "\n".join(body) + "\n", timeout, not_run))
@@ -140,13 +141,13 @@ def inside(page, binary, show):
     t0 = time.monotonic()
     try:
         if "serve" in services:
-            log = logs / "serve.log"
+            log = work / "serve.log"
             started.append(log)
             subprocess.Popen(["boomerang", "serve", "--dev"], cwd=work, env=env,
                              stdout=log.open("w"), stderr=subprocess.STDOUT)
             wait_until(ready, "boomerang serve", 30, log)
         if "listen" in services:
-            log = logs / "listen.log"
+            log = work / "listen.log"
             started.append(log)
             subprocess.Popen(["boomerang", "listen", "--port", "9000"], cwd=work, env=env,
                              stdout=log.open("w"), stderr=subprocess.STDOUT)
