@@ -1,0 +1,316 @@
+"""Receiving Boomerang's callbacks: verify each delivery's signature, and hand it to the
+handler registered for its alias.
+
+A `Receiver` is mounted at a path of your application (``/callbacks``); a task's
+callback URL is that path plus an alias (``https://app.example/callbacks/payment-reminder``,
+see `callback_url`), and the alias picks the handler. The core, `Receiver.handle`, is
+framework-free (method, path, headers and raw body in; status, headers and body out);
+`Receiver.wsgi` and `Receiver.asgi` serve it as a WSGI or an ASGI application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
+
+__all__ = ["Delivery", "PermanentFailure", "Receiver", "Response", "RetryLater"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["Delivery"], Any]
+H = TypeVar("H", bound=Handler)
+
+
+class RetryLater(Exception):
+    """Raise from a handler to have Boomerang try the delivery again later.
+
+    Without ``seconds`` the answer is ``500``, and the task's retry policy picks the next
+    attempt. With ``seconds`` it is ``503`` with ``Retry-After: seconds``, which Boomerang
+    honours (up to the policy's longest wait), but note: it pauses **the whole
+    destination** (every task calling this host), not only this task, for that long. Give
+    seconds only when the receiver itself is overloaded or down for maintenance.
+    """
+
+    def __init__(self, seconds: int | None = None, message: str = "") -> None:
+        super().__init__(message or "retry later")
+        if seconds is not None and seconds < 0:
+            raise ValueError("seconds must not be negative")
+        self.seconds = seconds
+
+
+class PermanentFailure(Exception):
+    """Raise from a handler when the delivery can never succeed: the answer is ``410 Gone``,
+    and Boomerang fails the task at once, without retrying (it is dead-lettered, and an
+    alert is raised if the task asks for one)."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One verified delivery, as a handler receives it."""
+
+    alias: str
+    """The alias it was routed by (the callback URL's last path segment)."""
+    task_id: str
+    """The task's id (``webhook-id``): the same on every attempt, so a key to deduplicate by."""
+    attempt: int | None
+    """The attempt number (``boomerang-attempt``, from 1); None if the header is absent."""
+    timestamp: datetime
+    """When this attempt was signed (``webhook-timestamp``)."""
+    body: Any
+    """The body: parsed if it is JSON (by its content type), else its text; None if empty."""
+    raw_body: bytes
+    method: str
+    headers: Mapping[str, str]
+    """The request's headers, by lower-case name."""
+
+
+@dataclass(frozen=True)
+class Response:
+    """What the receiver answers: a status, headers, and a body."""
+
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+
+def _text(status: int, message: str, headers: Iterable[tuple[str, str]] = ()) -> Response:
+    return Response(status, [("content-type", "text/plain; charset=utf-8"), *headers], message.encode())
+
+
+class Receiver:
+    """Verifies and dispatches Boomerang's deliveries by alias.
+
+    ``secrets`` are the ``whsec_…`` signing secrets to accept: one, or several while a
+    rotation is under way (a delivery carries a signature from every secret in force, and
+    any one accepted secret verifies it). Verification is the stock ``standardwebhooks``
+    library's, which also refuses a timestamp more than 5 minutes old or ahead.
+
+    The answer to a delivery:
+
+    - ``401`` if its signature does not verify, or its timestamp is stale or in the future
+      (before anything else is looked at);
+    - ``404`` if no handler is registered for its alias;
+    - ``413`` if its body is over ``max_body`` bytes; ``400`` if it says JSON and is not;
+    - else the handler's: ``200`` if it returns (a returned ``str``, ``bytes`` or JSON value
+      is the response body, as a task's ``expect_body`` may want), ``500`` or ``503`` if it
+      raises `RetryLater`, ``410`` if it raises `PermanentFailure`, and ``500`` if it
+      raises anything else (logged; Boomerang retries it).
+
+    A handler is a function of one `Delivery`; it may be ``async``. Boomerang delivers an
+    attempt at least once, so a handler may see an attempt twice: ``task_id`` is stable.
+    """
+
+    def __init__(self, secrets: str | Iterable[str], *, max_body: int = 1 << 20) -> None:
+        secrets = [secrets] if isinstance(secrets, str) else list(secrets)
+        if not secrets:
+            raise ValueError("a receiver needs at least one signing secret")
+        self._verifiers = [Webhook(secret) for secret in secrets]
+        self._handlers: dict[str, Handler] = {}
+        self.max_body = max_body
+
+    def register(self, alias: str, handler: Handler) -> None:
+        """Routes the deliveries whose callback URL ends in ``/{alias}`` to ``handler``."""
+        if not alias or "/" in alias:
+            raise ValueError(f"an alias is one non-empty path segment, not {alias!r}")
+        if alias in self._handlers:
+            raise ValueError(f"{alias!r} already has a handler")
+        self._handlers[alias] = handler
+
+    def on(self, alias: str) -> Callable[[H], H]:
+        """Decorator form of `register`: ``@receiver.on("payment-reminder")``."""
+
+        def decorate(handler: H) -> H:
+            self.register(alias, handler)
+            return handler
+
+        return decorate
+
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
+        """Answers one request (for any server: the core of the WSGI app). An ``async``
+        handler is run to its end on an event loop of its own."""
+        prepared = self._prepare(method, path, headers, body)
+        if isinstance(prepared, Response):
+            return prepared
+        handler, delivery = prepared
+        try:
+            result = handler(delivery)
+            if inspect.isawaitable(result):
+                result = asyncio.run(_awaited(result))
+        except Exception as error:
+            return self._failure(delivery, error)
+        return _success(result)
+
+    async def handle_async(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
+        """`handle` for an event loop (the core of the ASGI app): an ``async`` handler is
+        awaited, any other runs in a worker thread, so that it blocks no other request."""
+        prepared = self._prepare(method, path, headers, body)
+        if isinstance(prepared, Response):
+            return prepared
+        handler, delivery = prepared
+        try:
+            if inspect.iscoroutinefunction(handler):
+                result = await handler(delivery)
+            else:
+                result = await asyncio.to_thread(handler, delivery)
+                if inspect.isawaitable(result):
+                    result = await result
+        except Exception as error:
+            return self._failure(delivery, error)
+        return _success(result)
+
+    def _prepare(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response | tuple[Handler, Delivery]:
+        if len(body) > self.max_body:
+            return _text(413, "body too large")
+        headers = {name.lower(): value for name, value in headers.items()}
+        if not self._verifies(body, headers):
+            return _text(401, "signature does not verify")
+        alias = unquote(path.rpartition("/")[2])
+        handler = self._handlers.get(alias)
+        if handler is None:
+            return _text(404, f"no handler for {alias!r}")
+        try:
+            parsed = _parse(body, headers.get("content-type", ""))
+        except ValueError:
+            return _text(400, "the body is not the JSON its content type says")
+        attempt = headers.get("boomerang-attempt", "")
+        delivery = Delivery(
+            alias=alias,
+            task_id=headers["webhook-id"],
+            attempt=int(attempt) if attempt.isdigit() else None,
+            timestamp=datetime.fromtimestamp(float(headers["webhook-timestamp"]), tz=timezone.utc),
+            body=parsed,
+            raw_body=body,
+            method=method.upper(),
+            headers=headers,
+        )
+        return handler, delivery
+
+    def _verifies(self, body: bytes, headers: dict[str, str]) -> bool:
+        for verifier in self._verifiers:
+            try:
+                verifier.verify(body, headers, json_parse=False)
+                return True
+            # A malformed header or a body that is not UTF-8 raises ValueError.
+            except (WebhookVerificationError, ValueError):
+                continue
+        return False
+
+    def _failure(self, delivery: Delivery, error: Exception) -> Response:
+        if isinstance(error, RetryLater):
+            if error.seconds is None:
+                return _text(500, str(error))
+            return _text(503, str(error), [("retry-after", str(error.seconds))])
+        if isinstance(error, PermanentFailure):
+            return _text(410, str(error) or "gone")
+        log.exception("handler for %r failed on task %s attempt %s", delivery.alias, delivery.task_id, delivery.attempt)
+        return _text(500, "handler failed")
+
+    def wsgi(self) -> Callable[..., Iterable[bytes]]:
+        """This receiver as a WSGI application (Flask, Django, gunicorn, wsgiref…).
+        Mounted under a prefix, the alias is still the path's last segment."""
+        return _WsgiApp(self)
+
+    def asgi(self) -> Callable[..., Awaitable[None]]:
+        """This receiver as an ASGI application (Starlette, FastAPI, uvicorn…)."""
+        return _AsgiApp(self)
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _parse(body: bytes, content_type: str) -> Any:
+    if not body:
+        return None
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == "application/json" or media.endswith("+json"):
+        return json.loads(body)
+    return body.decode("utf-8", errors="replace")
+
+
+def _success(result: Any) -> Response:
+    if result is None:
+        return Response(200)
+    if isinstance(result, bytes):
+        return Response(200, [("content-type", "application/octet-stream")], result)
+    if isinstance(result, str):
+        return _text(200, result)
+    return Response(200, [("content-type", "application/json")], json.dumps(result).encode())
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 410: "Gone",
+            413: "Content Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
+
+
+class _WsgiApp:
+    def __init__(self, receiver: Receiver) -> None:
+        self.receiver = receiver
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
+        if environ.get("CONTENT_TYPE"):
+            headers["content-type"] = environ["CONTENT_TYPE"]
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > self.receiver.max_body:
+            response = _text(413, "body too large")
+        else:
+            body = environ["wsgi.input"].read(length) if length > 0 else b""
+            response = self.receiver.handle(environ.get("REQUEST_METHOD", "POST"), environ.get("PATH_INFO", ""), headers, body)
+        status = f"{response.status} {_REASONS.get(response.status, '')}".rstrip()
+        start_response(status, [*response.headers, ("content-length", str(len(response.body)))])
+        return [response.body]
+
+
+class _AsgiApp:
+    def __init__(self, receiver: Receiver) -> None:
+        self.receiver = receiver
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]], send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        if scope["type"] == "lifespan":
+            # Nothing to start or stop; answering lets servers know the app speaks lifespan.
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        headers: dict[str, str] = {}
+        for name, value in scope["headers"]:
+            key = name.decode("latin-1").lower()
+            headers[key] = f"{headers[key]}, {value.decode('latin-1')}" if key in headers else value.decode("latin-1")
+        body = bytearray()
+        response: Response | None = None
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > self.receiver.max_body:
+                response = _text(413, "body too large")
+                break
+            if not message.get("more_body", False):
+                break
+        if response is None:
+            response = await self.receiver.handle_async(scope["method"], scope["path"], headers, bytes(body))
+        await send({
+            "type": "http.response.start",
+            "status": response.status,
+            "headers": [(name.encode("latin-1"), value.encode("latin-1")) for name, value in [*response.headers, ("content-length", str(len(response.body)))]],
+        })  # fmt: skip
+        await send({"type": "http.response.body", "body": response.body})
