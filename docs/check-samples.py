@@ -79,7 +79,8 @@ def parse(path):
             i += 1
             body = []
             while i < len(lines) and not lines[i].strip().startswith(marker):
-                body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i].lstrip())
+                text = lines[i]
+                body.append(text[indent:] if text[:indent].strip() == "" else text.lstrip())
                 i += 1
             if lang in ("sh", "bash", "shell"):
                 blocks.append(Block(start + 1, "\n".join(body) + "\n", timeout, not_run))
