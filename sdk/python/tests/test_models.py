@@ -53,9 +53,9 @@ def test_package_version_is_the_api_version(document):
 def test_every_operation_has_a_method_on_both_clients(document):
     in_document = {op["operationId"] for ops in document["paths"].values() for op in ops.values()}
     assert set(OPERATIONS) == in_document - NOT_IN_CLIENT
-    for name in OPERATIONS:
-        assert callable(getattr(Client("http://127.0.0.1:1"), name)), name
-        assert callable(getattr(AsyncClient("http://127.0.0.1:1"), name)), name
+    for name, build in OPERATIONS.items():
+        assert getattr(Client, name).build is build, name
+        assert getattr(AsyncClient, name).build is build, name
 
 
 def test_task_status_is_the_documents(document):
