@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python client's checks (sdk/python): its generated models against the binary's
-# OpenAPI document, its tests against the real `boomerang serve`, and a build of its sdist
-# and wheel. Installs what it needs by itself: a virtualenv with the pinned tools of
+# OpenAPI document, a strict type check, its tests against the real `boomerang serve`, and
+# a build of its sdist and wheel. Installs what it needs by itself: a virtualenv with the pinned tools of
 # sdk/python/requirements.txt, cached under the test cache and keyed by that file and the
 # Python version, and the package itself (editable) into it.
 #
@@ -35,6 +35,9 @@ py="$venv/bin/python"
 cd "$pkg"
 echo "== sdk/python: generated models against \`$BOOMERANG_BIN openapi\`"
 "$py" scripts/generate_models.py --check
+
+echo "== sdk/python: type check (mypy --strict, as Python 3.10)"
+"$py" -m mypy --strict --python-version 3.10 --cache-dir "$venv/mypy-cache" src
 
 echo "== sdk/python: tests (pytest, against the real server)"
 status=0
