@@ -65,10 +65,15 @@ def test_calls_that_are_not_safe_to_repeat_are_sent_once(client, proxy, via_prox
         via_proxy.retry_task(task.id)
     assert refused.value.status == 503 and len(proxy.seen) == 1
 
+    proxy.faults = ["503"]
+    with pytest.raises(ApiError):
+        via_proxy.create_task(url=LATER, delay="1h", key="k", on_key="replace")
+    assert len(proxy.seen) == 2
+
     proxy.faults = ["lose"]
     with pytest.raises(httpx.RemoteProtocolError):
         via_proxy.create_schedule(url=LATER, every="1h")
-    assert len(proxy.seen) == 2
+    assert len(proxy.seen) == 3
     assert len(client.list_schedules().schedules) == 1, "the lost one was made, and only once"
 
 

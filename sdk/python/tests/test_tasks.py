@@ -47,6 +47,13 @@ def test_an_idempotency_key_registers_once(client: Client):
     assert reused.value.status == 422
 
 
+def test_replace_by_key_registers_without_an_idempotency_key(client: Client):
+    first = client.create_task(url=LATER, delay="1h", key="debounce", on_key="replace", body="one")
+    again = client.create_task(url=LATER, delay="1h", key="debounce", on_key="replace", body="two")
+    assert again.id == first.id and first.idempotency_key is None
+    assert client.get_task(first.id).body_preview == "two"
+
+
 def test_a_bad_delay_is_an_error_naming_its_field(client: Client):
     with pytest.raises(ApiError) as refused:
         client.create_task(url=LATER, delay="tomorrow")

@@ -180,14 +180,19 @@ def create_task(
     keywords winning. It is sent with an idempotency key, so that it can be retried without
     registering it twice: ``idempotency_key`` if given (as the task's field, or this
     argument), else a fresh one made for this call. A repeat of a key with the same
-    request answers the task registered first.
+    request answers the task registered first. A registration with ``on_key="replace"``
+    takes no idempotency key, and is sent once.
     """
     request = _request(TaskRequest, task, fields)
-    headers = {}
-    if request.idempotency_key is None:
-        headers["Idempotency-Key"] = idempotency_key or new_idempotency_key()
-    elif idempotency_key is not None and idempotency_key != request.idempotency_key:
-        raise ValueError("idempotency_key is given twice, with two values")
+    if request.idempotency_key is not None:
+        if idempotency_key is not None and idempotency_key != request.idempotency_key:
+            raise ValueError("idempotency_key is given twice, with two values")
+        return Call("POST", "/v1/tasks", _model(TaskView), json=_body(request))
+    if idempotency_key is None and request.on_key == "replace":
+        # The server takes no idempotency key with `on_key: replace`: its repeat replaces
+        # the task again, or makes a new one once an attempt has begun, so it is sent once.
+        return Call("POST", "/v1/tasks", _model(TaskView), json=_body(request), repeatable=False)
+    headers = {"Idempotency-Key": idempotency_key or new_idempotency_key()}
     return Call("POST", "/v1/tasks", _model(TaskView), json=_body(request), headers=headers)
 
 
@@ -234,7 +239,11 @@ def list_tasks(
 @_operation
 def cancel_task(id: str) -> Call[TaskView]:
     """``DELETE /v1/tasks/{id}``: cancels a scheduled or held task (409 if it is being
-    delivered or has finished)."""
+    delivered or has finished).
+
+    Retried like every DELETE: if an earlier try's answer was lost, the repeat answers 409
+    with the detail "the task is already canceled".
+    """
     return Call("DELETE", _path("/v1/tasks/{id}", id=id), _model(TaskView))
 
 
