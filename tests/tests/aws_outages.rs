@@ -4,14 +4,22 @@
 //! checks that every acknowledged callback is delivered (none lost), counts duplicate
 //! calls, and prints how long after the faults ended everything was delivered.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use boomerang_api::request::{BatchRequest, TaskRequest};
+use boomerang_api::request::{
+    BatchRequest, BreakerSettingsRequest, BulkRequest, FilterRequest, TaskRequest,
+};
 use boomerang_client::Client;
+use boomerang_core::domain::BulkAction;
 use boomerang_e2e::aws::{dynalite_endpoint, moto_endpoint};
 use boomerang_e2e::fault_proxy::{Fault, FaultProxy, Rule, Service};
-use boomerang_e2e::{callback, wait_for, Backend, Callback, Receiver, Server, ServerOptions};
+use boomerang_e2e::{
+    callback, header, schedule_max, wait_for, Backend, Callback, Receiver, Reply, Server,
+    ServerOptions,
+};
 
 /// Callbacks registered a second while the faults last.
 const RATE: u32 = 10;
@@ -253,4 +261,125 @@ async fn a_poisoned_timer_message_holds_nothing_back_and_is_delivered_in_the_end
         duplicates <= TASKS / 100,
         "{duplicates} duplicate calls for {TASKS} callbacks"
     );
+}
+
+/// Failed tasks the bulk job under faults retries.
+const BULK_TASKS: usize = 300;
+
+/// A bulk retry job on the AWS backend while DynamoDB throttles and fails a share of its
+/// calls, and then is down altogether for 15 s, as the job reads its pages and writes each
+/// task's new round: the job finishes with every task counted once, each task gets exactly
+/// one new round (attempt 2; a call whose result could not be written is made again as the
+/// same attempt, at least once), and every task ends succeeded.
+#[tokio::test]
+async fn a_bulk_retry_through_throttles_errors_and_an_outage_retries_each_task_once() {
+    let proxy = FaultProxy::start(&dynalite_endpoint()).await;
+    let up = Arc::new(AtomicBool::new(false));
+    let rx = {
+        let up = up.clone();
+        Receiver::start(move |_, _| {
+            Reply::status(if up.load(Ordering::SeqCst) { 200 } else { 500 })
+        })
+        .await
+    };
+    let server = server_through(&proxy, Service::DynamoDb);
+    let api = server.api();
+    // The destination is down for the first part: its breaker would leave its tasks
+    // waiting instead of failing them.
+    let settings = BreakerSettingsRequest {
+        failures: Some(10_000),
+        ..BreakerSettingsRequest::default()
+    };
+    api.put_breaker_settings(&settings)
+        .await
+        .expect("breaker settings");
+    for first in (0..BULK_TASKS).step_by(100) {
+        let tasks = (first..first + 100)
+            .map(|i| callback(rx.url(&format!("/b/{i}"))).retry(schedule_max(&["1s"], 1)))
+            .collect();
+        api.create_batch(&BatchRequest { tasks })
+            .await
+            .expect("batch registered");
+    }
+    let bulk = BulkRequest {
+        action: Some(BulkAction::Retry),
+        filter: FilterRequest {
+            url_prefix: Some(rx.url("/b/")),
+            ..FilterRequest::default()
+        },
+        per_second: Some(20),
+        ..BulkRequest::default()
+    };
+    wait_for("every task failed", REPAIR_PATIENCE, || async {
+        let preview = api.preview_bulk(&bulk).await.ok()?;
+        (preview.count == BULK_TASKS as u64).then_some(())
+    })
+    .await;
+
+    up.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    let job = api.start_bulk(&bulk).await.expect("job started");
+    let progress = |at_least: u64| {
+        let (api, id) = (api.clone(), job.id);
+        async move {
+            wait_for(&format!("{at_least} done"), REPAIR_PATIENCE, || async {
+                let job = api.bulk_job(&id).await.ok()?;
+                (job.progress.done >= at_least).then_some(())
+            })
+            .await
+        }
+    };
+    progress(30).await;
+    let faulty = Duration::from_secs(20);
+    proxy.inject(Rule::every(Service::DynamoDb, Fault::Throttle, faulty).share(0.3));
+    proxy.inject(Rule::every(Service::DynamoDb, Fault::ServerError, faulty).share(0.1));
+    progress(100).await;
+    proxy.inject(Rule::every(
+        Service::DynamoDb,
+        Fault::Outage,
+        Duration::from_secs(15),
+    ));
+    let finished = wait_for("the job to finish", REPAIR_PATIENCE, || async {
+        let job = api.bulk_job(&job.id).await.ok()?;
+        (job.state == "finished").then_some(job)
+    })
+    .await;
+    println!(
+        "bulk retry of {BULK_TASKS} tasks finished in {:.1} s through {} injected faults",
+        started.elapsed().as_secs_f64(),
+        proxy.injected()
+    );
+    assert!(proxy.injected() > 0, "faults hit the job");
+    assert_eq!(
+        finished.progress.matched, BULK_TASKS as u64,
+        "{:?}",
+        finished.progress
+    );
+    assert_eq!(
+        finished.progress.done, BULK_TASKS as u64,
+        "{:?}",
+        finished.progress
+    );
+
+    let all: Vec<String> = (0..BULK_TASKS).map(|i| format!("/b/{i}")).collect();
+    let rounds = BTreeSet::from(["1".to_string(), "2".to_string()]);
+    let attempts = wait_for("every task retried", REPAIR_PATIENCE, || async {
+        let mut attempts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for r in rx.received() {
+            let attempt = header(&r, "boomerang-attempt");
+            attempts.entry(r.path).or_default().insert(attempt);
+        }
+        all.iter()
+            .all(|p| attempts.get(p).is_some_and(|a| a.contains("2")))
+            .then_some(attempts)
+    })
+    .await;
+    for path in &all {
+        assert_eq!(attempts.get(path), Some(&rounds), "{path}: one new round");
+    }
+    wait_for("every task succeeded", REPAIR_PATIENCE, || async {
+        let preview = api.preview_bulk(&bulk).await.ok()?;
+        (preview.count == 0).then_some(())
+    })
+    .await;
 }

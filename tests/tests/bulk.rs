@@ -2,7 +2,8 @@
 //! both backends: a preview counts what the job then does; a bulk retry of thousands of
 //! failed tasks keeps to the destination's limit and ends with every task succeeded; a
 //! job stopped by `kill -9` goes on after the restart without sending any task twice;
-//! bulk cancel and release by metadata; bad requests are refused naming the field.
+//! bulk cancel and release by metadata; bad requests are refused naming the field; a job
+//! whose data disk fills up waits, and goes on when space returns.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,7 @@ use boomerang_api::request::{
 use boomerang_api::view::BulkJobView;
 use boomerang_client::ListParams;
 use boomerang_core::domain::{BulkAction, Status, TaskId};
+use boomerang_e2e::disk::{fill, SmallDisk};
 use boomerang_e2e::{
     callback, header, on_both_backends, schedule_max, wait_for, Backend, Callback, Receiver, Reply,
     Server, ServerOptions,
@@ -379,24 +381,82 @@ async fn a_job_stopped_by_kill_9_goes_on_without_sending_any_task_twice(backend:
     server.kill9_and_restart();
 
     let job = wait_finished(&server, &job, WAIT).await;
-    assert_eq!(job.progress.matched, KILLED as u64);
-    let done = job.progress.done;
+    each_retried_once(&server, &rx, &bulk, &job, &all).await;
+}
+
+/// The job counted each of `paths`' tasks once, each failed again, and each was called as
+/// attempt 1 and attempt 2 only. A call in flight when the server stopped or could not
+/// write is made again (delivery is at least once), as the same attempt.
+async fn each_retried_once(
+    server: &Server,
+    rx: &Receiver,
+    bulk: &BulkRequest,
+    job: &BulkJobView,
+    paths: &[String],
+) {
+    let n = paths.len() as u64;
+    assert_eq!(job.progress.matched, n, "{:?}", job.progress);
     assert_eq!(
-        done, KILLED as u64,
+        job.progress.done, n,
         "every task counted once: {:?}",
         job.progress
     );
     // Every retry made and failed: nothing more is coming.
-    wait_count(&server, &bulk, KILLED as u64).await;
-    // Each task: its first attempt and one retry (attempt 2). A call in flight at the kill
-    // is made again (delivery is at least once), as the same attempt.
+    wait_count(server, bulk, n).await;
     let mut attempts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for r in rx.received() {
         let attempt = header(&r, "boomerang-attempt");
         attempts.entry(r.path).or_default().insert(attempt);
     }
     let rounds = BTreeSet::from(["1".to_string(), "2".to_string()]);
-    for path in &all {
+    for path in paths {
         assert_eq!(attempts.get(path), Some(&rounds), "{path}: retried once");
     }
+}
+
+/// Tasks of the job whose disk fills up.
+const ON_FULL_DISK: usize = 300;
+
+/// The data directory's disk fills up while a bulk retry runs (embedded backend): the job's
+/// writes fail and it waits, taken up again and again, with no panic; once space returns
+/// it goes on, and each task is retried once.
+#[tokio::test]
+async fn a_job_whose_disk_fills_up_waits_and_goes_on_when_space_returns() {
+    let disk = SmallDisk::mount(64);
+    // The log on another disk, where the job's complaints can be read.
+    let log_dir = std::env::temp_dir().join(format!("boomerang-log-{}", ulid::Ulid::new()));
+    std::fs::create_dir_all(&log_dir).unwrap();
+    let rx = Receiver::always(500).await;
+    let server = server_without_breakers(ServerOptions {
+        data_dir: Some(disk.0.join("data")),
+        log_dir: Some(log_dir),
+        ..ServerOptions::on(Backend::Embedded)
+    })
+    .await;
+    let all = paths("/d/", ON_FULL_DISK);
+    register_once_each(&server, &rx, &all).await;
+    let bulk = BulkRequest {
+        per_second: Some(30),
+        ..retry_where(by_prefix(rx.url("/d/")))
+    };
+    wait_count(&server, &bulk, ON_FULL_DISK as u64).await;
+    let job = server.api().start_bulk(&bulk).await.unwrap();
+    wait_for("the job under way", WAIT, || async {
+        let job = server.api().bulk_job(&job.id).await.ok()?;
+        (job.progress.done >= 60).then_some(())
+    })
+    .await;
+    let ballast = disk.0.join("ballast");
+    fill(&ballast);
+    wait_for("a job step refused by the full disk", WAIT, || async {
+        (server.log().contains("a bulk job step failed")).then_some(())
+    })
+    .await;
+    let stalled = server.api().bulk_job(&job.id).await.unwrap();
+    assert_eq!(stalled.state, "running", "{stalled:?}");
+    std::fs::remove_file(&ballast).unwrap();
+
+    let job = wait_finished(&server, &job, WAIT).await;
+    each_retried_once(&server, &rx, &bulk, &job, &all).await;
+    assert!(!server.log().contains("panicked"), "a panic was logged");
 }
