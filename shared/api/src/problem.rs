@@ -134,7 +134,7 @@ impl Problem {
         Self::new(
             409,
             "urn:boomerang:problem:conflict",
-            "The task is not in a state that allows this",
+            "The resource is not in a state that allows this",
             detail.into(),
         )
     }
