@@ -2,12 +2,12 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ApiError, Boomerang } from 'boomerang-client';
-import { startServer } from './support.mjs';
+import { startServer, waitFor } from './support.mjs';
 
 let server;
 let boomerang;
 // Never called: every task here is canceled, held or far in the future.
-const URL = 'https://app.example/callbacks/order-paid';
+const CALLBACK = 'https://app.example/callbacks/order-paid';
 
 before(async () => {
   server = await startServer();
@@ -17,14 +17,14 @@ after(() => server?.stop());
 
 test('a task is registered, inspected and canceled', async () => {
   const task = await boomerang.tasks.create({
-    url: URL, delay: '1h', body: { order: 42 }, key: 'order-42', metadata: { customer: 'c-17' },
+    url: CALLBACK, delay: '1h', body: { order: 42 }, key: 'order-42', metadata: { customer: 'c-17' },
   });
   assert.equal(task.status, 'scheduled');
   assert.equal(task.key, 'order-42');
 
   const seen = await boomerang.tasks.get(task.id);
   assert.equal(seen.id, task.id);
-  assert.equal(seen.url, URL);
+  assert.equal(seen.url, CALLBACK);
   assert.deepEqual(seen.metadata, { customer: 'c-17' });
   assert.ok(Date.parse(seen.next_attempt_at) > Date.now() + 50 * 60_000, seen.next_attempt_at);
 
@@ -37,7 +37,7 @@ test('a task is registered, inspected and canceled', async () => {
 });
 
 test('a bad delay is a 422 whose ApiError names the field', async () => {
-  const error = await boomerang.tasks.create({ url: URL, delay: 'soon' }).catch((e) => e);
+  const error = await boomerang.tasks.create({ url: CALLBACK, delay: 'soon' }).catch((e) => e);
   assert.ok(error instanceof ApiError, String(error));
   assert.equal(error.status, 422);
   assert.equal(error.field, 'delay');
@@ -61,30 +61,30 @@ test('a wrong API key is a 401', async () => {
 });
 
 test('the same idempotency key registers one task', async () => {
-  const first = await boomerang.tasks.create({ url: URL, delay: '1h' }, { idempotencyKey: 'sdk-ts-once' });
-  const second = await boomerang.tasks.create({ url: URL, delay: '1h' }, { idempotencyKey: 'sdk-ts-once' });
+  const first = await boomerang.tasks.create({ url: CALLBACK, delay: '1h' }, { idempotencyKey: 'sdk-ts-once' });
+  const second = await boomerang.tasks.create({ url: CALLBACK, delay: '1h' }, { idempotencyKey: 'sdk-ts-once' });
   assert.equal(second.id, first.id);
-  const inBody = await boomerang.tasks.create({ url: URL, delay: '1h', idempotency_key: 'sdk-ts-body' });
-  assert.equal((await boomerang.tasks.create({ url: URL, delay: '1h', idempotency_key: 'sdk-ts-body' })).id, inBody.id);
+  const inBody = await boomerang.tasks.create({ url: CALLBACK, delay: '1h', idempotency_key: 'sdk-ts-body' });
+  assert.equal((await boomerang.tasks.create({ url: CALLBACK, delay: '1h', idempotency_key: 'sdk-ts-body' })).id, inBody.id);
   // Without a key, each call is its own registration.
-  const a = await boomerang.tasks.create({ url: URL, delay: '1h' });
-  const b = await boomerang.tasks.create({ url: URL, delay: '1h' });
+  const a = await boomerang.tasks.create({ url: CALLBACK, delay: '1h' });
+  const b = await boomerang.tasks.create({ url: CALLBACK, delay: '1h' });
   assert.notEqual(a.id, b.id);
 });
 
 test('a batch registers its tasks in order, and a bad one names its place', async () => {
   const result = await boomerang.tasks.createBatch([
-    { url: URL, delay: '1h', key: 'batch-1' },
-    { url: URL, delay: '2h', key: 'batch-2' },
-    { url: URL, delay: '3h', key: 'batch-3', idempotency_key: 'sdk-ts-batch' },
+    { url: CALLBACK, delay: '1h', key: 'batch-1' },
+    { url: CALLBACK, delay: '2h', key: 'batch-2' },
+    { url: CALLBACK, delay: '3h', key: 'batch-3', idempotency_key: 'sdk-ts-batch' },
   ]);
   assert.deepEqual(result.tasks.map((item) => [item.status, item.task?.key]), [[201, 'batch-1'], [201, 'batch-2'], [201, 'batch-3']]);
   // A repeat of a task with its own key is answered with the task registered first.
-  const repeat = await boomerang.tasks.createBatch([{ url: URL, delay: '3h', key: 'batch-3', idempotency_key: 'sdk-ts-batch' }]);
+  const repeat = await boomerang.tasks.createBatch([{ url: CALLBACK, delay: '3h', key: 'batch-3', idempotency_key: 'sdk-ts-batch' }]);
   assert.equal(repeat.tasks[0].status, 200);
   assert.equal(repeat.tasks[0].task.id, result.tasks[2].task.id);
 
-  const error = await boomerang.tasks.createBatch([{ url: URL }, { url: URL, delay: 'never' }]).catch((e) => e);
+  const error = await boomerang.tasks.createBatch([{ url: CALLBACK }, { url: CALLBACK, delay: 'never' }]).catch((e) => e);
   assert.ok(error instanceof ApiError, String(error));
   assert.equal(error.status, 422);
   assert.equal(error.field, 'tasks[1].delay');
@@ -92,7 +92,7 @@ test('a batch registers its tasks in order, and a bad one names its place', asyn
 
 test('iterate follows next_cursor across pages', async () => {
   const created = [];
-  for (let i = 0; i < 5; i++) created.push((await boomerang.tasks.create({ url: URL, delay: '1h', key: 'paged' })).id);
+  for (let i = 0; i < 5; i++) created.push((await boomerang.tasks.create({ url: CALLBACK, delay: '1h', key: 'paged' })).id);
 
   const first = await boomerang.tasks.list({ key: 'paged', limit: 2 });
   assert.equal(first.tasks.length, 2);
@@ -106,7 +106,7 @@ test('iterate follows next_cursor across pages', async () => {
 
 test('cancel by key cancels each scheduled task with the key', async () => {
   const ids = [];
-  for (let i = 0; i < 2; i++) ids.push((await boomerang.tasks.create({ url: URL, delay: '1h', key: 'order-7' })).id);
+  for (let i = 0; i < 2; i++) ids.push((await boomerang.tasks.create({ url: CALLBACK, delay: '1h', key: 'order-7' })).id);
   const result = await boomerang.tasks.cancelByKey('order-7');
   assert.deepEqual([...result.canceled].sort(), [...ids].sort());
   assert.deepEqual(result.not_canceled, []);
@@ -114,13 +114,13 @@ test('cancel by key cancels each scheduled task with the key', async () => {
 });
 
 test('a held task is released, one by id and others by key', async () => {
-  const one = await boomerang.tasks.create({ url: URL, delay: '1h', hold: { timeout: '1h' } });
+  const one = await boomerang.tasks.create({ url: CALLBACK, delay: '1h', hold: { timeout: '1h' } });
   assert.equal(one.status, 'held');
   assert.equal((await boomerang.tasks.release(one.id)).status, 'scheduled');
   // A repeat (as a retried call would be) answers the task as it is now.
   assert.equal((await boomerang.tasks.release(one.id)).status, 'scheduled');
 
-  const keyed = await boomerang.tasks.create({ url: URL, delay: '1h', key: 'txn-9', hold: { timeout: '1h' } });
+  const keyed = await boomerang.tasks.create({ url: CALLBACK, delay: '1h', key: 'txn-9', hold: { timeout: '1h' } });
   const result = await boomerang.tasks.releaseByKey('txn-9');
   assert.deepEqual(result.released, [keyed.id]);
   assert.equal((await boomerang.tasks.get(keyed.id)).status, 'scheduled');
@@ -128,11 +128,11 @@ test('a held task is released, one by id and others by key', async () => {
 
 test('a schedule is created, listed, paused, resumed and deleted', async () => {
   const made = [];
-  for (let i = 0; i < 3; i++) made.push(await boomerang.schedules.create({ url: URL, every: '1h', key: `report-${i}` }));
+  for (let i = 0; i < 3; i++) made.push(await boomerang.schedules.create({ url: CALLBACK, every: '1h', key: `report-${i}` }));
   assert.equal(made[0].state, 'active');
   assert.equal(made[0].every_ms, 3_600_000);
 
-  assert.equal((await boomerang.schedules.get(made[0].id)).url, URL);
+  assert.equal((await boomerang.schedules.get(made[0].id)).url, CALLBACK);
   const listed = [];
   for await (const s of boomerang.schedules.iterate({ limit: 2 })) listed.push(s.id);
   assert.deepEqual([...listed].sort(), made.map((s) => s.id).sort());
@@ -149,7 +149,7 @@ test('policies are stored, read and deleted; a bad one names its field', async (
   assert.equal(stored.name, 'payments');
   assert.deepEqual((await boomerang.policies.list()).policies.map((p) => p.name), ['payments']);
   // A task names it.
-  const task = await boomerang.tasks.create({ url: URL, delay: '1h', retry: 'payments' });
+  const task = await boomerang.tasks.create({ url: CALLBACK, delay: '1h', retry: 'payments' });
   assert.equal(task.retry.max_attempts, 3);
 
   const error = await boomerang.policies.put('bad', { schedule: ['30s'], max_attempts: 0 }).catch((e) => e);
@@ -157,4 +157,23 @@ test('policies are stored, read and deleted; a bad one names its field', async (
   assert.equal(error.field, 'max_attempts');
   await boomerang.policies.delete('payments');
   assert.equal((await boomerang.policies.get('payments').catch((e) => e)).status, 404);
+});
+
+test('a bulk cancel is previewed, then run as a job to its end', async () => {
+  const ids = [];
+  for (let i = 0; i < 3; i++) ids.push((await boomerang.tasks.create({ url: CALLBACK, delay: '1h', key: 'bulk-me' })).id);
+  const preview = await boomerang.bulk.dryRun({ action: 'cancel', filter: { key: 'bulk-me' } });
+  assert.equal(preview.count, 3);
+  assert.deepEqual(preview.sample.map((t) => t.id).sort(), [...ids].sort());
+  assert.equal((await boomerang.tasks.get(ids[0])).status, 'scheduled', 'a preview changes nothing');
+
+  const job = await boomerang.bulk.start({ action: 'cancel', filter: { key: 'bulk-me' } });
+  assert.equal(job.action, 'cancel');
+  const finished = await waitFor(`bulk job ${job.id} to finish`, async () => {
+    const seen = await boomerang.bulk.getJob(job.id);
+    return seen.state === 'finished' ? seen : undefined;
+  });
+  assert.equal(finished.progress.done, 3);
+  assert.ok((await boomerang.bulk.listJobs()).jobs.some((j) => j.id === job.id));
+  for (const id of ids) assert.equal((await boomerang.tasks.get(id)).status, 'canceled');
 });
