@@ -35,8 +35,8 @@ export class ApiError extends Error {
     this.title = title;
     this.detail = detail;
     this.field = problem?.field ?? undefined;
-    this.retryAfter = retryAfterMs(headers?.get('retry-after') ?? null, Date.now());
-    if (this.retryAfter !== undefined) this.retryAfter = Math.ceil(this.retryAfter / 1000);
+    const wait = retryAfterMs(headers?.get('retry-after') ?? null, Date.now());
+    this.retryAfter = wait === undefined ? undefined : Math.ceil(wait / 1000);
     this.body = body;
   }
 }
