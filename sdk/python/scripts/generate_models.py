@@ -54,7 +54,16 @@ def generate(bin: str | None = None) -> str:
         source, output = Path(work, "openapi.json"), Path(work, "models.py")
         source.write_bytes(document)
         subprocess.run(
-            [sys.executable, "-m", "datamodel_code_generator", "--input", str(source), "--output", str(output), *OPTIONS],
+            [
+                sys.executable,
+                "-m",
+                "datamodel_code_generator",
+                "--input",
+                str(source),
+                "--output",
+                str(output),
+                *OPTIONS,
+            ],
             check=True,
             capture_output=True,
         )

@@ -10,10 +10,10 @@ import socket
 import subprocess
 import threading
 import time
-from socketserver import ThreadingMixIn
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 

@@ -11,7 +11,15 @@ from typing import Any
 import httpx
 
 # Headers of one hop, not passed on; and encodings, since httpx decodes what it reads.
-NOT_PASSED = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding", "content-encoding"}
+NOT_PASSED = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "host",
+    "accept-encoding",
+    "content-encoding",
+}
 
 
 @dataclass

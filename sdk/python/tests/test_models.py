@@ -39,9 +39,9 @@ def document() -> dict:
 def test_models_match_the_openapi_document():
     generator = _generator()
     fresh = generator.generate(str(BINARY))
-    assert fresh == generator.MODELS.read_text(encoding="utf-8"), (
-        "src/boomerang_client/models.py is out of date: run scripts/generate_models.py"
-    )
+    assert fresh == generator.MODELS.read_text(
+        encoding="utf-8"
+    ), "src/boomerang_client/models.py is out of date: run scripts/generate_models.py"
 
 
 def test_package_version_is_the_api_version(document):

@@ -21,7 +21,12 @@ def _routes() -> list[tuple[str, re.Pattern[str], str]]:
     first (`/v1/tasks/batch` before `/v1/tasks/{id}`)."""
     document = json.loads(subprocess.run([str(BINARY), "openapi"], check=True, capture_output=True).stdout)
     routes = [
-        (method.upper(), re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"), op["operationId"], path.count("{"))
+        (
+            method.upper(),
+            re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$"),
+            op["operationId"],
+            path.count("{"),
+        )
         for path, ops in document["paths"].items()
         for method, op in ops.items()
     ]
@@ -30,7 +35,11 @@ def _routes() -> list[tuple[str, re.Pattern[str], str]]:
 
 def test_every_operation_reaches_its_documented_route(server, serve_wsgi):
     sent: list[tuple[str, str]] = []
-    http = httpx.Client(event_hooks={"request": [lambda request: sent.append((request.method, request.url.raw_path.decode().split("?")[0]))]})
+    http = httpx.Client(
+        event_hooks={
+            "request": [lambda request: sent.append((request.method, request.url.raw_path.decode().split("?")[0]))]
+        }
+    )
     client = Client(server.url, api_key=server.api_key, http_client=http)
 
     receiver = Receiver(server.signing_secret)
@@ -43,7 +52,9 @@ def test_every_operation_reaches_its_documented_route(server, serve_wsgi):
     assert "boomerang_tasks_registered" in client.metrics()
     assert client.openapi()["info"]["title"] == "Boomerang"
 
-    policy = client.put_policy("payments", backoff="exponential", interval="30s", max_attempts=5, flow={"key": "partner/eu", "parallelism": 2})
+    policy = client.put_policy(
+        "payments", backoff="exponential", interval="30s", max_attempts=5, flow={"key": "partner/eu", "parallelism": 2}
+    )
     assert isinstance(policy, m.PolicyView) and policy.retry.max_attempts == 5
     assert client.get_policy("payments").flow.key == "partner/eu"
     assert [p.name for p in client.list_policies().policies] == ["payments"]
@@ -53,7 +64,9 @@ def test_every_operation_reaches_its_documented_route(server, serve_wsgi):
     assert client.get_template("billing").settings.timeout == "5s"
     assert [t.name for t in client.list_templates().templates] == ["billing"]
 
-    task = client.create_task(template="billing", url="/ok", delay="1h", key="order-1", order_key="line-1", retry="payments")
+    task = client.create_task(
+        template="billing", url="/ok", delay="1h", key="order-1", order_key="line-1", retry="payments"
+    )
     assert task.url == f"{base}/ok" and task.timeout == "5s" and task.retry.max_attempts == 5
     assert client.get_task(task.id).key == "order-1"
     assert [t.id for t in client.list_tasks(key="order-1").tasks] == [task.id]
@@ -107,5 +120,7 @@ def test_every_operation_reaches_its_documented_route(server, serve_wsgi):
     assert client.delete_template("billing") is None
 
     routes = _routes()
-    reached = {next(op for method, pattern, op in routes if method == verb and pattern.match(path)) for verb, path in sent}
+    reached = {
+        next(op for method, pattern, op in routes if method == verb and pattern.match(path)) for verb, path in sent
+    }
     assert reached == {op for _, _, op in routes} - NOT_IN_CLIENT

@@ -34,7 +34,9 @@ def test_wsgi_receiver_dispatches_a_real_delivery_by_alias(server, client, serve
     receiver.on("other")(got["other"].append)
     base = serve_wsgi(receiver.wsgi()) + "/callbacks"
 
-    task = client.create_task(url=callback_url(base, "payment-reminder"), body={"order": 42}, headers={"x-tenant": "acme"})
+    task = client.create_task(
+        url=callback_url(base, "payment-reminder"), body={"order": 42}, headers={"x-tenant": "acme"}
+    )
     done = _finished(client, task.id)
 
     assert done.attempts[0].status_code == 200
@@ -103,7 +105,9 @@ def test_retry_later_with_seconds_answers_retry_after(server, client, serve_wsgi
     receiver.register("busy", lambda delivery: (_ for _ in ()).throw(RetryLater(120)))
     base = serve_wsgi(receiver.wsgi())
 
-    task = client.create_task(url=callback_url(base, "busy"), retry={"backoff": "exponential", "interval": "1s", "max_interval": "1h"})
+    task = client.create_task(
+        url=callback_url(base, "busy"), retry={"backoff": "exponential", "interval": "1s", "max_interval": "1h"}
+    )
     seen = wait_for(lambda: (t := client.get_task(task.id)).attempts and t, what="the first attempt")
     (attempt,) = seen.attempts
     assert attempt.status_code == 503 and seen.status == "scheduled"
@@ -144,7 +148,9 @@ def test_rotation_a_receiver_with_either_secret_verifies(server, client, serve_w
     assert client.get_task(stale.id).attempts[0].status_code == 401
 
 
-def _signed(secret: str, body: bytes, *, at: datetime | None = None, msg_id: str = "01JD2W9Q5Z4T8M3X6V7B0C1N2P") -> dict[str, str]:
+def _signed(
+    secret: str, body: bytes, *, at: datetime | None = None, msg_id: str = "01JD2W9Q5Z4T8M3X6V7B0C1N2P"
+) -> dict[str, str]:
     at = at or datetime.now(timezone.utc)
     return {
         "webhook-id": msg_id,

@@ -22,7 +22,12 @@ def test_register_inspect_cancel(client: Client):
     assert task.idempotency_key, "a registration is sent with an idempotency key"
 
     seen = client.get_task(task.id)
-    assert (seen.url, seen.key, seen.metadata, seen.body_preview) == (LATER, "order-42", {"team": "billing"}, '{"order":42}')
+    assert (seen.url, seen.key, seen.metadata, seen.body_preview) == (
+        LATER,
+        "order-42",
+        {"team": "billing"},
+        '{"order":42}',
+    )
     assert seen.next_attempt_at is not None and seen.attempts == []
 
     assert client.cancel_task(task.id).status == "canceled"
@@ -131,7 +136,9 @@ def _counting(server) -> tuple[Client, list[str]]:
 
 def test_iter_tasks_follows_every_page(server):
     client, pages = _counting(server)
-    registered = [item.task.id for item in client.create_tasks([{"url": LATER, "delay": "1h"} for _ in range(25)]).tasks]
+    registered = [
+        item.task.id for item in client.create_tasks([{"url": LATER, "delay": "1h"} for _ in range(25)]).tasks
+    ]
     pages.clear()
 
     listed = [task.id for task in client.iter_tasks(page_size=10)]

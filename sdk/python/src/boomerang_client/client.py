@@ -102,7 +102,12 @@ class _Base:
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
         return http.build_request(
-            call.method, self.base_url + call.path, params=call.params, json=call.json, headers=headers, timeout=self.timeout
+            call.method,
+            self.base_url + call.path,
+            params=call.params,
+            json=call.json,
+            headers=headers,
+            timeout=self.timeout,
         )
 
     def _attempts(self, call: Call[Any]) -> int:
@@ -332,7 +337,9 @@ class AsyncClient(_Base):
         self, *, status: TaskStatus | None = None, key: str | None = None, page_size: int | None = None
     ) -> AsyncIterator[TaskView]:
         """Every task (newest first), or those with a `status` or `key`, page after page."""
-        return _async_pages(lambda cursor: self.list_tasks(status=status, key=key, limit=page_size, cursor=cursor), "tasks")
+        return _async_pages(
+            lambda cursor: self.list_tasks(status=status, key=key, limit=page_size, cursor=cursor), "tasks"
+        )
 
     def iter_schedules(self, *, page_size: int | None = None) -> AsyncIterator[ScheduleView]:
         """Every schedule, page after page."""
@@ -409,4 +416,3 @@ async def _async_pages(fetch: Callable[[str | None], Awaitable[Any]], items: str
         cursor = page.next_cursor
         if not cursor:
             return
-

@@ -207,7 +207,11 @@ def create_tasks(tasks: Sequence[TaskRequest | Mapping[str, Any]]) -> Call[Batch
     """
     checked = [_request(TaskRequest, task, {}) for task in tasks]
     keyed = [
-        task if task.idempotency_key is not None else _request(TaskRequest, task, {"idempotency_key": new_idempotency_key()})
+        (
+            task
+            if task.idempotency_key is not None
+            else _request(TaskRequest, task, {"idempotency_key": new_idempotency_key()})
+        )
         for task in checked
     ]
     request = BatchRequest(tasks=keyed)
@@ -281,7 +285,9 @@ def release_by_key(key: str) -> Call[KeyReleaseView]:
 
 
 @_operation
-def bulk_action(request: BulkRequest | Mapping[str, Any] | None = None, /, **fields: Any) -> Call[BulkPreviewView | BulkJobView]:
+def bulk_action(
+    request: BulkRequest | Mapping[str, Any] | None = None, /, **fields: Any
+) -> Call[BulkPreviewView | BulkJobView]:
     """``POST /v1/tasks/bulk``: retries, cancels or releases the tasks a filter matches.
 
     With ``dry_run=True`` it answers a `BulkPreviewView` (how many, and a sample; nothing
@@ -313,7 +319,9 @@ def get_bulk_job(id: str) -> Call[BulkJobView]:
 
 
 @_operation
-def create_schedule(schedule: ScheduleRequest | Mapping[str, Any] | None = None, /, **fields: Any) -> Call[ScheduleView]:
+def create_schedule(
+    schedule: ScheduleRequest | Mapping[str, Any] | None = None, /, **fields: Any
+) -> Call[ScheduleView]:
     """``POST /v1/schedules``: a recurring callback (``cron`` with ``timezone``, or
     ``every``), each occurrence a task made of the other fields.
 
@@ -371,7 +379,9 @@ def get_policy(name: str) -> Call[PolicyView]:
 
 
 @_operation
-def put_policy(name: str, policy: PolicyRequest | Mapping[str, Any] | None = None, /, **fields: Any) -> Call[PolicyView]:
+def put_policy(
+    name: str, policy: PolicyRequest | Mapping[str, Any] | None = None, /, **fields: Any
+) -> Call[PolicyView]:
     """``PUT /v1/policies/{name}``: stores a named retry policy (a task's ``retry``, and
     optionally a ``flow``); ``default`` replaces the built-in default."""
     body = _body(_request(PolicyRequest, policy, fields))
@@ -397,7 +407,9 @@ def get_template(name: str) -> Call[TemplateView]:
 
 
 @_operation
-def put_template(name: str, template: TemplateRequest | Mapping[str, Any] | None = None, /, **fields: Any) -> Call[TemplateView]:
+def put_template(
+    name: str, template: TemplateRequest | Mapping[str, Any] | None = None, /, **fields: Any
+) -> Call[TemplateView]:
     """``PUT /v1/templates/{name}``: stores a task template, the settings a task takes
     where it gives none; ``default`` applies to every task that names no template."""
     body = _body(_request(TemplateRequest, template, fields))
@@ -457,7 +469,9 @@ def list_breakers() -> Call[BreakersView]:
 
 
 @_operation
-def put_breaker_settings(settings: BreakerSettingsRequest | Mapping[str, Any] | None = None, /, **fields: Any) -> Call[BreakerSettingsView]:
+def put_breaker_settings(
+    settings: BreakerSettingsRequest | Mapping[str, Any] | None = None, /, **fields: Any
+) -> Call[BreakerSettingsView]:
     """``PUT /v1/breakers/settings``: when a destination's breaker opens, and how it is
     probed (a field left out keeps its default)."""
     body = _body(_request(BreakerSettingsRequest, settings, fields))

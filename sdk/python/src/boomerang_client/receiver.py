@@ -168,7 +168,9 @@ class Receiver:
             return self._failure(delivery, error)
         return _success(result)
 
-    def _prepare(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response | tuple[Handler, Delivery]:
+    def _prepare(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> Response | tuple[Handler, Delivery]:
         if len(body) > self.max_body:
             return _text(413, "body too large")
         headers = {name.lower(): value for name, value in headers.items()}
@@ -257,7 +259,9 @@ class _WsgiApp:
         self.receiver = receiver
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
+        headers = {
+            key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")
+        }
         if environ.get("CONTENT_TYPE"):
             headers["content-type"] = environ["CONTENT_TYPE"]
         try:
@@ -268,7 +272,9 @@ class _WsgiApp:
             response = _text(413, "body too large")
         else:
             body = environ["wsgi.input"].read(length) if length > 0 else b""
-            response = self.receiver.handle(environ.get("REQUEST_METHOD", "POST"), environ.get("PATH_INFO", ""), headers, body)
+            response = self.receiver.handle(
+                environ.get("REQUEST_METHOD", "POST"), environ.get("PATH_INFO", ""), headers, body
+            )
         status = f"{response.status} {_REASONS.get(response.status, '')}".rstrip()
         start_response(status, [*response.headers, ("content-length", str(len(response.body)))])
         return [response.body]
@@ -278,7 +284,12 @@ class _AsgiApp:
     def __init__(self, receiver: Receiver) -> None:
         self.receiver = receiver
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]], send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    async def __call__(
+        self,
+        scope: dict[str, Any],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        send: Callable[[dict[str, Any]], Awaitable[None]],
+    ) -> None:
         if scope["type"] == "lifespan":
             # Nothing to start or stop; answering lets servers know the app speaks lifespan.
             while True:
