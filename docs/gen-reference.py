@@ -332,8 +332,9 @@ def schema_page(api, doc):
             break
         for name in todo:
             done.add(name)
-            api.fields(api.schemas[name])
-            api.type_of({"$ref": f"#/components/schemas/{name}"})
+            schema = api.schemas[name]
+            api.fields(schema)
+            api.type_of({k: v for k, v in schema.items() if k != "description"})
     for name in sorted(done):
         schema = api.schemas[name]
         out += [f'<a id="{anchor(name)}"></a>', "", f"## {name}", ""]
