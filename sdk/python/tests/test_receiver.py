@@ -188,6 +188,11 @@ def test_forged_stale_and_future_deliveries_are_refused(app, serve_wsgi, serve_a
     (delivery,) = got
     assert (delivery.body, delivery.attempt, delivery.alias) == ({"order": 1}, 3, "hook")
 
+    # An alias is one path segment, percent-encoded in the URL.
+    receiver.register("café 50%", got.append)
+    assert post(_signed(secret, body), to=callback_url(url.rpartition("/")[0], "café 50%")) == 200
+    assert got[-1].alias == "café 50%"
+
 
 def test_core_answers(tmp_path):
     secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()

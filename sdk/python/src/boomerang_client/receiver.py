@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
-from urllib.parse import unquote
 
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
@@ -136,8 +135,9 @@ class Receiver:
         return decorate
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
-        """Answers one request (for any server: the core of the WSGI app). An ``async``
-        handler is run to its end on an event loop of its own."""
+        """Answers one request (for any server: the core of the WSGI app). ``path`` is the
+        request's path, percent-decoded (as WSGI and ASGI give it); ``body`` its raw bytes.
+        An ``async`` handler is run to its end on an event loop of its own."""
         prepared = self._prepare(method, path, headers, body)
         if isinstance(prepared, Response):
             return prepared
@@ -176,7 +176,7 @@ class Receiver:
         headers = {name.lower(): value for name, value in headers.items()}
         if not self._verifies(body, headers):
             return _text(401, "signature does not verify")
-        alias = unquote(path.rpartition("/")[2])
+        alias = path.rpartition("/")[2]
         handler = self._handlers.get(alias)
         if handler is None:
             return _text(404, f"no handler for {alias!r}")
@@ -272,9 +272,9 @@ class _WsgiApp:
             response = _text(413, "body too large")
         else:
             body = environ["wsgi.input"].read(length) if length > 0 else b""
-            response = self.receiver.handle(
-                environ.get("REQUEST_METHOD", "POST"), environ.get("PATH_INFO", ""), headers, body
-            )
+            # PATH_INFO is the decoded path's bytes as latin-1 (PEP 3333); paths are UTF-8.
+            path = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8", errors="replace")
+            response = self.receiver.handle(environ.get("REQUEST_METHOD", "POST"), path, headers, body)
         status = f"{response.status} {_REASONS.get(response.status, '')}".rstrip()
         start_response(status, [*response.headers, ("content-length", str(len(response.body)))])
         return [response.body]
@@ -319,9 +319,7 @@ class _AsgiApp:
                 break
         if response is None:
             response = await self.receiver.handle_async(scope["method"], scope["path"], headers, bytes(body))
-        await send({
-            "type": "http.response.start",
-            "status": response.status,
-            "headers": [(name.encode("latin-1"), value.encode("latin-1")) for name, value in [*response.headers, ("content-length", str(len(response.body)))]],
-        })  # fmt: skip
+        headers_out = [*response.headers, ("content-length", str(len(response.body)))]
+        raw_headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers_out]
+        await send({"type": "http.response.start", "status": response.status, "headers": raw_headers})
         await send({"type": "http.response.body", "body": response.body})
