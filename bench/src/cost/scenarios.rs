@@ -270,6 +270,7 @@ struct Results {
     gets: Run,
     occurrences: Run,
     limited: Run,
+    ordered: Run,
 }
 
 /// How a scenario's tasks are registered.
@@ -280,7 +281,14 @@ enum Registration {
     Idempotent,
     /// By a tenant with a destination limit of its own.
     Limited,
+    /// Each with an order key, [`EVENTS_PER_ORDER_KEY`] tasks to a key, in the key's
+    /// line: each takes a place when stored, waits for its turn, and passes it on.
+    Ordered,
 }
+
+/// Tasks that share an order key in the ordered scenario: the few events of one entity
+/// (an order created, paid, shipped, delivered).
+const EVENTS_PER_ORDER_KEY: usize = 4;
 
 /// A destination limit the scenario's calls never reach: what is priced is holding it.
 const OWN_DESTINATION_LIMIT: usize = 64;
@@ -372,6 +380,11 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
             cost(|r| &r.limited),
             None,
         ),
+        (
+            "ordered: 4 tasks to an order key",
+            cost(|r| &r.ordered),
+            None,
+        ),
         ("GET of a task (per request)", cost(|r| &r.gets), None),
         ("a schedule's occurrence", cost(|r| &r.occurrences), None),
     ];
@@ -420,6 +433,7 @@ pub async fn run_all(endpoint: &str, tasks: usize, functions_dir: Option<PathBuf
         ("one retry", |r| &r.retry),
         ("idempotency key", |r| &r.idempotent),
         ("own destination limit", |r| &r.limited),
+        ("ordered", |r| &r.ordered),
         ("batches of 100", |r| &r.batched),
         ("due in 2 hours", |r| &r.scheduled),
         ("due in 30 days", |r| &r.thirty_days),
@@ -681,6 +695,15 @@ impl Bench {
             .scenario(tasks, "/ok", json!({"delay": "1s"}), Registration::Limited)
             .await?
             .0;
+        let ordered = self
+            .scenario(
+                tasks,
+                &format!("/ok?ordered={}", ulid::Ulid::new()),
+                json!({"delay": "1s"}),
+                Registration::Ordered,
+            )
+            .await?
+            .0;
         let gets = self.gets(&ids).await?;
         let scheduled = self.far_ahead(tasks, "2h").await?;
         let thirty_days = self.far_ahead(tasks, "30d").await?;
@@ -696,6 +719,7 @@ impl Bench {
             gets,
             occurrences,
             limited,
+            ordered,
         })
     }
 
@@ -841,6 +865,9 @@ impl Bench {
             }
             let key = (how == Registration::Idempotent)
                 .then(|| format!("order-{}-{i}", ulid::Ulid::new()));
+            if how == Registration::Ordered {
+                body["order_key"] = json!(format!("{path}-{}", i / EVENTS_PER_ORDER_KEY));
+            }
             let api_key = match how {
                 Registration::Limited => &self.limited_key,
                 _ => &self.api_key,
