@@ -7,9 +7,14 @@ LinkChecker (PyPI) finds the same faults, but its anchor check reads and parses 
 page again for every link with a fragment: over this book, whose generated reference pages
 hold hundreds of links into each other, it took minutes. This reads each page once.
 
-Usage: docs/check-links.py [docs/book]
+It also checks the relative links of Markdown files given with --markdown (the README,
+which is read on the forge, not in the book): each must name a file or folder of the
+repository.
+
+Usage: docs/check-links.py [docs/book] [--markdown README.md ...]
 """
 
+import re
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -35,8 +40,30 @@ class Page(HTMLParser):
                 self.links.append((self.getpos()[0], attrs[name]))
 
 
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def markdown_faults(path):
+    """Relative links of a Markdown file that name nothing in the repository."""
+    faults, checked = [], 0
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for link in MARKDOWN_LINK.findall(line):
+            parts = urlsplit(link)
+            if parts.scheme or not parts.path:
+                continue
+            checked += 1
+            if not (path.parent / unquote(parts.path)).exists():
+                faults.append(f"{path}:{number}: {link}: no such file")
+    return checked, faults
+
+
 def main():
-    root = Path(sys.argv[1] if len(sys.argv) > 1 else DEFAULT).resolve()
+    args = sys.argv[1:]
+    markdown = []
+    if "--markdown" in args:
+        at = args.index("--markdown")
+        args, markdown = args[:at], args[at + 1:]
+    root = Path(args[0] if args else DEFAULT).resolve()
     pages = {}
     for path in sorted(root.rglob("*.html")):
         page = Page()
@@ -61,9 +88,14 @@ def main():
                 ids = pages[target].ids if target in pages else set()
                 if unquote(parts.fragment) not in ids:
                     broken.append(f"{where}: no such anchor")
+    for name in markdown:
+        count, faults = markdown_faults(Path(name))
+        checked += count
+        broken += faults
     for fault in broken:
         print(fault)
-    print(f"links: {checked} checked in {len(pages)} pages, {len(broken)} broken")
+    print(f"links: {checked} checked in {len(pages)} pages and {len(markdown)} Markdown files, "
+          f"{len(broken)} broken")
     sys.exit(1 if broken else 0)
 
 

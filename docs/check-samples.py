@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs the book's shell samples, so that what a newcomer pastes works as written.
 
-Every fenced ```sh (or ```bash) block of the Getting started and Guides pages is run: a
+Every fenced ```sh (or ```bash) block of the Getting started and Guides pages, and of the
+README, is run: a
 page's blocks in order, in one bash (`set -euo pipefail`, so variables carry from one
 block to the next), in a fresh temporary directory, with `boomerang` on PATH. Each page
 runs in a network namespace of its own that has only a loopback interface, so the samples
@@ -249,20 +250,20 @@ def main():
         sys.exit(f"missing {binary}: cargo build --bin boomerang")
     if not shutil.which("jq"):
         sys.exit("the samples use jq: install it (apt-get install jq)")
-    pages = [Path(p).resolve() for p in args.pages] or sorted(
+    pages = [Path(p).resolve() for p in args.pages] or [DOCS.parent / "README.md"] + sorted(
         p for d in PAGES for p in (DOCS / "src" / d).rglob("*.md")
     )
     not_run, to_run = [], []
     for page in pages:
         _, blocks = parse(page)
-        rel = page.relative_to(DOCS)
+        rel = page.relative_to(DOCS.parent)
         not_run += [(rel, b) for b in blocks if b.not_run is not None]
         if any(b.not_run is None for b in blocks):
             to_run.append(page)
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for result in pool.map(lambda p: run_page(p, binary, args.show), to_run):
-            rel = Path(result["page"]).relative_to(DOCS)
+            rel = Path(result["page"]).relative_to(DOCS.parent)
             if result.get("ok"):
                 print(f"ok      {rel}: {result['run']} blocks in {result['seconds']} s")
                 if args.show:
