@@ -1,6 +1,5 @@
-//! A typed client of the HTTP API, built from the API's own request and view types: a
-//! renamed field fails to compile here, not at run time in a caller. The command line and
-//! the end-to-end tests use it.
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 mod transport;
 
@@ -32,15 +31,27 @@ use transport::{Call, Transport};
 pub enum ClientError {
     /// The API answered with a problem.
     #[error("{status}: {}", .problem.detail)]
-    Refused { status: u16, problem: Problem },
+    Refused {
+        /// The answer's HTTP status.
+        status: u16,
+        /// The problem body: its `detail`, and the `field` it names when a field was bad.
+        problem: Problem,
+    },
     /// No connection to the API (refused, unknown host): nothing was sent.
     #[error("unreachable: {0}")]
     Unreachable(String),
     /// An answer that is not what the API documents.
     #[error("unexpected answer ({status}): {body}")]
-    Unexpected { status: u16, body: String },
+    Unexpected {
+        /// The answer's HTTP status.
+        status: u16,
+        /// The answer's body, as text.
+        body: String,
+    },
+    /// The API's base URL, or a path made from an argument, is not a URL.
     #[error("bad URL: {0}")]
     Url(String),
+    /// The request could not be written as JSON.
     #[error("cannot encode the request: {0}")]
     Encode(#[from] serde_json::Error),
     /// No whole answer once connected (a timeout, a connection cut short): the request
@@ -71,19 +82,27 @@ impl ClientError {
 /// 200 when an idempotency key returned an earlier one).
 #[derive(Debug)]
 pub struct Answer<T> {
+    /// The HTTP status.
     pub status: u16,
+    /// The answer's body, read as its view type.
     pub body: T,
 }
 
 /// Which tasks a list asks for (`GET /v1/tasks`).
 #[derive(Debug, Default, Clone)]
 pub struct ListParams {
+    /// Only tasks in this state.
     pub status: Option<Status>,
+    /// Only tasks with this business key.
     pub key: Option<BusinessKey>,
+    /// At most this many to a page (the API's default without it).
     pub limit: Option<u32>,
+    /// The page after the one that answered this `next_cursor`.
     pub cursor: Option<String>,
 }
 
+/// The API at one base URL, called with one API key. Cloning is cheap: clones share the
+/// connection pool.
 #[derive(Clone)]
 pub struct Client {
     base: Url,

@@ -19,8 +19,10 @@ use url::Url;
 /// Why a call got no answer, or no whole one.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
+    /// The platform's certificate roots could not be loaded.
     #[error("TLS setup")]
     Tls(#[source] std::io::Error),
+    /// The request could not be made (a header that is not a header value).
     #[error("cannot build the request")]
     Request(#[from] http::Error),
     /// No connection (refused, unknown host), or one that failed before the answer.
@@ -29,6 +31,7 @@ pub enum TransportError {
     /// The request may have been acted on: the answer did not come in time.
     #[error("no answer within {0:?}")]
     Timeout(Duration),
+    /// The answer was cut short while it was read.
     #[error("reading the answer")]
     Read(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
