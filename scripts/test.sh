@@ -5,6 +5,9 @@
 # Runs on a fresh clone; installs whatever it needs by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's heading carries the minutes and seconds since the start, to see where the
+# time goes.
+step() { printf '== [%02d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 need_component() {
   if ! cargo "$1" --version >/dev/null 2>&1; then
@@ -15,46 +18,75 @@ need_component() {
 need_component fmt rustfmt
 need_component clippy clippy
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all --check
 
-echo "== cargo clippy"
+step "cargo clippy"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 
-echo "== build (the end-to-end tests run the real binary)"
+step "build (the end-to-end tests run the real binary)"
 cargo build --locked --workspace --all-targets
 
-echo "== Lambda zips (cargo lambda build --release --arm64)"
+step "the Rust client's crates package (cargo package)"
+cargo package --locked --no-verify -p boomerang-core -p boomerang-api -p boomerang-client
+
+step "Lambda zips (cargo lambda build --release --arm64)"
 bash scripts/build-lambdas.sh
 # The cost meter's smoke test runs the functions under cargo-lambda's runtime emulator.
 if ! cargo lambda --help >/dev/null 2>&1; then
   export PATH="${BOOMERANG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/boomerang-test}/cargo-lambda/bin:$PATH"
 fi
 
-echo "== infrastructure (CDK) checks"
+step "infrastructure (CDK) checks"
 log=$(mktemp)
 bash scripts/infra-checks.sh 2>&1 | tee "$log"
 
-echo "== AWS emulators"
+step "AWS emulators"
 # shellcheck source=scripts/emulators.sh
 . scripts/emulators.sh
 
 # The API fuzzer has a network namespace of its own (no shared ports), so it runs while
 # the cargo tests do; its output is shown when both are done.
-echo "== API fuzzing (schemathesis, in the background; output below)"
+step "API fuzzing (schemathesis, in the background; output below)"
 fuzz_log=$(mktemp)
 bash scripts/api-fuzz.sh >"$fuzz_log" 2>&1 &
 fuzz_pid=$!
 
-echo "== cargo test"
+# The client libraries' suites start servers of their own on free ports and mostly wait
+# on them: they run while the cargo tests do, their output shown when both are done.
+step "client libraries (TypeScript, Python; in the background; output below)"
+sdk_ts_log=$(mktemp)
+bash scripts/sdk-typescript-test.sh >"$sdk_ts_log" 2>&1 &
+sdk_ts_pid=$!
+sdk_py_log=$(mktemp)
+bash scripts/sdk-python-test.sh >"$sdk_py_log" 2>&1 &
+sdk_py_pid=$!
+
+step "cargo test"
 test_status=0
 cargo test --locked --workspace --no-fail-fast 2>&1 | tee -a "$log" || test_status=$?
 
-echo "== console browser tests (headless Chromium)"
+step "console browser tests (headless Chromium)"
 console_status=0
 bash scripts/console-test.sh 2>&1 | tee -a "$log" || console_status=$?
 
-echo "== API fuzzing (schemathesis) output"
+# A background suite's output, into the run's log, and its exit status.
+background_output() {
+  local pid=$1 out=$2 name=$3 status=0
+  wait "$pid" || status=$?
+  tee -a "$log" <"$out"
+  rm -f "$out"
+  [ "$status" = 0 ] || echo "$name: failed"
+  return "$status"
+}
+step "TypeScript client output"
+sdk_ts_status=0
+background_output "$sdk_ts_pid" "$sdk_ts_log" "TypeScript client" || sdk_ts_status=$?
+step "Python client output"
+sdk_py_status=0
+background_output "$sdk_py_pid" "$sdk_py_log" "Python client" || sdk_py_status=$?
+
+step "API fuzzing (schemathesis) output"
 fuzz_status=0
 wait "$fuzz_pid" || fuzz_status=$?
 if [ "$fuzz_status" = 0 ]; then
@@ -65,11 +97,14 @@ else
   echo "API fuzzing: failed" | tee -a "$log"
 fi
 # One closing line for the whole run: the sum over every cargo test binary, the CDK
-# assertion tests and the console's (node's runner prints "# pass N" and "# fail N"), and
+# assertion tests, the console's and the TypeScript client's (node's runner prints
+# "# pass N" and "# fail N"), the Python client's (pytest: "N failed, M passed in …"), and
 # the API fuzzing as one.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     /^[0-9]+ (passed|failed)/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^# pass / { p += $3 } /^# fail / { f += $3 }
      /^API fuzzing: passed/ { p += 1 } /^API fuzzing: failed/ { f += 1 }
      END { printf "Summary: %d passed, %d failed\n", p, f }' "$log"
 rm -f "$log" "$fuzz_log"
-[ "$test_status" = 0 ] && [ "$console_status" = 0 ] && [ "$fuzz_status" = 0 ]
+[ "$test_status" = 0 ] && [ "$console_status" = 0 ] && [ "$fuzz_status" = 0 ] &&
+  [ "$sdk_ts_status" = 0 ] && [ "$sdk_py_status" = 0 ]
