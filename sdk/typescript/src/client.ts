@@ -156,10 +156,16 @@ class Resource {
 
 export class Tasks extends Resource {
   /**
-   * `POST /v1/tasks`: registers a callback. Always sent with an idempotency key (see
-   * `CreateOptions`), so it is retried like a read.
+   * `POST /v1/tasks`: registers a callback. Sent with an idempotency key (see
+   * `CreateOptions`), so it is retried like a read; but a task with `on_key: 'replace'`
+   * and no key of its own takes none (the server refuses it there), and is sent once.
    */
   create(task: T.TaskRequest, options: CreateOptions = {}): Promise<T.Task> {
+    if (options.idempotencyKey === undefined && !task.idempotency_key && task.on_key === 'replace') {
+      // The server refuses an idempotency key with `on_key: replace` (a repeat replaces the
+      // task again, or makes a new one once an attempt has begun), so it is sent once.
+      return unwrap(this.core.api.POST('/v1/tasks', { body: task, fetch: this.core.once }));
+    }
     const key = options.idempotencyKey ?? (task.idempotency_key ? undefined : newKey());
     return unwrap(this.core.api.POST('/v1/tasks', {
       body: task,

@@ -82,6 +82,30 @@ test('a registration whose answer was lost is retried with the same key and stor
   assert.deepEqual(stored.tasks.map((t) => t.id), [task.id]);
 });
 
+test('each registration has a key of its own: two calls are two tasks', async () => {
+  const first = await client().tasks.create({ url: CALLBACK, delay: '1h', key: 'two-calls' });
+  const second = await client().tasks.create({ url: CALLBACK, delay: '1h', key: 'two-calls' });
+  assert.equal(seen.length, 2);
+  assert.ok(seen[0].key && seen[1].key);
+  assert.notEqual(seen[1].key, seen[0].key);
+  assert.notEqual(second.id, first.id);
+});
+
+test('a registration that replaces by key goes without an idempotency key, and once', async () => {
+  // The server refuses an idempotency key with `on_key: replace`; a repeat would replace again.
+  const task = { url: CALLBACK, delay: '1h', key: 'replaced', on_key: 'replace' };
+  const first = await client().tasks.create(task);
+  const second = await client().tasks.create({ ...task, delay: '2h' });
+  assert.equal(second.id, first.id, 'the second registration replaced the first');
+  assert.deepEqual(seen.map((s) => s.key), [undefined, undefined]);
+
+  seen = [];
+  faults = [{ status: 503 }];
+  const error = await client().tasks.create(task).catch((e) => e);
+  assert.equal(error.status, 503);
+  assert.equal(seen.length, 1);
+});
+
 test('a batch whose answer was lost is stored once: each task carries its own key', async () => {
   faults = ['lose-answer'];
   const result = await client().tasks.createBatch([{ url: CALLBACK, delay: '1h', key: 'lost-batch' }, { url: CALLBACK, delay: '1h', key: 'lost-batch' }]);
