@@ -134,6 +134,24 @@ test('a forged, tampered, stale or unsigned delivery is refused with 401', async
   assert.equal(deliveries.length, before + 1, 'only the rightly signed request reached the handler');
 });
 
+test('the timestamp handed over is the one the signature was checked with', async () => {
+  const at = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const body = '{"order":42}';
+  const seconds = String(at.getTime() / 1000);
+  const headers = {
+    'content-type': 'application/json',
+    'webhook-id': 'msg_ts',
+    // The library reads the leading digits, and signs over them.
+    'webhook-timestamp': `${seconds}x`,
+    'webhook-signature': new Webhook(server.signingSecret).sign('msg_ts', at, body),
+  };
+  const before = deliveries.length;
+  const answer = await receiver.handle({ alias: 'order-paid', headers, body });
+  assert.equal(answer.status, 200);
+  assert.equal(deliveries.length, before + 1);
+  assert.equal(deliveries.at(-1).timestamp.getTime(), at.getTime());
+});
+
 test('the Express handler verifies and dispatches a real delivery', async () => {
   const got = [];
   const app = express();

@@ -107,7 +107,8 @@ export class Receiver {
       alias: incoming.alias as string,
       taskId: headers['webhook-id'] as string,
       attempt: Number.isNaN(attempt) ? undefined : attempt,
-      timestamp: new Date(Number(headers['webhook-timestamp']) * 1000),
+      // Read as the library read it when it checked the signature (leading digits).
+      timestamp: new Date(Number.parseInt(headers['webhook-timestamp'] as string, 10) * 1000),
       body: parseBody(rawBody, headers['content-type']),
       rawBody,
       headers,
