@@ -213,6 +213,15 @@ def test_core_answers(tmp_path):
     assert json.loads(as_json.body) == {"seen": {"a": 1}}
     later = receiver.handle("POST", "/later", _signed(secret, body), body)
     assert later.status == 503 and ("retry-after", "30") in later.headers
+    receiver.register("fraction", lambda d: (_ for _ in ()).throw(RetryLater(2.5)))
+    fraction = receiver.handle("POST", "/fraction", _signed(secret, body), body)
+    assert fraction.status == 503 and ("retry-after", "3") in fraction.headers, "whole seconds, rounded up"
+    # boomerang-attempt is not signed: a value int() refuses is no attempt number, not a crash.
+    seen: list[Delivery] = []
+    receiver.register("attempt", seen.append)
+    for odd in ("²", "x", " 7 ", ""):
+        assert receiver.handle("POST", "/attempt", {**_signed(secret, body), "boomerang-attempt": odd}, body).status == 200
+    assert [d.attempt for d in seen] == [None, None, 7, None]
     assert receiver.handle("POST", "/async", _signed(secret, body), body).body == b"awaited"
     assert asyncio.run(receiver.handle_async("POST", "/async", _signed(secret, body), body)).body == b"awaited"
     assert receiver.handle("POST", "/text", _signed(secret, b"{bad"), b"{bad").status == 400

@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -40,7 +41,7 @@ class RetryLater(Exception):
     seconds only when the receiver itself is overloaded or down for maintenance.
     """
 
-    def __init__(self, seconds: int | None = None, message: str = "") -> None:
+    def __init__(self, seconds: float | None = None, message: str = "") -> None:
         super().__init__(message or "retry later")
         if seconds is not None and seconds < 0:
             raise ValueError("seconds must not be negative")
@@ -184,11 +185,10 @@ class Receiver:
             parsed = _parse(body, headers.get("content-type", ""))
         except ValueError:
             return _text(400, "the body is not the JSON its content type says")
-        attempt = headers.get("boomerang-attempt", "")
         delivery = Delivery(
             alias=alias,
             task_id=headers["webhook-id"],
-            attempt=int(attempt) if attempt.isdigit() else None,
+            attempt=_attempt(headers.get("boomerang-attempt", "")),
             timestamp=datetime.fromtimestamp(float(headers["webhook-timestamp"]), tz=timezone.utc),
             body=parsed,
             raw_body=body,
@@ -211,7 +211,8 @@ class Receiver:
         if isinstance(error, RetryLater):
             if error.seconds is None:
                 return _text(500, str(error))
-            return _text(503, str(error), [("retry-after", str(error.seconds))])
+            # Retry-After takes whole seconds: a fraction is rounded up.
+            return _text(503, str(error), [("retry-after", str(math.ceil(error.seconds)))])
         if isinstance(error, PermanentFailure):
             return _text(410, str(error) or "gone")
         log.exception("handler for %r failed on task %s attempt %s", delivery.alias, delivery.task_id, delivery.attempt)
@@ -225,6 +226,14 @@ class Receiver:
     def asgi(self) -> Callable[..., Awaitable[None]]:
         """This receiver as an ASGI application (Starlette, FastAPI, uvicorn…)."""
         return _AsgiApp(self)
+
+
+def _attempt(header: str) -> int | None:
+    # The header is not signed: anything int() refuses (``"²"`` passes isdigit) is None.
+    try:
+        return int(header) if header.strip().isascii() else None
+    except ValueError:
+        return None
 
 
 async def _awaited(awaitable: Awaitable[Any]) -> Any:
