@@ -80,6 +80,24 @@ def test_a_wrong_api_key_is_a_401(server):
     assert refused.value.status == 401
 
 
+def test_the_url_is_the_environments_else_the_local_servers(monkeypatch):
+    # As the TypeScript client: BOOMERANG_URL, else where `boomerang serve` listens by default.
+    monkeypatch.delenv("BOOMERANG_URL", raising=False)
+    with Client(api_key="k") as client:
+        assert client.base_url == "http://127.0.0.1:8080"
+    monkeypatch.setenv("BOOMERANG_URL", "http://boomerang.test:9000/")
+    with Client(api_key="k") as client:
+        assert client.base_url == "http://boomerang.test:9000"
+    assert asyncio.run(_base_url_of_async_client()) == "http://boomerang.test:9000"
+    with Client("http://given.test") as client:
+        assert client.base_url == "http://given.test"
+
+
+async def _base_url_of_async_client() -> str:
+    async with AsyncClient(api_key="k") as client:
+        return client.base_url
+
+
 def test_a_misspelt_field_is_refused_before_sending(client: Client):
     with pytest.raises(pydantic.ValidationError, match="dealy"):
         client.create_task(url=LATER, dealy="1h")

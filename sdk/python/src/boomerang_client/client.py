@@ -29,6 +29,7 @@ T = TypeVar("T")
 Item = TypeVar("Item")
 
 VERSION = "0.1.0"
+DEFAULT_URL = "http://127.0.0.1:8080"
 
 # Failures after which the request may not have reached the server, or its answer was lost.
 TRANSIENT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
@@ -82,9 +83,8 @@ class _Base:
         retry: RetryPolicy | None,
         callback_base: str | None,
     ) -> None:
-        base_url = base_url or os.environ.get("BOOMERANG_URL")
-        if not base_url:
-            raise ValueError("no base URL: pass base_url, or set BOOMERANG_URL")
+        # The address `boomerang serve` listens on by default, as the TypeScript client's.
+        base_url = base_url or os.environ.get("BOOMERANG_URL") or DEFAULT_URL
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("BOOMERANG_API_KEY")
         self.timeout = timeout
@@ -175,8 +175,8 @@ def _like(send: Callable[..., Any], build: Callable[..., Any]) -> Callable[..., 
 class Client(_Base):
     """A blocking client of the Boomerang API.
 
-    ``Client(base_url, api_key=...)``; without them, ``BOOMERANG_URL`` and
-    ``BOOMERANG_API_KEY`` are read from the environment. Every method raises `ApiError`
+    ``Client(base_url, api_key=...)``; without them, ``BOOMERANG_URL`` (else
+    ``http://127.0.0.1:8080``) and ``BOOMERANG_API_KEY`` are read from the environment. Every method raises `ApiError`
     when the API answers an error, and httpx's exceptions when it cannot be reached.
     Calls that are safe to repeat are retried as ``retry`` (a `RetryPolicy`) says.
     ``http_client`` is an ``httpx.Client`` of your own (proxies, certificates, hooks),
