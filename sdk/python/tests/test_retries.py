@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from boomerang_client import ApiError, Client, RetryPolicy
+from boomerang_client.errors import retry_after_seconds
 
 from .faulty_proxy import FaultyProxy
 
@@ -90,6 +91,13 @@ def test_a_retry_after_longer_than_the_bound_is_raised(via_proxy, proxy):
     with pytest.raises(ApiError) as refused:
         via_proxy.list_tasks()
     assert (refused.value.status, refused.value.retry_after, len(proxy.seen)) == (429, 3600, 1)
+
+
+def test_an_unreadable_retry_after_is_ignored():
+    assert retry_after_seconds("12") == 12.0
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    for unreadable in ("²", "soon", "-1", "1.5", ""):
+        assert retry_after_seconds(unreadable) is None, unreadable
 
 
 def test_the_servers_rate_limit_is_waited_out(start_server):

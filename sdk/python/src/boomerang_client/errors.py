@@ -69,7 +69,7 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     if value is None or not value.strip():
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # not "²", which isdigit() takes and float() refuses
         return float(value)
     try:
         at = email.utils.parsedate_to_datetime(value)
