@@ -13,7 +13,7 @@ export class RetryLater extends Error {
   override readonly name = 'RetryLater';
 
   constructor(
-    /** Seconds to wait, sent as `Retry-After` (a whole number of at least 1). */
+    /** Seconds to wait, sent as `Retry-After` (rounded up to whole seconds). */
     readonly seconds?: number,
     message = 'retry later',
   ) {
