@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: format, lint, the Lambda zips, the CDK stack's checks, unit,
-# contract, emulator and end-to-end tests, the console in headless Chromium, and
-# schemathesis against the OpenAPI document.
+# contract, emulator and end-to-end tests, the console in headless Chromium,
+# schemathesis against the OpenAPI document, the TypeScript and Python client libraries'
+# suites, and the book (its generated pages, samples and links).
 # Runs on a fresh clone; installs whatever it needs by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,9 +53,13 @@ fuzz_log=$(mktemp)
 bash scripts/api-fuzz.sh >"$fuzz_log" 2>&1 &
 fuzz_pid=$!
 
-# The client libraries' suites start servers of their own on free ports and mostly wait
-# on them: they run while the cargo tests do, their output shown when both are done.
-step "client libraries (TypeScript, Python; in the background; output below)"
+# The client libraries' suites start servers of their own on free ports, and the book's
+# samples run in network namespaces of their own; all mostly wait on the servers: they
+# run while the cargo tests do, their output shown when both are done.
+step "client libraries and the book (in the background; output below)"
+docs_log=$(mktemp)
+bash scripts/docs-test.sh >"$docs_log" 2>&1 &
+docs_pid=$!
 sdk_ts_log=$(mktemp)
 bash scripts/sdk-typescript-test.sh >"$sdk_ts_log" 2>&1 &
 sdk_ts_pid=$!
@@ -85,6 +90,9 @@ background_output "$sdk_ts_pid" "$sdk_ts_log" "TypeScript client" || sdk_ts_stat
 step "Python client output"
 sdk_py_status=0
 background_output "$sdk_py_pid" "$sdk_py_log" "Python client" || sdk_py_status=$?
+step "documentation (the book) output"
+docs_status=0
+background_output "$docs_pid" "$docs_log" "documentation" || docs_status=$?
 
 step "API fuzzing (schemathesis) output"
 fuzz_status=0
@@ -99,12 +107,13 @@ fi
 # One closing line for the whole run: the sum over every cargo test binary, the CDK
 # assertion tests, the console's and the TypeScript client's (node's runner prints
 # "# pass N" and "# fail N"), the Python client's (pytest: "N failed, M passed in …"), and
-# the API fuzzing as one.
+# the book's checks and the API fuzzing as one each.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^[0-9]+ (passed|failed)/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^# pass / { p += $3 } /^# fail / { f += $3 }
      /^API fuzzing: passed/ { p += 1 } /^API fuzzing: failed/ { f += 1 }
+     /^docs: passed/ { p += 1 } /^docs: failed/ { f += 1 }
      END { printf "Summary: %d passed, %d failed\n", p, f }' "$log"
 rm -f "$log" "$fuzz_log"
 [ "$test_status" = 0 ] && [ "$console_status" = 0 ] && [ "$fuzz_status" = 0 ] &&
-  [ "$sdk_ts_status" = 0 ] && [ "$sdk_py_status" = 0 ]
+  [ "$sdk_ts_status" = 0 ] && [ "$sdk_py_status" = 0 ] && [ "$docs_status" = 0 ]

@@ -1,5 +1,5 @@
 //! The limits are constants in one place (`boomerang_core::domain::limits`); the OpenAPI
-//! document's prose and the README state them in words. These tests read both and check
+//! document's prose and the book's HTTP API reference state them in words. These tests read both and check
 //! every figure against its constant, so that a changed limit cannot leave the words
 //! behind.
 
@@ -155,14 +155,14 @@ fn the_documents_prose_states_the_enforced_limits() {
 }
 
 #[test]
-fn the_readme_states_the_enforced_limits() {
-    let readme = include_str!("../../../README.md");
+fn the_http_api_reference_states_the_enforced_limits() {
+    let reference = include_str!("../../../docs/src/reference/http-api.md");
     let row = |field: &str| {
         let start = format!("| `{field}` |");
-        readme
+        reference
             .lines()
             .find(|l| l.starts_with(&start))
-            .unwrap_or_else(|| panic!("the README has no row for `{field}`"))
+            .unwrap_or_else(|| panic!("the HTTP API reference has no row for `{field}`"))
     };
     let s = |d: Duration| format!("{} s", d.as_secs());
     let rows: Vec<(&str, Vec<String>)> = vec![
@@ -242,7 +242,7 @@ fn the_readme_states_the_enforced_limits() {
         for figure in figures {
             assert!(
                 line.contains(&figure),
-                "the README's `{field}` row does not say `{figure}`: {line}"
+                "the HTTP API reference's `{field}` row does not say `{figure}`: {line}"
             );
         }
     }
@@ -251,8 +251,8 @@ fn the_readme_states_the_enforced_limits() {
         format!("registers up to {MAX_BATCH} tasks in one request"),
     ] {
         assert!(
-            readme.contains(&figure),
-            "the README does not say `{figure}`"
+            reference.contains(&figure),
+            "the HTTP API reference does not say `{figure}`"
         );
     }
 }

@@ -1,5 +1,5 @@
 //! Every limit the API enforces, in one place. The validation (the domain's constructors
-//! and the API's request reading), the OpenAPI document and the README's figures are
+//! and the API's request reading), the OpenAPI document and the book's figures are
 //! built or tested from these constants.
 
 use std::ops::RangeInclusive;
