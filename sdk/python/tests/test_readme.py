@@ -48,3 +48,8 @@ def test_receiver_example_receives(server, client: Client, serve_wsgi, monkeypat
     orderless = callbacks.create_task(url=callbacks.callback_url("payment-reminder"), body={})
     wait_for(lambda: client.get_task(orderless.id).status == "failed", what="the orderless reminder to fail")
     assert client.get_task(orderless.id).attempts[0].status_code == 410
+
+    # No body at all (None for the handler) is no order either: a 410, not a crash's 500.
+    empty = callbacks.create_task(url=callbacks.callback_url("payment-reminder"))
+    wait_for(lambda: client.get_task(empty.id).status == "failed", what="the empty reminder to fail")
+    assert client.get_task(empty.id).attempts[0].status_code == 410

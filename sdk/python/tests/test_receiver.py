@@ -59,12 +59,23 @@ def test_asgi_receiver_awaits_an_async_handler(server, client, serve_asgi):
         got.append(delivery)
         return "success"
 
+    # Bytes are the body as they are, as a str is (and as in the TypeScript client).
+    receiver.register("bytes", lambda delivery: b"success")
+    receiver.register("json", lambda delivery: {"ok": True})
+
     base = serve_asgi(receiver.asgi())
     # `expect_body` makes the handler's returned text part of success.
     task = client.create_task(url=callback_url(base, "note"), body="plain text", expect_body="success")
-    _finished(client, task.id)
+    assert _finished(client, task.id).attempts[0].response == "success"
     (delivery,) = got
     assert (delivery.body, delivery.task_id, delivery.attempt) == ("plain text", task.id, 1)
+    as_bytes = client.create_task(url=callback_url(base, "bytes"), expect_body="success")
+    assert _finished(client, as_bytes.id).attempts[0].response == "success"
+    # The JSON of a value is not the text "success": the task fails.
+    as_json = client.create_task(
+        url=callback_url(base, "json"), expect_body="success", retry={"schedule": ["1s"], "max_attempts": 1}
+    )
+    assert _finished(client, as_json.id, "failed").attempts[0].response == '{"ok": true}'
 
 
 def test_handler_outcomes_steer_boomerang(server, client, serve_wsgi):
@@ -224,7 +235,12 @@ def test_core_answers(tmp_path):
     assert [d.attempt for d in seen] == [None, None, 7, None]
     assert receiver.handle("POST", "/async", _signed(secret, body), body).body == b"awaited"
     assert asyncio.run(receiver.handle_async("POST", "/async", _signed(secret, body), body)).body == b"awaited"
-    assert receiver.handle("POST", "/text", _signed(secret, b"{bad"), b"{bad").status == 400
+    # Says JSON, is not: the handler gets the text, and the answer is the handler's (a 400
+    # would have Boomerang send it again and again).
+    assert receiver.handle("POST", "/json", _signed(secret, b"{bad"), b"{bad").body == b'{"seen": "{bad"}'
+    # The path is as sent: an encoded slash is part of the alias, which has no handler.
+    assert receiver.handle("POST", "/callbacks/x%2Ftext", _signed(secret, body), body).status == 404
+    assert receiver.handle("POST", "/callbacks/te%78t?x=1", _signed(secret, body), body).status == 200
     big = b"x" * (receiver.max_body + 1)
     assert receiver.handle("POST", "/text", _signed(secret, big), big).status == 413
 
@@ -232,3 +248,24 @@ def test_core_answers(tmp_path):
         receiver.register("text", lambda d: None)
     with pytest.raises(ValueError):
         receiver.register("a/b", lambda d: None)
+
+
+@pytest.mark.parametrize("app", ["wsgi", "asgi"])
+def test_what_reaches_a_handler_by_http(app, serve_wsgi, serve_asgi):
+    secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+    receiver = Receiver(secret)
+    got: list[Delivery] = []
+    receiver.register("order-paid", got.append)
+    base = serve_wsgi(receiver.wsgi()) if app == "wsgi" else serve_asgi(receiver.asgi())
+
+    # A body whose content type says JSON but that is not: handed over as text, answered 200.
+    bad = b"order 42 paid"
+    answer = httpx.post(f"{base}/callbacks/order-paid", content=bad, headers=_signed(secret, bad))
+    assert answer.status_code == 200
+    assert got[-1].body == "order 42 paid"
+
+    # An encoded slash is part of the alias: `x/order-paid` has no handler.
+    body = b'{"order": 42}'
+    answer = httpx.post(f"{base}/callbacks/x%2Forder-paid", content=body, headers=_signed(secret, body))
+    assert answer.status_code == 404
+    assert len(got) == 1

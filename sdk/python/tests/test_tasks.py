@@ -89,8 +89,19 @@ def test_the_url_is_the_environments_else_the_local_servers(monkeypatch):
     with Client(api_key="k") as client:
         assert client.base_url == "http://boomerang.test:9000"
     assert asyncio.run(_base_url_of_async_client()) == "http://boomerang.test:9000"
-    with Client("http://given.test") as client:
+    with Client("http://given.test", api_key="k") as client:
         assert client.base_url == "http://given.test"
+
+
+def test_a_missing_api_key_is_refused_when_the_client_is_built(monkeypatch):
+    # Not a 401 on the first call: the mistake is named where it is made.
+    monkeypatch.delenv("BOOMERANG_API_KEY", raising=False)
+    for build in (lambda: Client("http://127.0.0.1:1"), lambda: AsyncClient(api_key="")):
+        with pytest.raises(ValueError, match="BOOMERANG_API_KEY"):
+            build()
+    monkeypatch.setenv("BOOMERANG_API_KEY", "from-env")
+    with Client("http://127.0.0.1:1") as client:
+        assert client.api_key == "from-env"
 
 
 async def _base_url_of_async_client() -> str:

@@ -86,7 +86,11 @@ class _Base:
         # The address `boomerang serve` listens on by default, as the TypeScript client's.
         base_url = base_url or os.environ.get("BOOMERANG_URL") or DEFAULT_URL
         self.base_url = base_url.rstrip("/")
-        self.api_key = api_key if api_key is not None else os.environ.get("BOOMERANG_API_KEY")
+        api_key = api_key if api_key is not None else os.environ.get("BOOMERANG_API_KEY")
+        # Refused here rather than by a 401 on the first call, as the TypeScript client.
+        if not api_key:
+            raise ValueError("no API key: give api_key=..., or set BOOMERANG_API_KEY")
+        self.api_key = api_key
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.callback_base = callback_base
@@ -99,8 +103,7 @@ class _Base:
 
     def _build(self, http: httpx.Client | httpx.AsyncClient, call: Call[Any]) -> httpx.Request:
         headers = {"user-agent": f"boomerang-client-python/{VERSION}", **call.headers}
-        if self.api_key:
-            headers["authorization"] = f"Bearer {self.api_key}"
+        headers["authorization"] = f"Bearer {self.api_key}"
         return http.build_request(
             call.method,
             self.base_url + call.path,
@@ -176,7 +179,8 @@ class Client(_Base):
     """A blocking client of the Boomerang API.
 
     ``Client(base_url, api_key=...)``; without them, ``BOOMERANG_URL`` (else
-    ``http://127.0.0.1:8080``) and ``BOOMERANG_API_KEY`` are read from the environment. Every method raises `ApiError`
+    ``http://127.0.0.1:8080``) and ``BOOMERANG_API_KEY`` are read from the environment (no API key either way raises
+    ``ValueError`` here). Every method raises `ApiError`
     when the API answers an error, and httpx's exceptions when it cannot be reached.
     Calls that are safe to repeat are retried as ``retry`` (a `RetryPolicy`) says.
     ``http_client`` is an ``httpx.Client`` of your own (proxies, certificates, hooks),

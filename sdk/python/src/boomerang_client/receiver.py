@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
+from urllib.parse import quote, unquote
 
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
@@ -67,7 +68,9 @@ class Delivery:
     timestamp: datetime
     """When this attempt was signed (``webhook-timestamp``)."""
     body: Any
-    """The body: parsed if it is JSON (by its content type), else its text; None if empty."""
+    """The body: parsed if its content type says JSON (``application/json``, ``…+json``)
+    and it parses, else its text (a body that says JSON and is not is handed over as
+    text, not refused: Boomerang would send it again and again); None if empty."""
     raw_body: bytes
     method: str
     headers: Mapping[str, str]
@@ -100,7 +103,7 @@ class Receiver:
     - ``401`` if its signature does not verify, or its timestamp is stale or in the future
       (before anything else is looked at);
     - ``404`` if no handler is registered for its alias;
-    - ``413`` if its body is over ``max_body`` bytes; ``400`` if it says JSON and is not;
+    - ``413`` if its body is over ``max_body`` bytes;
     - else the handler's: ``200`` if it returns (a returned ``str``, ``bytes`` or JSON value
       is the response body, as a task's ``expect_body`` may want), ``500`` or ``503`` if it
       raises `RetryLater`, ``410`` if it raises `PermanentFailure`, and ``500`` if it
@@ -137,8 +140,10 @@ class Receiver:
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
         """Answers one request (for any server: the core of the WSGI app). ``path`` is the
-        request's path, percent-decoded (as WSGI and ASGI give it); ``body`` its raw bytes.
-        An ``async`` handler is run to its end on an event loop of its own."""
+        request's path as it was sent, percent-encoded: the alias is its last segment,
+        decoded, so ``/callbacks/x%2Forder-paid`` is the alias ``x/order-paid`` (no handler:
+        ``404``), not ``order-paid``. ``body`` is the raw bytes. An ``async`` handler is run
+        to its end on an event loop of its own."""
         prepared = self._prepare(method, path, headers, body)
         if isinstance(prepared, Response):
             return prepared
@@ -177,14 +182,11 @@ class Receiver:
         headers = {name.lower(): value for name, value in headers.items()}
         if not self._verifies(body, headers):
             return _text(401, "signature does not verify")
-        alias = path.rpartition("/")[2]
+        alias = _alias(path)
         handler = self._handlers.get(alias)
         if handler is None:
             return _text(404, f"no handler for {alias!r}")
-        try:
-            parsed = _parse(body, headers.get("content-type", ""))
-        except ValueError:
-            return _text(400, "the body is not the JSON its content type says")
+        parsed = _parse(body, headers.get("content-type", ""))
         delivery = Delivery(
             alias=alias,
             task_id=headers["webhook-id"],
@@ -228,6 +230,12 @@ class Receiver:
         return _AsgiApp(self)
 
 
+def _alias(path: str) -> str:
+    # The last segment of the path as sent, decoded only once it is split off: an encoded
+    # slash belongs to the alias, as in the TypeScript client.
+    return unquote(path.partition("?")[0].rpartition("/")[2])
+
+
 def _attempt(header: str) -> int | None:
     # The header is not signed: anything int() refuses (``"²"`` passes isdigit) is None.
     try:
@@ -244,9 +252,15 @@ def _parse(body: bytes, content_type: str) -> Any:
     if not body:
         return None
     media = content_type.split(";", 1)[0].strip().lower()
+    text = body.decode("utf-8", errors="replace")
     if media == "application/json" or media.endswith("+json"):
-        return json.loads(body)
-    return body.decode("utf-8", errors="replace")
+        try:
+            return json.loads(text)
+        except ValueError:
+            # It says JSON and is not: the handler gets the text, as with any other type.
+            # Refusing it would only have Boomerang send it again and again.
+            pass
+    return text
 
 
 def _success(result: Any) -> Response:
@@ -259,8 +273,21 @@ def _success(result: Any) -> Response:
     return Response(200, [("content-type", "application/json")], json.dumps(result).encode())
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 410: "Gone",
+_REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 410: "Gone",
             413: "Content Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
+
+
+def _wsgi_path(environ: dict[str, Any]) -> str:
+    """The request's path as sent. PEP 3333 has only the decoded ``PATH_INFO``, in which an
+    encoded slash (``%2F``) is a slash like any other; most servers also give the path as
+    sent (gunicorn ``RAW_URI``, uWSGI, mod_wsgi and Werkzeug ``REQUEST_URI``). Without it
+    (wsgiref) the decoded path is all there is."""
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if isinstance(raw, str) and raw.startswith("/"):
+        return raw.partition("?")[0]
+    # PATH_INFO is the decoded path's bytes as latin-1 (PEP 3333); paths are UTF-8.
+    decoded = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8", errors="replace")
+    return quote(decoded, safe="/")
 
 
 class _WsgiApp:
@@ -281,8 +308,7 @@ class _WsgiApp:
             response = _text(413, "body too large")
         else:
             body = environ["wsgi.input"].read(length) if length > 0 else b""
-            # PATH_INFO is the decoded path's bytes as latin-1 (PEP 3333); paths are UTF-8.
-            path = environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8", errors="replace")
+            path = _wsgi_path(environ)
             response = self.receiver.handle(environ.get("REQUEST_METHOD", "POST"), path, headers, body)
         status = f"{response.status} {_REASONS.get(response.status, '')}".rstrip()
         start_response(status, [*response.headers, ("content-length", str(len(response.body)))])
@@ -327,7 +353,10 @@ class _AsgiApp:
             if not message.get("more_body", False):
                 break
         if response is None:
-            response = await self.receiver.handle_async(scope["method"], scope["path"], headers, bytes(body))
+            # raw_path is the path as sent (optional in ASGI); `path` is decoded.
+            raw_path = scope.get("raw_path")
+            path = raw_path.decode("latin-1") if raw_path else quote(scope["path"], safe="/")
+            response = await self.receiver.handle_async(scope["method"], path, headers, bytes(body))
         headers_out = [*response.headers, ("content-length", str(len(response.body)))]
         raw_headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers_out]
         await send({"type": "http.response.start", "status": response.status, "headers": raw_headers})
