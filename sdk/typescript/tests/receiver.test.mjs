@@ -208,7 +208,64 @@ test('Retry-After from a handler replaces the policy\'s wait', async () => {
   }
 });
 
-test('a receiver needs a secret, and an alias is one path segment', () => {
+test('a receiver needs a secret, and an alias is one path segment with one handler', () => {
   assert.throws(() => new Receiver({ secrets: [] }), /at least one signing secret/);
   assert.throws(() => receiver.register('a/b', () => {}), /one path segment/);
+  // A second handler for an alias is a mistake to see at once, not a silent replacement.
+  assert.throws(() => receiver.register('order-paid', () => 'other'), /"order-paid" already has a handler/);
+});
+
+test('a body that says JSON but is not reaches the handler as text', async () => {
+  const before = deliveries.length;
+  const answer = await signed('/callbacks/order-paid', { body: 'order 42 paid' });
+  assert.equal(answer.status, 200);
+  assert.equal(deliveries.length, before + 1);
+  assert.equal(deliveries.at(-1).body, 'order 42 paid');
+});
+
+test('an encoded slash is part of the alias: no handler, 404', async () => {
+  const before = deliveries.length;
+  assert.equal((await signed('/callbacks/x%2Forder-paid')).status, 404);
+  assert.equal(deliveries.length, before);
+});
+
+test('what a handler returns is the body Boomerang checks against expect_body', async () => {
+  const own = new Receiver({ secrets: server.signingSecret })
+    .register('text', () => 'success')
+    .register('buffer', () => Buffer.from('success'))
+    .register('bytes', () => new TextEncoder().encode('success'))
+    .register('json', () => ({ ok: true }))
+    .register('nothing', () => {});
+  const site = await listen(own.nodeHandler());
+  try {
+    const expecting = (alias) => boomerang.tasks.create({
+      url: `${site.url}/${alias}`, expect_body: 'success', retry: { schedule: ['1s'], max_attempts: 1 },
+    });
+    const [text, buffer, bytes, json] = await Promise.all(['text', 'buffer', 'bytes', 'json'].map(expecting));
+    for (const task of [text, buffer, bytes]) {
+      const done = await waitForStatus(boomerang, task.id, 'succeeded');
+      assert.equal(done.attempts[0].response, 'success');
+    }
+    // The JSON of an object is not the text "success": the task fails.
+    await waitForStatus(boomerang, json.id, 'failed');
+
+    const body = '{"order":42}';
+    const at = new Date();
+    const headers = {
+      'content-type': 'application/json',
+      'webhook-id': 'msg_body',
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': new Webhook(server.signingSecret).sign('msg_body', at, body),
+    };
+    const answers = Object.fromEntries(await Promise.all(['json', 'nothing', 'buffer'].map(async (alias) => {
+      const response = await fetch(`${site.url}/${alias}`, { method: 'POST', headers, body });
+      return [alias, { status: response.status, type: response.headers.get('content-type'), body: await response.text() }];
+    })));
+    assert.deepEqual(answers.json, { status: 200, type: 'application/json', body: '{"ok":true}' });
+    assert.equal(answers.nothing.status, 200);
+    assert.equal(answers.nothing.body, '');
+    assert.deepEqual(answers.buffer, { status: 200, type: 'application/octet-stream', body: 'success' });
+  } finally {
+    await site.close();
+  }
 });

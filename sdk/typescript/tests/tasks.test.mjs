@@ -60,6 +60,20 @@ test('a wrong API key is a 401', async () => {
   assert.equal(error.status, 401);
 });
 
+test('a missing API key throws when the client is built, naming BOOMERANG_API_KEY', () => {
+  const saved = process.env.BOOMERANG_API_KEY;
+  delete process.env.BOOMERANG_API_KEY;
+  try {
+    assert.throws(() => new Boomerang({ baseUrl: server.url }), /BOOMERANG_API_KEY/);
+    assert.throws(() => new Boomerang({ baseUrl: server.url, apiKey: '' }), /BOOMERANG_API_KEY/);
+    process.env.BOOMERANG_API_KEY = server.apiKey;
+    assert.ok(new Boomerang({ baseUrl: server.url }), 'the environment\'s key is taken');
+  } finally {
+    if (saved === undefined) delete process.env.BOOMERANG_API_KEY;
+    else process.env.BOOMERANG_API_KEY = saved;
+  }
+});
+
 test('the same idempotency key registers one task', async () => {
   const first = await boomerang.tasks.create({ url: CALLBACK, delay: '1h' }, { idempotencyKey: 'sdk-ts-once' });
   const second = await boomerang.tasks.create({ url: CALLBACK, delay: '1h' }, { idempotencyKey: 'sdk-ts-once' });

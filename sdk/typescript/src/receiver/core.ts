@@ -20,7 +20,11 @@ export interface Delivery {
   attempt: number | undefined;
   /** When the delivery was signed (`webhook-timestamp`). */
   timestamp: Date;
-  /** The body: parsed when it is JSON (`content-type` `application/json` or `…+json`), else the text; `undefined` when empty. */
+  /**
+   * The body: parsed when its `content-type` says JSON (`application/json` or `…+json`) and
+   * it parses, else the text (a body that says JSON and is not is handed over as text, not
+   * refused: Boomerang would send it again and again); `undefined` when empty.
+   */
   body: unknown;
   /** The body as it was sent (and signed). */
   rawBody: string;
@@ -29,9 +33,10 @@ export interface Delivery {
 }
 
 /**
- * Handles one delivery. Return normally and Boomerang counts the attempt a success (a
- * string returned is the response body, for tasks with `expect_body`; any other value is
- * sent as JSON). Throw `RetryLater` to have it tried again, `PermanentFailure` to fail the
+ * Handles one delivery. Return normally and Boomerang counts the attempt a success; what
+ * is returned is the answer's body, for tasks with `expect_body`: a string as text, bytes
+ * (`Buffer`, `Uint8Array`) as they are, any other value as JSON, nothing as an empty body.
+ * Throw `RetryLater` to have it tried again, `PermanentFailure` to fail the
  * task at once; any other error answers 500, and Boomerang retries.
  */
 export type Handler = (delivery: Delivery) => unknown;
@@ -50,7 +55,7 @@ export interface ReceiverOptions {
 export interface Answer {
   status: number;
   headers: Record<string, string>;
-  body: string;
+  body: string | Uint8Array;
 }
 
 /** A delivery as it arrived: its alias, headers and raw body. */
@@ -83,9 +88,13 @@ export class Receiver {
     });
   }
 
-  /** Calls `handler` for each delivery to `alias` (the last segment of the callback URL). */
+  /**
+   * Calls `handler` for each delivery to `alias` (the last segment of the callback URL). An
+   * alias has one handler: registering it again throws.
+   */
   register(alias: string, handler: Handler): this {
     if (alias === '' || alias.includes('/')) throw new TypeError(`Receiver: an alias is one path segment, not ${JSON.stringify(alias)}`);
+    if (this.handlers.has(alias)) throw new TypeError(`Receiver: ${JSON.stringify(alias)} already has a handler`);
     this.handlers.set(alias, handler);
     return this;
   }
@@ -191,5 +200,7 @@ function text(status: number, body: string): Answer {
 function success(result: unknown): Answer {
   if (result === undefined || result === null) return text(200, '');
   if (typeof result === 'string') return text(200, result);
+  // A Buffer is a Uint8Array: sent byte for byte, not as the JSON of its object form.
+  if (result instanceof Uint8Array) return { status: 200, headers: { 'content-type': 'application/octet-stream' }, body: result };
   return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(result) };
 }
