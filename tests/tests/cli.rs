@@ -365,3 +365,60 @@ async fn wait_attempts(server: &Server, id: &boomerang_core::domain::TaskId, n: 
     })
     .await
 }
+
+/// A reader that closes the pipe early (`boomerang openapi | head -1`) ends the command
+/// quietly with success, as it ends any Unix tool: no panic on the closed pipe.
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(boomerang_e2e::binary())
+        .arg("openapi")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run boomerang openapi");
+    let mut first = [0u8; 16];
+    let mut stdout = child.stdout.take().expect("its stdout");
+    stdout.read_exact(&mut first).expect("the document begins");
+    // The document is far larger than a pipe's buffer: the rest meets a closed pipe.
+    drop(stdout);
+    let out = child.wait_with_output().expect("it ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// `schedules create` takes the task's flags but none of a registration's (a time, a
+/// hold, replace, an idempotency key): each occurrence gets its own.
+#[test]
+fn schedules_create_offers_no_flag_a_schedule_refuses() {
+    let help = run_cli(&["schedules", "create", "--help"], &[]);
+    assert_eq!(help.code, 0, "{help:?}");
+    for flag in ["--every", "--body", "--retry", "--key", "--metadata"] {
+        assert!(help.stdout.contains(flag), "{flag}: {}", help.stdout);
+    }
+    for flag in [
+        "--delay",
+        "--at ",
+        "--hold",
+        "--replace",
+        "--max-delay",
+        "--idempotency-key",
+    ] {
+        assert!(!help.stdout.contains(flag), "{flag}: {}", help.stdout);
+    }
+    let refused = run_cli(
+        &[
+            "schedules",
+            "create",
+            "https://example.com/h",
+            "--every",
+            "1h",
+            "--delay",
+            "5s",
+        ],
+        &[],
+    );
+    assert_eq!(refused.code, 2, "a usage error: {refused:?}");
+}

@@ -37,10 +37,10 @@ async fn tenants() -> Result<DynamoTenants> {
 pub async fn create_key(tenant: &str) -> Result<()> {
     let tenant = TenantId::parse(tenant).context("--tenant")?;
     let minted = tenants().await?.mint_key(&tenant).await?;
-    println!("tenant:         {}", minted.tenant);
-    println!("API key:        {}", minted.api_key);
-    println!("signing secret: {}", minted.secret.expose());
-    println!("(the API key is stored only as a hash: keep it now)");
+    say!("tenant:         {}", minted.tenant);
+    say!("API key:        {}", minted.api_key);
+    say!("signing secret: {}", minted.secret.expose());
+    say!("(the API key is stored only as a hash: keep it now)");
     Ok(())
 }
 
@@ -76,8 +76,8 @@ pub async fn tenant_alert(args: TenantAlertArgs) -> Result<()> {
     };
     tenants().await?.set_alert(&tenant, target.as_ref()).await?;
     match target {
-        Some(t) => println!("tenant {tenant}: alerts go to {}", t.url),
-        None => println!("tenant {tenant}: no default alert destination"),
+        Some(t) => say!("tenant {tenant}: alerts go to {}", t.url),
+        None => say!("tenant {tenant}: no default alert destination"),
     }
     Ok(())
 }
@@ -104,8 +104,8 @@ pub async fn tenant_destination_limit(args: TenantDestinationLimitArgs) -> Resul
         .set_destination_limit(&tenant, limit)
         .await?;
     match limit {
-        Some(l) => println!("tenant {tenant}: at most {l} calls at once to one destination"),
-        None => println!("tenant {tenant}: the server's destination limit applies"),
+        Some(l) => say!("tenant {tenant}: at most {l} calls at once to one destination"),
+        None => say!("tenant {tenant}: the server's destination limit applies"),
     }
     Ok(())
 }
@@ -132,7 +132,7 @@ pub async fn tenant_shards(args: TenantShardsArgs) -> Result<()> {
         .last()
         .map(|s| s.from)
         .context("a plan with a step")?;
-    println!(
+    say!(
         "tenant {tenant}: {} partitions from {} (about {} callbacks a second); lists read {}",
         args.shards,
         from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -187,7 +187,7 @@ pub async fn rearm(args: RearmArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let total = boomerang_aws::rearm::rearm(&backend, settings, &|page| {
         let r = page.report;
-        println!(
+        say!(
             "segment {}: {} items read, {} armed, {} leases, {} dead letters, {} alerts{}{}",
             page.segment,
             page.read,
@@ -203,7 +203,7 @@ pub async fn rearm(args: RearmArgs) -> Result<()> {
         );
     })
     .await?;
-    println!(
+    say!(
         "done in {:.1} s: {} armed, {} leases, {} dead letters, {} alerts (within a day, a run resumes; --restart reads the table again)",
         started.elapsed().as_secs_f64(),
         total.rearmed,

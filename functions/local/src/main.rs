@@ -1,6 +1,10 @@
 //! The local `boomerang` binary: `serve` runs the whole service on an embedded store;
 //! `listen` receives and verifies callbacks.
 
+// First: the modules after it print with its `say!`.
+#[macro_use]
+mod say;
+
 mod aws_cmd;
 mod listen;
 mod serve;
@@ -143,7 +147,7 @@ async fn main() -> Result<ExitCode> {
 
 fn print_openapi() -> Result<()> {
     let doc = boomerang_http::openapi();
-    println!(
+    say!(
         "{}",
         doc.to_pretty_json().context("rendering the document")?
     );

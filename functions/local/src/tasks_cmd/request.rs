@@ -15,16 +15,12 @@ use serde_json::Value;
 
 use super::failure::Failure;
 
+/// What a task is and how it is delivered: the flags `tasks create` and `schedules
+/// create` share.
 #[derive(Args)]
-pub struct CreateArgs {
+pub struct TaskArgs {
     /// Where to call.
     url: String,
-    /// Wait before the first attempt, e.g. 90s, 15m, "2h 30m".
-    #[arg(long, conflicts_with = "at")]
-    delay: Option<String>,
-    /// When to make the first attempt (RFC 3339).
-    #[arg(long)]
-    at: Option<String>,
     /// The body: JSON (sent as JSON), other text (sent as text), or @FILE for a file's.
     #[arg(long)]
     body: Option<String>,
@@ -50,6 +46,41 @@ pub struct CreateArgs {
     /// Your own id for the task (list, cancel and release by it).
     #[arg(long)]
     key: Option<String>,
+    /// Metadata, `name=value` (repeatable).
+    #[arg(long = "metadata", value_name = "NAME=VALUE")]
+    metadata: Vec<String>,
+}
+
+impl TaskArgs {
+    /// The task's part of a registration request.
+    pub fn into_request(self) -> Result<TaskRequest, Failure> {
+        let usage = |e: anyhow::Error| Failure::Usage(format!("{e:#}"));
+        Ok(TaskRequest {
+            url: Some(self.url),
+            method: self.method,
+            body: self.body.map(|b| body(&b)).transpose().map_err(usage)?,
+            headers: pairs(&self.headers, ':', "--header").map_err(usage)?,
+            metadata: pairs(&self.metadata, '=', "--metadata").map_err(usage)?,
+            key: self.key,
+            retry: retry(self.retry, self.max_attempts, self.policy)?,
+            template: self.template,
+            ..TaskRequest::default()
+        })
+    }
+}
+
+/// `tasks create`: the task, and when and how it is registered (a schedule takes none of
+/// these: its occurrences give each task its time).
+#[derive(Args)]
+pub struct CreateArgs {
+    #[command(flatten)]
+    task: TaskArgs,
+    /// Wait before the first attempt, e.g. 90s, 15m, "2h 30m".
+    #[arg(long, conflicts_with = "at")]
+    delay: Option<String>,
+    /// When to make the first attempt (RFC 3339).
+    #[arg(long)]
+    at: Option<String>,
     /// With --key: replace the key's pending task (none of whose attempts has begun)
     /// instead of adding one: "call once, after the last trigger".
     #[arg(long, requires = "key")]
@@ -61,9 +92,6 @@ pub struct CreateArgs {
     /// Registers once per key: a repeat answers the task the first one made.
     #[arg(long)]
     idempotency_key: Option<String>,
-    /// Metadata, `name=value` (repeatable).
-    #[arg(long = "metadata", value_name = "NAME=VALUE")]
-    metadata: Vec<String>,
     /// Register it held: delivered only once released (`boomerang tasks release`), or as
     /// the check URL or `--on-unknown` decide after this long.
     #[arg(long, value_name = "TIMEOUT")]
@@ -79,7 +107,6 @@ pub struct CreateArgs {
 impl CreateArgs {
     /// The request, and the idempotency key to send as a header.
     pub fn into_request(self) -> Result<(TaskRequest, Option<String>), Failure> {
-        let usage = |e: anyhow::Error| Failure::Usage(format!("{e:#}"));
         let hold = match self.hold {
             Some(timeout) => Some(HoldRequest {
                 timeout: read("hold.timeout", Some(timeout))?,
@@ -90,20 +117,12 @@ impl CreateArgs {
             None => None,
         };
         let task = TaskRequest {
-            url: Some(self.url),
             delay: read("delay", self.delay)?,
             fire_at: read("fire_at", self.at)?,
-            method: self.method,
-            body: self.body.map(|b| body(&b)).transpose().map_err(usage)?,
-            headers: pairs(&self.headers, ':', "--header").map_err(usage)?,
-            metadata: pairs(&self.metadata, '=', "--metadata").map_err(usage)?,
-            key: self.key,
-            retry: retry(self.retry, self.max_attempts, self.policy)?,
             hold,
             on_key: self.replace.then_some(OnKey::Replace),
             max_delay: read("max_delay", self.max_delay)?,
-            template: self.template,
-            ..TaskRequest::default()
+            ..self.task.into_request()?
         };
         Ok((task, self.idempotency_key))
     }

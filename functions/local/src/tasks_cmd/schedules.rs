@@ -25,8 +25,8 @@ pub struct SchedulesArgs {
 
 #[derive(Subcommand)]
 enum SchedulesCommand {
-    /// Create a schedule: the task flags of `tasks create` (without a time or a hold) and
-    /// a recurrence.
+    /// Create a schedule: a recurrence, and the task flags of `tasks create` (without a
+    /// time, a hold, replace or an idempotency key: each occurrence gets its own).
     Create(Box<ScheduleCreateArgs>),
     /// The schedules, newest first.
     List,
@@ -61,7 +61,7 @@ struct ScheduleCreateArgs {
     #[arg(long)]
     catch_up: Option<String>,
     #[command(flatten)]
-    task: request::CreateArgs,
+    task: request::TaskArgs,
 }
 
 /// Runs one command; what it answers decides the exit code (as for `tasks`).
@@ -86,7 +86,7 @@ async fn execute(api: &Client, command: SchedulesCommand, json: bool) -> Result<
                 end_at: request::read("end_at", create.end_at)?,
                 catch_up: request::choose("catch_up", create.catch_up)?,
             };
-            let (task, _) = create.task.into_request()?;
+            let task = create.task.into_request()?;
             let created = api.create_schedule(&schedule, &task).await?;
             out.schedules(std::slice::from_ref(&created.body));
         }
@@ -111,7 +111,7 @@ async fn execute(api: &Client, command: SchedulesCommand, json: bool) -> Result<
         SchedulesCommand::Delete { id } => {
             api.delete_schedule(&id).await?;
             if !json {
-                println!("deleted {id}");
+                say!("deleted {id}");
             }
         }
     }
@@ -127,9 +127,12 @@ impl show::Output {
                 many => show::print_json(&many),
             };
         }
-        println!(
+        say!(
             "{:<26}  {:<6}  {:<20}  {:<28}  URL",
-            "ID", "STATE", "NEXT", "WHEN"
+            "ID",
+            "STATE",
+            "NEXT",
+            "WHEN"
         );
         for s in schedules {
             let when = match (&s.cron, &s.timezone, s.every_ms) {
@@ -143,9 +146,13 @@ impl show::Output {
             let next = s.next_at.map_or("-".to_string(), |t| {
                 t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
             });
-            println!(
+            say!(
                 "{:<26}  {:<6}  {:<20}  {:<28}  {}",
-                s.id, s.state, next, when, s.url
+                s.id,
+                s.state,
+                next,
+                when,
+                s.url
             );
         }
     }

@@ -30,11 +30,11 @@ impl Output {
         if self.json {
             return print_json(task);
         }
-        println!("{}  {}", task.id, task.status.as_str());
-        println!("  {} {}", task.method, task.url);
+        say!("{}  {}", task.id, task.status.as_str());
+        say!("  {} {}", task.method, task.url);
         let field = |name: &str, value: String| {
             if !value.is_empty() {
-                println!("  {name:<11}{value}");
+                say!("  {name:<11}{value}");
             }
         };
         field("key", task.key.clone().unwrap_or_default());
@@ -43,16 +43,16 @@ impl Output {
             field("next", short_time(task.next_attempt_at));
         }
         if let Some(hold) = &task.hold {
-            field(
-                "hold",
-                format!(
-                    "{}, then ask {}, else {} (after {} checks)",
-                    hold.timeout,
-                    hold.check_url.as_deref().unwrap_or("nobody"),
-                    name_of(&hold.on_unknown),
-                    hold.max_checks,
+            let unknown = name_of(&hold.on_unknown);
+            let then = match &hold.check_url {
+                Some(url) => format!(
+                    "then ask {url}, else {unknown} (after {} checks)",
+                    hold.max_checks
                 ),
-            );
+                // Nobody to ask: the task's fate when the hold times out is `on_unknown`.
+                None => format!("then {unknown}"),
+            };
+            field("hold", format!("{}, {then}", hold.timeout));
             field("check at", short_time(task.check_at));
             let checks = task.checks.len();
             field(
@@ -67,9 +67,9 @@ impl Output {
         field("last error", task.last_error.clone().unwrap_or_default());
         let attempts = task.attempts.as_deref().unwrap_or_default();
         if !attempts.is_empty() {
-            println!("  attempts");
+            say!("  attempts");
             for attempt in attempts {
-                println!("    {}", attempt_line(attempt));
+                say!("    {}", attempt_line(attempt));
             }
         }
     }
@@ -79,16 +79,19 @@ impl Output {
         if self.json {
             return print_json(&serde_json::json!({ "tasks": tasks, "next_cursor": next_cursor }));
         }
-        println!(
+        say!(
             "{:<26}  {:<10}  {:<24}  {:<16}  URL",
-            "ID", "STATUS", "NEXT / UPDATED", "KEY"
+            "ID",
+            "STATUS",
+            "NEXT / UPDATED",
+            "KEY"
         );
         for task in tasks {
             let when = match task.status {
                 Status::Scheduled | Status::Held => task.next_attempt_at,
                 _ => Some(task.updated_at),
             };
-            println!(
+            say!(
                 "{:<26}  {:<10}  {:<24}  {:<16}  {}",
                 task.id,
                 task.status.as_str(),
@@ -107,9 +110,9 @@ impl Output {
         if self.json {
             return print_json(flows);
         }
-        println!("{:<8}  {:>9}  {:>9}  KEY", "STATE", "WAITING", "IN FLIGHT");
+        say!("{:<8}  {:>9}  {:>9}  KEY", "STATE", "WAITING", "IN FLIGHT");
         for flow in &flows.flows {
-            println!("{}", flow_line(flow));
+            say!("{}", flow_line(flow));
         }
     }
 
@@ -118,7 +121,7 @@ impl Output {
         if self.json {
             return print_json(flow);
         }
-        println!("{}", flow_line(flow));
+        say!("{}", flow_line(flow));
     }
 
     /// The breaker settings, then the open breakers as a table.
@@ -127,12 +130,15 @@ impl Output {
             return print_json(breakers);
         }
         self.breaker_settings(&breakers.settings);
-        println!(
+        say!(
             "{:<8}  {:<20}  {:<20}  {:>6}  DESTINATION",
-            "STATE", "OPENED", "NEXT PROBE", "FAILED"
+            "STATE",
+            "OPENED",
+            "NEXT PROBE",
+            "FAILED"
         );
         for b in &breakers.open {
-            println!("{}", breaker_line(b));
+            say!("{}", breaker_line(b));
         }
     }
 
@@ -141,16 +147,19 @@ impl Output {
         if self.json {
             return print_json(breaker);
         }
-        println!("{}", breaker_line(breaker));
+        say!("{}", breaker_line(breaker));
     }
 
     pub fn breaker_settings(&self, s: &BreakerSettingsView) {
         if self.json {
             return print_json(s);
         }
-        println!(
+        say!(
             "opens after {} failed calls in a row spanning {}; probes after {}, doubling to {}",
-            s.failures, s.span, s.first_probe, s.max_probe
+            s.failures,
+            s.span,
+            s.first_probe,
+            s.max_probe
         );
     }
 
@@ -159,15 +168,18 @@ impl Output {
         if self.json {
             return print_json(page);
         }
-        println!(
+        say!(
             "{:>7}  {:<26}  {:>6}  {:<10}  KEY",
-            "BACKLOG", "HEAD", "PLACE", "STATUS"
+            "BACKLOG",
+            "HEAD",
+            "PLACE",
+            "STATUS"
         );
         for key in &page.keys {
-            println!("{}", order_key_line(key));
+            say!("{}", order_key_line(key));
         }
         if let Some(next) = &page.next_cursor {
-            println!("(more: --after {next})");
+            say!("(more: --after {next})");
         }
     }
 
@@ -176,11 +188,14 @@ impl Output {
         if self.json {
             return print_json(key);
         }
-        println!(
+        say!(
             "{:>7}  {:<26}  {:>6}  {:<10}  KEY",
-            "BACKLOG", "HEAD", "PLACE", "STATUS"
+            "BACKLOG",
+            "HEAD",
+            "PLACE",
+            "STATUS"
         );
-        println!("{}", order_key_line(key));
+        say!("{}", order_key_line(key));
     }
 
     /// The signing secrets in force, newest first.
@@ -188,14 +203,14 @@ impl Output {
         if self.json {
             return print_json(secrets);
         }
-        println!("{:<16}  {:<20}  {:<20}  SECRET", "ID", "ADDED", "EXPIRES");
+        say!("{:<16}  {:<20}  {:<20}  SECRET", "ID", "ADDED", "EXPIRES");
         for s in &secrets.secrets {
             let time = |t: Option<DateTime<Utc>>, none: &str| {
                 t.map_or(none.to_string(), |t| {
                     t.format("%Y-%m-%d %H:%M:%S").to_string()
                 })
             };
-            println!(
+            say!(
                 "{:<16}  {:<20}  {:<20}  {}",
                 s.id,
                 time(s.created_at, "-"),
@@ -211,9 +226,10 @@ impl Output {
             return print_json(preview);
         }
         let bound = if preview.complete { "" } else { "at least " };
-        println!(
+        say!(
             "{} would take {bound}{} tasks (nothing was changed); a sample:",
-            preview.action, preview.count
+            preview.action,
+            preview.count
         );
         self.list(&preview.sample, None);
     }
@@ -223,9 +239,9 @@ impl Output {
         if self.json {
             return print_json(jobs);
         }
-        println!("{}", bulk_header());
+        say!("{}", bulk_header());
         for job in &jobs.jobs {
-            println!("{}", bulk_line(job));
+            say!("{}", bulk_line(job));
         }
     }
 
@@ -234,7 +250,7 @@ impl Output {
         if self.json {
             return print_json(job);
         }
-        println!("{}", bulk_line(job));
+        say!("{}", bulk_line(job));
     }
 
     /// The templates as a table: name, where their tasks go, and what they rule.
@@ -242,14 +258,14 @@ impl Output {
         if self.json {
             return print_json(templates);
         }
-        println!("{:<24}  {:<40}  EXPECT_BODY", "NAME", "URL");
+        say!("{:<24}  {:<40}  EXPECT_BODY", "NAME", "URL");
         for t in &templates.templates {
             let s = &t.settings;
             let url = (s.url.as_deref().map(str::to_owned))
                 .or_else(|| s.url_base.as_deref().map(|base| format!("{base}/…")))
                 .unwrap_or_else(|| "-".into());
             let expect = s.expect_body.as_deref().unwrap_or("-");
-            println!("{:<24}  {url:<40}  {expect}", t.name);
+            say!("{:<24}  {url:<40}  {expect}", t.name);
         }
     }
 
@@ -264,27 +280,27 @@ impl Output {
             return print_json(outcome.answer);
         }
         let verb = outcome.verb;
-        println!("{verb} {}", outcome.done.len());
+        say!("{verb} {}", outcome.done.len());
         for id in outcome.done {
-            println!("  {id}");
+            say!("  {id}");
         }
         if !outcome.left.is_empty() {
-            println!("not {verb} {}", outcome.left.len());
+            say!("not {verb} {}", outcome.left.len());
             for task in outcome.left {
-                println!("  {}  {}", task.id, task.status.as_str());
+                say!("  {}  {}", task.id, task.status.as_str());
             }
         }
         if outcome.more {
-            println!("more tasks have the key: run it again");
+            say!("more tasks have the key: run it again");
         }
     }
 
     /// One attempt, as `watch` sees it recorded.
     pub fn attempt_progress(&self, attempt: &AttemptView) {
         if self.json {
-            println!("{}", one_line(attempt));
+            say!("{}", one_line(attempt));
         } else {
-            println!("attempt {}", attempt_line(attempt));
+            say!("attempt {}", attempt_line(attempt));
         }
     }
 
@@ -295,20 +311,20 @@ impl Output {
         }
         let status = task.status.as_str();
         match task.status {
-            Status::Scheduled | Status::Held => println!(
+            Status::Scheduled | Status::Held => say!(
                 "{status}: next attempt at {}",
                 task.next_attempt_at
                     .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
                     .unwrap_or_default()
             ),
-            _ => println!("{status}"),
+            _ => say!("{status}"),
         }
     }
 
     /// `watch` saw the task end.
     pub fn watched_end(&self, task: &TaskView) {
         if self.json {
-            println!("{}", one_line(task));
+            say!("{}", one_line(task));
         }
     }
 }
@@ -359,7 +375,7 @@ fn one_line<T: Serialize>(v: &T) -> String {
 
 pub(super) fn print_json<T: Serialize>(v: &T) {
     match serde_json::to_string_pretty(v) {
-        Ok(text) => println!("{text}"),
+        Ok(text) => say!("{text}"),
         Err(e) => eprintln!("error: cannot print the answer as JSON: {e}"),
     }
 }
