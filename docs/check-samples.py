@@ -162,6 +162,9 @@ def inside(page, binary, show):
         result["error"] = str(e)
     result["seconds"] = round(time.monotonic() - t0, 1)
     print(json.dumps(result), flush=True)
+    # The page's directory goes with it (the services die with the namespace's first
+    # process, `--kill-child`, once this one exits).
+    shutil.rmtree(root, ignore_errors=True)
     sys.exit(0 if result["ok"] else 1)
 
 

@@ -159,10 +159,17 @@ async fn rearm_arms_every_unfinished_task_after_the_queue_is_lost() {
     let rx = Receiver::always(200).await;
     let server = Server::start(ServerOptions::on(Backend::Aws));
     let api = server.api();
-    for i in 0..n {
-        let request = callback(rx.url(&format!("/t/{i}"))).delay("25s");
-        api.create(&request, None).await.expect("registered");
-    }
+    // One request: on a loaded machine forty, one by one, could take longer than the delay,
+    // and the first would be delivered before the queue is purged.
+    let tasks = (0..n)
+        .map(|i| callback(rx.url(&format!("/t/{i}"))).delay("25s"))
+        .collect();
+    let batch = api.create_batch(&BatchRequest { tasks }).await;
+    let registered = batch.expect("registered").tasks;
+    assert!(
+        registered.iter().all(|t| t.task.is_some()),
+        "{registered:?}"
+    );
     let queue = server
         .env_var("BOOMERANG_TIMER_QUEUE_URL")
         .expect("the server's timer queue");

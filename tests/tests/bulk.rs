@@ -429,7 +429,7 @@ async fn a_job_whose_disk_fills_up_waits_and_goes_on_when_space_returns() {
     let rx = Receiver::always(500).await;
     let server = server_without_breakers(ServerOptions {
         data_dir: Some(disk.0.join("data")),
-        log_dir: Some(log_dir),
+        log_dir: Some(log_dir.clone()),
         ..ServerOptions::on(Backend::Embedded)
     })
     .await;
@@ -459,4 +459,6 @@ async fn a_job_whose_disk_fills_up_waits_and_goes_on_when_space_returns() {
     let job = wait_finished(&server, &job, WAIT).await;
     each_retried_once(&server, &rx, &bulk, &job, &all).await;
     assert!(!server.log().contains("panicked"), "a panic was logged");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&log_dir);
 }
