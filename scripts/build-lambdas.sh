@@ -24,8 +24,11 @@ fi
 flag="--arm64"
 [ "$arch" = x86_64 ] && flag="--x86-64"
 
-# The `lambda` profile is the release profile optimized for size (see Cargo.toml).
-cargo lambda build --profile lambda "$flag" --output-format zip \
+# The `lambda` profile is the release profile optimized for size (see Cargo.toml); the
+# test command builds with `lambda-check` (BOOMERANG_LAMBDA_PROFILE), the same zips
+# unoptimized.
+profile="${BOOMERANG_LAMBDA_PROFILE:-lambda}"
+cargo lambda build --profile "$profile" "$flag" --output-format zip \
   -p boomerang-api-lambda -p boomerang-delivery -p boomerang-sweeper
 out="${CARGO_TARGET_DIR:-target}/lambda"
 for f in api delivery sweeper; do
