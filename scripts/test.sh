@@ -67,20 +67,9 @@ sdk_py_log=$(mktemp)
 bash scripts/sdk-python-test.sh >"$sdk_py_log" 2>&1 &
 sdk_py_pid=$!
 
+step "cargo test"
 test_status=0
-if cargo nextest --version >/dev/null 2>&1; then
-  # The test binaries side by side, four tests at a time across them: most of the suite
-  # waits on servers, receivers and emulators, and one slow binary no longer holds back
-  # the rest. Doc tests are cargo's own.
-  step "cargo nextest (the workspace's tests, four at a time across the binaries)"
-  cargo nextest run --locked --workspace --no-fail-fast --test-threads 4 2>&1 | tee -a "$log" ||
-    test_status=$?
-  step "doc tests"
-  cargo test --locked --workspace --doc 2>&1 | tee -a "$log" || test_status=$?
-else
-  step "cargo test"
-  cargo test --locked --workspace --no-fail-fast 2>&1 | tee -a "$log" || test_status=$?
-fi
+cargo test --locked --workspace --no-fail-fast 2>&1 | tee -a "$log" || test_status=$?
 
 step "console browser tests (headless Chromium)"
 console_status=0
@@ -115,13 +104,11 @@ else
   cat "$fuzz_log"
   echo "API fuzzing: failed" | tee -a "$log"
 fi
-# One closing line for the whole run: the sum over every cargo test binary (nextest's
-# summary: "N tests run: P passed, F failed, T timed out"), the CDK
+# One closing line for the whole run: the sum over every cargo test binary, the CDK
 # assertion tests, the console's and the TypeScript client's (node's runner prints
 # "# pass N" and "# fail N"), the Python client's (pytest: "N failed, M passed in …"), and
 # the book's checks and the API fuzzing as one each.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
-     / tests run: / { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^(failed|timed)/) f += $i } }
      /^[0-9]+ (passed|failed)/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^# pass / { p += $3 } /^# fail / { f += $3 }
      /^API fuzzing: passed/ { p += 1 } /^API fuzzing: failed/ { f += 1 }
