@@ -113,6 +113,19 @@ async fn wait_finished(server: &Server, job: &BulkJobView, within: Duration) -> 
     .await
 }
 
+/// Waits until the job has done at least `done` tasks; answers it as it was then.
+async fn wait_under_way(server: &Server, job: &BulkJobView, done: u64) -> BulkJobView {
+    wait_for(
+        &format!("the job under way ({done} done)"),
+        WAIT,
+        || async {
+            let job = server.api().bulk_job(&job.id).await.ok()?;
+            (job.progress.done >= done).then_some(job)
+        },
+    )
+    .await
+}
+
 /// Waits until every path was called `times` times; then checks none was called more.
 async fn wait_calls(rx: &Receiver, paths: &[String], times: usize) {
     let calls = || {
@@ -372,11 +385,7 @@ async fn a_job_stopped_by_kill_9_goes_on_without_sending_any_task_twice(backend:
     };
     wait_count(&server, &bulk, KILLED as u64).await;
     let job = server.api().start_bulk(&bulk).await.unwrap();
-    let progressed = wait_for("the job under way", WAIT, || async {
-        let job = server.api().bulk_job(&job.id).await.ok()?;
-        (job.progress.done >= 100).then_some(job)
-    })
-    .await;
+    let progressed = wait_under_way(&server, &job, 100).await;
     assert_eq!(progressed.state, "running", "stopped in the middle");
     server.kill9_and_restart();
 
@@ -441,11 +450,7 @@ async fn a_job_whose_disk_fills_up_waits_and_goes_on_when_space_returns() {
     };
     wait_count(&server, &bulk, ON_FULL_DISK as u64).await;
     let job = server.api().start_bulk(&bulk).await.unwrap();
-    wait_for("the job under way", WAIT, || async {
-        let job = server.api().bulk_job(&job.id).await.ok()?;
-        (job.progress.done >= 60).then_some(())
-    })
-    .await;
+    wait_under_way(&server, &job, 60).await;
     let ballast = disk.0.join("ballast");
     fill(&ballast);
     wait_for("a job step refused by the full disk", WAIT, || async {
