@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs (once, into a cache) and starts the AWS emulators on loopback, and exports their
 # endpoints for the tests. Source it: `. scripts/emulators.sh`; they stop when the shell exits.
-#   moto server  → BOOMERANG_TEST_MOTO_ENDPOINT      (DynamoDB, SQS, Scheduler)
+#   moto server  → BOOMERANG_TEST_MOTO_ENDPOINT      (DynamoDB, SQS, Scheduler; run by
+#                  tests/emulators/moto_server.py, which takes out two costs of its SQS model
+#                  that grow with a queue's length)
 #   moto server  → BOOMERANG_TEST_MOTO_BULK_ENDPOINT (a second one, fresh, for the many-worker
 #                  test: moto's queue calls slow down with all that earlier tests leave in it)
 #   dynalite     → BOOMERANG_TEST_DYNALITE_ENDPOINT  (DynamoDB with atomic conditional writes)
@@ -65,10 +67,10 @@ stop_emulators() {
 install_emulators
 emulators_logs=$(mktemp -d)
 moto_port=$(free_port)
-"$emulators_cache/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$emulators_logs/moto.log" 2>&1 &
+"$emulators_cache/venv/bin/python" "$emulators_root/tests/emulators/moto_server.py" -H 127.0.0.1 -p "$moto_port" >"$emulators_logs/moto.log" 2>&1 &
 moto_pid=$!
 moto_bulk_port=$(free_port)
-"$emulators_cache/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_bulk_port" >"$emulators_logs/moto-bulk.log" 2>&1 &
+"$emulators_cache/venv/bin/python" "$emulators_root/tests/emulators/moto_server.py" -H 127.0.0.1 -p "$moto_bulk_port" >"$emulators_logs/moto-bulk.log" 2>&1 &
 moto_bulk_pid=$!
 dynalite_port=$(free_port)
 node "$emulators_cache/node/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$dynalite_port" \

@@ -268,9 +268,11 @@ async fn show_missing(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn eight_workers_and_the_sweeper_lose_nothing_send_nothing_twice_and_honour_cancels() {
-    // The workers' warnings and errors, shown if the test fails.
+    // The workers' warnings and errors (or what RUST_LOG asks for), shown if the test fails.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
-        .with_env_filter("warn")
+        .with_env_filter(filter)
         .with_test_writer()
         .try_init();
     let started = Instant::now();
