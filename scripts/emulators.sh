@@ -2,10 +2,10 @@
 # Installs (once, into a cache) and starts the AWS emulators on loopback, and exports their
 # endpoints for the tests. Source it: `. scripts/emulators.sh`; they stop when the shell exits.
 #   moto server  → BOOMERANG_TEST_MOTO_ENDPOINT      (DynamoDB, SQS, Scheduler; run by
-#                  tests/emulators/moto_server.py, which takes out two costs of its SQS model
-#                  that grow with a queue's length)
-#   moto server  → BOOMERANG_TEST_MOTO_BULK_ENDPOINT (a second one, fresh, for the many-worker
-#                  test: moto's queue calls slow down with all that earlier tests leave in it)
+#                  tests/emulators/moto_server.py, which mends a race in its SQS model and
+#                  takes out two costs that grow with a queue's length)
+#   moto server  → BOOMERANG_TEST_MOTO_BULK_ENDPOINT (a second one: the many-worker test's
+#                  queue, and the moto of the test command's second lane of test binaries)
 #   dynalite     → BOOMERANG_TEST_DYNALITE_ENDPOINT  (DynamoDB with atomic conditional writes)
 # and the Python they run under, with the stock `standardwebhooks` verifier:
 #                  BOOMERANG_TEST_PYTHON

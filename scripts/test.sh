@@ -67,9 +67,29 @@ sdk_py_log=$(mktemp)
 bash scripts/sdk-python-test.sh >"$sdk_py_log" 2>&1 &
 sdk_py_pid=$!
 
-step "cargo test"
+# The Rust tests in two lanes side by side, each running its binaries one after another
+# (two tests at a time in each): the three slowest end-to-end binaries (AWS outages, bulk
+# jobs of 5,000 tasks, many workers: about half the suite's time) on the second moto
+# server, every other binary on the first. One moto server for all would be overloaded.
+slow_lane=(aws_outages bulk many_workers)
+other_tests=()
+for file in tests/tests/*.rs; do
+  name=$(basename "$file" .rs)
+  [[ " ${slow_lane[*]} " == *" $name "* ]] || other_tests+=(--test "$name")
+done
+step "cargo test: the slowest end-to-end binaries (in the background; output below)"
+slow_lane_log=$(mktemp)
+BOOMERANG_TEST_MOTO_ENDPOINT="$BOOMERANG_TEST_MOTO_BULK_ENDPOINT" \
+  cargo test --locked -p boomerang-e2e --no-fail-fast $(printf -- '--test %s ' "${slow_lane[@]}") \
+  >"$slow_lane_log" 2>&1 &
+slow_lane_pid=$!
+
+step "cargo test: the rest of the workspace"
 test_status=0
-cargo test --locked --workspace --no-fail-fast 2>&1 | tee -a "$log" || test_status=$?
+cargo test --locked --workspace --exclude boomerang-e2e --no-fail-fast 2>&1 | tee -a "$log" ||
+  test_status=$?
+cargo test --locked -p boomerang-e2e --no-fail-fast "${other_tests[@]}" 2>&1 | tee -a "$log" ||
+  test_status=$?
 
 step "console browser tests (headless Chromium)"
 console_status=0
@@ -84,6 +104,8 @@ background_output() {
   [ "$status" = 0 ] || echo "$name: failed"
   return "$status"
 }
+step "cargo test: the slowest end-to-end binaries' output"
+background_output "$slow_lane_pid" "$slow_lane_log" "cargo test (the slowest binaries)" || test_status=$?
 step "TypeScript client output"
 sdk_ts_status=0
 background_output "$sdk_ts_pid" "$sdk_ts_log" "TypeScript client" || sdk_ts_status=$?

@@ -23,8 +23,8 @@ pub fn dynalite_endpoint() -> String {
     endpoint("BOOMERANG_TEST_DYNALITE_ENDPOINT")
 }
 
-/// The second moto server, kept fresh for the many-worker test (or the first, if only one
-/// was started).
+/// The second moto server, the many-worker test's (or the first, if only one was started):
+/// its eight workers and steady registrations keep a server busy on their own.
 pub fn bulk_moto() -> SdkConfig {
     let var = "BOOMERANG_TEST_MOTO_BULK_ENDPOINT";
     match std::env::var(var) {

@@ -1,5 +1,5 @@
 //! End-to-end: ordered delivery per key, on both backends (on AWS with two workers
-//! delivering from the same queues). 1,000 tasks (300 on AWS) over 10 order keys, registered with
+//! delivering from the same queues). 1,000 tasks over 10 order keys, registered with
 //! random delays and a receiver failing at random, arrive in registration order per key,
 //! with no two calls of one key overlapping (checked at the receiver). A key blocked by a
 //! task that failed for good goes on when it is retried or canceled; one that asked to be
@@ -26,15 +26,8 @@ on_both_backends!(
 
 const KEYS: usize = 10;
 
-/// Tasks over the keys: 1,000; on the AWS backend 300, as its queues here are moto's, one
-/// Python process whose every receive reads through all the messages held (each waiting
-/// task puts one off): a thousand waiting tasks slow it past the suite's time.
-fn tasks(backend: Backend) -> usize {
-    match backend {
-        Backend::Embedded => 1_000,
-        Backend::Aws => 300,
-    }
-}
+/// Tasks over the keys, on both backends.
+const TASKS: usize = 1_000;
 /// How long the receiver takes to answer each call.
 const ANSWER: Duration = Duration::from_millis(20);
 const WAIT: Duration = Duration::from_secs(300);
@@ -76,12 +69,11 @@ async fn tasks_over_ten_keys_arrive_in_order_one_at_a_time(backend: Backend) {
     .await;
     let server = Server::start(ServerOptions::on(backend));
     let _second = (backend == Backend::Aws).then(|| server.another_worker());
-    let n = tasks(backend);
     // Task i is the (i / KEYS)-th of key i % KEYS, due as events of a key come, a key's
     // next every 150 ms or so, with up to a second of jitter: a younger task is often due
     // before its elder.
     let mut rng = 17u64;
-    for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
+    for chunk in (0..TASKS).collect::<Vec<_>>().chunks(100) {
         let tasks = (chunk.iter())
             .map(|&i| {
                 rng = rng
@@ -108,7 +100,7 @@ async fn tasks_over_ten_keys_arrive_in_order_one_at_a_time(backend: Backend) {
         let succeeded = (calls.iter())
             .filter(|c| !fails(&c.path, count_before(&calls, c)))
             .count();
-        (succeeded >= n).then_some(calls)
+        (succeeded >= TASKS).then_some(calls)
     })
     .await;
     let mut by_key: BTreeMap<usize, Vec<&Received>> = BTreeMap::new();
@@ -135,7 +127,7 @@ async fn tasks_over_ten_keys_arrive_in_order_one_at_a_time(backend: Backend) {
             "key {key} out of order: {indexes:?}"
         );
         assert_eq!(indexes.first(), Some(&0));
-        assert_eq!(indexes.last(), Some(&(n / KEYS - 1)));
+        assert_eq!(indexes.last(), Some(&(TASKS / KEYS - 1)));
     }
     // Every place given up once its task's success is written.
     wait_for("every key's line empty", WAIT, || async {
