@@ -68,28 +68,29 @@ bash scripts/sdk-python-test.sh >"$sdk_py_log" 2>&1 &
 sdk_py_pid=$!
 
 # The Rust tests in two lanes side by side, each running its binaries one after another
-# (two tests at a time in each): the three slowest end-to-end binaries (AWS outages, bulk
-# jobs of 5,000 tasks, many workers: about half the suite's time) on the second moto
-# server, every other binary on the first. One moto server for all would be overloaded.
-slow_lane=(aws_outages bulk many_workers)
+# (two tests at a time in each): four of the slowest end-to-end binaries (AWS outages,
+# bulk jobs, many workers, ordered delivery: about half the suite's time) on the second
+# moto server, every other test on the first; one moto server for all would be
+# overloaded. Both lanes select the whole workspace, so that features resolve as in the
+# build above and nothing is compiled again.
+slow_lane=(aws_outages bulk many_workers order_keys)
 other_tests=()
-for file in tests/tests/*.rs; do
-  name=$(basename "$file" .rs)
+for name in $(cargo metadata --locked --no-deps --format-version 1 |
+  python3 -c 'import json, sys; print(*sorted({t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"] if "test" in t["kind"]}))'); do
   [[ " ${slow_lane[*]} " == *" $name "* ]] || other_tests+=(--test "$name")
 done
 step "cargo test: the slowest end-to-end binaries (in the background; output below)"
 slow_lane_log=$(mktemp)
 BOOMERANG_TEST_MOTO_ENDPOINT="$BOOMERANG_TEST_MOTO_BULK_ENDPOINT" \
-  cargo test --locked -p boomerang-e2e --no-fail-fast $(printf -- '--test %s ' "${slow_lane[@]}") \
+  cargo test --locked --workspace --no-fail-fast $(printf -- '--test %s ' "${slow_lane[@]}") \
   >"$slow_lane_log" 2>&1 &
 slow_lane_pid=$!
 
 step "cargo test: the rest of the workspace"
 test_status=0
-cargo test --locked --workspace --exclude boomerang-e2e --no-fail-fast 2>&1 | tee -a "$log" ||
-  test_status=$?
-cargo test --locked -p boomerang-e2e --no-fail-fast "${other_tests[@]}" 2>&1 | tee -a "$log" ||
-  test_status=$?
+cargo test --locked --workspace --no-fail-fast --lib --bins "${other_tests[@]}" 2>&1 |
+  tee -a "$log" || test_status=$?
+cargo test --locked --workspace --doc 2>&1 | tee -a "$log" || test_status=$?
 
 step "console browser tests (headless Chromium)"
 console_status=0
