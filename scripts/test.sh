@@ -68,18 +68,23 @@ bash scripts/sdk-python-test.sh >"$sdk_py_log" 2>&1 &
 sdk_py_pid=$!
 
 # The Rust tests in two lanes side by side, each running its binaries one after another
-# (two tests at a time in each): four of the slowest end-to-end binaries (AWS outages,
-# bulk jobs, many workers, ordered delivery: about half the suite's time) on the second
-# moto server, every other test on the first; one moto server for all would be
-# overloaded. Both lanes select the whole workspace, so that features resolve as in the
-# build above and nothing is compiled again.
+# (two tests at a time in each): four of the slowest end-to-end test files (AWS outages,
+# bulk jobs, many workers, ordered delivery: about half the suite's time; `bulk` names
+# the core crate's bulk tests too) on the second moto server, every other test on the
+# first; one moto server for all would be overloaded. Both lanes select the whole
+# workspace, so that features resolve as in the build above and nothing is compiled again;
+# the first lane's targets are every one `cargo test` would run but those four.
 slow_lane=(aws_outages bulk many_workers order_keys)
-other_tests=()
-for name in $(cargo metadata --locked --no-deps --format-version 1 |
-  python3 -c 'import json, sys; print(*sorted({t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"] if "test" in t["kind"]}))'); do
-  [[ " ${slow_lane[*]} " == *" $name "* ]] || other_tests+=(--test "$name")
-done
-step "cargo test: the slowest end-to-end binaries (in the background; output below)"
+first_lane=$(cargo metadata --locked --no-deps --format-version 1 | python3 -c '
+import json, sys
+slow = set(sys.argv[1:])
+targets = [t for p in json.load(sys.stdin)["packages"] for t in p["targets"] if t["test"]]
+print("--lib")
+print(*sorted({"--bin " + t["name"] for t in targets if "bin" in t["kind"]}), sep="\n")
+print(*sorted({"--test " + t["name"] for t in targets if "test" in t["kind"]} - {"--test " + n for n in slow}), sep="\n")
+' "${slow_lane[@]}")
+[ "$(grep -c -- '^--test ' <<<"$first_lane")" -gt 10 ] || { echo "cannot list the workspace's test targets" >&2; exit 1; }
+step "cargo test: the slowest end-to-end tests (in the background; output below)"
 slow_lane_log=$(mktemp)
 BOOMERANG_TEST_MOTO_ENDPOINT="$BOOMERANG_TEST_MOTO_BULK_ENDPOINT" \
   cargo test --locked --workspace --no-fail-fast $(printf -- '--test %s ' "${slow_lane[@]}") \
@@ -88,9 +93,11 @@ slow_lane_pid=$!
 
 step "cargo test: the rest of the workspace"
 test_status=0
-cargo test --locked --workspace --no-fail-fast --lib --bins "${other_tests[@]}" 2>&1 |
+# shellcheck disable=SC2046 # one selection flag and its target's name per line
+cargo test --locked --workspace --no-fail-fast $(tr '\n' ' ' <<<"$first_lane") 2>&1 |
   tee -a "$log" || test_status=$?
-cargo test --locked --workspace --doc 2>&1 | tee -a "$log" || test_status=$?
+# Every library's doc tests (only the client's have any: the others' blocks are text).
+cargo test --locked --workspace --no-fail-fast --doc 2>&1 | tee -a "$log" || test_status=$?
 
 step "console browser tests (headless Chromium)"
 console_status=0
@@ -105,8 +112,8 @@ background_output() {
   [ "$status" = 0 ] || echo "$name: failed"
   return "$status"
 }
-step "cargo test: the slowest end-to-end binaries' output"
-background_output "$slow_lane_pid" "$slow_lane_log" "cargo test (the slowest binaries)" || test_status=$?
+step "cargo test: the slowest end-to-end tests' output"
+background_output "$slow_lane_pid" "$slow_lane_log" "cargo test (the slowest tests)" || test_status=$?
 step "TypeScript client output"
 sdk_ts_status=0
 background_output "$sdk_ts_pid" "$sdk_ts_log" "TypeScript client" || sdk_ts_status=$?

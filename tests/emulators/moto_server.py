@@ -4,7 +4,8 @@ queue's length taken out.
 moto (5.2.5) deletes a message by building the queue's list anew without it, outside the lock
 that sending takes to append: a message sent while another is deleted can vanish, acknowledged
 and never received (SQS never does this; the many-worker test, with eight workers deleting
-while registrations send, lost a few tasks a run to it). Here a delete holds that lock.
+while registrations send, lost a few tasks a run to it). Here a delete holds that lock and
+removes the message from the list in place.
 
 moto (5.2.5) checks each message a receive hands out against the queue's retention period by
 building every attribute of the queue, and three of those (the approximate counts of visible,
@@ -22,6 +23,7 @@ import time
 
 from moto.server import main
 from moto.sqs import models
+from moto.sqs.exceptions import ReceiptHandleIsInvalid
 
 
 def unix_time(dt=None):
@@ -36,9 +38,22 @@ def unix_time_millis(dt=None):
 
 
 def delete_message(self, receipt_handle):
-    """moto's delete, under the lock its sends append under."""
+    """moto's delete, under the lock its sends append under, removing the message from the
+    list in place (a receive moving a message to the dead-letter queue removes it from the
+    same list, outside any lock; each removal is one step)."""
     with self._messages_lock:
-        return _moto_delete_message(self, receipt_handle)
+        if receipt_handle in self.deleted_messages:
+            return
+        doomed = [m for m in self._messages if m.had_receipt_handle(receipt_handle)]
+        if not doomed:
+            raise ReceiptHandleIsInvalid()
+        for message in doomed:
+            self.pending_messages.discard(message)
+            self.deleted_messages.update(message.all_receipt_handles)
+            try:
+                self._messages.remove(message)
+            except ValueError:
+                pass  # moved to the dead-letter queue meanwhile
 
 
 def is_message_valid_based_on_retention_period(self, queue_name, message):
@@ -48,7 +63,6 @@ def is_message_valid_based_on_retention_period(self, queue_name, message):
 
 
 _moto_unix_time = models.unix_time
-_moto_delete_message = models.Queue.delete_message
 models.Queue.delete_message = delete_message
 models.unix_time = unix_time
 models.unix_time_millis = unix_time_millis

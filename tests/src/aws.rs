@@ -23,8 +23,8 @@ pub fn dynalite_endpoint() -> String {
     endpoint("BOOMERANG_TEST_DYNALITE_ENDPOINT")
 }
 
-/// The second moto server, the many-worker test's (or the first, if only one was started):
-/// its eight workers and steady registrations keep a server busy on their own.
+/// The second moto server, the many-worker test's queue (or the first, if only one was
+/// started): the test command runs the slowest test files on it, one after another.
 pub fn bulk_moto() -> SdkConfig {
     let var = "BOOMERANG_TEST_MOTO_BULK_ENDPOINT";
     match std::env::var(var) {
