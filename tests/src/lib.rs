@@ -4,6 +4,7 @@
 pub mod aws;
 
 mod binaries;
+pub mod bulk_jobs;
 mod cli;
 pub mod disk;
 pub mod fault_proxy;

@@ -15,6 +15,7 @@ use boomerang_api::request::{
 use boomerang_client::Client;
 use boomerang_core::domain::BulkAction;
 use boomerang_e2e::aws::{dynalite_endpoint, moto_endpoint};
+use boomerang_e2e::bulk_jobs::{wait_finished, wait_under_way};
 use boomerang_e2e::fault_proxy::{Fault, FaultProxy, Rule, Service};
 use boomerang_e2e::{
     callback, header, schedule_max, wait_for, Backend, Callback, Receiver, Reply, Server,
@@ -326,31 +327,17 @@ async fn a_bulk_retry_through_throttles_errors_and_an_outage_retries_each_task_o
     up.store(true, Ordering::SeqCst);
     let started = Instant::now();
     let job = api.start_bulk(&bulk).await.expect("job started");
-    let progress = |at_least: u64| {
-        let (api, id) = (api.clone(), job.id);
-        async move {
-            wait_for(&format!("{at_least} done"), REPAIR_PATIENCE, || async {
-                let job = api.bulk_job(&id).await.ok()?;
-                (job.progress.done >= at_least).then_some(())
-            })
-            .await
-        }
-    };
-    progress(30).await;
+    wait_under_way(&api, &job, 30, REPAIR_PATIENCE).await;
     let faulty = Duration::from_secs(20);
     proxy.inject(Rule::every(Service::DynamoDb, Fault::Throttle, faulty).share(0.3));
     proxy.inject(Rule::every(Service::DynamoDb, Fault::ServerError, faulty).share(0.1));
-    progress(100).await;
+    wait_under_way(&api, &job, 100, REPAIR_PATIENCE).await;
     proxy.inject(Rule::every(
         Service::DynamoDb,
         Fault::Outage,
         Duration::from_secs(15),
     ));
-    let finished = wait_for("the job to finish", REPAIR_PATIENCE, || async {
-        let job = api.bulk_job(&job.id).await.ok()?;
-        (job.state == "finished").then_some(job)
-    })
-    .await;
+    let finished = wait_finished(&api, &job, REPAIR_PATIENCE).await;
     println!(
         "bulk retry of {BULK_TASKS} tasks finished in {:.1} s through {} injected faults",
         started.elapsed().as_secs_f64(),

@@ -16,6 +16,7 @@ use boomerang_api::request::{
 use boomerang_api::view::BulkJobView;
 use boomerang_client::ListParams;
 use boomerang_core::domain::{BulkAction, Status, TaskId};
+use boomerang_e2e::bulk_jobs::{wait_finished, wait_under_way};
 use boomerang_e2e::disk::{fill, SmallDisk};
 use boomerang_e2e::{
     callback, header, on_both_backends, schedule_max, wait_for, Backend, Callback, Receiver, Reply,
@@ -105,27 +106,6 @@ async fn wait_count(server: &Server, bulk: &BulkRequest, n: u64) {
     .await
 }
 
-async fn wait_finished(server: &Server, job: &BulkJobView, within: Duration) -> BulkJobView {
-    wait_for("the job to finish", within, || async {
-        let job = server.api().bulk_job(&job.id).await.ok()?;
-        (job.state == "finished").then_some(job)
-    })
-    .await
-}
-
-/// Waits until the job has done at least `done` tasks; answers it as it was then.
-async fn wait_under_way(server: &Server, job: &BulkJobView, done: u64) -> BulkJobView {
-    wait_for(
-        &format!("the job under way ({done} done)"),
-        WAIT,
-        || async {
-            let job = server.api().bulk_job(&job.id).await.ok()?;
-            (job.progress.done >= done).then_some(job)
-        },
-    )
-    .await
-}
-
 /// Waits until every path was called `times` times; then checks none was called more.
 async fn wait_calls(rx: &Receiver, paths: &[String], times: usize) {
     let calls = || {
@@ -195,7 +175,7 @@ async fn a_preview_counts_what_the_job_then_does_and_bad_requests_are_refused(ba
     up.store(true, Ordering::SeqCst);
     let job = server.api().start_bulk(&only_a).await.unwrap();
     assert_eq!(job.action, "retry");
-    let job = wait_finished(&server, &job, WAIT).await;
+    let job = wait_finished(&server.api(), &job, WAIT).await;
     assert_eq!(job.progress.matched, preview.count);
     assert_eq!(
         job.progress.done, preview.count,
@@ -296,11 +276,11 @@ async fn bulk_cancel_and_release_take_held_tasks_by_metadata(backend: Backend) {
     let release = of_group(BulkAction::Release, "release");
     assert_eq!(server.api().preview_bulk(&release).await.unwrap().count, 5);
     let job = server.api().start_bulk(&release).await.unwrap();
-    let job = wait_finished(&server, &job, WAIT).await;
+    let job = wait_finished(&server.api(), &job, WAIT).await;
     assert_eq!(job.progress.done, 5);
     let cancel = of_group(BulkAction::Cancel, "cancel");
     let job = server.api().start_bulk(&cancel).await.unwrap();
-    let job = wait_finished(&server, &job, WAIT).await;
+    let job = wait_finished(&server.api(), &job, WAIT).await;
     assert_eq!(job.progress.done, 5);
 
     for ((group, _), id) in &ids {
@@ -351,7 +331,7 @@ async fn a_bulk_retry_of_thousands_keeps_to_the_destination_limit_and_all_succee
 
     up.store(true, Ordering::SeqCst);
     let job = server.api().start_bulk(&bulk).await.unwrap();
-    let job = wait_finished(&server, &job, Duration::from_secs(600)).await;
+    let job = wait_finished(&server.api(), &job, Duration::from_secs(600)).await;
     assert_eq!(job.progress.done, many as u64);
     wait_calls(&rx, &all, 2).await;
     let at_once = rx.most_at_once();
@@ -385,11 +365,11 @@ async fn a_job_stopped_by_kill_9_goes_on_without_sending_any_task_twice(backend:
     };
     wait_count(&server, &bulk, KILLED as u64).await;
     let job = server.api().start_bulk(&bulk).await.unwrap();
-    let progressed = wait_under_way(&server, &job, 100).await;
+    let progressed = wait_under_way(&server.api(), &job, 100, WAIT).await;
     assert_eq!(progressed.state, "running", "stopped in the middle");
     server.kill9_and_restart();
 
-    let job = wait_finished(&server, &job, WAIT).await;
+    let job = wait_finished(&server.api(), &job, WAIT).await;
     each_retried_once(&server, &rx, &bulk, &job, &all).await;
 }
 
@@ -450,7 +430,7 @@ async fn a_job_whose_disk_fills_up_waits_and_goes_on_when_space_returns() {
     };
     wait_count(&server, &bulk, ON_FULL_DISK as u64).await;
     let job = server.api().start_bulk(&bulk).await.unwrap();
-    wait_under_way(&server, &job, 60).await;
+    wait_under_way(&server.api(), &job, 60, WAIT).await;
     let ballast = disk.0.join("ballast");
     fill(&ballast);
     wait_for("a job step refused by the full disk", WAIT, || async {
@@ -461,7 +441,7 @@ async fn a_job_whose_disk_fills_up_waits_and_goes_on_when_space_returns() {
     assert_eq!(stalled.state, "running", "{stalled:?}");
     std::fs::remove_file(&ballast).unwrap();
 
-    let job = wait_finished(&server, &job, WAIT).await;
+    let job = wait_finished(&server.api(), &job, WAIT).await;
     each_retried_once(&server, &rx, &bulk, &job, &all).await;
     assert!(!server.log().contains("panicked"), "a panic was logged");
     drop(server);
