@@ -66,11 +66,16 @@ stop_emulators() {
 
 install_emulators
 emulators_logs=$(mktemp -d)
+# moto's server on loopback port $1, logging to $2.
+start_moto() {
+  "$emulators_cache/venv/bin/python" "$emulators_root/tests/emulators/moto_server.py" \
+    -H 127.0.0.1 -p "$1" >"$2" 2>&1 &
+}
 moto_port=$(free_port)
-"$emulators_cache/venv/bin/python" "$emulators_root/tests/emulators/moto_server.py" -H 127.0.0.1 -p "$moto_port" >"$emulators_logs/moto.log" 2>&1 &
+start_moto "$moto_port" "$emulators_logs/moto.log"
 moto_pid=$!
 moto_bulk_port=$(free_port)
-"$emulators_cache/venv/bin/python" "$emulators_root/tests/emulators/moto_server.py" -H 127.0.0.1 -p "$moto_bulk_port" >"$emulators_logs/moto-bulk.log" 2>&1 &
+start_moto "$moto_bulk_port" "$emulators_logs/moto-bulk.log"
 moto_bulk_pid=$!
 dynalite_port=$(free_port)
 node "$emulators_cache/node/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$dynalite_port" \

@@ -93,8 +93,8 @@ slow_lane_pid=$!
 
 step "cargo test: the rest of the workspace"
 test_status=0
-# shellcheck disable=SC2046 # one selection flag and its target's name per line
-cargo test --locked --workspace --no-fail-fast $(tr '\n' ' ' <<<"$first_lane") 2>&1 |
+# shellcheck disable=SC2086 # one selection flag and its target's name per line, split
+cargo test --locked --workspace --no-fail-fast $first_lane 2>&1 |
   tee -a "$log" || test_status=$?
 # Every library's doc tests (only the client's have any: the others' blocks are text).
 cargo test --locked --workspace --no-fail-fast --doc 2>&1 | tee -a "$log" || test_status=$?
