@@ -25,6 +25,7 @@ import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import accessLogFormat from './access-log-format.json';
 import tableLayout from './table-layout.json';
+import { grantFunctionAccess } from './access';
 
 /** The longest webhook timeout a task may ask for (the API refuses more). */
 export const MAX_WEBHOOK_TIMEOUT_SECONDS = 60;
@@ -432,101 +433,22 @@ export class BoomerangStack extends Stack {
       BOOMERANG_ALLOWED_CIDRS: props.allowedCidrs ?? '',
       BOOMERANG_ALERT_URL: props.alertUrl ?? '',
     };
-    // Every function registers, retries or re-arms, so each may write tasks and arm timers.
     for (const fn of [apiFn, deliveryFn, sweeperFn]) {
       for (const [k, v] of Object.entries(env)) {
         fn.addEnvironment(k, v);
       }
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: [
-            'dynamodb:GetItem',
-            'dynamodb:BatchGetItem',
-            'dynamodb:PutItem',
-            'dynamodb:UpdateItem',
-            'dynamodb:Query',
-          ],
-          resources: [this.table.tableArn, `${this.table.tableArn}/index/*`],
-        }),
-      );
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: ['sqs:SendMessage'],
-          resources: [timerQueue.queueArn],
-        }),
-      );
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: ['scheduler:CreateSchedule'],
-          resources: [scheduleArns],
-        }),
-      );
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: ['iam:PassRole'],
-          resources: [this.schedulerRole.roleArn],
-          conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
-        }),
-      );
     }
-    // No function writes an API key (`K#<sha-256 hex>`) or a tenant (`N#<tenant>`, which
-    // holds its signing secret): operators mint and change them (`boomerang keys create`,
-    // `boomerang tenants …`) with their own credentials. A replace key's item also begins
-    // `K#`, but as `K#<tenant>#<key>`: the second `#` tells the two apart.
-    for (const fn of [apiFn, deliveryFn, sweeperFn]) {
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          effect: iam.Effect.DENY,
-          actions: [
-            'dynamodb:PutItem',
-            'dynamodb:UpdateItem',
-            'dynamodb:DeleteItem',
-            'dynamodb:BatchWriteItem',
-          ],
-          resources: [this.table.tableArn],
-          conditions: {
-            'ForAnyValue:StringLike': { 'dynamodb:LeadingKeys': ['N#*', `K#${'?'.repeat(64)}`] },
-            'ForAllValues:StringNotLike': { 'dynamodb:LeadingKeys': ['K#*#*'] },
-          },
-        }),
-      );
-    }
-    // The API removes a tenant's named retry policies and task templates (`P#<tenant>` and
-    // `TM#<tenant>` items), and nothing else: tasks are never deleted by a function (their
-    // TTL does it).
-    apiFn.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['dynamodb:DeleteItem'],
-        resources: [this.table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['P#*', 'TM#*'] } },
-      }),
-    );
-    this.deliveryInVpc(deliveryFn, props);
     // Only the delivery function calls webhooks, so only it hands attempts to the slow lane.
     deliveryFn.addEnvironment('BOOMERANG_SLOW_QUEUE_URL', slowQueue.queueUrl);
-    deliveryFn.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['sqs:SendMessage'],
-        resources: [slowQueue.queueArn],
-      }),
-    );
-    // Exhausted tasks are dead-lettered by whoever ran the last attempt, or by the sweeper.
-    for (const fn of [deliveryFn, sweeperFn]) {
-      fn.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: ['sqs:SendMessage'],
-          resources: [deadLetters.queueArn],
-        }),
-      );
-    }
-    // The API also retries failed tasks; it never sends dead letters itself.
-    // The sweeper hands failed timers back from the system-failures queue.
-    sweeperFn.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage'],
-        resources: [systemFailures.queueArn],
-      }),
-    );
+    // What each function may do to the table, the queues and the schedule group.
+    grantFunctionAccess({
+      functions: { api: apiFn, delivery: deliveryFn, sweeper: sweeperFn },
+      table: this.table,
+      queues: { timer: timerQueue, slow: slowQueue, deadLetters, systemFailures },
+      scheduleArns,
+      schedulerRole: this.schedulerRole,
+    });
+    this.deliveryInVpc(deliveryFn, props);
 
     // Scheduler invokes asynchronously: no Lambda retries (Scheduler has its own), and a
     // failure goes to the system-failures queue.
