@@ -96,8 +96,20 @@ impl Rule {
     }
 }
 
+/// A call the proxy passed through, kept when it records ([`FaultProxy::recording`]): what
+/// the IAM check reads to know which actions, resources and keys a function used.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub call: Call,
+    /// The request's path (Scheduler's REST API names its schedule there).
+    pub path: String,
+    pub body: Bytes,
+}
+
 #[derive(Default)]
 struct State {
+    /// Every call passed through, when recording.
+    recorded: Option<Vec<Recorded>>,
     rules: Vec<Rule>,
     /// Faults answered so far (a delay counts too), by operation.
     injected: Vec<(String, Fault)>,
@@ -113,7 +125,20 @@ pub struct FaultProxy {
 impl FaultProxy {
     /// A proxy on a free loopback port in front of `upstream` (`http://127.0.0.1:port`).
     pub async fn start(upstream: &str) -> FaultProxy {
-        let state = Arc::new(Mutex::new(State::default()));
+        Self::serve(upstream, State::default()).await
+    }
+
+    /// A proxy that also keeps every call it passes on ([`FaultProxy::recorded`]).
+    pub async fn recording(upstream: &str) -> FaultProxy {
+        let state = State {
+            recorded: Some(Vec::new()),
+            ..State::default()
+        };
+        Self::serve(upstream, state).await
+    }
+
+    async fn serve(upstream: &str, state: State) -> FaultProxy {
+        let state = Arc::new(Mutex::new(state));
         let forward = Forward {
             upstream: upstream.trim_end_matches('/').to_string(),
             // Straight to the upstream, whatever proxy the environment names.
@@ -145,6 +170,11 @@ impl FaultProxy {
         for rule in &mut self.lock().rules {
             rule.until = rule.until.min(now);
         }
+    }
+
+    /// The calls passed on so far, in order (none unless made by [`FaultProxy::recording`]).
+    pub fn recorded(&self) -> Vec<Recorded> {
+        self.lock().recorded.clone().unwrap_or_default()
     }
 
     /// How many calls a fault was injected into so far.
@@ -180,12 +210,24 @@ struct Forward {
 impl Forward {
     async fn handle(&self, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
         let call = call_of(&method, &uri, &headers);
+        self.record(&call, &uri, &body);
         match self.fault_for(&call, &body) {
             Some(Fault::Latency(d)) => tokio::time::sleep(d).await,
             Some(fault) => return answer(&call, fault),
             None => {}
         }
         self.pass_on(method, uri, headers, body).await
+    }
+
+    fn record(&self, call: &Call, uri: &Uri, body: &Bytes) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(recorded) = &mut state.recorded {
+            recorded.push(Recorded {
+                call: call.clone(),
+                path: uri.path().to_string(),
+                body: body.clone(),
+            });
+        }
     }
 
     /// The fault of the first rule in force that matches, recorded.
