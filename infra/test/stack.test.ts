@@ -425,13 +425,18 @@ test('alarms go to the SNS topic; e-mail only when asked', () => {
     [
       'api-5xx',
       'api-throttles',
+      'bucket-check-failed',
       'by-key-index-write-throttles',
       'dead-letters',
       'dead-letters-age',
+      'delivery-async-dropped',
+      'delivery-destination-failures',
       'delivery-errors',
       'delivery-throttles',
       'due-index-write-throttles',
+      'items-set-aside',
       'lateness-p99',
+      'redrive-failed',
       'scheduler-dropped',
       'scheduler-target-errors',
       'slow-lane-age',
@@ -478,29 +483,44 @@ test('the dashboard shows the task counts and attempt lateness p50 and p99', () 
   assert.ok(body.includes('p50') && body.includes('p99'));
 });
 
-test('metric filters turn the functions\' JSON lines into every metric the dashboard reads', () => {
+test('metric filters turn the functions\' JSON lines into every metric the dashboard and alarms read', () => {
   const filters = Object.values(template.findResources('AWS::Logs::MetricFilter')) as any[];
-  const byMetric = new Map(
-    filters.map((f) => [f.Properties.MetricTransformations[0].MetricName, f.Properties]),
+  const byMetricAndGroup = new Map(
+    filters.map((f) => [
+      `${f.Properties.MetricTransformations[0].MetricName} ${f.Properties.LogGroupName.Ref.replace(/Logs.*/, '')}`,
+      f.Properties,
+    ]),
   );
-  // Field names as shared/core/src/metrics/mod.rs writes them.
+  // Field names as shared/aws/src/metric_lines.rs writes them. The sweep's lines come
+  // from the sweeper and from the delivery function's half-minute pass: one metric,
+  // read from both log groups.
   const expected: [string, string, string, string, string][] = [
-    ['Registered', 'ApiLogs', '{ $.registered > 0 }', '$.registered', 'Count'],
-    ['Delivered', 'DeliveryLogs', '{ $.outcome = "succeeded" }', '1', 'Count'],
-    ['Retried', 'DeliveryLogs', '{ $.outcome = "retrying" }', '1', 'Count'],
-    ['Failed', 'DeliveryLogs', '{ $.outcome = "failed" }', '1', 'Count'],
-    ['AttemptLateness', 'DeliveryLogs', '{ $.lateness_ms >= 0 }', '$.lateness_ms', 'Milliseconds'],
-    ['SweepRepaired', 'SweeperLogs', '{ $.sweep_repaired > 0 }', '$.sweep_repaired', 'Count'],
+    ['Registered', 'Api', '{ $.registered > 0 }', '$.registered', 'Count'],
+    ['Delivered', 'Delivery', '{ $.outcome = "succeeded" }', '1', 'Count'],
+    ['Retried', 'Delivery', '{ $.outcome = "retrying" }', '1', 'Count'],
+    ['Failed', 'Delivery', '{ $.outcome = "failed" }', '1', 'Count'],
+    ['AttemptLateness', 'Delivery', '{ $.lateness_ms >= 0 }', '$.lateness_ms', 'Milliseconds'],
   ];
+  for (const [metric, field] of [
+    ['SweepRepaired', 'sweep_repaired'],
+    ['BucketCheckFailed', 'bucket_check_failed'],
+    ['RedriveFailed', 'redrive_failed'],
+    ['ItemsSetAside', 'set_aside'],
+  ]) {
+    for (const group of ['Sweeper', 'Delivery']) {
+      expected.push([metric, group, `{ $.${field} > 0 }`, `$.${field}`, 'Count']);
+    }
+  }
   assert.equal(filters.length, expected.length);
   for (const [metric, group, pattern, value, unit] of expected) {
-    const f = byMetric.get(metric);
-    assert.ok(f, metric);
-    assert.ok(f.LogGroupName.Ref.startsWith(group), `${metric} reads ${group}`);
+    const f = byMetricAndGroup.get(`${metric} ${group}`);
+    assert.ok(f, `${metric} is read from the ${group} function's logs`);
     assert.equal(f.FilterPattern, pattern);
     const t = f.MetricTransformations[0];
     assert.deepEqual([t.MetricNamespace, t.MetricValue, t.Unit], ['Boomerang', value, unit]);
   }
+  // The sweeper's repair filter keeps its logical id (a new id would replace it).
+  assert.ok(Object.keys(template.findResources('AWS::Logs::MetricFilter')).some((id) => id.startsWith('SweepRepairedMetric')));
 });
 
 test('outputs name the API URL, the table and the queues', () => {
