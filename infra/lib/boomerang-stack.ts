@@ -664,7 +664,7 @@ export class BoomerangStack extends Stack {
     alarm(
       'items-set-aside',
       custom('ItemsSetAside', 'Sum'),
-      'A sweep pass met a table item it could not read and set it aside, so that it no longer blocks the sweep. Find the `set_aside` lines in the sweeper\'s and delivery function\'s logs, inspect each item named there in the table and repair or remove it: its task is not repaired by the sweep until then.',
+      'A sweep pass or a minute\'s bucket fire met table items it could not read and passed over them, so that they no longer block the rest. The functions\' logs name each item\'s key in an error line beside the `set_aside` line: inspect the item in the table and repair or remove it; its task is neither swept nor fired until then.',
     );
     // Scheduler invokes the delivery function asynchronously, with no Lambda retries and
     // the system-failures queue as the on-failure destination.
