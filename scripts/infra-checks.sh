@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Offline checks of the CDK stack in infra/: npm ci (pinned), assertion tests on the
-# synthesized template, `cdk synth` (the real zips when built, else placeholders),
-# cfn-lint (errors fail the run) and checkov (skipped checks and reasons: infra/.checkov.yaml).
+# synthesized template (among them cdk-nag's AWS Solutions pack over the app and its
+# variants), `cdk synth` (the real zips when built, else placeholders; the app runs the
+# same pack, and a finding the stack neither fixes nor acknowledges fails it), cfn-lint
+# (errors fail the run) and checkov (skipped checks and reasons: infra/.checkov.yaml).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
