@@ -9,10 +9,19 @@
 //! A fire that fails is retried whole (by Scheduler, or by SQS for bucket work): arming an
 //! attempt twice is harmless, its claim sends it once.
 //!
-//! A minute's own fire first records that it began. The sweeper checks every minute once
-//! its fire is a minute overdue ([`BucketFire::check_fires`]): a minute with entries and no
-//! such record (its schedule lost or deleted, its invocation dropped) is fired then, by
-//! putting the whole minute on the timer queue as bucket work.
+//! Custody: a minute is recorded done only once its reads and hand-ons are done. The
+//! minute's own fire writes its record after it armed what it read and handed the rest on,
+//! naming the partitions it handed on; each partition's chain of bucket work records its
+//! own end. So a minute that fits one invocation costs one write, and a large one a write
+//! more per partition handed on. The sweeper checks every minute once its fire is a minute
+//! overdue ([`BucketFire::check_fires`]): a minute whose schedule was made and that is not
+//! done (its schedule lost or deleted, its invocation dropped, or a fire that began and
+//! failed, as in an SQS outage that also fails the invocation's on-failure destination) is
+//! fired again then, as bucket work on the timer queue, whole, or only the partitions
+//! whose chains never ended. A minute with entries but no schedule is not fired: its
+//! entries are attempts due just over [`crate::plan::BUCKET_INDEX_AFTER`] after their
+//! write, which the timer queue holds (they are indexed in the bucket only in case the
+//! writer's clock stepped back).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -29,6 +38,10 @@ use boomerang_core::ports::{StoreError, TimerError};
 /// How long after its minute began a minute's fire is looked for: the schedule fires
 /// [`crate::plan::BUCKET_LEAD`] before the minute, so the fire is that much more overdue.
 pub const FIRE_OVERDUE_AFTER: chrono::Duration = chrono::Duration::minutes(1);
+/// How long after its minute began a minute that handed partitions on may still have a
+/// chain under way: until then the check waits at that minute (a large minute's chains
+/// run a few minutes at most; each link is a message SQS keeps until it is handled).
+pub const PARTITIONS_OVERDUE_AFTER: chrono::Duration = chrono::Duration::minutes(5);
 /// Minutes one check covers at most; the next run goes on from there.
 const CHECK_MINUTES: usize = 60;
 
@@ -53,6 +66,27 @@ pub struct BucketReport {
     pub armed: usize,
     /// Bucket work messages left for other invocations.
     pub handed_on: usize,
+    /// Entries that could not be read, passed over (each logged with its key).
+    pub set_aside: usize,
+}
+
+/// Where a minute's fire stands, by its records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MinuteFire {
+    /// No fire of the minute finished (none came, or each one failed).
+    NotDone,
+    /// Its fire finished, but handed these partitions on, whose chains have not ended.
+    Unfinished(Vec<u32>),
+    Done,
+}
+
+/// What one check of the minutes' fires did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Minutes (or partitions of minutes) fired again.
+    pub fired: usize,
+    /// Records that could not be read, passed over (each logged).
+    pub set_aside: usize,
 }
 
 pub struct BucketFire {
@@ -77,14 +111,11 @@ impl BucketFire {
     /// one after another would be most of its time.
     pub async fn run(&self, work: BucketWork) -> Result<BucketReport, BucketError> {
         let mut report = BucketReport::default();
-        if work.is_whole() {
-            // Before the reads: a fire that fails after it is retried anyway.
-            self.store.mark_bucket_fired(work.minute).await?;
-        }
+        let whole = work.is_whole();
         // A minute's own fire reads every partition there is now, even if its schedule was
         // made when there were fewer (entries written since may be in the new ones); work
         // handed on names its one partition. None reads past the partitions there are.
-        let end = if work.is_whole() {
+        let end = if whole {
             BUCKET_SHARDS
         } else {
             work.end.min(BUCKET_SHARDS)
@@ -110,6 +141,7 @@ impl BucketFire {
             for ((shard, _), page) in round.into_iter().zip(pages) {
                 let page = page?;
                 report.read += page.read;
+                report.set_aside += page.set_aside;
                 arms.extend(page.arms);
                 if let Some(next) = page.next {
                     cursors.push_back((shard, Some(next)));
@@ -118,7 +150,19 @@ impl BucketFire {
         }
         self.timer.queue_many(&arms).await?;
         report.armed = arms.len();
+        let handed: Vec<u32> = cursors.iter().map(|(shard, _)| *shard).collect();
         report.handed_on = self.hand_on(work.minute, cursors).await?;
+        // Only now is this part of the minute out of the fire's hands: what it read is
+        // armed, and what it did not read is on the queue. A failure before here leaves
+        // the minute (or partition) not done, for the check to fire again.
+        if whole {
+            self.store.mark_bucket_fired(work.minute, &handed).await?;
+        } else {
+            let finished = (work.first..end).filter(|shard| !handed.contains(shard));
+            for shard in finished {
+                self.store.mark_partition_done(work.minute, shard).await?;
+            }
+        }
         tracing::info!(
             minute = %work.minute,
             read = report.read,
@@ -130,36 +174,85 @@ impl BucketFire {
     }
 
     /// Checks the minutes from where the last check stopped up to the last one whose fire
-    /// is overdue at `now`: each with entries whose fire never began is fired, as bucket
-    /// work on the timer queue. Returns how many it fired. Progress is saved minute by
-    /// minute, so each minute is checked once (a failure leaves the rest to the next run).
+    /// is overdue at `now`, firing again each one not done; returns how many it fired
+    /// ([`Self::check`]).
     pub async fn check_fires(&self, now: DateTime<Utc>) -> Result<usize, BucketError> {
+        Ok(self.check(now).await?.fired)
+    }
+
+    /// Checks the minutes from where the last check stopped up to the last one whose fire
+    /// is overdue at `now`: a minute whose schedule was made and whose fire is not done is
+    /// fired again, whole, as bucket work on the timer queue; a minute that handed
+    /// partitions on and whose chains have not all ended by [`PARTITIONS_OVERDUE_AFTER`]
+    /// has those partitions fired again (before then the check waits at that minute).
+    /// Progress is saved minute by minute, so each minute is checked once; a failure leaves
+    /// the rest to the next run, which begins at the same minute.
+    pub async fn check(&self, now: DateTime<Utc>) -> Result<CheckReport, BucketError> {
         let minute_of =
             |t: DateTime<Utc>| t.duration_trunc(chrono::Duration::minutes(1)).unwrap_or(t);
         let last = minute_of(now - FIRE_OVERDUE_AFTER);
-        let checked_from = self.store.bucket_fires_checked_from().await?;
+        let mut report = CheckReport::default();
+        let checked_from = match self.store.bucket_fires_checked_from().await {
+            Ok(from) => from,
+            // An unreadable cursor must not stop every check for good: it starts again
+            // from the present, as on a new table.
+            Err(StoreError::Corrupt(e)) => {
+                tracing::error!(error = %e, "unreadable bucket-check cursor set aside; checking from the last overdue minute");
+                report.set_aside += 1;
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
         // The first check on a table starts with the last overdue minute: earlier minutes
         // fired before fires were recorded.
         let mut minute = checked_from.unwrap_or(last);
-        let mut fired = 0;
         for _ in 0..CHECK_MINUTES {
             if minute > last {
                 break;
             }
-            if !self.store.bucket_fired(minute).await?
-                && self.store.bucket_has_entries(minute).await?
-            {
-                tracing::warn!(%minute, "this minute's bucket never fired; firing it now");
-                let work = TimerMessage::Bucket {
-                    bucket: BucketWork::whole(minute),
-                };
-                self.timer.send(&work, 0).await?;
-                fired += 1;
+            let fire = match self.store.minute_fire(minute).await {
+                Ok(fire) => fire,
+                Err(StoreError::Corrupt(e)) => {
+                    // Firing again is always safe: the whole minute is read again.
+                    tracing::error!(%minute, error = %e, "unreadable bucket fire record set aside; firing the minute again");
+                    report.set_aside += 1;
+                    MinuteFire::NotDone
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let refire: Vec<BucketWork> = match fire {
+                MinuteFire::Done => Vec::new(),
+                // No schedule was made for the minute: whatever is indexed in it, the timer
+                // queue holds (see the module's comment), and there is no fire to miss.
+                MinuteFire::NotDone if !self.store.bucket_schedule_made(minute).await? => {
+                    Vec::new()
+                }
+                MinuteFire::NotDone => {
+                    tracing::warn!(%minute, "this minute's bucket fire never finished; firing it now");
+                    vec![BucketWork::whole(minute)]
+                }
+                MinuteFire::Unfinished(_) if now < minute + PARTITIONS_OVERDUE_AFTER => {
+                    // Its chains may still be under way: look again on a later run.
+                    break;
+                }
+                MinuteFire::Unfinished(shards) => {
+                    tracing::warn!(%minute, ?shards, "partitions of this minute's bucket never finished; firing them now");
+                    (shards.into_iter())
+                        .map(|shard| BucketWork::partition(minute, shard, None))
+                        .collect()
+                }
+            };
+            let messages: Vec<_> = (refire.into_iter())
+                .map(|bucket| (TimerMessage::Bucket { bucket }, 0))
+                .collect();
+            for sent in self.timer.send_many(&messages).await {
+                sent?;
             }
+            report.fired += messages.len();
             minute += chrono::Duration::minutes(1);
             self.store.set_bucket_fires_checked_from(minute).await?;
         }
-        Ok(fired)
+        Ok(report)
     }
 
     /// Puts each partition left to read back on the timer queue, one message each (ten to

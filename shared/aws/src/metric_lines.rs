@@ -22,7 +22,13 @@ pub struct MetricLines;
 /// - an attempt: `task`, `attempt`, `outcome` (`succeeded` → `Delivered`, `retrying` →
 ///   `Retried`, `failed` → `Failed`), `http_status`, `lateness_ms` (→ `AttemptLateness`)
 ///   and `duration_ms`;
-/// - `{"sweep_repaired": n}` → `SweepRepaired` (n).
+/// - `{"sweep_repaired": n}` → `SweepRepaired` (n);
+/// - `{"set_aside": n}`: unreadable items the sweep or a bucket's fire passed over (each
+///   logged with its key at error level);
+/// - `{"bucket_check_failed": 1}`: a run's check of the minutes' bucket fires failed (the
+///   next run checks the same minutes again);
+/// - `{"redrive_failed": n}`: timers in the system-failures queue not handed back (left
+///   there for the next run), or 1 for a run that could not read the queue.
 ///
 /// Other events have no line: the stack has no metric for them.
 pub fn metric_line(event: MetricEvent) -> Option<serde_json::Value> {
@@ -37,6 +43,9 @@ pub fn metric_line(event: MetricEvent) -> Option<serde_json::Value> {
             "duration_ms": a.duration_ms,
         }),
         MetricEvent::SweepRepaired { count } => json!({ "sweep_repaired": count }),
+        MetricEvent::SetAside { count } => json!({ "set_aside": count }),
+        MetricEvent::BucketCheckFailed => json!({ "bucket_check_failed": 1 }),
+        MetricEvent::RedriveFailed { count } => json!({ "redrive_failed": count }),
         MetricEvent::BreakerOpened => json!({ "breaker": "opened" }),
         MetricEvent::BreakerClosed => json!({ "breaker": "closed" }),
         MetricEvent::Canceled { .. }
@@ -104,5 +113,19 @@ mod tests {
                 .to_string(),
             r#"{"sweep_repaired":3}"#
         );
+        let lines = [
+            (MetricEvent::SetAside { count: 2 }, r#"{"set_aside":2}"#),
+            (
+                MetricEvent::BucketCheckFailed,
+                r#"{"bucket_check_failed":1}"#,
+            ),
+            (
+                MetricEvent::RedriveFailed { count: 4 },
+                r#"{"redrive_failed":4}"#,
+            ),
+        ];
+        for (event, line) in lines {
+            assert_eq!(metric_line(event).unwrap().to_string(), line);
+        }
     }
 }

@@ -19,15 +19,30 @@ use boomerang_core::engine::Engine;
 
 /// Readers of the queue side by side once it has a backlog: each receives ten messages,
 /// hands them back (the attempts armed ten to a request) and deletes them, so a run hands
-/// back about eighty messages per round trip of three calls.
-const READERS: usize = 8;
+/// back about 160 messages per round trip of three calls.
+const READERS: usize = 16;
+/// How long a reader's receive waits for a message (long polling): an empty answer then
+/// means the queue is empty, not that the servers sampled had nothing, so a reader stops
+/// only when the backlog is gone.
+const LONG_POLL_SECONDS: i32 = 1;
 
 /// What one read of the queue came to.
 struct Read {
     /// Messages handed back (and deleted).
     redriven: usize,
-    /// Whether to read on: a full batch came, and something of it was handed back.
+    /// Messages it could not hand back (left in the queue, visible again later).
+    failed: usize,
+    /// Whether to read on: something came, and something of it was handed back.
     more: bool,
+}
+
+/// What a redrive did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Redrive {
+    /// Messages handed back to the timer queue (and deleted).
+    pub redriven: usize,
+    /// Messages received that could not be handed back: they stay in the queue.
+    pub failed: usize,
 }
 
 pub struct SystemFailures {
@@ -38,45 +53,54 @@ pub struct SystemFailures {
 
 impl SystemFailures {
     /// Re-arms the attempt, or re-queues the bucket, of every message it can read one in,
-    /// until the queue is empty or `budget` has passed (no read starts after it); returns
-    /// how many. Messages it cannot read stay in the queue for an operator (and its
-    /// alarm). One reader looks first: the queue is empty nearly always, and eight
-    /// readers' empty receives, twice a minute, would cost more than the rest of the
-    /// sweeper's requests together.
-    pub async fn redrive(&self, engine: &Engine, budget: Duration) -> Result<usize, String> {
+    /// until the queue is empty or `budget` has passed (no read starts after it). Messages
+    /// it cannot read stay in the queue for an operator (and its alarm). One reader looks
+    /// first, without waiting: the queue is empty nearly always, and sixteen readers'
+    /// empty receives, twice a minute, would cost more than the rest of the sweeper's
+    /// requests together. Anything found starts the readers, which long-poll until the
+    /// queue is empty.
+    pub async fn redrive(&self, engine: &Engine, budget: Duration) -> Result<Redrive, String> {
         let deadline = Instant::now() + budget;
-        let first = self.read_once(engine).await?;
+        let first = self.read_once(engine, 0).await?;
+        let mut total = Redrive {
+            redriven: first.redriven,
+            failed: first.failed,
+        };
         if !first.more {
-            return Ok(first.redriven);
+            return Ok(total);
         }
         let readers = (0..READERS).map(|_| self.redrive_until(engine, deadline));
-        let mut redriven = first.redriven;
         for read in join_all(readers).await {
-            redriven += read?;
+            let read = read?;
+            total.redriven += read.redriven;
+            total.failed += read.failed;
         }
-        Ok(redriven)
+        Ok(total)
     }
 
     /// One reader: batches of ten until the queue is empty or the deadline.
-    async fn redrive_until(&self, engine: &Engine, deadline: Instant) -> Result<usize, String> {
-        let mut redriven = 0;
+    async fn redrive_until(&self, engine: &Engine, deadline: Instant) -> Result<Redrive, String> {
+        let mut total = Redrive::default();
         while Instant::now() < deadline {
-            let read = self.read_once(engine).await?;
-            redriven += read.redriven;
+            let read = self.read_once(engine, LONG_POLL_SECONDS).await?;
+            total.redriven += read.redriven;
+            total.failed += read.failed;
             if !read.more {
                 break;
             }
         }
-        Ok(redriven)
+        Ok(total)
     }
 
-    /// Receives up to ten messages, hands back what it can and deletes those.
-    async fn read_once(&self, engine: &Engine) -> Result<Read, String> {
+    /// Receives up to ten messages (waiting up to `wait_seconds` for one), hands back
+    /// what it can and deletes those.
+    async fn read_once(&self, engine: &Engine, wait_seconds: i32) -> Result<Read, String> {
         let received = self
             .sqs
             .receive_message()
             .queue_url(&self.queue_url)
             .max_number_of_messages(10)
+            .wait_time_seconds(wait_seconds)
             .visibility_timeout(60)
             .send()
             .await
@@ -88,7 +112,8 @@ impl SystemFailures {
         }
         Ok(Read {
             redriven: done.len(),
-            more: messages.len() == 10 && !done.is_empty(),
+            failed: messages.len() - done.len(),
+            more: !messages.is_empty() && !done.is_empty(),
         })
     }
 

@@ -286,6 +286,11 @@ impl Metrics for PrometheusMetrics {
             MetricEvent::SweepRepaired { count } => {
                 self.sweep_repaired.inc_by(count as u64);
             }
+            // The AWS functions' metric lines count these (`boomerang_aws::metric_lines`);
+            // the local server logs them where they happen.
+            MetricEvent::SetAside { .. }
+            | MetricEvent::BucketCheckFailed
+            | MetricEvent::RedriveFailed { .. } => {}
         }
     }
 }

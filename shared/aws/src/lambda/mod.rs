@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::buckets::{BucketError, BucketFire};
 use crate::messages::{SweepPass, TimerMessage};
 use crate::settings::SWEEP_LAG;
-use crate::system_failures::SystemFailures;
+use crate::system_failures::{Redrive, SystemFailures};
 use crate::timer::AwsTimer;
 use boomerang_core::domain::AttemptRef;
 use boomerang_core::engine::{Engine, EngineError, Route};
@@ -134,9 +134,15 @@ impl Delivery {
             TimerMessage::Bucket { bucket } => {
                 let minute = bucket.minute;
                 match Box::pin(self.buckets.run(bucket)).await {
-                    // A cursor no page ever wrote: retrying could never help.
+                    // A cursor no page ever wrote: retrying could never help. The check
+                    // fires the minute's partition again if its chain never ended.
                     Err(BucketError::Store(StoreError::Corrupt(e))) => {
-                        tracing::warn!(error = %e, %minute, "dropping bucket work with a broken cursor");
+                        tracing::error!(error = %e, %minute, "dropping bucket work with a broken cursor");
+                        self.engine.record(MetricEvent::SetAside { count: 1 });
+                    }
+                    Ok(report) if report.set_aside > 0 => {
+                        let count = report.set_aside;
+                        self.engine.record(MetricEvent::SetAside { count });
                     }
                     outcome => {
                         outcome?;
@@ -172,13 +178,28 @@ pub async fn handle_sweep(
     Ok(serde_json::to_value(report)?)
 }
 
-/// Fires each minute's bucket whose fire never came (a failure is logged: the next run
-/// checks the same minutes again); a fired minute counts as a repair.
+/// Fires again each minute's bucket whose fire never finished; a fired minute counts as a
+/// repair. A failure is logged and counted (`{"bucket_check_failed": 1}`, which the stack
+/// alarms on): the next run checks the same minutes again, so a check that keeps failing
+/// is seen rather than a cursor that silently stands still.
 pub async fn check_bucket_fires(engine: &Engine, buckets: &BucketFire) {
-    match buckets.check_fires(engine.now()).await {
-        Ok(0) => {}
-        Ok(fired) => engine.record(MetricEvent::SweepRepaired { count: fired }),
-        Err(e) => tracing::error!(error = %e, "could not check the minutes' bucket fires"),
+    match buckets.check(engine.now()).await {
+        Ok(report) => {
+            if report.fired > 0 {
+                engine.record(MetricEvent::SweepRepaired {
+                    count: report.fired,
+                });
+            }
+            if report.set_aside > 0 {
+                engine.record(MetricEvent::SetAside {
+                    count: report.set_aside,
+                });
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "could not check the minutes' bucket fires; the next run checks them again");
+            engine.record(MetricEvent::BucketCheckFailed);
+        }
     }
 }
 
@@ -191,6 +212,13 @@ pub const HALF_MINUTE_PASS_DELAY: i32 = 30;
 /// run per batch, two a minute. Short enough that the run has ended before its
 /// half-minute pass begins, and well inside the sweeper function's 60-second timeout.
 pub const SWEEP_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a sweeper run goes on handing back the system-failures queue's timers while
+/// it has a backlog (no read starts after it): longer than the sweep's budget, since the
+/// queue is read only by the minute's run (the delivery function that runs the half-minute
+/// pass has no access to it), and well inside the function's 60-second timeout. An empty
+/// queue ends the redrive at once.
+pub const REDRIVE_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// What one run of the sweeper did: the function's answer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,17 +239,30 @@ pub async fn sweep(
 ) -> Result<SweeperReport, EngineError> {
     // The two touch nothing of each other's: the index's work, and the failed timers.
     let redrive = async {
-        match failures {
-            Some(f) => f.redrive(engine, SWEEP_BUDGET).await.unwrap_or_else(|e| {
-                tracing::error!(error = %e, "could not read the system-failures queue");
-                0
-            }),
-            None => 0,
-        }
+        let Some(f) = failures else {
+            return Redrive::default();
+        };
+        f.redrive(engine, REDRIVE_BUDGET).await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "could not read the system-failures queue");
+            Redrive {
+                redriven: 0,
+                failed: 1,
+            }
+        })
     };
-    let (report, redriven) = join(engine.sweep_within(lookahead, SWEEP_BUDGET), redrive).await;
+    let (report, redrive) = join(engine.sweep_within(lookahead, SWEEP_BUDGET), redrive).await;
+    let redriven = redrive.redriven;
     if redriven > 0 {
         engine.record(MetricEvent::SweepRepaired { count: redriven });
+    }
+    if redrive.failed > 0 {
+        tracing::error!(
+            failed = redrive.failed,
+            "timers in the system-failures queue could not be handed back; the next run tries again"
+        );
+        engine.record(MetricEvent::RedriveFailed {
+            count: redrive.failed,
+        });
     }
     let report = report?;
     tracing::info!(

@@ -25,6 +25,9 @@ pub struct BucketPage {
     pub arms: Vec<(AttemptRef, DateTime<Utc>)>,
     /// Entries read, armed or not.
     pub read: usize,
+    /// Entries (or the task items they sent it to) that could not be read: passed over
+    /// with the rest, each logged with its key.
+    pub set_aside: usize,
     /// Where the next page starts; `None` when the minute is read to its end.
     pub next: Option<String>,
 }
@@ -83,23 +86,35 @@ impl DynamoStore {
         let mut arms = Vec::with_capacity(entries.len());
         let mut unnumbered = Vec::new();
         let mut last = None;
+        let mut set_aside = 0;
+        // An entry that cannot be read must not fail the page for good (its fire would be
+        // retried, and fail, until it was given up): it is passed over with the rest.
+        let mut set_aside_one = |key: Option<keys::ItemKey>, e: StoreError| {
+            tracing::error!(?key, %minute, shard, error = %e, "unreadable bucket entry set aside");
+            set_aside += 1;
+        };
         for item in entries {
             let entry = DueEntry::of(item)?;
             let (due_ms, attempt) = bucket_entry(entry.0);
             match (attempt, DateTime::from_timestamp_millis(due_ms)) {
-                (Some(attempt), Some(due)) => {
-                    let (tenant, id) = key_of(item)?;
-                    arms.push((AttemptRef::new(tenant, id, attempt), due));
-                }
+                (Some(attempt), Some(due)) => match key_of(item) {
+                    Ok((tenant, id)) => arms.push((AttemptRef::new(tenant, id, attempt), due)),
+                    Err(e) => set_aside_one(Some(entry.task_key()), e),
+                },
                 _ => unnumbered.push(entry.task_key()),
             }
             last = Some(entry);
         }
         // The rare entry whose attempt number had no room: its task says.
         for item in self.batch_items(unnumbered).await? {
-            let pending = task_from(&item)?.pending_work();
-            if let Some(w) = pending.filter(|w| w.kind.is_timed() && w.due_at < end) {
-                arms.push((w.attempt, w.due_at));
+            match task_from(&item) {
+                Ok(task) => {
+                    let pending = task.pending_work();
+                    if let Some(w) = pending.filter(|w| w.kind.is_timed() && w.due_at < end) {
+                        arms.push((w.attempt, w.due_at));
+                    }
+                }
+                Err(e) => set_aside_one(keys::ItemKey::of(&item), e),
             }
         }
         let next = match (out.last_evaluated_key.is_some(), last) {
@@ -111,6 +126,7 @@ impl DynamoStore {
         Ok(BucketPage {
             arms,
             read: entries.len(),
+            set_aside,
             next,
         })
     }

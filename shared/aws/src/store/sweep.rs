@@ -5,9 +5,11 @@
 //! reads only what lies after it and up to its cutoff. That is safe because an entry is
 //! always written due at or after the writer's present, and the cutoff lags the present:
 //! no entry appears behind the checkpoint. An entry read is looked at once: its task's
-//! current pending work is returned if no durable timer holds it.
+//! current pending work is returned if no durable timer holds it. A task item that cannot
+//! be read is set aside: logged with its key, counted, and passed over with the rest.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -19,7 +21,7 @@ use super::due_entry::DueEntry;
 use super::item::pending_work;
 use super::table::DynamoStore;
 use crate::attr::{self, DUE_INDEX};
-use crate::keys;
+use crate::keys::{self, ItemKey};
 use crate::sdk::items::{conflict_or_unavailable, corrupt, get_item, get_n, n, s};
 use crate::sdk::sdk_failure;
 use boomerang_core::ports::{DueWork, StoreError, SweepIndex, SweepMark};
@@ -32,6 +34,10 @@ impl SweepIndex for DynamoStore {
 
     async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError> {
         swept(self, mark).await
+    }
+
+    fn take_set_aside(&self) -> usize {
+        self.set_aside.swap(0, Ordering::Relaxed)
     }
 }
 
@@ -85,8 +91,15 @@ async fn due(
     }
     let mut work = Vec::new();
     for item in store.batch_items(keys).await? {
-        if let Some(pending) = pending_work(&item)? {
-            work.push(pending);
+        match pending_work(&item) {
+            Ok(pending) => work.extend(pending),
+            // One unreadable item must not stop every pass: it is passed over (the
+            // checkpoint moves past its entry with the rest), logged with its key for an
+            // operator, and counted.
+            Err(e) => {
+                tracing::error!(key = ?ItemKey::of(&item), error = %e, "unreadable task item in the sweep's range set aside");
+                store.set_aside.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
     let mark = serde_json::to_string(&checkpoint).map_err(|e| StoreError::Corrupt(e.into()))?;

@@ -4,6 +4,7 @@
 //! expired items only eventually, so every read ignores them itself.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,11 +20,21 @@ use crate::sdk::cache::Cache;
 use crate::sdk::items::{conflict_or_unavailable, corrupt, get_item, get_n, s, Item};
 use crate::sdk::sdk_failure;
 use crate::shards::{ShardPlan, PLAN_TTL};
+use boomerang_core::clock::{Random, ThreadRandom};
 use boomerang_core::domain::{Task, TaskId, TenantId};
 use boomerang_core::ports::StoreError;
 
 /// `BatchGetItem` requests in flight at once: a sweep's 8,000 keys are 80 requests.
 const BATCH_GETS_AT_ONCE: usize = 8;
+/// The first wait before keys DynamoDB left unprocessed are asked for again, doubled for
+/// each round that leaves some again, up to [`UNPROCESSED_MAX_WAIT`]: unprocessed keys
+/// mean the table (or a partition) is over its throughput, and asking again at once only
+/// adds to it (AWS's guidance: back off exponentially, with jitter).
+const UNPROCESSED_FIRST_WAIT: Duration = Duration::from_millis(50);
+const UNPROCESSED_MAX_WAIT: Duration = Duration::from_secs(2);
+/// Rounds of unprocessed keys before the read gives up (as unavailable): about 10 s of
+/// waits in all, well inside a sweep's or a fire's time.
+const UNPROCESSED_ROUNDS: u32 = 10;
 
 #[derive(Clone)]
 pub struct DynamoStore {
@@ -35,6 +46,9 @@ pub struct DynamoStore {
     pub(super) definitions: Arc<Cache<Option<String>>>,
     /// Tenants' partition plans, kept for [`PLAN_TTL`].
     plans: Arc<Cache<ShardPlan>>,
+    /// Unreadable items the sweep passed over, not yet counted by the engine
+    /// ([`boomerang_core::ports::SweepIndex::take_set_aside`]).
+    pub(super) set_aside: Arc<AtomicUsize>,
 }
 
 impl DynamoStore {
@@ -45,6 +59,7 @@ impl DynamoStore {
             retention,
             definitions: Arc::new(Cache::new()),
             plans: Arc::new(Cache::with_ttl(PLAN_TTL)),
+            set_aside: Arc::default(),
         }
     }
 
@@ -171,7 +186,21 @@ impl DynamoStore {
     async fn batch_get(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         let mut pending = Some(keys);
+        let mut round = 0;
         while let Some(keys) = pending.take().filter(|k| !k.is_empty()) {
+            if round > 0 {
+                if round > UNPROCESSED_ROUNDS {
+                    return Err(StoreError::Unavailable(
+                        format!(
+                            "{} keys still unprocessed after {UNPROCESSED_ROUNDS} rounds",
+                            keys.len()
+                        )
+                        .into(),
+                    ));
+                }
+                tokio::time::sleep(unprocessed_wait(round, ThreadRandom.draw())).await;
+            }
+            round += 1;
             let out = self
                 .client
                 .batch_get_item()
@@ -199,7 +228,35 @@ impl DynamoStore {
     }
 }
 
+/// How long to wait before round `round` (from 1) of asking again for unprocessed keys:
+/// "full jitter", a random share (`jitter`, 0 to 1) of an exponentially growing, bounded
+/// wait, so that the readers a throttle hit together do not come back together.
+fn unprocessed_wait(round: u32, jitter: f64) -> Duration {
+    let ceiling = UNPROCESSED_FIRST_WAIT
+        .saturating_mul(1 << (round - 1).min(16))
+        .min(UNPROCESSED_MAX_WAIT);
+    ceiling.mul_f64(jitter.clamp(0.0, 1.0))
+}
+
 /// Whether an item's expiry has passed (DynamoDB may not have removed it yet).
 pub(super) fn expired(item: &Item, now: DateTime<Utc>) -> bool {
     get_n(item, attr::EXPIRES).is_ok_and(|t| t <= now.timestamp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unprocessed_keys_are_asked_for_again_after_a_growing_bounded_jittered_wait() {
+        assert_eq!(unprocessed_wait(1, 1.0), UNPROCESSED_FIRST_WAIT);
+        assert_eq!(unprocessed_wait(2, 1.0), UNPROCESSED_FIRST_WAIT * 2);
+        assert_eq!(unprocessed_wait(3, 0.5), UNPROCESSED_FIRST_WAIT * 2);
+        assert_eq!(unprocessed_wait(30, 1.0), UNPROCESSED_MAX_WAIT);
+        assert_eq!(unprocessed_wait(4, 0.0), Duration::ZERO);
+        let all: Duration = (1..=UNPROCESSED_ROUNDS)
+            .map(|r| unprocessed_wait(r, 1.0))
+            .sum();
+        assert!(all <= Duration::from_secs(12), "{all:?}");
+    }
 }

@@ -41,6 +41,19 @@ pub enum MetricEvent {
     BreakerOpened,
     /// A destination's circuit breaker closed (by a probe's success, or by hand).
     BreakerClosed,
+    /// Stored items the sweep or a bucket's fire could not read were passed over (logged
+    /// with their keys), so that they stop no pass: an operator's to look at.
+    SetAside {
+        count: usize,
+    },
+    /// The check of the minutes' bucket fires failed; the next run checks the same
+    /// minutes again.
+    BucketCheckFailed,
+    /// Timers in the system-failures queue could not be handed back (or the queue could
+    /// not be read); they stay there for the next run.
+    RedriveFailed {
+        count: usize,
+    },
     /// The embedded store committed `writes` writes in one transaction, in `micros`.
     StoreCommit {
         writes: usize,

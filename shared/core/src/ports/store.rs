@@ -152,6 +152,13 @@ pub trait SweepIndex: Send + Sync {
     /// from a checkpoint moves the checkpoint to `mark`; one that keeps none has nothing
     /// to do.
     async fn swept(&self, mark: &SweepMark) -> Result<(), StoreError>;
+
+    /// How many unreadable items [`Self::due`] passed over since the last call: a store
+    /// that sets such an item aside (rather than failing every sweep on it) says so here,
+    /// and the engine counts them ([`crate::metrics::MetricEvent::SetAside`]).
+    fn take_set_aside(&self) -> usize {
+        0
+    }
 }
 
 /// Removes finished tasks past their retention (a store whose items expire by themselves,

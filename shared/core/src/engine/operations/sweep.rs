@@ -60,6 +60,12 @@ impl Engine {
             .sweep
             .due(cutoff, self.settings.sweep_batch)
             .await?;
+        let set_aside = self.ports.store.sweep.take_set_aside();
+        if set_aside > 0 {
+            self.ports
+                .metrics
+                .record(MetricEvent::SetAside { count: set_aside });
+        }
         let found = !due.work.is_empty();
         let (report, all_done) = self.repair(due.work).await?;
         // Only once everything it read is in a timer's (or the queue's) hands may the store
