@@ -31,7 +31,10 @@ pub use operations::{Stats, SweepReport};
 pub use orders::{OrderLine, ORDER_RECHECK};
 pub use ports::{Ports, StorePorts};
 pub use schedules::NewSchedule;
-pub use state::{this_process, Engine, EngineSettings, DEFAULT_SLOW_CALL};
+pub use state::{
+    this_process, Engine, EngineSettings, DEFAULT_SLOW_CALL, SLOW_MIN_CALLS, SLOW_SHARE_PERCENT,
+    SLOW_WINDOW,
+};
 pub use tasks::{
     FireTime, KeyOutcome, NewTask, Registration, Replacement, RetrySource, Stored, Submission,
     TaskDetails, TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_TENANT_RATE, MAX_PENDING_RANGE,

@@ -26,8 +26,9 @@ pub struct EngineSettings {
     pub limits: DeliveryLimits,
     /// What one tenant may ask of this process.
     pub tenant_limits: TenantLimits,
-    /// A call that takes this long or longer marks its destination slow: where the
-    /// backend has a slow lane, attempts there are handed to it for a while.
+    /// A call that takes this long or longer counts as slow. Where the backend has a slow
+    /// lane, a destination with enough of its recent calls slow ([`SLOW_WINDOW`],
+    /// [`SLOW_MIN_CALLS`], [`SLOW_SHARE_PERCENT`]) has its attempts handed to it for a while.
     pub slow_call: Duration,
 }
 
@@ -49,6 +50,21 @@ impl Default for EngineSettings {
 /// The default of [`EngineSettings::slow_call`]: well past a healthy receiver's answer
 /// (tens to hundreds of milliseconds), well short of the 10-second default timeout.
 pub const DEFAULT_SLOW_CALL: Duration = Duration::from_secs(3);
+
+/// The span of a destination's latest calls that tells whether it is slow: long enough to
+/// hold a fair sample of a busy receiver's calls, short enough that a receiver that turns
+/// slow is found within about a minute.
+pub const SLOW_WINDOW: Duration = Duration::from_secs(60);
+/// The fewest calls in [`SLOW_WINDOW`] that can mark a destination slow: with fewer, two
+/// unlucky calls would make a high share, and a destination that quiet holds up little
+/// of the shared lane however slow it is.
+pub const SLOW_MIN_CALLS: u32 = 10;
+/// The share of the calls in [`SLOW_WINDOW`] (in percent) that must be slow to mark the
+/// destination. At one in five, calls of [`DEFAULT_SLOW_CALL`] or more take most of the
+/// time spent on a receiver that otherwise answers in a tenth of a second (3 s against
+/// 4 × 0.1 s), so it is a slow receiver; a tail of a percent or a few is a quick receiver,
+/// whose volume the slow lane's small concurrency would throttle.
+pub const SLOW_SHARE_PERCENT: u32 = 20;
 
 /// `<host>:<process id>`.
 pub fn this_process() -> String {

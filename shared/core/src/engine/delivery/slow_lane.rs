@@ -1,13 +1,19 @@
 //! Calls to slow destinations, handed to a lane of their own where the backend has one
 //! ([`crate::ports::SlowLane`]). A call that takes [`EngineSettings::slow_call`] or longer
-//! marks its tenant's destination slow for [`SLOW_MEMORY`]; while it is, an attempt that
-//! comes due there through the shared timers is handed over instead of called, so that it
-//! holds up only other slow calls. Each process learns on its own, from its own calls: a
-//! fleet's instances each send a destination's calls the shared way until one of them
-//! takes long, and a destination that answers quickly again is back in the shared lane
-//! [`SLOW_MEMORY`] after its last slow call.
+//! counts as slow; a tenant's destination is marked slow when, of its calls that ended in
+//! the last [`SLOW_WINDOW`], there were at least [`SLOW_MIN_CALLS`] and at least
+//! [`SLOW_SHARE_PERCENT`] percent were slow, so that a busy receiver with a thin slow tail
+//! stays in the shared lane. While the mark lasts ([`SLOW_MEMORY`] from the last call that
+//! met the rule), an attempt that comes due there through the shared timers is handed over
+//! instead of called, so that it holds up only other slow calls. Each process learns on its
+//! own, from its own calls: a fleet's instances each send a destination's calls the shared
+//! way until their own calls meet the rule, and a destination that answers quickly again is
+//! back in the shared lane when its mark runs out.
 //!
 //! [`EngineSettings::slow_call`]: crate::engine::EngineSettings::slow_call
+//! [`SLOW_WINDOW`]: crate::engine::SLOW_WINDOW
+//! [`SLOW_MIN_CALLS`]: crate::engine::SLOW_MIN_CALLS
+//! [`SLOW_SHARE_PERCENT`]: crate::engine::SLOW_SHARE_PERCENT
 //! [`SLOW_MEMORY`]: super::slow_marks::SLOW_MEMORY
 
 use std::time::Duration;
@@ -29,9 +35,10 @@ pub enum Route {
 }
 
 impl Engine {
-    /// Marks the destination slow if a call that ran from `started` to `finished` took
-    /// [`crate::engine::EngineSettings::slow_call`] or longer (only where there is a slow
-    /// lane to hand its attempts to).
+    /// Counts a call to the destination that ran from `started` to `finished`, slow if it
+    /// took [`crate::engine::EngineSettings::slow_call`] or longer, and marks the
+    /// destination slow if its recent calls meet the rule (only where there is a slow lane
+    /// to hand its attempts to).
     pub(in crate::engine) fn note_call_time(
         &self,
         tenant: &TenantId,
@@ -42,9 +49,9 @@ impl Engine {
             return;
         }
         let took = (finished - started).to_std().unwrap_or_default();
-        if took >= self.settings.slow_call {
-            tracing::info!(%tenant, %destination, took_ms = took.as_millis() as u64, "slow call; the destination's attempts go to the slow lane");
-            self.slow.mark(tenant, destination, finished);
+        let slow = took >= self.settings.slow_call;
+        if self.slow.note(tenant, destination, slow, finished) {
+            tracing::info!(%tenant, %destination, took_ms = took.as_millis() as u64, "slow calls; the destination's attempts go to the slow lane");
         }
     }
 
