@@ -207,11 +207,15 @@ pub async fn check_bucket_fires(engine: &Engine, buckets: &BucketFire) {
 /// timer is re-armed at most about 45 seconds late.
 pub const HALF_MINUTE_PASS_DELAY: i32 = 30;
 
-/// How long a run (or a half-minute pass) goes on sweeping while each sweep finds work: a
-/// sweep reads at most a batch a shard, so a backlog of lost timers would otherwise take a
-/// run per batch, two a minute. Short enough that the run has ended before its
-/// half-minute pass begins, and well inside the sweeper function's 60-second timeout.
-pub const SWEEP_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a run (or a half-minute pass) goes on sweeping while each sweep finds work, or
+/// finds work it cannot arm yet (tried again a second later: the outage that failed it
+/// may end meanwhile, and the repair then follows within seconds rather than at the next
+/// pass): a sweep reads at most a batch a shard, so a backlog of lost timers would
+/// otherwise take a run per batch, two a minute. With two runs a minute, sweeps are under
+/// way for two thirds of the time while there is repair work. Short enough that the run
+/// has ended before its half-minute pass begins, and well inside the sweeper function's
+/// 60-second timeout.
+pub const SWEEP_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// How long a sweeper run goes on handing back the system-failures queue's timers while
 /// it has a backlog (no read starts after it): longer than the sweep's budget, since the

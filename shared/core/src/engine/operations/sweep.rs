@@ -8,6 +8,22 @@ use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
 use crate::ports::TimerError;
 
+/// How long [`Engine::sweep_within`] waits before it tries again a pass that could not arm
+/// what it found (or failed): short, so that the repair follows the end of an outage
+/// closely; long enough that a run does not hammer a service that is down.
+pub const SWEEP_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How a sweep pass ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PassEnd {
+    /// It found nothing (or the store keeps no position): the sweep is done.
+    Nothing,
+    /// It armed all it found and moved past it: another may find more.
+    MovedOn,
+    /// It found work it could not all arm: the same work is there for another pass.
+    Stuck,
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SweepReport {
     /// Scheduled attempts (and held tasks' checks) whose timer was (re-)armed.
@@ -32,7 +48,11 @@ impl Engine {
 
     /// [`Self::sweep`] pass after pass while each one finds work and moves past it,
     /// starting none after `budget`: a backlog of lost timers (a queue that refused sends
-    /// for a minute at a high rate) is armed again in one run, not one batch per run.
+    /// for a minute at a high rate) is armed again in one run, not one batch per run. A
+    /// pass that found work it could not arm, or that failed, is tried again
+    /// [`SWEEP_RETRY_PAUSE`] later within the budget: the outage that failed it may be over
+    /// by then, and the repair should not wait for the next run (half a minute on AWS). A
+    /// failure that outlasts the budget is the answer, unless an earlier pass did work.
     pub async fn sweep_within(
         &self,
         lookahead: Duration,
@@ -40,18 +60,36 @@ impl Engine {
     ) -> Result<SweepReport, EngineError> {
         let started = std::time::Instant::now();
         let mut total = SweepReport::default();
+        let mut worked = false;
         loop {
-            let (report, more) = self.sweep_pass(lookahead).await?;
-            total += report;
-            if !more || started.elapsed() >= budget {
-                return Ok(total);
+            let end = match self.sweep_pass(lookahead).await {
+                Ok((report, end)) => {
+                    total += report;
+                    worked = true;
+                    end
+                }
+                Err(e) if started.elapsed() + SWEEP_RETRY_PAUSE >= budget => {
+                    return if worked { Ok(total) } else { Err(e) };
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "sweep pass failed; trying again shortly");
+                    PassEnd::Stuck
+                }
+            };
+            let elapsed = started.elapsed();
+            match end {
+                PassEnd::Nothing => return Ok(total),
+                PassEnd::MovedOn if elapsed < budget => {}
+                PassEnd::Stuck if elapsed + SWEEP_RETRY_PAUSE < budget => {
+                    tokio::time::sleep(SWEEP_RETRY_PAUSE).await;
+                }
+                PassEnd::MovedOn | PassEnd::Stuck => return Ok(total),
             }
         }
     }
 
-    /// One sweep; also whether another could find more: this one found work, and moved
-    /// past it.
-    async fn sweep_pass(&self, lookahead: Duration) -> Result<(SweepReport, bool), EngineError> {
+    /// One sweep; also how it ended: whether another could find more.
+    async fn sweep_pass(&self, lookahead: Duration) -> Result<(SweepReport, PassEnd), EngineError> {
         let now = self.ports.clock.now();
         let cutoff = now.checked_add_signed(lookahead).unwrap_or(now);
         let due = self
@@ -71,10 +109,11 @@ impl Engine {
         // Only once everything it read is in a timer's (or the queue's) hands may the store
         // move past it.
         let Some(mark) = due.mark.filter(|_| all_done) else {
-            return Ok((report, false));
+            let end = if all_done { PassEnd::Nothing } else { PassEnd::Stuck };
+            return Ok((report, end));
         };
         self.ports.store.sweep.swept(&mark).await?;
-        Ok((report, found))
+        Ok((report, if found { PassEnd::MovedOn } else { PassEnd::Nothing }))
     }
 
     /// Takes over pending work whose timer was lost: arms attempts, checks and leases'
