@@ -16,8 +16,6 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -25,7 +23,7 @@ import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import accessLogFormat from './access-log-format.json';
 import tableLayout from './table-layout.json';
-import { grantFunctionAccess } from './access';
+import { createsSchedules, grantFunctionAccess } from './access';
 
 /** The longest webhook timeout a task may ask for (the API refuses more). */
 export const MAX_WEBHOOK_TIMEOUT_SECONDS = 60;
@@ -496,47 +494,47 @@ export class BoomerangStack extends Stack {
       scheduleArns,
       schedulerRole: this.schedulerRole,
     });
-    // Two wildcard resources in those grants, each needed:
-    for (const fn of [apiFn, deliveryFn, sweeperFn]) {
-      acknowledgeWildcard(
-        fn.role!,
-        `${this.table.tableArn}/index/*`,
-        'Only this table\'s own indexes (`due` and `by_key`, keys only, as table-layout.json lays them out): they hold nothing the table\'s own grant does not, and the wildcard keeps the grant right when an index is added to the layout.',
-      );
-      acknowledgeWildcard(
-        fn.role!,
-        scheduleArns,
-        'Schedules in this stack\'s own group only: the functions create one schedule per minute of due time, named by that minute (`bucket-<yyyymmddThhmm>`), so the names are not known in advance.',
-      );
+    // The one wildcard resource in those grants, needed:
+    for (const [name, fn] of [['api', apiFn], ['delivery', deliveryFn], ['sweeper', sweeperFn]] as const) {
+      if (createsSchedules(name)) {
+        acknowledgeWildcard(
+          fn.role!,
+          scheduleArns,
+          'Schedules in this stack\'s own group only: the functions create one schedule per minute of due time, named by that minute (`bucket-<yyyymmddThhmm>`), so the names are not known in advance.',
+        );
+      }
     }
     this.deliveryInVpc(deliveryFn, props);
 
     // Scheduler invokes asynchronously: no Lambda retries (Scheduler has its own), and a
     // failure goes to the system-failures queue.
+    // The destination and the two mappings below are made without CDK's grants, which add
+    // actions Lambda does not use (GetQueueUrl, ChangeMessageVisibility): the function's
+    // role has exactly what they need from `access.ts`.
     deliveryFn.configureAsyncInvoke({
       retryAttempts: 0,
       maxEventAge: Duration.hours(1),
-      onFailure: new SqsDestination(systemFailures),
+      onFailure: { bind: () => ({ destination: systemFailures.queueArn }) },
     });
-    deliveryFn.addEventSource(
-      new SqsEventSource(timerQueue, {
-        batchSize: 10,
-        reportBatchItemFailures: true,
-        ...mapping.timer,
-      }),
-    );
+    new lambda.EventSourceMapping(this, 'TimerQueueMapping', {
+      target: deliveryFn,
+      eventSourceArn: timerQueue.queueArn,
+      batchSize: 10,
+      reportBatchItemFailures: true,
+      ...mapping.timer,
+    });
     // Sixteen slow calls to a batch, gathered for up to a second (a batch over ten needs a
     // batching window): with 1 % of calls taking a 10-second timeout, 10,000 callbacks a
     // second keep about 63 slow batches running, where mixed into the timer queue's
     // batches they would keep about 1,000.
-    deliveryFn.addEventSource(
-      new SqsEventSource(slowQueue, {
-        batchSize: SLOW_LANE_BATCH,
-        maxBatchingWindow: Duration.seconds(1),
-        reportBatchItemFailures: true,
-        maxConcurrency: mapping.slowMaxConcurrency,
-      }),
-    );
+    new lambda.EventSourceMapping(this, 'SlowQueueMapping', {
+      target: deliveryFn,
+      eventSourceArn: slowQueue.queueArn,
+      batchSize: SLOW_LANE_BATCH,
+      maxBatchingWindow: Duration.seconds(1),
+      reportBatchItemFailures: true,
+      maxConcurrency: mapping.slowMaxConcurrency,
+    });
 
     new events.Rule(this, 'SweepEveryMinute', {
       schedule: events.Schedule.rate(Duration.minutes(1)),

@@ -8,6 +8,7 @@ pub mod bulk_jobs;
 mod cli;
 pub mod disk;
 pub mod fault_proxy;
+pub mod iam_requests;
 pub mod otlp;
 mod receiver;
 mod requests;
