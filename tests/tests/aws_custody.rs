@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::AttributeValue;
 use boomerang_aws::backend::aws;
+use boomerang_aws::buckets::{BucketFire, PARTITIONS_OVERDUE_AFTER};
 use boomerang_aws::lambda::{check_bucket_fires, DeliveryEvent};
-use boomerang_aws::messages::BucketWork;
+use boomerang_aws::messages::{BucketWork, TimerMessage};
 use boomerang_aws::settings::SWEEP_LAG;
 use boomerang_aws::triggers::TriggerEmulator;
 use boomerang_aws::{emulator_config, AwsBackend, AwsSettings};
@@ -25,7 +26,9 @@ use boomerang_core::domain::{Attempt, Task, TenantId};
 use boomerang_core::engine::{FireTime, NewTask};
 use boomerang_core::metrics::MetricEvent;
 use boomerang_core::testing::harness::RecordedMetrics;
-use boomerang_e2e::aws::{dev_config, dynalite_endpoint, fresh_moto_resources, moto_endpoint};
+use boomerang_e2e::aws::{
+    dev_config, dynalite_endpoint, fresh_moto_resources, moto_endpoint, take_timer_messages,
+};
 use boomerang_e2e::fault_proxy::{Fault, FaultProxy, Rule, Service};
 use boomerang_e2e::{callback, wait_for, Backend, Callback, Receiver, Server, ServerOptions};
 use chrono::{DateTime, DurationRound, Utc};
@@ -281,6 +284,70 @@ async fn a_fire_that_fails_while_sqs_is_down_is_fired_again_by_the_check() {
     clock.set(minute + chrono::Duration::minutes(3));
     check_bucket_fires(&backend.engine, &backend.buckets).await;
     assert_eq!(repaired(&metrics), 1, "each minute fired again once");
+}
+
+/// A minute too large for one invocation hands its partitions on, and their chains are
+/// lost (their messages taken off the queue and dropped). While the chains may still be
+/// under way the check waits at that minute; then it fires again only the partitions
+/// whose chains never ended, and every callback of the minute is delivered once.
+#[tokio::test]
+async fn a_lost_partition_chain_is_fired_again_alone() {
+    const TASKS: usize = 40;
+    let proxy = FaultProxy::start(&moto_endpoint()).await;
+    let (backend, clock, metrics) = backend_through("chains", &proxy).await;
+    let rx = Receiver::always(200).await;
+    let due = clock.now() + chrono::Duration::minutes(20);
+    let minute = minute_of(due);
+    let mut paths = Vec::new();
+    for i in 0..TASKS {
+        let path = format!("/c/{i}");
+        let at = due + chrono::Duration::milliseconds(i as i64 * 100);
+        register(&backend, rx.url(&path), at).await;
+        paths.push(path);
+    }
+    let small = BucketFire {
+        store: backend.store.clone(),
+        timer: backend.timer.clone(),
+        max_per_fire: 5,
+    };
+    // Late in its window, so no attempt waits any more.
+    clock.set(minute + chrono::Duration::seconds(30));
+    let first = small.run(BucketWork::whole(minute)).await.unwrap();
+    assert!(first.handed_on >= 1, "{first:?}");
+    let queue = &backend.settings.timer_queue_url;
+    let want = first.armed + first.handed_on;
+    let taken = take_timer_messages(&backend.sqs, queue, want, Duration::from_secs(20)).await;
+    let delivery = backend.delivery();
+    let mut dropped = 0;
+    for message in taken {
+        match message {
+            TimerMessage::Bucket { .. } => dropped += 1,
+            attempt => delivery.message(attempt, None).await.unwrap(),
+        }
+    }
+    assert_eq!(dropped, first.handed_on, "every chain lost");
+    let last_fault = Instant::now();
+
+    clock.set(minute + chrono::Duration::seconds(65));
+    check_bucket_fires(&backend.engine, &backend.buckets).await;
+    assert_eq!(repaired(&metrics), 0, "its chains may still be under way");
+    clock.set(minute + PARTITIONS_OVERDUE_AFTER + chrono::Duration::seconds(5));
+    check_bucket_fires(&backend.engine, &backend.buckets).await;
+    assert_eq!(
+        repaired(&metrics),
+        first.handed_on,
+        "only the partitions handed on"
+    );
+    let emulator = TriggerEmulator::for_backend(&backend);
+    drain_until(&emulator, "the minute delivered", || {
+        duplicates_once_all_called(&rx, &paths).is_some()
+    })
+    .await;
+    let duplicates = report(&rx, &paths, last_fault).await;
+    assert_eq!(duplicates, 0, "claims send each attempt once");
+    clock.set(minute + chrono::Duration::minutes(8));
+    check_bucket_fires(&backend.engine, &backend.buckets).await;
+    assert_eq!(repaired(&metrics), first.handed_on, "done now");
 }
 
 /// Overwrites one attribute of a stored task with a value of the wrong type: the item can

@@ -206,6 +206,7 @@ impl BucketFire {
         // The first check on a table starts with the last overdue minute: earlier minutes
         // fired before fires were recorded.
         let mut minute = checked_from.unwrap_or(last);
+        let mut saved = checked_from;
         for _ in 0..CHECK_MINUTES {
             if minute > last {
                 break;
@@ -232,7 +233,12 @@ impl BucketFire {
                     vec![BucketWork::whole(minute)]
                 }
                 MinuteFire::Unfinished(_) if now < minute + PARTITIONS_OVERDUE_AFTER => {
-                    // Its chains may still be under way: look again on a later run.
+                    // Its chains may still be under way: look again on a later run, from
+                    // here (a first check saves where it waits, or the next would begin at
+                    // its own last overdue minute, past this one).
+                    if saved != Some(minute) {
+                        self.store.set_bucket_fires_checked_from(minute).await?;
+                    }
                     break;
                 }
                 MinuteFire::Unfinished(shards) => {
@@ -251,6 +257,7 @@ impl BucketFire {
             report.fired += messages.len();
             minute += chrono::Duration::minutes(1);
             self.store.set_bucket_fires_checked_from(minute).await?;
+            saved = Some(minute);
         }
         Ok(report)
     }
