@@ -33,17 +33,21 @@ use axum::http::{Request, StatusCode};
 use boomerang_aws::backend::{aws_with_clients, AwsBackendConfig, AwsClients};
 use boomerang_aws::buckets::MAX_PER_FIRE;
 use boomerang_aws::keys::{BUCKET_SHARDS, DUE_SHARDS, SWEEP_PAGE};
-use boomerang_aws::lambda::{handle_sweep, SweeperReport, SWEEP_BUDGET};
+use boomerang_aws::lambda::{handle_sweep, SweeperReport, REDRIVE_BUDGET, SWEEP_BUDGET};
 use boomerang_aws::messages::{BucketWork, TimerMessage};
 use boomerang_aws::plan::bucket_fire_at;
+use boomerang_aws::rearm::{rearm, PageDone, QueueHeld, RearmSettings};
 use boomerang_aws::{AwsBackend, AwsSettings, SdkConfig};
 use boomerang_core::clock::Clock;
-use boomerang_core::domain::TenantId;
+use boomerang_core::domain::{AttemptRef, TaskId, TenantId};
 use boomerang_core::engine::EngineSettings;
 use boomerang_core::metrics::NoMetrics;
 use chrono::{DateTime, DurationRound, Utc};
 use serde_json::{json, Value};
 use tower::ServiceExt;
+
+use crate::cpu_quota::{share_of_memory, CpuQuota};
+use crate::measure::Usage;
 
 #[derive(clap::Args)]
 pub struct AwsDrainArgs {
@@ -53,6 +57,10 @@ pub struct AwsDrainArgs {
     /// The planning latency of one DynamoDB or SQS call in the region, in ms.
     #[arg(long, default_value_t = 10)]
     pub call_ms: u64,
+    /// Run each measured invocation under the CPU share Lambda gives a function of this
+    /// memory size (256: about 14.5 % of a core), through a cgroup (needs root).
+    #[arg(long)]
+    pub lambda_mb: Option<u32>,
 }
 
 /// Registrations in one request of the batch route, and requests at once.
@@ -81,7 +89,13 @@ pub async fn run(args: AwsDrainArgs) -> Result<()> {
     if !(1..=1000).contains(&args.call_ms) {
         bail!("--call-ms must be between 1 and 1000");
     }
-    let bench = Bench::start(&endpoint, args.entries).await?;
+    let quota = match args.lambda_mb {
+        Some(mb) if (128..=10_240).contains(&mb) => Some(CpuQuota::new(share_of_memory(mb))?),
+        Some(mb) => bail!("--lambda-mb must be between 128 and 10240 (got {mb})"),
+        None => None,
+    };
+    let mut bench = Bench::start(&endpoint, args.entries).await?;
+    bench.quota = quota;
     println!("mode:              aws-drain");
     println!("emulator:          {endpoint} (timer messages spread over its queues, {PER_QUEUE} to a queue)");
     println!(
@@ -89,14 +103,41 @@ pub async fn run(args: AwsDrainArgs) -> Result<()> {
         args.entries, args.entries
     );
     println!("invocations and sweeper runs one at a time, as one function instance runs them");
+    match (&bench.quota, args.lambda_mb) {
+        (Some(quota), Some(mb)) => println!(
+            "CPU quota:         {:.1} % of a core, as a {mb} MB Lambda (a full vCPU at 1,769 MB), while the measured code runs: {}",
+            quota.share * 100.0,
+            quota.describe()
+        ),
+        _ => println!("CPU quota:         none (--lambda-mb 256 runs the measured code under a 256 MB Lambda's share)"),
+    }
+    println!("measured: wall and CPU time of each invocation here, the emulator's answers included (moto, one request at a time, ~3 ms a call: not DynamoDB's or SQS's latency); derived: the region figures and the 10,000/s projections");
 
+    let started = Utc::now();
     let minute = bench.fill_minute(args.entries).await?;
     let fire = bench.drain_minute(minute).await?;
-    print_bucket(&fire, args.call_ms);
+    let model = Model {
+        call: args.call_ms as f64 / 1000.0,
+        share: bench
+            .quota
+            .as_ref()
+            .map_or(share_of_memory(256), |q| q.share),
+    };
+    print_bucket(&fire, model);
 
-    bench.leave_unarmed(args.entries).await?;
+    let ids = bench.leave_unarmed(args.entries).await?;
     let sweep = bench.sweep_all(args.entries).await?;
-    print_sweep(&sweep, args.call_ms);
+    print_sweep(&sweep, model);
+
+    bench.fail_timers(&ids).await?;
+    let redrive = bench.redrive_all(ids.len()).await?;
+    print_redrive(&redrive, model);
+
+    let queue_held = bench.queue_held(args.entries).await?;
+    let rearm = bench
+        .rearm_all(started - chrono::Duration::minutes(1))
+        .await?;
+    print_rearm(&rearm, queue_held, args.entries, model);
     Ok(())
 }
 
@@ -332,11 +373,29 @@ fn chain_length(calls: &[Call]) -> usize {
     longest_ended
 }
 
-/// One invocation of the bucket fire, or one sweeper run.
+/// One invocation of the bucket fire, one sweeper run, one redrive, or one page of
+/// `aws rearm`.
 struct Step {
     armed: usize,
     took: Duration,
     calls: Vec<Call>,
+    /// This process's CPU time meanwhile (to the 10 ms of `/proc`'s ticks), and how long it
+    /// waited for the quota.
+    cpu: Duration,
+    throttled: Duration,
+}
+
+/// How long a measured invocation took.
+#[derive(Clone, Copy, Default)]
+struct Timing {
+    took: Duration,
+    cpu: Duration,
+    throttled: Duration,
+}
+
+fn cpu_now() -> Duration {
+    let seconds = Usage::of(std::process::id()).map_or(0.0, |u| u.cpu_seconds);
+    Duration::from_secs_f64(seconds)
 }
 
 impl Step {
@@ -357,6 +416,14 @@ impl Pass {
 
     fn seconds(&self) -> f64 {
         self.steps.iter().map(|s| s.took.as_secs_f64()).sum()
+    }
+
+    fn cpu_seconds(&self) -> f64 {
+        self.steps.iter().map(|s| s.cpu.as_secs_f64()).sum()
+    }
+
+    fn throttled_seconds(&self) -> f64 {
+        self.steps.iter().map(|s| s.throttled.as_secs_f64()).sum()
     }
 
     fn calls(&self) -> BTreeMap<&str, usize> {
@@ -393,6 +460,12 @@ impl Pass {
             self.per_thousand("DynamoDB"),
             self.per_thousand("SQS")
         );
+        println!(
+            "  CPU (measured):  {:.2} s of it, {:.0} ms per 1,000 entries; {:.2} s waiting for the quota",
+            self.cpu_seconds(),
+            self.cpu_seconds() * 1e6 / self.entries().max(1) as f64,
+            self.throttled_seconds()
+        );
     }
 }
 
@@ -420,6 +493,11 @@ struct Bench {
     broken: axum::Router,
     router: axum::Router,
     api_key: String,
+    /// The clients the measured code calls through (its DynamoDB client reads for `aws
+    /// rearm`), and an SQS client of the bench's own, whose calls are not counted.
+    dynamodb: aws_sdk_dynamodb::Client,
+    setup_sqs: aws_sdk_sqs::Client,
+    quota: Option<CpuQuota>,
 }
 
 impl Bench {
@@ -430,7 +508,9 @@ impl Bench {
         let prefix = format!("drain-{}", ulid::Ulid::new().to_string().to_lowercase());
         let settings = boomerang_aws::bootstrap::bootstrap(&sdk, &prefix).await?;
         let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let queues = (2 * entries + 1000).div_ceil(PER_QUEUE);
+        // Timer messages: the minute's, the sweeper's repairs, the redrive's, and the
+        // rearm's (the minute's again, the repaired again, and the queue-held).
+        let queues = (7 * entries + 1000).div_ceil(PER_QUEUE);
         let spread = Spread::create(&sqs, &settings.timer_queue_url, queues).await?;
         let calls = Calls::default();
         let clients = timed_clients(&sdk, &calls, spread);
@@ -445,6 +525,7 @@ impl Bench {
             engine: EngineSettings::default(),
         };
         let backend = aws_with_clients(clients.clone(), config(settings.clone()))?;
+        let dynamodb = clients.dynamodb.clone();
         let mut refused = settings.clone();
         refused.timer_queue_url = format!("{}-missing", settings.timer_queue_url);
         let broken = aws_with_clients(clients, config(refused))?;
@@ -456,7 +537,38 @@ impl Bench {
             broken: boomerang_http::router(broken.engine.clone()),
             backend,
             api_key: minted.api_key,
+            dynamodb,
+            setup_sqs: sqs,
+            quota: None,
         })
+    }
+
+    /// Runs one measured invocation, under the CPU quota if there is one.
+    async fn measured<T>(
+        &self,
+        run: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<(T, Timing)> {
+        if let Some(quota) = &self.quota {
+            quota.enter()?;
+        }
+        let throttled = self
+            .quota
+            .as_ref()
+            .map(CpuQuota::throttled)
+            .unwrap_or_default();
+        let (cpu, started) = (cpu_now(), Instant::now());
+        let result = run.await;
+        let timing = Timing {
+            took: started.elapsed(),
+            cpu: cpu_now().saturating_sub(cpu),
+            throttled: (self.quota.as_ref().map(CpuQuota::throttled))
+                .unwrap_or_default()
+                .saturating_sub(throttled),
+        };
+        if let Some(quota) = &self.quota {
+            quota.leave()?;
+        }
+        Ok((result?, timing))
     }
 
     /// Registers `count` callbacks through the batch route, a few requests at once;
@@ -466,8 +578,9 @@ impl Bench {
         router: &axum::Router,
         count: usize,
         task: impl Fn(usize) -> Value,
-    ) -> Result<()> {
+    ) -> Result<Vec<TaskId>> {
         let tasks: Vec<Value> = (0..count).map(task).collect();
+        let mut ids = Vec::with_capacity(count);
         for wave in tasks.chunks(BATCH * REQUESTS_AT_ONCE) {
             let mut requests = tokio::task::JoinSet::new();
             for chunk in wave.chunks(BATCH) {
@@ -489,15 +602,18 @@ impl Bench {
                     if status != StatusCode::OK || created != want {
                         bail!("batch registration answered {status}: {answer}");
                     }
-                    Ok(())
+                    let ids: Vec<TaskId> = (answer["tasks"].as_array().into_iter().flatten())
+                        .filter_map(|t| t["task"]["id"].as_str()?.parse().ok())
+                        .collect();
+                    Ok(ids)
                 });
             }
             while let Some(done) = requests.join_next().await {
-                done??;
+                ids.extend(done??);
             }
         }
         self.calls.take();
-        Ok(())
+        Ok(ids)
     }
 
     /// `count` callbacks due in one minute half an hour ahead, spread over it; returns the
@@ -530,9 +646,9 @@ impl Bench {
         let mut steps = Vec::new();
         let mut work = VecDeque::from([BucketWork::whole(minute)]);
         while let Some(next) = work.pop_front() {
-            let started = Instant::now();
-            let report = self.backend.buckets.run(next).await?;
-            let took = started.elapsed();
+            let (report, timing) = self
+                .measured(async { Ok(self.backend.buckets.run(next).await?) })
+                .await?;
             let handed = self.calls.take_handed_on();
             if handed.len() != report.handed_on {
                 bail!(
@@ -544,8 +660,10 @@ impl Bench {
             work.extend(handed);
             steps.push(Step {
                 armed: report.armed,
-                took,
+                took: timing.took,
                 calls: self.calls.take(),
+                cpu: timing.cpu,
+                throttled: timing.throttled,
             });
         }
         Ok(Pass { steps })
@@ -553,20 +671,21 @@ impl Bench {
 
     /// Registers `count` callbacks whose timer queue refuses them, then makes them overdue
     /// past the sweeper's lag.
-    async fn leave_unarmed(&self, count: usize) -> Result<()> {
+    async fn leave_unarmed(&self, count: usize) -> Result<Vec<TaskId>> {
         let started = Instant::now();
-        self.register(
-            &self.broken,
-            count,
-            |i| json!({"url": format!("http://127.0.0.1:9/lost/{i}"), "delay": "2s"}),
-        )
-        .await?;
+        let ids = self
+            .register(
+                &self.broken,
+                count,
+                |i| json!({"url": format!("http://127.0.0.1:9/lost/{i}"), "delay": "2s"}),
+            )
+            .await?;
         println!(
             "setup:             {count} registered without a timer in {:.1} s",
             started.elapsed().as_secs_f64()
         );
         self.clock.shift(chrono::Duration::minutes(1));
-        Ok(())
+        Ok(ids)
     }
 
     /// Sweeper runs, one after another, until `count` tasks are armed again.
@@ -574,21 +693,159 @@ impl Bench {
         let failures = self.backend.system_failures();
         let mut steps: Vec<Step> = Vec::new();
         while steps.iter().map(|s| s.armed).sum::<usize>() < count {
-            let started = Instant::now();
-            let answer =
-                handle_sweep(&self.backend.engine, failures.as_ref(), &self.backend.timer).await?;
-            let took = started.elapsed();
+            let (answer, timing) = self
+                .measured(async {
+                    let engine = &self.backend.engine;
+                    Ok(handle_sweep(engine, failures.as_ref(), &self.backend.timer).await?)
+                })
+                .await?;
             let report: SweeperReport = serde_json::from_value(answer)?;
             if report.rearmed == 0 {
                 bail!("a sweeper run re-armed nothing with tasks still unarmed");
             }
             steps.push(Step {
                 armed: report.rearmed,
-                took,
+                took: timing.took,
                 calls: self.calls.take(),
+                cpu: timing.cpu,
+                throttled: timing.throttled,
             });
         }
         Ok(Pass { steps })
+    }
+
+    /// Puts a timer message for each of these tasks' first attempt in the system-failures
+    /// queue, as if each had failed five receives: what the redrive hands back.
+    async fn fail_timers(&self, ids: &[TaskId]) -> Result<()> {
+        let queue = (self.backend.settings.system_failures_queue_url.clone())
+            .context("the bootstrap made no system-failures queue")?;
+        let tenant = TenantId::parse("drain")?;
+        let started = Instant::now();
+        for chunk in ids.chunks(10 * REQUESTS_AT_ONCE) {
+            let mut sends = tokio::task::JoinSet::new();
+            for ten in chunk.chunks(10) {
+                let mut batch = self.setup_sqs.send_message_batch().queue_url(&queue);
+                for (i, id) in ten.iter().enumerate() {
+                    let message =
+                        TimerMessage::Attempt(AttemptRef::delivery(tenant.clone(), *id, 1));
+                    batch = batch.entries(
+                        aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                            .id(i.to_string())
+                            .message_body(serde_json::to_string(&message)?)
+                            .build()?,
+                    );
+                }
+                sends.spawn(batch.send());
+            }
+            while let Some(sent) = sends.join_next().await {
+                let sent = sent??;
+                if !sent.failed.is_empty() {
+                    bail!(
+                        "the system-failures queue refused {} messages",
+                        sent.failed.len()
+                    );
+                }
+            }
+        }
+        println!(
+            "setup:             {} timer messages put in the system-failures queue in {:.1} s",
+            ids.len(),
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// The sweeper's redrive of the system-failures queue, call after call (each as the
+    /// minute's sweeper run makes it, with its budget), until `count` are handed back.
+    async fn redrive_all(&self, count: usize) -> Result<Pass> {
+        let failures = self
+            .backend
+            .system_failures()
+            .context("a backend without a system-failures queue")?;
+        let mut steps: Vec<Step> = Vec::new();
+        while steps.iter().map(|s| s.armed).sum::<usize>() < count {
+            let (redriven, timing) = self
+                .measured(async {
+                    let engine = &self.backend.engine;
+                    let redrive = failures.redrive(engine, REDRIVE_BUDGET).await;
+                    Ok(redrive.map_err(anyhow::Error::msg)?.redriven)
+                })
+                .await?;
+            if redriven == 0 {
+                bail!("a redrive handed back nothing with messages still in the queue");
+            }
+            steps.push(Step {
+                armed: redriven,
+                took: timing.took,
+                calls: self.calls.take(),
+                cpu: timing.cpu,
+                throttled: timing.throttled,
+            });
+        }
+        Ok(Pass { steps })
+    }
+
+    /// Registers `count` callbacks due in five minutes: each armed on the timer queue
+    /// with no index entry, the work a lost queue takes with it.
+    async fn queue_held(&self, count: usize) -> Result<usize> {
+        let started = Instant::now();
+        self.register(
+            &self.router,
+            count,
+            |i| json!({"url": format!("http://127.0.0.1:9/held/{i}"), "delay": "5m"}),
+        )
+        .await?;
+        println!(
+            "setup:             {count} registered on the timer queue (no index entry) in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        Ok(count)
+    }
+
+    /// `aws rearm` over the whole table as the bench left it: the `due` index (the
+    /// minute's entries, the repaired tasks' entries) and the tenant's partitions from
+    /// `since` (the queue-held tasks), eight parts side by side, pages of 1,000. Each page
+    /// is a step; the run as a whole is timed under the quota.
+    async fn rearm_all(&self, since: DateTime<Utc>) -> Result<(Pass, Timing)> {
+        let settings = RearmSettings {
+            segments: 8,
+            page: 1000,
+            restart: true,
+            since: Some(since),
+            queue_held: QueueHeld::Tenants(vec![TenantId::parse("drain")?]),
+        };
+        let pages: Mutex<Vec<(PageDone, Instant)>> = Mutex::default();
+        let started = Instant::now();
+        let record = |page: PageDone| pages.lock().expect("pages").push((page, Instant::now()));
+        let (_, timing) = self
+            .measured(async { Ok(rearm(&self.backend, &self.dynamodb, settings, &record).await?) })
+            .await?;
+        let calls = self.calls.take();
+        // Pages of the parts read side by side overlap: each page's share of the run is
+        // the time since the page before it ended, whichever part it was.
+        let mut last = started;
+        let mut pages = pages.into_inner().expect("pages");
+        pages.sort_by_key(|(_, at)| *at);
+        let steps = (pages.into_iter())
+            .map(|(page, at)| {
+                let took = at.duration_since(last);
+                last = at;
+                Step {
+                    armed: page.report.rearmed,
+                    took,
+                    calls: Vec::new(),
+                    cpu: Duration::ZERO,
+                    throttled: Duration::ZERO,
+                }
+            })
+            .collect::<Vec<_>>();
+        let mut steps = steps;
+        if let Some(first) = steps.first_mut() {
+            first.calls = calls;
+            first.cpu = timing.cpu;
+            first.throttled = timing.throttled;
+        }
+        Ok((Pass { steps }, timing))
     }
 }
 
@@ -600,7 +857,53 @@ fn largest<'a>(steps: impl Iterator<Item = &'a Step>) -> Option<&'a Step> {
     })
 }
 
-fn print_bucket(pass: &Pass, call_ms: u64) {
+/// How the figures are turned into region figures.
+#[derive(Clone, Copy)]
+struct Model {
+    /// The planning latency of one call in the region (s).
+    call: f64,
+    /// The function's share of a core.
+    share: f64,
+}
+
+impl Model {
+    /// An invocation's time in the region, derived: its measured CPU time stretched by the
+    /// share, plus its chain of calls each made after another answered at the planning
+    /// latency (they overlap in part, so this errs long).
+    fn invocation(&self, step: &Step) -> f64 {
+        step.cpu.as_secs_f64() / self.share + step.chain() as f64 * self.call
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "derived: measured CPU / {:.1} % + calls one after another x {:.0} ms",
+            self.share * 100.0,
+            self.call * 1000.0
+        )
+    }
+}
+
+/// The rate the projections are for.
+const RATE: usize = 10_000;
+const RATE_TEXT: &str = "10,000";
+/// How early a minute's schedule fires (`plan::BUCKET_LEAD`).
+const BUCKET_LEAD_S: u64 = boomerang_aws::plan::BUCKET_LEAD.as_secs();
+
+/// One invocation's measured figures: entries, wall time, rate, calls, CPU.
+fn per_invocation(step: &Step) -> String {
+    format!(
+        "{} entries in {} wall ({} calls, {} one after another; {} CPU, {} waiting for the quota): {:.0} entries/s",
+        step.armed,
+        ms(step.took),
+        step.calls.len(),
+        step.chain(),
+        ms(step.cpu),
+        ms(step.throttled),
+        step.armed as f64 / step.took.as_secs_f64().max(1e-9)
+    )
+}
+
+fn print_bucket(pass: &Pass, model: Model) {
     println!();
     println!("bucket fire (BucketFire::run, {MAX_PER_FIRE} entries at most per invocation):");
     pass.print("invocation");
@@ -617,36 +920,39 @@ fn print_bucket(pass: &Pass, call_ms: u64) {
     let Some(one) = handed.or(own) else {
         return;
     };
+    println!("  measured here, per invocation: {}", per_invocation(one));
     let scale = MAX_PER_FIRE as f64 / one.armed.max(1) as f64;
-    let chain = one.chain() as f64 * scale;
-    let invocation = chain * call_ms as f64 / 1000.0;
-    let per_partition = BIG_MINUTE.div_ceil(BUCKET_SHARDS as usize);
-    let hops = per_partition.div_ceil(MAX_PER_FIRE);
-    println!("  in the region, at {call_ms} ms a call:");
+    let invocation = model.invocation(one) * scale;
+    println!("  in the region ({}):", model.describe());
     if one.armed == MAX_PER_FIRE {
         println!(
-            "    one invocation of {MAX_PER_FIRE}: {chain:.0} x {call_ms} ms = {:.0} ms",
-            invocation * 1000.0
+            "    one invocation of {MAX_PER_FIRE}: {:.0} ms ({:.0} entries/s)",
+            invocation * 1000.0,
+            MAX_PER_FIRE as f64 / invocation.max(1e-9)
         );
     } else {
         // Each partition must hold more than the minute's own fire takes from it.
         let enough =
             (MAX_PER_FIRE + MAX_PER_FIRE / BUCKET_SHARDS as usize) * BUCKET_SHARDS as usize;
         println!(
-            "    one invocation of {MAX_PER_FIRE}: {} x {MAX_PER_FIRE} / {} x {call_ms} ms = {:.0} ms (scaled up: --entries {enough} measures one)",
-            one.chain(),
+            "    one invocation of {MAX_PER_FIRE}: {:.0} ms, scaled from {} entries ({:.0} entries/s; --entries {enough} measures one)",
+            invocation * 1000.0,
             one.armed,
-            invocation * 1000.0
+            MAX_PER_FIRE as f64 / invocation.max(1e-9)
         );
     }
-    println!(
-        "    a minute of 1,000,000: {BUCKET_SHARDS} partitions side by side, {per_partition} entries each, {hops} invocations one after another: {hops} x {:.0} ms = {:.1} s, besides each hand-on's wait in the queue",
-        invocation * 1000.0,
-        hops as f64 * invocation
-    );
+    for (what, minute) in [("1,000,000", BIG_MINUTE), ("600,000", RATE * 60)] {
+        let per_partition = minute.div_ceil(BUCKET_SHARDS as usize);
+        let hops = per_partition.div_ceil(MAX_PER_FIRE);
+        println!(
+            "    a minute of {what}{}: {BUCKET_SHARDS} partitions side by side, {per_partition} entries each, {hops} invocations one after another: {:.1} s (its schedule fires {BUCKET_LEAD_S} s early), besides each hand-on's wait in the queue",
+            if minute == RATE * 60 { format!(" ({RATE_TEXT} callbacks/s due in it)") } else { String::new() },
+            hops as f64 * invocation
+        );
+    }
 }
 
-fn print_sweep(pass: &Pass, call_ms: u64) {
+fn print_sweep(pass: &Pass, model: Model) {
     println!();
     println!("sweeper repair (lambda::handle_sweep, runs one after another):");
     pass.print("run");
@@ -655,12 +961,14 @@ fn print_sweep(pass: &Pass, call_ms: u64) {
         return;
     };
     print_chain("the largest run:", one);
-    let run = one.chain() as f64 * call_ms as f64 / 1000.0;
-    println!("  in the region, at {call_ms} ms a call:");
+    println!("  measured here, per run: {}", per_invocation(one));
+    // A run's measured figures are of one sweep or a few; a sweep is one read of every
+    // shard, its tasks and their arms.
+    let run = model.invocation(one);
+    println!("  in the region ({}):", model.describe());
     println!(
-        "    one run of {}: {} x {call_ms} ms = {run:.2} s (the sweeper function's timeout: {SWEEPER_TIMEOUT_S:.0} s)",
+        "    one run of {}: {run:.2} s (the sweeper function's timeout: {SWEEPER_TIMEOUT_S:.0} s)",
         one.armed,
-        one.chain()
     );
     let full = DUE_SHARDS as usize * SWEEP_PAGE.min(EngineSettings::default().sweep_batch);
     if one.armed < full {
@@ -678,5 +986,78 @@ fn print_sweep(pass: &Pass, call_ms: u64) {
     println!(
         "    1,000,000 unarmed: {runs} runs, one every {SWEEP_EVERY_S:.0} s (the minute's run and its half-minute pass): {:.1} min",
         runs as f64 * (rounds * run).max(SWEEP_EVERY_S) / 60.0
+    );
+    let per_minute = per_run as f64 * 60.0 / SWEEP_EVERY_S;
+    println!(
+        "    at {RATE_TEXT} callbacks/s with the timer queue refusing sends: {} a minute registered unarmed, {per_minute:.0} a minute repaired ({:.1} minutes of repair per minute of outage)",
+        RATE * 60,
+        (RATE * 60) as f64 / per_minute.max(1.0)
+    );
+}
+
+/// Readers of the system-failures queue side by side (`system_failures::READERS`).
+const REDRIVE_READERS: f64 = 16.0;
+
+fn print_redrive(pass: &Pass, model: Model) {
+    println!();
+    println!(
+        "system-failures redrive (SystemFailures::redrive, calls one after another, each with the minute's run's {} s budget):",
+        REDRIVE_BUDGET.as_secs()
+    );
+    pass.print("call");
+    let Some(one) = largest(pass.steps.iter()) else {
+        return;
+    };
+    println!("  measured here, the largest call: {}", per_invocation(one));
+    // Each reader's round is three calls (receive, arm, delete) for ten messages; the
+    // readers share the function's CPU.
+    let budget = REDRIVE_BUDGET.as_secs_f64();
+    let cpu_per_message = one.cpu.as_secs_f64() / one.armed.max(1) as f64;
+    let by_cpu = model.share / cpu_per_message.max(1e-9);
+    let by_calls = REDRIVE_READERS * 10.0 / (3.0 * model.call);
+    let rate = by_cpu.min(by_calls);
+    println!("  in the region (derived: {:.2} ms CPU a message measured, at {:.1} % of a core: {by_cpu:.0} a second; {REDRIVE_READERS:.0} readers, 3 calls of {:.0} ms per 10: {by_calls:.0} a second):", cpu_per_message * 1000.0, model.share * 100.0, model.call * 1000.0);
+    println!(
+        "    about {rate:.0} a second, {:.0} in a run's {budget:.0} s; only the minute's run redrives, so {:.0} a minute: at {RATE_TEXT} callbacks/s, {:.1} minutes of redrive per minute in which every timer failed over",
+        rate * budget,
+        rate * budget,
+        (RATE * 60) as f64 / (rate * budget).max(1.0)
+    );
+}
+
+fn print_rearm(result: &(Pass, Timing), queue_held: usize, entries: usize, model: Model) {
+    let (pass, run) = result;
+    println!();
+    println!("aws rearm (rearm::rearm: the due index, then the tenant's partitions by key range; 8 parts side by side, pages of 1,000):");
+    let armed = pass.entries();
+    println!(
+        "  emulator:        {armed} armed in {} pages, {:.2} s: {:.0} armed/s (the minute's {entries}, the {entries} repaired, the {queue_held} queue-held)",
+        pass.steps.len(),
+        run.took.as_secs_f64(),
+        armed as f64 / run.took.as_secs_f64().max(1e-9)
+    );
+    println!(
+        "  calls per 1,000: {}; {}",
+        pass.per_thousand("DynamoDB"),
+        pass.per_thousand("SQS")
+    );
+    let calls: Vec<Call> = pass.steps.iter().flat_map(|s| s.calls.clone()).collect();
+    let chain = chain_length(&calls);
+    println!(
+        "  CPU (measured):  {} of it, {:.0} ms per 1,000 armed; {} waiting for the quota; {chain} calls one after another",
+        ms(run.cpu),
+        run.cpu.as_secs_f64() * 1e6 / armed.max(1) as f64,
+        ms(run.throttled)
+    );
+    let region = run.cpu.as_secs_f64() / model.share + chain as f64 * model.call;
+    let rate = armed as f64 / region.max(1e-9);
+    let queue = RATE * 15 * 60;
+    println!("  in the region ({}):", model.describe());
+    println!(
+        "    {region:.1} s, {rate:.0} armed/s in one process at a 256 MB Lambda's share (more cores, or more processes each with its own parts, go faster)",
+    );
+    println!(
+        "    at {RATE_TEXT} callbacks/s the timer queue holds up to {queue} (15 minutes of registrations): {:.1} min to arm them again, besides the finished tasks a key range or the scan reads",
+        queue as f64 / rate.max(1.0) / 60.0
     );
 }

@@ -7,6 +7,7 @@ mod aws_drain;
 mod burst;
 mod capacity;
 mod cost;
+mod cpu_quota;
 mod measure;
 mod procs;
 mod receiver;

@@ -226,7 +226,9 @@ fn cost_runs_the_real_functions_and_prints_the_table() {
 }
 
 /// Work read back from storage on the AWS path, on moto: a small minute's bucket read and
-/// queued by its fire, and a few tasks without a timer re-armed by the sweeper.
+/// queued by its fire, a few tasks without a timer re-armed by the sweeper, their timers
+/// handed back from the system-failures queue, and everything armed again by `aws rearm`.
+/// (Without `--lambda-mb`: a CPU quota needs root.)
 #[test]
 fn aws_drain_runs_and_prints_its_figures() {
     let endpoint = boomerang_e2e::aws::moto_endpoint();
@@ -247,6 +249,13 @@ fn aws_drain_runs_and_prints_its_figures() {
             "sweeper repair (lambda::handle_sweep",
             "the largest run:",
             "1,000,000 unarmed:",
+            "CPU (measured):",
+            "150 timer messages put in the system-failures queue",
+            "system-failures redrive (SystemFailures::redrive",
+            "150 registered on the timer queue (no index entry)",
+            "aws rearm (rearm::rearm",
+            "450 armed in",
+            "armed/s in one process",
         ],
     );
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use boomerang_aws::bootstrap::{bootstrap, env_exports};
+use boomerang_aws::rearm::{QueueHeld, RearmSettings};
 use boomerang_aws::settings::ENV_TABLE;
 use boomerang_aws::DynamoTenants;
 use boomerang_core::domain::TenantId;
@@ -160,16 +161,28 @@ fn header(raw: &str) -> Result<(String, String)> {
 
 #[derive(clap::Args)]
 pub struct RearmArgs {
-    /// Scan segments read side by side (1–1000). A run resumes the positions saved by
-    /// runs with the same count.
+    /// Parts read side by side (1–1000): the `due` index's 48 partitions, then the
+    /// tenants' partitions or the scan's segments. Also the scan's segment count: a run
+    /// resumes the scan positions saved by runs with the same count.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1000))]
     segments: u32,
-    /// Items one read of a segment takes (1–1000).
+    /// Entries or items one read takes (1–1000).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i32).range(1..=1000))]
     page: i32,
-    /// Read the whole table again, forgetting where earlier runs got to.
+    /// Read everything again, forgetting where earlier runs got to.
     #[arg(long)]
     restart: bool,
+    /// Only work due, and tasks created, this long ago or later (e.g. `6h`, `2d`): a task
+    /// is then missed only if every wait since then went through the timer queue.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    since: Option<std::time::Duration>,
+    /// Find the tasks whose every wait went through the timer queue in this tenant's task
+    /// partitions (repeatable), instead of scanning the table.
+    #[arg(long = "tenant", conflicts_with = "index_only")]
+    tenants: Vec<String>,
+    /// Read the `due` index only: the timer queue is intact (a lost schedule group).
+    #[arg(long)]
+    index_only: bool,
 }
 
 /// Arms again every unfinished task's pending work, printing each page's count.
@@ -179,17 +192,34 @@ pub async fn rearm(args: RearmArgs) -> Result<()> {
         None,
     )
     .await?;
-    let settings = boomerang_aws::rearm::RearmSettings {
+    let client = boomerang_aws::DynamoClient::new(&boomerang_aws::sdk_config().await);
+    let queue_held = if args.index_only {
+        QueueHeld::Skip
+    } else if args.tenants.is_empty() {
+        QueueHeld::Scan
+    } else {
+        let tenants = (args.tenants.iter())
+            .map(|t| TenantId::parse(t.as_str()).context("--tenant"))
+            .collect::<Result<Vec<_>>>()?;
+        QueueHeld::Tenants(tenants)
+    };
+    let since = match args.since {
+        Some(ago) => Some(chrono::Utc::now() - chrono::Duration::from_std(ago).context("--since")?),
+        None => None,
+    };
+    let settings = RearmSettings {
         segments: args.segments,
         page: args.page,
         restart: args.restart,
+        since,
+        queue_held,
     };
     let started = std::time::Instant::now();
-    let total = boomerang_aws::rearm::rearm(&backend, settings, &|page| {
+    let total = boomerang_aws::rearm::rearm(&backend, &client, settings, &|page| {
         let r = page.report;
         say!(
-            "segment {}: {} items read, {} armed, {} leases, {} dead letters, {} alerts{}{}",
-            page.segment,
+            "{}: {} items read, {} armed, {} leases, {} dead letters, {} alerts{}{}",
+            page.unit,
             page.read,
             r.rearmed,
             r.leases_taken_over,
@@ -199,12 +229,12 @@ pub async fn rearm(args: RearmArgs) -> Result<()> {
                 0 => String::new(),
                 n => format!(", {n} unreadable tasks passed over (see the log)"),
             },
-            if page.finished { "; segment done" } else { "" }
+            if page.finished { "; done" } else { "" }
         );
     })
     .await?;
     say!(
-        "done in {:.1} s: {} armed, {} leases, {} dead letters, {} alerts (within a day, a run resumes; --restart reads the table again)",
+        "done in {:.1} s: {} armed, {} leases, {} dead letters, {} alerts (within a day, a run resumes; --restart reads again)",
         started.elapsed().as_secs_f64(),
         total.rearmed,
         total.leases_taken_over,
