@@ -109,11 +109,22 @@ impl Engine {
         // Only once everything it read is in a timer's (or the queue's) hands may the store
         // move past it.
         let Some(mark) = due.mark.filter(|_| all_done) else {
-            let end = if all_done { PassEnd::Nothing } else { PassEnd::Stuck };
+            let end = if all_done {
+                PassEnd::Nothing
+            } else {
+                PassEnd::Stuck
+            };
             return Ok((report, end));
         };
         self.ports.store.sweep.swept(&mark).await?;
-        Ok((report, if found { PassEnd::MovedOn } else { PassEnd::Nothing }))
+        Ok((
+            report,
+            if found {
+                PassEnd::MovedOn
+            } else {
+                PassEnd::Nothing
+            },
+        ))
     }
 
     /// Takes over pending work whose timer was lost: arms attempts, checks and leases'
@@ -199,5 +210,44 @@ impl std::ops::AddAssign for SweepReport {
         self.leases_taken_over += other.leases_taken_over;
         self.dead_letters_resent += other.dead_letters_resent;
         self.alerts_raised += other.alerts_raised;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::harness::*;
+
+    /// A pass whose arm fails (the queue still down) is tried again a moment later within
+    /// the run, instead of leaving the work to the next run.
+    #[tokio::test(start_paused = true)]
+    async fn a_pass_that_cannot_arm_is_tried_again_within_the_budget() {
+        let h = harness(ScriptedWebhooks::answering(vec![]));
+        h.timer.fail_next(1);
+        let task = h
+            .register(FireTime::After(secs(60)), RetryPolicy::default())
+            .await;
+        assert!(h.timer.armed().is_empty(), "its timer failed to arm");
+        h.clock.advance(secs(150));
+        h.timer.fail_next(1);
+        let overdue = chrono::Duration::seconds(-60);
+        let report = h.engine.sweep_within(overdue, secs(10)).await.unwrap();
+        assert_eq!(report.rearmed, 2, "found twice: failed, then armed");
+        let armed: Vec<_> = h.timer.armed().into_iter().map(|(id, ..)| id).collect();
+        assert_eq!(armed, vec![task.id]);
+    }
+
+    /// Without time for another pass, the failed one is the run's answer.
+    #[tokio::test]
+    async fn a_pass_that_cannot_arm_ends_a_run_with_no_time_left() {
+        let h = harness(ScriptedWebhooks::answering(vec![]));
+        h.timer.fail_next(1);
+        h.register(FireTime::After(secs(60)), RetryPolicy::default())
+            .await;
+        h.clock.advance(secs(150));
+        h.timer.fail_next(1);
+        let overdue = chrono::Duration::seconds(-60);
+        let report = h.engine.sweep_within(overdue, secs(0)).await.unwrap();
+        assert_eq!(report.rearmed, 1);
+        assert!(h.timer.armed().is_empty());
     }
 }
