@@ -172,13 +172,14 @@ pub struct RearmArgs {
     /// Read everything again, forgetting where earlier runs got to.
     #[arg(long)]
     restart: bool,
-    /// Only work due, and tasks created, this long ago or later (e.g. `6h`, `2d`): a task
-    /// is then missed only if every wait since then went through the timer queue.
+    /// Only index entries due, and (with --tenant) tasks created, this long ago or later
+    /// (e.g. `6h`, `2d`): a task is then missed only if every wait since then went through
+    /// the timer queue. The scan reads everything.
     #[arg(long, value_parser = humantime::parse_duration)]
     since: Option<std::time::Duration>,
     /// Find the tasks whose every wait went through the timer queue in this tenant's task
     /// partitions (repeatable), instead of scanning the table.
-    #[arg(long = "tenant", conflicts_with = "index_only")]
+    #[arg(long = "tenant", value_name = "TENANT", conflicts_with = "index_only")]
     tenants: Vec<String>,
     /// Read the `due` index only: the timer queue is intact (a lost schedule group).
     #[arg(long)]
