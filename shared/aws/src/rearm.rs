@@ -48,6 +48,9 @@ const POSITION_KEPT: chrono::Duration = chrono::Duration::hours(24);
 /// The `segments` part of the position key of the index's and the tenants' units: a scan
 /// never runs in zero segments, so the two kinds of position never share a key.
 const UNIT_POSITIONS: u32 = 0;
+/// What the `due` index's bucket partitions begin with ([`keys::bucket_partition`]; the
+/// sweep's are bare numbers).
+const BUCKET_PARTITIONS: &str = "b";
 /// `BatchGetItem` takes a hundred keys; a few requests at once.
 const BATCH_GETS_AT_ONCE: usize = 4;
 
@@ -278,10 +281,13 @@ impl Reader<'_> {
             .set_exclusive_start_key(after)
             .limit(self.settings.page);
         // A bucket entry's sort key holds its attempt number below the due time.
-        let from = self.settings.since.map(|t| match ds.starts_with('b') {
-            true => keys::bucket_sort_key_from(t),
-            false => t.timestamp_millis(),
-        });
+        let from = self
+            .settings
+            .since
+            .map(|t| match ds.starts_with(BUCKET_PARTITIONS) {
+                true => keys::bucket_sort_key_from(t),
+                false => t.timestamp_millis(),
+            });
         query = match from {
             Some(from) => query
                 .key_condition_expression(format!(
@@ -304,18 +310,39 @@ impl Reader<'_> {
         })
     }
 
-    /// A page of a tenant partition's tasks created since `since` that no index entry
-    /// names (those were read from the index).
+    /// What the tenants' ranges and the scan arm: unfinished tasks that the index part
+    /// did not read, those with no entry, or (with `since`) with an entry due before it.
+    /// Its names and values go with it.
+    fn not_in_index<B: FilterNames>(&self, mut read: B, filter: String) -> B {
+        read = read
+            .names("#st", attr::STATUS)
+            .names("#x", attr::EXPIRES)
+            .names("#ds", attr::DUE_SHARD);
+        let not_read = match self.settings.since {
+            None => "attribute_not_exists(#ds)".to_string(),
+            Some(since) => {
+                read = read
+                    .names("#dm", attr::DUE_AT)
+                    .values(":b", s(BUCKET_PARTITIONS))
+                    .values(":bf", n(keys::bucket_sort_key_from(since)))
+                    .values(":sf", n(since.timestamp_millis()));
+                "(attribute_not_exists(#ds) OR (begins_with(#ds, :b) AND #dm < :bf) \
+                 OR (NOT begins_with(#ds, :b) AND #dm < :sf))"
+                    .to_string()
+            }
+        };
+        read.filter(format!("{filter}{UNFINISHED_FILTER} AND {not_read}"))
+    }
+
+    /// A page of a tenant partition's unfinished tasks (created since `since`) that the
+    /// index part did not read.
     async fn tenant_page(&self, pk: &str, after: Option<Item>) -> Result<Page, RearmError> {
-        let mut query = (self.client.query())
+        let query = (self.client.query())
             .table_name(self.table)
             .expression_attribute_values(":p", s(pk))
-            .filter_expression(QUEUE_HELD_FILTER)
-            .expression_attribute_names("#st", attr::STATUS)
-            .expression_attribute_names("#x", attr::EXPIRES)
-            .expression_attribute_names("#ds", attr::DUE_SHARD)
             .set_exclusive_start_key(after)
             .limit(self.settings.page);
+        let mut query = self.not_in_index(query, String::new());
         query = match self.settings.since {
             Some(since) => query
                 .key_condition_expression(format!("{} = :p AND {} >= :f", attr::PK, attr::SK))
@@ -332,28 +359,23 @@ impl Reader<'_> {
         })
     }
 
-    /// A page of a scan segment: unfinished tasks that no index entry names.
+    /// A page of a scan segment: unfinished tasks the index part did not read.
     async fn scan_page(
         &self,
         segment: u32,
         segments: u32,
         after: Option<Item>,
     ) -> Result<Page, RearmError> {
-        let out = (self.client.scan())
+        let scan = (self.client.scan())
             .table_name(self.table)
             .segment(segment as i32)
             .total_segments(segments as i32)
             .limit(self.settings.page)
-            .filter_expression(format!("begins_with(#pk, :t) AND {QUEUE_HELD_FILTER}"))
             .expression_attribute_names("#pk", attr::PK)
-            .expression_attribute_names("#st", attr::STATUS)
-            .expression_attribute_names("#x", attr::EXPIRES)
-            .expression_attribute_names("#ds", attr::DUE_SHARD)
             .expression_attribute_values(":t", s(keys::task_partition_prefix()))
-            .set_exclusive_start_key(after)
-            .send()
-            .await
-            .map_err(unavailable)?;
+            .set_exclusive_start_key(after);
+        let scan = self.not_in_index(scan, "begins_with(#pk, :t) AND ".to_string());
+        let out = scan.send().await.map_err(unavailable)?;
         let (work, unreadable) = unfinished(out.items().iter());
         Ok(Page {
             work,
@@ -473,9 +495,34 @@ impl Reader<'_> {
 }
 
 /// Task items (not attempt records or other items), unfinished (a finished task has an
-/// expiry), that no index entry names.
-const QUEUE_HELD_FILTER: &str =
-    "attribute_exists(#st) AND attribute_not_exists(#x) AND attribute_not_exists(#ds)";
+/// expiry).
+const UNFINISHED_FILTER: &str = "attribute_exists(#st) AND attribute_not_exists(#x)";
+
+/// A query's or a scan's filter, with the names and values it uses.
+trait FilterNames: Sized {
+    fn names(self, name: &str, attribute: &str) -> Self;
+    fn values(self, name: &str, value: AttributeValue) -> Self;
+    fn filter(self, expression: String) -> Self;
+}
+
+macro_rules! filter_names {
+    ($builder:ty) => {
+        impl FilterNames for $builder {
+            fn names(self, name: &str, attribute: &str) -> Self {
+                self.expression_attribute_names(name, attribute)
+            }
+            fn values(self, name: &str, value: AttributeValue) -> Self {
+                self.expression_attribute_values(name, value)
+            }
+            fn filter(self, expression: String) -> Self {
+                self.filter_expression(expression)
+            }
+        }
+    };
+}
+
+filter_names!(aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder);
+filter_names!(aws_sdk_dynamodb::operation::scan::builders::ScanFluentBuilder);
 
 fn unavailable<E: std::error::Error + Send + Sync + 'static>(e: E) -> RearmError {
     StoreError::Unavailable(sdk_failure(e)).into()
@@ -565,6 +612,13 @@ mod tests {
             keys::task_sk(&id) < first_id_from(id.created_at() + chrono::Duration::milliseconds(1))
         );
         assert_eq!(from.len(), 26);
+    }
+
+    #[test]
+    fn bucket_partitions_and_only_they_begin_with_the_prefix() {
+        assert!((0..keys::BUCKET_SHARDS)
+            .all(|shard| keys::bucket_partition(shard).starts_with(BUCKET_PARTITIONS)));
+        assert!(keys::sweep_shards().all(|shard| !shard.starts_with(BUCKET_PARTITIONS)));
     }
 
     #[test]
