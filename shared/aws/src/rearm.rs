@@ -15,15 +15,17 @@
 //!    work, and every task that came back from a bucket or the sweep to the timer queue.
 //! 2. Tasks that never had an entry: every wait they had went through the timer queue
 //!    (each under 14 minutes). No index names them, so they are read from the tasks
-//!    themselves, skipping every task the index named: either a parallel scan of the
+//!    themselves, skipping every task the index part read: either a parallel scan of the
 //!    table (the default), or, for the tenants named, their task partitions by key range
 //!    from a time on (a task's sort key is its id, which begins with its creation time):
 //!    an index entry per task would cost a write unit per registration, a sixth of a
 //!    callback's price.
 //!
-//! `since` bounds both: index entries due before it, and tasks created before it, are not
-//! read. A task is then missed only if it is still unfinished after a chain of
-//! queue-held waits (no entry written since) that began before `since`.
+//! `since` leaves out index entries due before it (their tasks are armed by the second
+//! part instead, if it reads them) and, in the tenants' partitions, tasks created before
+//! it. With a tenant's range, a task is then missed only if it was created before `since`
+//! and every wait it has had since then went through the timer queue; the scan misses
+//! nothing.
 
 use std::collections::HashMap;
 use std::time::Duration;
