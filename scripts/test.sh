@@ -68,13 +68,13 @@ bash scripts/sdk-python-test.sh >"$sdk_py_log" 2>&1 &
 sdk_py_pid=$!
 
 # The Rust tests in two lanes side by side, each running its binaries one after another
-# (two tests at a time in each): four of the slowest end-to-end test files (AWS outages,
-# bulk jobs, many workers, ordered delivery: about half the suite's time; `bulk` names
-# the core crate's bulk tests too) on the second moto server, every other test on the
-# first; one moto server for all would be overloaded. Both lanes select the whole
-# workspace, so that features resolve as in the build above and nothing is compiled again;
-# the first lane's targets are every one `cargo test` would run but those four.
-slow_lane=(aws_outages bulk many_workers order_keys)
+# (two tests at a time in each): five of the slowest end-to-end test files (AWS custody
+# and outages, bulk jobs, many workers, ordered delivery: about half the suite's time;
+# `bulk` names the core crate's bulk tests too) on the second moto server, every other
+# test on the first; one moto server for all would be overloaded. Both lanes select the
+# whole workspace, so that features resolve as in the build above and nothing is compiled
+# again; the first lane's targets are every one `cargo test` would run but those five.
+slow_lane=(aws_custody aws_outages bulk many_workers order_keys)
 first_lane=$(cargo metadata --locked --no-deps --format-version 1 | python3 -c '
 import json, sys
 slow = set(sys.argv[1:])

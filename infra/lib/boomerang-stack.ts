@@ -447,7 +447,11 @@ export class BoomerangStack extends Stack {
     this.functions = { api: apiFn, delivery: deliveryFn, sweeper: sweeperFn };
     this.metricFilters({ api: apiFn, delivery: deliveryFn, sweeper: sweeperFn });
 
-    // Scheduler may invoke the delivery function, and nothing else.
+    // A minute's schedule sends its fire to the timer queue, as bucket work: custody goes
+    // from Scheduler straight into the queue, which redelivers a fire that fails (and after
+    // five receives hands it to system failures), with no asynchronous invocation between
+    // them to drop it. What Scheduler cannot send goes to system failures. Schedules made
+    // by earlier releases invoke the delivery function, and may until they fire.
     this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
         conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
@@ -455,14 +459,14 @@ export class BoomerangStack extends Stack {
     });
     this.schedulerRole.addToPolicy(
       new iam.PolicyStatement({
-        actions: ['lambda:InvokeFunction'],
-        resources: [deliveryArn],
+        actions: ['sqs:SendMessage'],
+        resources: [timerQueue.queueArn, systemFailures.queueArn],
       }),
     );
     this.schedulerRole.addToPolicy(
       new iam.PolicyStatement({
-        actions: ['sqs:SendMessage'],
-        resources: [systemFailures.queueArn],
+        actions: ['lambda:InvokeFunction'],
+        resources: [deliveryArn],
       }),
     );
 
@@ -471,7 +475,8 @@ export class BoomerangStack extends Stack {
       BOOMERANG_TIMER_QUEUE_URL: timerQueue.queueUrl,
       BOOMERANG_DEAD_LETTER_QUEUE_URL: deadLetters.queueUrl,
       BOOMERANG_SCHEDULE_GROUP: group.ref,
-      BOOMERANG_DELIVERY_FUNCTION_ARN: deliveryArn,
+      // What minutes' schedules target (the variable's name is older than the choice).
+      BOOMERANG_DELIVERY_FUNCTION_ARN: timerQueue.queueArn,
       BOOMERANG_SCHEDULER_ROLE_ARN: this.schedulerRole.roleArn,
       BOOMERANG_SCHEDULER_DLQ_ARN: systemFailures.queueArn,
       BOOMERANG_SYSTEM_FAILURES_QUEUE_URL: systemFailures.queueUrl,
@@ -506,8 +511,8 @@ export class BoomerangStack extends Stack {
     }
     this.deliveryInVpc(deliveryFn, props);
 
-    // Scheduler invokes asynchronously: no Lambda retries (Scheduler has its own), and a
-    // failure goes to the system-failures queue.
+    // Schedules of earlier releases invoke asynchronously: no Lambda retries (Scheduler
+    // has its own), and a failure goes to the system-failures queue.
     // The destination and the two mappings below are made without CDK's grants, which add
     // actions Lambda does not use (GetQueueUrl, ChangeMessageVisibility): the function's
     // role has exactly what they need from `access.ts`.

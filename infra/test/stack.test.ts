@@ -177,7 +177,7 @@ test('the HTTP API routes /v1/*, /healthz, /openapi.json and the console to the 
   assert.deepEqual(integration.IntegrationUri, { 'Fn::GetAtt': [apiId, 'Arn'] });
 });
 
-test('Scheduler has its group and a role that may invoke only the delivery function', () => {
+test('Scheduler has its group and a role that may send to the timer queue only (and invoke the delivery function, for schedules of earlier releases)', () => {
   only('AWS::Scheduler::ScheduleGroup');
   const roleId = logicalIdOf('AWS::IAM::Role', (r) =>
     JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes('scheduler.amazonaws.com'),
@@ -192,6 +192,17 @@ test('Scheduler has its group and a role that may invoke only the delivery funct
   assert.match(JSON.stringify(invoke[0].Resource), /function:test-boomerang-delivery"/);
   const actions = statements.flatMap((s: any) => [s.Action].flat()).sort();
   assert.deepEqual(actions, ['lambda:InvokeFunction', 'sqs:SendMessage']);
+  const send = statements.find((s: any) => s.Action === 'sqs:SendMessage');
+  const queueOf = (suffix: string) =>
+    logicalIdOf('AWS::SQS::Queue', (q) => q.Properties.QueueName === `test-boomerang-${suffix}`);
+  assert.deepEqual(send.Resource, [
+    { 'Fn::GetAtt': [queueOf('timer'), 'Arn'] },
+    { 'Fn::GetAtt': [queueOf('system-failures'), 'Arn'] },
+  ]);
+  // What the functions give Scheduler as a minute's target: the timer queue.
+  const delivery = logicalIdOf('AWS::Lambda::Function', (f) => f.Properties.FunctionName === 'test-boomerang-delivery');
+  const env = (resources('AWS::Lambda::Function')[delivery] as any).Properties.Environment.Variables;
+  assert.deepEqual(env.BOOMERANG_DELIVERY_FUNCTION_ARN, { 'Fn::GetAtt': [queueOf('timer'), 'Arn'] });
 });
 
 test('a function URL can replace the HTTP API', () => {

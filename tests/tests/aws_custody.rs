@@ -231,12 +231,11 @@ async fn drain_until(emulator: &TriggerEmulator, what: &str, done: impl Fn() -> 
     .await;
 }
 
-/// A minute's fire begins (its schedule invokes the delivery function) while SQS refuses
-/// every send: it reads the minute but cannot arm it, and fails. With Lambda's retries off,
-/// the event's only other way back, the on-failure destination, is an SQS queue failing in
-/// the same outage (the trigger emulation drops it, as that would). Once SQS is back and
-/// the fire is a minute overdue, the sweeper's check finds the minute not done and fires it
-/// again; every callback of the minute is delivered.
+/// A minute's fire begins (its schedule has sent it to the timer queue, and the delivery
+/// function takes it) while SQS refuses every send: it reads the minute but cannot arm it,
+/// and fails. The queue would bring the fire back when its visibility ends; sooner, once
+/// SQS is back and the fire is a minute overdue, the sweeper's check finds the minute not
+/// done and fires it again; every callback of the minute is delivered once.
 #[tokio::test]
 async fn a_fire_that_fails_while_sqs_is_down_is_fired_again_by_the_check() {
     const TASKS: usize = 20;
@@ -254,13 +253,18 @@ async fn a_fire_that_fails_while_sqs_is_down_is_fired_again_by_the_check() {
     }
     let emulator = TriggerEmulator::for_backend(&backend);
 
-    // The fire comes two minutes early, into the outage.
+    // The fire comes two minutes early, and is taken into the outage.
     clock.set(minute - chrono::Duration::minutes(2));
+    assert_eq!(emulator.fire_due_schedules().await.unwrap(), 1, "it fired");
     proxy.inject(
         Rule::every(Service::Sqs, Fault::Outage, Duration::from_secs(3600))
             .on(&["SendMessage", "SendMessageBatch"]),
     );
-    assert_eq!(emulator.fire_due_schedules().await.unwrap(), 1, "it fired");
+    assert_eq!(
+        emulator.drain_queue_once().await.unwrap(),
+        1,
+        "the fire was taken"
+    );
     assert!(proxy.injected() > 0, "its sends were refused");
     proxy.lift_all();
     let last_fault = Instant::now();

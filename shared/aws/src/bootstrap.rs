@@ -37,6 +37,8 @@ pub async fn bootstrap(sdk: &SdkConfig, prefix: &str) -> Result<AwsSettings, Boo
     let redrive = serde_json::json!({"deadLetterTargetArn": failures_arn, "maxReceiveCount": "5"});
     let timer_queue_url =
         create_queue(&sqs, &format!("{prefix}-timer"), Some(redrive.to_string())).await?;
+    // Like the stack: minutes' schedules send their fires to the timer queue.
+    let timer_queue_arn = queue_arn(&sqs, &timer_queue_url).await?;
     let slow_queue_url =
         create_queue(&sqs, &format!("{prefix}-slow"), Some(redrive.to_string())).await?;
     let dead_letter_queue_url = create_queue(&sqs, &format!("{prefix}-dead-letters"), None).await?;
@@ -59,9 +61,7 @@ pub async fn bootstrap(sdk: &SdkConfig, prefix: &str) -> Result<AwsSettings, Boo
         timer_queue_url,
         dead_letter_queue_url,
         schedule_group: group,
-        delivery_target_arn: format!(
-            "arn:aws:lambda:us-east-1:000000000000:function:{prefix}-delivery"
-        ),
+        delivery_target_arn: timer_queue_arn,
         scheduler_role_arn: format!("arn:aws:iam::000000000000:role/{prefix}-scheduler"),
         scheduler_dlq_arn: Some(failures_arn),
         system_failures_queue_url: Some(failures_url),

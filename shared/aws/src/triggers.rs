@@ -1,7 +1,8 @@
 //! Plays the triggers that AWS provides and emulators do not: it fires due one-time
 //! schedules of the group (then deletes them, like `ActionAfterCompletion=DELETE`) and
 //! polls the timer queue (and the slow lane's) like the SQS event source mappings, handing
-//! all to the same delivery handler the Lambda uses.
+//! all to the same delivery handler the Lambda uses (a schedule aimed at the timer queue,
+//! as the stack aims them, is sent to the queue as Scheduler would send it).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -121,15 +122,30 @@ impl TriggerEmulator {
         if !due {
             return Ok(false);
         }
-        let input = schedule
-            .target()
+        let target = schedule.target();
+        let input = target
             .map(|t| t.input().unwrap_or_default())
             .unwrap_or_default();
-        // Read as the function's runtime reads the payload Scheduler sends it.
-        let event =
-            serde_json::from_str(input).unwrap_or(DeliveryEvent::Foreign(serde_json::Value::Null));
-        if let Err(e) = self.delivery.handle(event, None).await {
-            tracing::warn!(schedule = name, error = %e, "fire failed; the sweeper will hand it back");
+        if target.is_some_and(|t| t.arn().starts_with("arn:aws:sqs:")) {
+            // Sent to the timer queue, as Scheduler sends to an SQS target: the queue's
+            // drain hands it to the delivery handler. A send that fails is tried again at
+            // the next poll, as Scheduler's retry policy would.
+            let sent = (self.sqs.send_message())
+                .queue_url(&self.queue_url)
+                .message_body(input)
+                .send()
+                .await;
+            if let Err(e) = sent {
+                tracing::warn!(schedule = name, error = %describe(&e), "sending a fire failed; trying again");
+                return Ok(false);
+            }
+        } else {
+            // Read as the function's runtime reads the payload Scheduler sends it.
+            let event = serde_json::from_str(input)
+                .unwrap_or(DeliveryEvent::Foreign(serde_json::Value::Null));
+            if let Err(e) = self.delivery.handle(event, None).await {
+                tracing::warn!(schedule = name, error = %e, "fire failed; the sweeper will hand it back");
+            }
         }
         let _ = self
             .scheduler
