@@ -16,7 +16,7 @@ use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchInput;
 use aws_sdk_sqs::types::QueueAttributeName;
 use boomerang_aws::backend::{aws_with_clients, AwsClients};
 use boomerang_aws::buckets::BucketFire;
-use boomerang_aws::keys::{BUCKET_SHARDS, DUE_SHARDS};
+use boomerang_aws::keys::BUCKET_SHARDS;
 use boomerang_aws::lambda::{sweep, SWEEP_BUDGET};
 use boomerang_aws::messages::{BucketWork, SweepPass, TimerMessage};
 use boomerang_aws::settings::SWEEP_LAG;
@@ -185,8 +185,11 @@ async fn one_sweeper_run_rearms_a_backlog_larger_than_a_sweep_ten_to_a_request()
     );
 }
 
+/// A run whose arms all fail tries the same sweep again, a second apart, until its budget
+/// is spent; it repairs nothing, moves its checkpoint past nothing, and the next run
+/// repairs them all.
 #[tokio::test]
-async fn a_run_whose_arms_fail_stops_after_one_sweep_and_the_next_run_repairs_them() {
+async fn a_run_whose_arms_fail_tries_again_within_its_budget_and_the_next_run_repairs_them() {
     let settings = fresh_moto_resources("refused").await;
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     let lost = lost_timers(&settings, &clock, 100).await;
@@ -196,12 +199,9 @@ async fn a_run_whose_arms_fail_stops_after_one_sweep_and_the_next_run_repairs_th
 
     let started = Instant::now();
     let report = sweep(&refusing.engine, None, -SWEEP_LAG).await.unwrap();
-    assert!(
-        report.rearmed <= 2 * DUE_SHARDS as usize,
-        "one sweep's worth was tried, not the same again: {}",
-        report.rearmed
-    );
-    assert!(started.elapsed() < SWEEP_BUDGET);
+    assert_eq!(report.rearmed, 0, "nothing could be armed");
+    // The last try begins before the budget ends (one sweep of 64 on moto, then).
+    assert!(started.elapsed() < SWEEP_BUDGET + Duration::from_secs(10));
 
     let (healthy, _) = counted_backend(&settings, clock.clone(), 1000);
     let report = sweep(&healthy.engine, None, -SWEEP_LAG).await.unwrap();
