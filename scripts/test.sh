@@ -84,10 +84,13 @@ print(*sorted({"--bin " + t["name"] for t in targets if "bin" in t["kind"]}), se
 print(*sorted({"--test " + t["name"] for t in targets if "test" in t["kind"]} - {"--test " + n for n in slow}), sep="\n")
 ' "${slow_lane[@]}")
 [ "$(grep -c -- '^--test ' <<<"$first_lane")" -gt 10 ] || { echo "cannot list the workspace's test targets" >&2; exit 1; }
+# The fault tests print what they measured (lost, duplicate calls, time to full repair):
+# shown even when they pass.
 step "cargo test: the slowest end-to-end tests (in the background; output below)"
 slow_lane_log=$(mktemp)
 BOOMERANG_TEST_MOTO_ENDPOINT="$BOOMERANG_TEST_MOTO_BULK_ENDPOINT" \
   cargo test --locked --workspace --no-fail-fast $(printf -- '--test %s ' "${slow_lane[@]}") \
+    -- --show-output \
   >"$slow_lane_log" 2>&1 &
 slow_lane_pid=$!
 
