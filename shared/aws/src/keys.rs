@@ -120,11 +120,6 @@ impl ItemKey {
         ])
     }
 
-    /// A key as it was kept elsewhere (where a scan stopped), read back.
-    pub(crate) fn stored(pk: impl Into<String>, sk: impl Into<String>) -> Self {
-        Self::new(pk, sk)
-    }
-
     /// The key of an item, or of an index entry (which carries its item's key).
     pub fn of(item: &HashMap<String, AttributeValue>) -> Option<ItemKey> {
         let part = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();

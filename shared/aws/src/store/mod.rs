@@ -12,8 +12,8 @@
 //!   ([`schedules`]);
 //! - bulk jobs, and a marker for each running one ([`bulk_jobs`]);
 //! - order keys: each key's last place given, and its places held ([`order_keys`]);
-//! - the sweep's checkpoint ([`sweep`]), where `aws rearm`'s scan is ([`unfinished`]),
-//!   and which minutes' bucket fires began ([`minutes`]).
+//! - the sweep's checkpoint ([`sweep`]), and which minutes' bucket fires are done
+//!   ([`minutes`]); `aws rearm` keeps its own positions (`crate::rearm`).
 //!
 //! Indexes, both keys only and sparse:
 //! - `due` (sharded): `ds` + `dm`, set while the task has work no durable timer holds (the
@@ -41,9 +41,7 @@ mod schedules;
 mod sweep;
 mod table;
 mod tasks;
-mod unfinished;
 
 pub use buckets::BucketPage;
 pub use idempotency::IDEMPOTENCY_WINDOW;
 pub use table::DynamoStore;
-pub use unfinished::{RearmPosition, UnfinishedPage};
