@@ -268,6 +268,27 @@ for (const f of FUNCTIONS) {
   }
 }
 
+// Key patterns are reported, not failed on: a statement's pattern that no call in the run
+// used is a path the scenario did not take (an owed alert, say), listed so a reader sees
+// what the run did not prove.
+const unseen = [];
+for (const f of FUNCTIONS) {
+  for (const { policy } of policiesOf(functions[f].role)) {
+    for (const statement of policy.Statement ?? []) {
+      const patterns = statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
+      if (statement.Effect !== 'Allow' || !patterns) continue;
+      const actions = [statement.Action].flat();
+      const keysUsed = allowedRequests
+        .filter((r) => r.function === f && actions.includes(r.action))
+        .flatMap((r) => r.context['dynamodb:LeadingKeys'] ?? []);
+      for (const pattern of patterns) {
+        const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+        if (!keysUsed.some((k) => re.test(k))) unseen.push(`${f} ${statement.Sid ?? ''} ${pattern}`);
+      }
+    }
+  }
+}
+
 function matchesAction(pattern, action) {
   const re = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`, 'i');
   return re.test(action);
@@ -277,6 +298,9 @@ const byFunction = FUNCTIONS.map((f) => `${f} ${all.filter((r) => r.function ===
 console.log(`IAM check of ${templatePath}`);
 console.log(`${allowed} calls allowed (by function: ${byFunction.join(', ')}); ${grants} granted actions each used`);
 console.log(`${denied} probes denied as they must be`);
+if (unseen.length > 0) {
+  console.log(`key patterns granted that no call of this run used (${unseen.length}): ${unseen.join('; ')}`);
+}
 if (problems.length > 0) {
   console.log(`\n${problems.length} problem(s):`);
   for (const p of problems) console.log(`- ${p}`);

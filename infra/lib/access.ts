@@ -61,9 +61,10 @@ interface MessageAccess {
  */
 const TABLE: Record<FunctionName, TableAccess> = {
   api: {
+    // `READY` is the readiness probe's item (read, never written).
     read: [
       'T#*', 'I#*', 'K#*', 'N#*', 'P#*', 'TM#*', 'BS#*', 'BR#*', 'S#*', 'BJ#*', 'BULK',
-      'OK#*', 'OL#*', 'F#*', 'FL#*', 'M#*',
+      'OK#*', 'OL#*', 'F#*', 'FL#*', 'M#*', 'READY',
     ],
     // A bulk job's marker (`BULK`) is the sweeper's list of jobs to run: the API writes it
     // when it starts a job, as it writes the job itself.
@@ -72,32 +73,37 @@ const TABLE: Record<FunctionName, TableAccess> = {
       'FL#*', 'M#*',
     ],
     update: ['T#*', 'OK#*'],
-    // Named policies and templates, schedules, and a paused flow's mark.
-    delete: ['P#*', 'TM#*', 'S#*', 'FL#*'],
+    // Named policies and templates, schedules, a paused flow's mark, and a place in an
+    // order line that a canceled or replaced task gives up.
+    delete: ['P#*', 'TM#*', 'S#*', 'FL#*', 'OL#*'],
     // Resuming a flow takes the tasks waiting in it.
     batchWrite: ['F#*'],
     indexes: ['by_key'],
   },
   delivery: {
-    read: ['T#*', 'I#*', 'N#*', 'P#*', 'BS#*', 'BR#*', 'S#*', 'OL#*', 'F#*', 'FL#*', 'D#*', 'M#*', 'SWEEP'],
-    // Alerts and schedules' occurrences are tasks it registers; flows' and destinations'
-    // slots and windows; a minute's schedule record and fire; its half-minute sweep pass's
+    read: ['T#*', 'I#*', 'N#*', 'P#*', 'BS#*', 'BR#*', 'S#*', 'OK#*', 'OL#*', 'F#*', 'FL#*', 'D#*', 'M#*', 'SWEEP'],
+    // Alerts and schedules' occurrences are tasks it registers (an occurrence with an
+    // order key takes its place in the line); flows' and destinations' slots and
+    // windows; a minute's schedule record and fire; its half-minute sweep pass's
     // checkpoint.
-    put: ['T#*', 'I#*', 'F#*', 'FL#*', 'D#*', 'M#*', 'BUCKET', 'SWEEP'],
-    update: ['T#*', 'F#*'],
+    put: ['T#*', 'I#*', 'OL#*', 'F#*', 'FL#*', 'D#*', 'M#*', 'BUCKET', 'SWEEP'],
+    update: ['T#*', 'OK#*', 'F#*'],
     delete: ['F#*', 'D#*', 'OL#*'],
     batchWrite: [],
     indexes: ['due'],
   },
   sweeper: {
-    read: ['T#*', 'N#*', 'BJ#*', 'BULK', 'M#*', 'BUCKET', 'SWEEP'],
-    // Bulk jobs and their marker; the checkpoint and the minutes checked; and an alert it
-    // raises that was owed (a task and its idempotency key).
-    put: ['T#*', 'I#*', 'BJ#*', 'BULK', 'BUCKET', 'SWEEP'],
-    update: ['T#*'],
-    delete: [],
+    read: ['T#*', 'N#*', 'BJ#*', 'BULK', 'OK#*', 'OL#*', 'M#*', 'BUCKET', 'SWEEP'],
+    // Bulk jobs and their marker; the checkpoint and the minutes checked; an alert it
+    // raises that was owed (a task and its idempotency key); and what a bulk job does to
+    // an ordered task (a retried one takes a place in its line again, a canceled one
+    // gives its place up), and to a held one released far ahead (its minute's record).
+    put: ['T#*', 'I#*', 'OL#*', 'BJ#*', 'BULK', 'BUCKET', 'SWEEP', 'M#*'],
+    update: ['T#*', 'OK#*'],
+    delete: ['OL#*'],
     batchWrite: [],
-    indexes: ['due'],
+    // `by_key`: a bulk job that selects by business key.
+    indexes: ['due', 'by_key'],
   },
 };
 
@@ -113,8 +119,9 @@ const MESSAGES: Record<FunctionName, MessageAccess> = {
     mapped: ['timer', 'slow'],
     schedules: true,
   },
-  // The sweep re-arms and sends dead letters owed; the redrive hands failed timers back.
-  sweeper: { send: ['timer', 'deadLetters'], receive: ['systemFailures'], mapped: [], schedules: false },
+  // The sweep re-arms and sends dead letters owed; the redrive hands failed timers back;
+  // a bulk release of held tasks due far ahead makes their minutes' schedules.
+  sweeper: { send: ['timer', 'deadLetters'], receive: ['systemFailures'], mapped: [], schedules: true },
 };
 
 /**

@@ -513,6 +513,13 @@ async fn scenario() {
         .await;
     api.call("GET", "/v1/stats", None).await;
     api.call("GET", "/healthz", None).await;
+    api.call("GET", "/readyz", None).await;
+    // A canceled task gives up its place in its order line.
+    let in_line = api
+        .create(json!({"url": rx.url("/in-line"), "order_key": "account-2", "delay": "1h"}))
+        .await;
+    api.call("DELETE", &format!("/v1/tasks/{in_line}"), None)
+        .await;
     api.call(
         "PUT",
         "/v1/policies/gentle",
@@ -624,7 +631,7 @@ async fn scenario() {
         .call(
             "POST",
             "/v1/schedules",
-            Some(json!({"url": rx.url("/every"), "every": "2s"})),
+            Some(json!({"url": rx.url("/every"), "every": "2s", "order_key": "every-line"})),
         )
         .await;
     let every = every["id"].as_str().expect("a schedule id").to_string();
@@ -691,6 +698,17 @@ async fn scenario() {
     let bulk = json!({"action": "retry", "filter": {"url_prefix": rx.url("/fail")}});
     let job = api.call("POST", "/v1/tasks/bulk", Some(bulk)).await;
     let job = job["id"].as_str().expect("a bulk job").to_string();
+    // Bulk jobs that select by business key: one cancels an ordered task (its place in
+    // the line given up), one releases a held task due far ahead (its minute armed).
+    api.create(json!({"url": rx.url("/bulk-canceled"), "order_key": "account-3", "key": "bulk-cancel", "delay": "1h"}))
+        .await;
+    let cancel = json!({"action": "cancel", "filter": {"key": "bulk-cancel"}});
+    api.call("POST", "/v1/tasks/bulk", Some(cancel)).await;
+    let far_held = api
+        .create(json!({"url": rx.url("/far-held"), "delay": "37m", "hold": {"timeout": "2h"}, "key": "far-held"}))
+        .await;
+    let release = json!({"action": "release", "filter": {"key": "far-held"}});
+    api.call("POST", "/v1/tasks/bulk", Some(release)).await;
     api.call("GET", &format!("/v1/bulk-jobs/{job}"), None).await;
     api.call("GET", "/v1/bulk-jobs", None).await;
     let engine = &sweeper.backend.engine;
@@ -711,6 +729,11 @@ async fn scenario() {
     delivery.proxy.lift_all();
     deliver_until(&api, &delivery, &sqs, &[&unarmed], "succeeded").await;
     assert_eq!(api.status(&far).await, "scheduled");
+    assert_eq!(
+        api.status(&far_held).await,
+        "scheduled",
+        "released by the bulk job"
+    );
 
     // ── The check ─────────────────────────────────────────────────────────────────────
     let mut requests: Vec<IamRequest> = [&api_fn, &delivery, &sweeper]
@@ -755,6 +778,14 @@ async fn scenario() {
         r.resource == Resource::Queue("dead-letters".into())
     });
     made("api", "scheduler:CreateSchedule", &|_| true);
+    made("api", "dynamodb:GetItem", &leading("READY"));
+    made("api", "dynamodb:DeleteItem", &leading("OL#"));
+    made("delivery", "dynamodb:PutItem", &leading("OL#"));
+    made("sweeper", "dynamodb:DeleteItem", &leading("OL#"));
+    made("sweeper", "dynamodb:Query", &|r| {
+        r.resource == Resource::Index("by_key".into())
+    });
+    made("sweeper", "scheduler:CreateSchedule", &|_| true);
     made("sweeper", "sqs:ReceiveMessage", &|_| true);
     requests.extend(probes(tenant.as_str()));
 

@@ -133,11 +133,11 @@ impl BucketSchedules {
         };
         if !recorded {
             self.create(minute).await?;
-            // Without the record the schedule is still there; the next instance creating
-            // it is told so.
-            if let Err(e) = self.shared.mark_scheduled(minute).await {
-                tracing::warn!(%minute, error = %e, "could not record a bucket's schedule");
-            }
+            // The record is what the sweeper's check looks for before it fires a minute
+            // again: a minute scheduled without it would have no repair if its fire were
+            // lost. So the arm fails without it, and the attempt goes to the sweep's index
+            // (the schedule made stays, harmless: an instance creating it again is told so).
+            (self.shared.mark_scheduled(minute).await).map_err(|e| TimerError(e.into()))?;
         }
         self.remember(minute);
         Ok(())

@@ -26,8 +26,9 @@
 //! | a paused flow | `FL#<tenant>` | `P#<flow key>` |
 //! | a tenant's call slot at a destination (its own limit) | `D#<tenant>#<destination>` | `S#<index>` |
 //! | the sweep's checkpoint | `SWEEP` | `SWEEP` |
-//! | where `aws rearm` has read to, per scan segment | `REARM` | `<segment>/<segments>` |
-//! | a minute's bucket fire began | `BUCKET` | `<minute, epoch ms>` |
+//! | where `aws rearm` has read to, per unit (scan segment, index or tenant part) | `REARM` | `<segment>/<segments>`, `<place>/0` |
+//! | a minute's bucket fire is done (naming the partitions it handed on) | `BUCKET` | `<minute, epoch ms>` |
+//! | a handed-on partition's chain of a minute ended | `BUCKET` | `<minute, epoch ms>#<partition>` |
 //! | the minutes the sweeper has checked for a fire | `BUCKET` | `CHECKED` |
 //! | a minute's bucket schedule exists | `M#<minute, epoch ms>` | `SCHEDULED` |
 //! | the readiness probe (never written) | `READY` | `PROBE` |
@@ -38,7 +39,7 @@
 //! third is only ever a sort key.
 //!
 //! The indexes' keys:
-//! - `due`: `ds` is a sweep shard, `0`…`7` ([`sweep_shard`]), or a bucket partition,
+//! - `due`: `ds` is a sweep shard, `0`…`31` ([`sweep_shard`]), or a bucket partition,
 //!   `b0`…`b15` ([`bucket_partition`]); `dm` is when the work is due (epoch ms), or for a
 //!   bucket entry the due time and the attempt number in one number ([`bucket_sort_key`]);
 //! - `by_key`: `bk` is `<tenant>#<business key>` ([`business_key`]).
@@ -354,7 +355,7 @@ pub fn rearm_position(segment: u32, segments: u32) -> ItemKey {
     ItemKey::new(REARM, format!("{segment}/{segments}"))
 }
 
-/// The record that a minute's bucket fire began.
+/// The record that a minute's bucket fire is done.
 pub fn bucket_fired(minute: DateTime<Utc>) -> ItemKey {
     ItemKey::new(BUCKET_FIRES, minute.timestamp_millis().to_string())
 }

@@ -98,12 +98,9 @@ impl Engine {
             .sweep
             .due(cutoff, self.settings.sweep_batch)
             .await?;
+        // Counted once the checkpoint moves past them: a pass tried again would read (and
+        // set aside) the same items again.
         let set_aside = self.ports.store.sweep.take_set_aside();
-        if set_aside > 0 {
-            self.ports
-                .metrics
-                .record(MetricEvent::SetAside { count: set_aside });
-        }
         let found = !due.work.is_empty();
         let (report, all_done) = self.repair(due.work).await?;
         // Only once everything it read is in a timer's (or the queue's) hands may the store
@@ -117,6 +114,11 @@ impl Engine {
             return Ok((report, end));
         };
         self.ports.store.sweep.swept(&mark).await?;
+        if set_aside > 0 {
+            self.ports
+                .metrics
+                .record(MetricEvent::SetAside { count: set_aside });
+        }
         Ok((
             report,
             if found {
