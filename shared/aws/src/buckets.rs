@@ -42,6 +42,9 @@ pub const FIRE_OVERDUE_AFTER: chrono::Duration = chrono::Duration::minutes(1);
 /// chain under way: until then the check waits at that minute (a large minute's chains
 /// run a few minutes at most; each link is a message SQS keeps until it is handled).
 pub const PARTITIONS_OVERDUE_AFTER: chrono::Duration = chrono::Duration::minutes(5);
+/// How long one check goes on at most (the sweeper's run has its sweep to do, within the
+/// function's 60 s); the next run goes on from the minute saved.
+const CHECK_BUDGET: std::time::Duration = std::time::Duration::from_secs(15);
 /// Minutes one check covers at most; the next run goes on from there.
 const CHECK_MINUTES: usize = 60;
 
@@ -207,8 +210,11 @@ impl BucketFire {
         // fired before fires were recorded.
         let mut minute = checked_from.unwrap_or(last);
         let mut saved = checked_from;
+        let started = std::time::Instant::now();
         for _ in 0..CHECK_MINUTES {
-            if minute > last {
+            // Slow calls (a brownout) must not hold the sweeper's run past its own work:
+            // the next run goes on from the minute saved.
+            if minute > last || started.elapsed() > CHECK_BUDGET {
                 break;
             }
             let fire = match self.store.minute_fire(minute).await {
