@@ -28,9 +28,8 @@
 //! nothing.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, StreamExt};
@@ -53,8 +52,6 @@ const UNIT_POSITIONS: u32 = 0;
 /// What the `due` index's bucket partitions begin with ([`keys::bucket_partition`]; the
 /// sweep's are bare numbers).
 const BUCKET_PARTITIONS: &str = "b";
-/// `BatchGetItem` takes a hundred keys; a few requests at once.
-const BATCH_GETS_AT_ONCE: usize = 4;
 
 /// How a run reads the table.
 #[derive(Clone, Debug)]
@@ -302,7 +299,9 @@ impl Reader<'_> {
         };
         let out = query.send().await.map_err(unavailable)?;
         let keys: Vec<ItemKey> = out.items().iter().filter_map(ItemKey::of).collect();
-        let items = self.tasks(keys).await?;
+        // Eventually consistent, as the sweep reads them: a task armed on a state a
+        // moment old is armed harmlessly.
+        let items = self.backend.store.batch_items(keys).await?;
         let (work, unreadable) = unfinished(items.iter().filter(|i| !finished(i)));
         Ok(Page {
             work,
@@ -385,56 +384,6 @@ impl Reader<'_> {
             unreadable,
             next: next(out.last_evaluated_key),
         })
-    }
-
-    /// The task items of these keys (eventually consistent, as the sweep reads them: a
-    /// task armed on a state a moment old is armed harmlessly), a hundred keys to a
-    /// request, what DynamoDB leaves unprocessed asked for again after a pause that
-    /// doubles.
-    async fn tasks(&self, keys: Vec<ItemKey>) -> Result<Vec<Item>, RearmError> {
-        let chunks: Vec<Vec<Item>> = (keys.chunks(100))
-            .map(|chunk| chunk.iter().map(ItemKey::to_item).collect())
-            .collect();
-        let mut reads = stream::iter(chunks)
-            .map(|chunk| self.batch_get(chunk))
-            .buffer_unordered(BATCH_GETS_AT_ONCE);
-        let mut items = Vec::new();
-        while let Some(got) = reads.next().await {
-            items.extend(got?);
-        }
-        Ok(items)
-    }
-
-    async fn batch_get(&self, keys: Vec<Item>) -> Result<Vec<Item>, RearmError> {
-        let mut items = Vec::new();
-        let mut pending = keys;
-        let mut pause = Duration::from_millis(50);
-        while !pending.is_empty() {
-            let request = KeysAndAttributes::builder()
-                .set_keys(Some(pending))
-                .build()
-                .map_err(|e| StoreError::Unavailable(e.into()))?;
-            let out = (self.client.batch_get_item())
-                .request_items(self.table, request)
-                .send()
-                .await
-                .map_err(unavailable)?;
-            let got = (out.responses.unwrap_or_default())
-                .remove(self.table)
-                .unwrap_or_default();
-            items.extend(got);
-            pending = (out.unprocessed_keys)
-                .and_then(|mut u| u.remove(self.table))
-                .map(|k| k.keys)
-                .unwrap_or_default();
-            if !pending.is_empty() {
-                // Keys left unprocessed mean the table is at its limit: asking again at
-                // once would only be refused again.
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(5));
-            }
-        }
-        Ok(items)
     }
 
     /// A unit's saved position (its start if none is saved, or if the position saved

@@ -164,7 +164,7 @@ impl DynamoStore {
 
     /// The items of these keys (eventually consistent), in the order given, skipping any
     /// that are gone or expired: a hundred to a request, a few requests at once.
-    pub(super) async fn batch_items(&self, keys: Vec<ItemKey>) -> Result<Vec<Item>, StoreError> {
+    pub(crate) async fn batch_items(&self, keys: Vec<ItemKey>) -> Result<Vec<Item>, StoreError> {
         let mut found: HashMap<ItemKey, Item> = HashMap::new();
         let chunks: Vec<Vec<Item>> = (keys.chunks(100))
             .map(|chunk| chunk.iter().map(ItemKey::to_item).collect())
