@@ -135,3 +135,29 @@ pub fn due_now(tenant: &boomerang_core::domain::TenantId, url: String) -> NewTas
         request_hash: String::new(),
     }
 }
+
+/// An SQS event with the fields the event source mapping sends.
+pub fn sqs_event(bodies: &[(&str, String)]) -> serde_json::Value {
+    let records: Vec<serde_json::Value> = bodies
+        .iter()
+        .map(|(id, body)| {
+            serde_json::json!({
+                "messageId": id,
+                "receiptHandle": format!("AQEB{id}"),
+                "body": body,
+                "attributes": {
+                    "ApproximateReceiveCount": "1",
+                    "SentTimestamp": "1795255200000",
+                    "SenderId": "AIDAEXAMPLE",
+                    "ApproximateFirstReceiveTimestamp": "1795255200001"
+                },
+                "messageAttributes": {},
+                "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:boomerang-timer",
+                "awsRegion": "us-east-1"
+            })
+        })
+        .collect();
+    serde_json::json!({ "Records": records })
+}

@@ -14,7 +14,7 @@ use boomerang_aws::AwsSettings;
 use boomerang_core::clock::SystemClock;
 use boomerang_core::domain::{Status, TaskId, TenantId};
 use boomerang_core::ports::TaskStore;
-use boomerang_e2e::aws::{fresh_moto_resources, moto_backend};
+use boomerang_e2e::aws::{fresh_moto_resources, moto_backend, sqs_event};
 use boomerang_e2e::{callback, wait_for, Callback, Receiver};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -81,32 +81,6 @@ async fn call<T: DeserializeOwned>(router: &axum::Router, event: String) -> (u16
     let answer = serde_json::from_slice(&bytes)
         .unwrap_or_else(|e| panic!("{status}: {}: {e}", String::from_utf8_lossy(&bytes)));
     (status, answer)
-}
-
-/// An SQS event with the fields the event source mapping sends.
-fn sqs_event(bodies: &[(&str, String)]) -> Value {
-    let records: Vec<Value> = bodies
-        .iter()
-        .map(|(id, body)| {
-            json!({
-                "messageId": id,
-                "receiptHandle": format!("AQEB{id}"),
-                "body": body,
-                "attributes": {
-                    "ApproximateReceiveCount": "1",
-                    "SentTimestamp": "1795255200000",
-                    "SenderId": "AIDAEXAMPLE",
-                    "ApproximateFirstReceiveTimestamp": "1795255200001"
-                },
-                "messageAttributes": {},
-                "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3",
-                "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:boomerang-timer",
-                "awsRegion": "us-east-1"
-            })
-        })
-        .collect();
-    json!({ "Records": records })
 }
 
 async fn register_via_api(router: &axum::Router, key: &str, url: &str) -> TaskId {
