@@ -13,6 +13,8 @@ use boomerang_client::{Answer, Client};
 use boomerang_core::domain::{SigningSecret, Status, TaskId};
 use serde_json::Value;
 
+use crate::fault_proxy::{FaultProxy, Service};
+
 use crate::aws;
 use crate::binaries::binary;
 use crate::cli::cli;
@@ -108,6 +110,18 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server on the AWS backend whose calls to `service`'s emulator go through `proxy`.
+    pub fn aws_through(proxy: &FaultProxy, service: Service) -> Self {
+        let variable = match service {
+            Service::DynamoDb => "AWS_ENDPOINT_URL_DYNAMODB",
+            Service::Sqs | Service::Scheduler => "AWS_ENDPOINT_URL",
+        };
+        Server::start(ServerOptions {
+            env: vec![(variable.to_string(), proxy.url.clone())],
+            ..ServerOptions::on(Backend::Aws)
+        })
+    }
+
     pub fn start(options: ServerOptions) -> Self {
         let fresh = || std::env::temp_dir().join(format!("boomerang-e2e-{}", ulid::Ulid::new()));
         let data_dir = options.data_dir.clone().unwrap_or_else(fresh);

@@ -30,7 +30,7 @@ use boomerang_e2e::aws::{
     dev_config, dynalite_endpoint, fresh_moto_resources, moto_endpoint, take_timer_messages,
 };
 use boomerang_e2e::fault_proxy::{Fault, FaultProxy, Rule, Service};
-use boomerang_e2e::{callback, wait_for, Backend, Callback, Receiver, Server, ServerOptions};
+use boomerang_e2e::{callback, wait_for, Callback, Receiver, Server};
 use chrono::{DateTime, DurationRound, Utc};
 
 /// How long delivery may take once the faults end before the test fails.
@@ -75,18 +75,6 @@ async fn report(rx: &Receiver, paths: &[String], last_fault: Instant) -> usize {
 /// Callbacks registered a second while a brownout lasts.
 const RATE: u32 = 10;
 
-/// A server on the AWS backend whose calls to `service`'s emulator go through `proxy`.
-fn server_through(proxy: &FaultProxy, service: Service) -> Server {
-    let variable = match service {
-        Service::DynamoDb => "AWS_ENDPOINT_URL_DYNAMODB",
-        Service::Sqs | Service::Scheduler => "AWS_ENDPOINT_URL",
-    };
-    Server::start(ServerOptions {
-        env: vec![(variable.to_string(), proxy.url.clone())],
-        ..ServerOptions::on(Backend::Aws)
-    })
-}
-
 /// Registers `RATE` callbacks a second for `lasting`, each to its own path on `rx`, under
 /// an idempotency key, each sent again until acknowledged (as a client would); returns the
 /// paths.
@@ -127,7 +115,7 @@ async fn brownout(service: Service, upstream: &str) {
     let window = Duration::from_secs(15);
     let proxy = FaultProxy::start(upstream).await;
     let rx = Receiver::always(200).await;
-    let server = server_through(&proxy, service);
+    let server = Server::aws_through(&proxy, service);
     let slow = Fault::Latency(Duration::from_secs(2));
     proxy.inject(Rule::every(service, slow, window).share(0.33));
     let paths = register_throughout(&server.api(), &rx, window).await;

@@ -27,18 +27,6 @@ const RATE: u32 = 10;
 /// How long delivery may take once the faults end before the test fails.
 const REPAIR_PATIENCE: Duration = Duration::from_secs(240);
 
-/// A server on the AWS backend whose calls to `service`'s emulator go through `proxy`.
-fn server_through(proxy: &FaultProxy, service: Service) -> Server {
-    let variable = match service {
-        Service::DynamoDb => "AWS_ENDPOINT_URL_DYNAMODB",
-        Service::Sqs | Service::Scheduler => "AWS_ENDPOINT_URL",
-    };
-    Server::start(ServerOptions {
-        env: vec![(variable.to_string(), proxy.url.clone())],
-        ..ServerOptions::on(Backend::Aws)
-    })
-}
-
 /// Registers `RATE` callbacks a second for `lasting`, each to its own path on `rx`, under
 /// an idempotency key: one the server refuses (a store it cannot write) is sent again until
 /// it is acknowledged, as a client would. Returns how many were registered, and how many
@@ -104,7 +92,7 @@ async fn a_minute_of_refused_queue_sends_loses_nothing() {
     let window = Duration::from_secs(60);
     let proxy = FaultProxy::start(&moto_endpoint()).await;
     let rx = Receiver::always(200).await;
-    let server = server_through(&proxy, Service::Sqs);
+    let server = Server::aws_through(&proxy, Service::Sqs);
     proxy.inject(
         Rule::every(Service::Sqs, Fault::Outage, window).on(&["SendMessage", "SendMessageBatch"]),
     );
@@ -133,7 +121,7 @@ async fn throttled_table_writes_lose_nothing_acknowledged() {
     let window = Duration::from_secs(30);
     let proxy = FaultProxy::start(&dynalite_endpoint()).await;
     let rx = Receiver::always(200).await;
-    let server = server_through(&proxy, Service::DynamoDb);
+    let server = Server::aws_through(&proxy, Service::DynamoDb);
     proxy.inject(Rule::every(Service::DynamoDb, Fault::Throttle, window).share(0.4));
     let (n, refused) = register_throughout(&server.api(), &rx, window).await;
     let faults_ended = Instant::now();
@@ -210,7 +198,7 @@ async fn a_poisoned_timer_message_holds_nothing_back_and_is_delivered_in_the_end
     const TASKS: usize = 1_000;
     let proxy = FaultProxy::start(&dynalite_endpoint()).await;
     let rx = Receiver::always(200).await;
-    let server = server_through(&proxy, Service::DynamoDb);
+    let server = Server::aws_through(&proxy, Service::DynamoDb);
     let api = server.api();
     let mut ids = Vec::new();
     for first in (0..TASKS).step_by(100) {
@@ -290,7 +278,7 @@ async fn a_bulk_retry_through_throttles_errors_and_an_outage_retries_each_task_o
         })
         .await
     };
-    let server = server_through(&proxy, Service::DynamoDb);
+    let server = Server::aws_through(&proxy, Service::DynamoDb);
     let api = server.api();
     // The destination is down for the first part: its breaker would leave its tasks
     // waiting instead of failing them.
