@@ -282,7 +282,7 @@ for (const f of FUNCTIONS) {
         .filter((r) => r.function === f && actions.includes(r.action))
         .flatMap((r) => r.context['dynamodb:LeadingKeys'] ?? []);
       for (const pattern of patterns) {
-        const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+        const re = wildcard(pattern);
         if (!keysUsed.some((k) => re.test(k))) unseen.push(`${f} ${statement.Sid ?? ''} ${pattern}`);
       }
     }
@@ -290,8 +290,13 @@ for (const f of FUNCTIONS) {
 }
 
 function matchesAction(pattern, action) {
-  const re = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`, 'i');
-  return re.test(action);
+  return wildcard(pattern, 'i').test(action);
+}
+
+/** An IAM pattern (`*` any run of characters, `?` any one) as a regular expression. */
+function wildcard(pattern, flags = '') {
+  const escaped = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`^${escaped.replace(/\*/g, '.*').replace(/\?/g, '.')}$`, flags);
 }
 
 const byFunction = FUNCTIONS.map((f) => `${f} ${all.filter((r) => r.function === f && r.expect === 'allow').length}`);
