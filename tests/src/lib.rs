@@ -23,13 +23,17 @@ pub use requests::*;
 pub use server::*;
 pub use wait::{try_wait_for, wait_for};
 
-/// Generates a test per scenario and backend: `embedded::NAME` and `aws::NAME`. The
-/// calling file has `Backend` in scope and a function `NAME(backend: Backend)` for each.
+/// Generates a test per scenario and backend: `embedded::NAME`, `postgres::NAME` and
+/// `aws::NAME`. The calling file has `Backend` in scope and a function
+/// `NAME(backend: Backend)` for each.
 #[macro_export]
-macro_rules! on_both_backends {
+macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
         mod embedded {
             $( #[tokio::test] async fn $name() { super::$name(super::Backend::Embedded).await } )*
+        }
+        mod postgres {
+            $( #[tokio::test] async fn $name() { super::$name(super::Backend::Postgres).await } )*
         }
         mod aws {
             $( #[tokio::test] async fn $name() { super::$name(super::Backend::Aws).await } )*

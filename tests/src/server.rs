@@ -33,6 +33,9 @@ pub enum Backend {
     /// server. Dynalite's conditional writes are atomic under the concurrency the service
     /// creates itself (a timer and the sweep firing at once); moto's are not.
     Aws,
+    /// PostgreSQL: a fresh database on the test cluster (or `database_url`'s), which
+    /// `another_worker` shares.
+    Postgres,
 }
 
 pub struct ServerOptions {
@@ -59,6 +62,8 @@ pub struct ServerOptions {
     pub env: Vec<(String, String)>,
     /// Where the server's log (`stderr.log`) goes; the data directory if unset.
     pub log_dir: Option<PathBuf>,
+    /// PostgreSQL: the database (a fresh one on the test cluster if unset).
+    pub database_url: Option<String>,
 }
 
 impl ServerOptions {
@@ -76,6 +81,7 @@ impl ServerOptions {
             data_dir: None,
             env: Vec::new(),
             log_dir: None,
+            database_url: None,
         }
     }
 }
@@ -84,6 +90,20 @@ impl Default for ServerOptions {
     fn default() -> Self {
         Self::on(Backend::Embedded)
     }
+}
+
+/// A fresh database on the test cluster, made on a thread of its own (a server may be
+/// started from inside a test's runtime, which cannot block on another future).
+pub fn fresh_database() -> String {
+    std::thread::spawn(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(boomerang_postgres::testing::fresh_database())
+    })
+    .join()
+    .expect("a fresh database")
 }
 
 /// How to start a server: its arguments and environment (the same on every restart).
@@ -153,6 +173,15 @@ impl Server {
                 }
                 (secret, API_KEY.to_string(), Vec::new())
             }
+            Backend::Postgres => {
+                let secret = SigningSecret::generate();
+                let url = options.database_url.clone().unwrap_or_else(fresh_database);
+                args.extend(["--backend".into(), "postgres".into()]);
+                args.extend(["--database-url".into(), url]);
+                args.extend(["--api-key".into(), API_KEY.into()]);
+                args.extend(["--signing-secret".into(), secret.expose()]);
+                (secret, API_KEY.to_string(), Vec::new())
+            }
             Backend::Aws => {
                 args.extend(
                     [
@@ -194,8 +223,8 @@ impl Server {
         }
     }
 
-    /// Another `serve` on the same table and queues (AWS backend): a second worker that
-    /// delivers from the same timer queue.
+    /// Another `serve` on the same table and queues (AWS backend), or the same database
+    /// (PostgreSQL): a second worker that shares the work.
     pub fn another_worker(&self) -> Server {
         let data_dir = std::env::temp_dir().join(format!("boomerang-e2e-{}", ulid::Ulid::new()));
         std::fs::create_dir_all(&data_dir).unwrap();

@@ -8,13 +8,13 @@ use boomerang_api::view::TaskView;
 use boomerang_core::domain::notice::AlertBody;
 use boomerang_core::domain::{AttemptOutcome, Notify, Status, TaskId};
 use boomerang_e2e::{
-    callback, header, on_both_backends, schedule_max, status_codes, wait_for, Backend, Callback,
+    callback, header, on_every_backend, schedule_max, status_codes, wait_for, Backend, Callback,
     Received, Receiver, Reply, Server, ServerOptions,
 };
 
 const WAIT: Duration = Duration::from_secs(40);
 
-on_both_backends!(
+on_every_backend!(
     a_failed_task_raises_an_alert_that_fails_twice_then_arrives_signed,
     a_task_that_names_no_destination_alerts_the_default_for_every_failed_attempt,
     a_success_is_reported_to_on_success_and_notify_never_reports_no_failure,
@@ -119,9 +119,10 @@ async fn a_task_that_names_no_destination_alerts_the_default_for_every_failed_at
     let mut options = ServerOptions::on(backend);
     options.alert_url = Some(rx.url("/server"));
     let server = Server::start(options);
-    // On AWS the tenant's own default comes first; the embedded server has one tenant.
+    // On AWS the tenant's own default comes first; the embedded and PostgreSQL servers
+    // have one tenant, configured by flags.
     let expected = match backend {
-        Backend::Embedded => "/server",
+        Backend::Embedded | Backend::Postgres => "/server",
         _ => {
             server.set_tenant_alert(&rx.url("/tenant"));
             "/tenant"

@@ -10,14 +10,14 @@ use std::time::Duration;
 use boomerang_api::request::BreakerSettingsRequest;
 use boomerang_core::domain::{BreakerAlertBody, Status};
 use boomerang_e2e::{
-    callback, on_both_backends, schedule_max, wait_for, Backend, Callback, Receiver, Reply, Server,
+    callback, on_every_backend, schedule_max, wait_for, Backend, Callback, Receiver, Reply, Server,
     ServerOptions,
 };
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-on_both_backends!(
+on_every_backend!(
     a_failing_destination_opens_waits_without_attempts_and_a_probe_closes_it,
     an_operator_opens_and_closes_a_breaker_and_bad_settings_are_refused,
 );

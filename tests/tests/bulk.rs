@@ -19,7 +19,7 @@ use boomerang_core::domain::{BulkAction, Status, TaskId};
 use boomerang_e2e::bulk_jobs::{wait_finished, wait_under_way};
 use boomerang_e2e::disk::{fill, SmallDisk};
 use boomerang_e2e::{
-    callback, header, on_both_backends, schedule_max, wait_for, Backend, Callback, Receiver, Reply,
+    callback, header, on_every_backend, schedule_max, wait_for, Backend, Callback, Receiver, Reply,
     Server, ServerOptions,
 };
 use reqwest::Method;
@@ -27,7 +27,7 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(120);
 
-on_both_backends!(
+on_every_backend!(
     a_preview_counts_what_the_job_then_does_and_bad_requests_are_refused,
     bulk_cancel_and_release_take_held_tasks_by_metadata,
     a_bulk_retry_of_thousands_keeps_to_the_destination_limit_and_all_succeed,
@@ -305,7 +305,7 @@ const LIMIT: usize = 10;
 /// suite's time while the rest of the test command runs beside them.
 fn many(backend: Backend) -> usize {
     match backend {
-        Backend::Embedded => 5_000,
+        Backend::Embedded | Backend::Postgres => 5_000,
         Backend::Aws => 500,
     }
 }

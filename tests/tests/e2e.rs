@@ -11,14 +11,14 @@ use boomerang_api::Problem;
 use boomerang_client::{ClientError, ListParams};
 use boomerang_core::domain::{AttemptOutcome, BusinessKey, Status, TaskId};
 use boomerang_e2e::{
-    callback, header, on_both_backends, schedule, schedule_max, status_codes, wait_for, Backend,
+    callback, header, on_every_backend, schedule, schedule_max, status_codes, wait_for, Backend,
     Callback, Receiver, Reply, Server, ServerOptions,
 };
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-on_both_backends!(
+on_every_backend!(
     first_try_success_is_signed_per_standard_webhooks,
     fails_twice_then_succeeds_with_the_scheduled_spacing,
     always_failing_ends_failed_with_a_dead_letter_and_can_be_redriven,

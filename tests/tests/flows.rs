@@ -7,7 +7,7 @@ use boomerang_api::request::{FlowRequest, PolicyRequest};
 use boomerang_api::view::FlowsView;
 use boomerang_core::domain::Status;
 use boomerang_e2e::{
-    callback, on_both_backends, run_cli, schedule_max, wait_for, Backend, Callback, Receiver,
+    callback, on_every_backend, run_cli, schedule_max, wait_for, Backend, Callback, Receiver,
     Reply, Server, ServerOptions,
 };
 
@@ -16,7 +16,7 @@ const WAIT: Duration = Duration::from_secs(60);
 /// calls a second, five times the flow's rate, so the rate is what the checks see.
 const HOLD: Duration = Duration::from_millis(100);
 
-on_both_backends!(
+on_every_backend!(
     a_flow_keeps_its_parallelism_and_its_rate_across_destinations,
     a_paused_flow_holds_its_tasks_until_resumed_and_lists_them_waiting,
 );

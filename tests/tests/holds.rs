@@ -9,7 +9,7 @@ use boomerang_api::view::KeyedStatusView;
 use boomerang_client::ListParams;
 use boomerang_core::domain::{CheckBody, OnUnknown, Status, TaskId};
 use boomerang_e2e::{
-    callback, header, on_both_backends, status_codes, wait_for, Backend, Callback, Receiver, Reply,
+    callback, header, on_every_backend, status_codes, wait_for, Backend, Callback, Receiver, Reply,
     Server, ServerOptions,
 };
 use chrono::{DateTime, Utc};
@@ -17,7 +17,7 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
 
-on_both_backends!(
+on_every_backend!(
     a_task_released_before_its_timeout_is_delivered_once_on_time,
     a_rolled_back_task_is_never_delivered_and_a_late_release_is_refused,
     a_silent_caller_is_asked_and_its_answers_decide,

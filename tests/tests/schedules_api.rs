@@ -10,12 +10,12 @@ use boomerang_api::view::TaskView;
 use boomerang_client::ListParams;
 use boomerang_core::domain::{BusinessKey, ScheduleId, Status};
 use boomerang_e2e::{
-    callback, on_both_backends, run_cli, wait_for, Backend, Receiver, Reply, Server, ServerOptions,
+    callback, on_every_backend, run_cli, wait_for, Backend, Receiver, Reply, Server, ServerOptions,
 };
 
 const WAIT: Duration = Duration::from_secs(30);
 
-on_both_backends!(
+on_every_backend!(
     a_cron_every_second_in_a_zone_fires_each_second_until_paused_and_after_resume,
     rapid_replace_registrations_give_one_call_with_the_last_body,
     bad_schedules_and_replace_registrations_name_their_field,

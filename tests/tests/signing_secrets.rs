@@ -12,12 +12,12 @@ use boomerang_api::view::SigningSecretsView;
 use boomerang_core::domain::{SecretId, SigningSecret};
 use boomerang_e2e::standard_webhooks::verified_by;
 use boomerang_e2e::{
-    callback, on_both_backends, wait_for, Backend, Receiver, Server, ServerOptions,
+    callback, on_every_backend, wait_for, Backend, Receiver, Server, ServerOptions,
 };
 use reqwest::Method;
 use serde_json::json;
 
-on_both_backends!(during_a_rotation_either_secret_verifies_and_after_retirement_only_the_new);
+on_every_backend!(during_a_rotation_either_secret_verifies_and_after_retirement_only_the_new);
 
 const WAIT: Duration = Duration::from_secs(60);
 /// Tasks registered in each phase.

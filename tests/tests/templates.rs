@@ -9,14 +9,14 @@ use boomerang_api::request::{RetryField, TemplateRequest};
 use boomerang_client::ClientError;
 use boomerang_core::domain::Status;
 use boomerang_e2e::{
-    callback, header, on_both_backends, schedule_max, Backend, Callback, Receiver, Reply, Server,
+    callback, header, on_every_backend, schedule_max, Backend, Callback, Receiver, Reply, Server,
     ServerOptions,
 };
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(40);
 
-on_both_backends!(
+on_every_backend!(
     a_templates_settings_reach_the_receiver_and_a_tasks_own_win,
     bad_templates_and_unknown_names_are_refused_naming_the_field,
 );

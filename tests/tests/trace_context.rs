@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use boomerang_e2e::otlp::{collected_spans, CollectedSpan};
 use boomerang_e2e::{
-    callback, header, on_both_backends, schedule, wait_for, Backend, Callback, Received, Receiver,
+    callback, header, on_every_backend, schedule, wait_for, Backend, Callback, Received, Receiver,
     Reply, Server, ServerOptions,
 };
 use reqwest::Method;
 
-on_both_backends!(
+on_every_backend!(
     a_traced_task_carries_the_callers_trace_to_each_attempt_and_its_spans_are_exported
 );
 

@@ -9,6 +9,7 @@ use boomerang_core::engine::{
     TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_PER_DESTINATION, DEFAULT_TENANT_RATE,
 };
 use boomerang_embedded::LoadSettings;
+use boomerang_postgres::PgSettings;
 use boomerang_server::{BackendChoice, ServiceConfig};
 use humantime::parse_duration as duration;
 use ipnet::IpNet;
@@ -18,10 +19,29 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free one; the chosen address is printed).
     #[arg(long, env = "BOOMERANG_ADDR", default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
-    /// `embedded`: SQLite in --data-dir and an in-process timer. `aws`: DynamoDB,
+    /// `embedded`: SQLite in --data-dir and an in-process timer. `postgres`: a PostgreSQL
+    /// database that any number of servers share (--database-url). `aws`: DynamoDB,
     /// EventBridge Scheduler and SQS (AWS, or an emulator at AWS_ENDPOINT_URL).
-    #[arg(long, env = "BOOMERANG_BACKEND", default_value = "embedded", value_parser = ["embedded", "aws"])]
+    #[arg(long, env = "BOOMERANG_BACKEND", default_value = "embedded", value_parser = ["embedded", "postgres", "aws"])]
     backend: String,
+    /// PostgreSQL backend: the database, as a `postgres://user:password@host:port/db` URL
+    /// (`?sslmode=require` or `verify-full` for TLS; the server's certificate is always
+    /// verified, against the platform's roots or PGSSLROOTCERT). Unset: DATABASE_URL, or
+    /// libpq's PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and PGSSLMODE.
+    #[arg(long, env = "BOOMERANG_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+    /// PostgreSQL backend: most connections this server opens (2–1000). Every server
+    /// opens up to this many: keep servers × pool under the database's max_connections.
+    #[arg(long, env = "BOOMERANG_DATABASE_POOL", default_value_t = 16)]
+    database_pool: usize,
+    /// PostgreSQL backend: longest a statement runs, and a connection takes to open,
+    /// before it counts as failed (1s–10min).
+    #[arg(long, env = "BOOMERANG_DATABASE_TIMEOUT", default_value = "10s", value_parser = duration)]
+    database_timeout: Duration,
+    /// PostgreSQL backend: how long a server that stopped (or lost the database) keeps its
+    /// work before the other servers take it over (2s–10min).
+    #[arg(long, env = "BOOMERANG_SERVER_LEASE", default_value = "10s", value_parser = duration)]
+    server_lease: Duration,
     /// Where tasks are stored (embedded backend); created if missing.
     #[arg(long, env = "BOOMERANG_DATA_DIR", default_value = "./.boomerang")]
     data_dir: PathBuf,
@@ -49,15 +69,15 @@ pub struct ServeArgs {
     /// again and owed alerts (100ms–1h).
     #[arg(long, env = "BOOMERANG_SWEEP_INTERVAL", default_value = "5s", value_parser = duration)]
     sweep_interval: Duration,
-    /// Embedded backend: how long before its due time stored work is loaded into memory
+    /// Embedded and PostgreSQL backends: how long before its due time stored work is loaded into memory
     /// (1s–1h).
     #[arg(long, env = "BOOMERANG_LOAD_AHEAD", default_value = "5s", value_parser = duration)]
     load_ahead: Duration,
-    /// Embedded backend: most rows one read of the due index takes (10 up to half of
+    /// Embedded and PostgreSQL backends: most rows one read of the due index takes (10 up to half of
     /// --load-window).
     #[arg(long, env = "BOOMERANG_LOAD_PAGE", default_value_t = 1000)]
     load_page: usize,
-    /// Embedded backend: most attempts held in memory, waiting or being delivered, before
+    /// Embedded and PostgreSQL backends: most attempts held in memory, waiting or being delivered, before
     /// loading waits for them to drain (1000–10000000).
     #[arg(long, env = "BOOMERANG_LOAD_WINDOW", default_value_t = 100_000)]
     load_window: usize,
@@ -111,7 +131,28 @@ pub struct ServeArgs {
 }
 
 pub async fn run(args: ServeArgs) -> Result<()> {
+    let load = LoadSettings {
+        ahead: args.load_ahead,
+        page: args.load_page,
+        window: args.load_window,
+        repair_every: args.sweep_interval,
+    };
     let backend = match args.backend.as_str() {
+        "postgres" => BackendChoice::Postgres {
+            database: PgSettings {
+                url: args
+                    .database_url
+                    .or_else(|| std::env::var("DATABASE_URL").ok())
+                    .unwrap_or_default(),
+                pool_size: args.database_pool,
+                statement_timeout: args.database_timeout,
+                connect_timeout: args.database_timeout.min(Duration::from_secs(5)),
+            },
+            api_key: args.api_key,
+            signing_secret: args.signing_secret,
+            load,
+            server_lease: args.server_lease,
+        },
         "aws" => BackendChoice::Aws {
             emulate_triggers: args.emulate_triggers,
             sweep_lag: args.sweep_lag,
@@ -120,12 +161,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             data_dir: args.data_dir,
             api_key: args.api_key,
             signing_secret: args.signing_secret,
-            load: LoadSettings {
-                ahead: args.load_ahead,
-                page: args.load_page,
-                window: args.load_window,
-                repair_every: args.sweep_interval,
-            },
+            load,
         },
     };
     let service = boomerang_server::start(ServiceConfig {

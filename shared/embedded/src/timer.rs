@@ -135,7 +135,7 @@ impl LocalTimer {
     /// Takes work the loader read from the store, unless the attempt is already held or
     /// in hand (the held time, perhaps one the engine put it off to, stands). Work
     /// already due fires at once. Returns whether it was taken.
-    pub(crate) fn load(self: &Arc<Self>, attempt: AttemptRef, at: DateTime<Utc>) -> bool {
+    pub fn load(self: &Arc<Self>, attempt: AttemptRef, at: DateTime<Utc>) -> bool {
         let mut state = self.state();
         if state.armed.contains_key(&attempt) || state.in_hand.contains_key(&attempt) {
             return false;

@@ -9,6 +9,7 @@ use boomerang_core::engine::{
     TENANT_RATE_RANGE,
 };
 use boomerang_embedded::LoadSettings;
+use boomerang_postgres::PgSettings;
 use boomerang_webhook::destination::{alert_destination, InvalidAlertUrl};
 use ipnet::IpNet;
 
@@ -31,6 +32,11 @@ pub const RETENTION_RANGE: (Duration, Duration) = (
 pub const HEADER_TIMEOUT_RANGE: (Duration, Duration) =
     (Duration::from_secs(1), Duration::from_secs(600));
 pub const MAX_CONNECTIONS_RANGE: (usize, usize) = (16, 65_536);
+pub const SERVER_LEASE_RANGE: (Duration, Duration) =
+    (Duration::from_secs(2), Duration::from_secs(600));
+pub const DATABASE_POOL_RANGE: (usize, usize) = (2, 1000);
+pub const DATABASE_TIMEOUT_RANGE: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(600));
 pub const SHUTDOWN_GRACE_RANGE: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(3600));
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -82,6 +88,17 @@ pub enum BackendChoice {
         /// `--sweep-interval` flag's).
         load: LoadSettings,
     },
+    /// PostgreSQL, shared by any number of servers: each leases the due work it loads
+    /// into its in-process timer; one API key, given to every server; the signing
+    /// secrets kept in the database.
+    Postgres {
+        database: PgSettings,
+        api_key: Option<String>,
+        signing_secret: Option<String>,
+        load: LoadSettings,
+        /// How long a server that stopped beating keeps its work before others take it.
+        server_lease: Duration,
+    },
     /// DynamoDB, Scheduler and SQS as the environment says (AWS, or an emulator at
     /// `AWS_ENDPOINT_URL`). With `emulate_triggers`, this process also plays Scheduler,
     /// the SQS trigger and the sweeper, which re-arms work overdue by `sweep_lag`.
@@ -125,12 +142,21 @@ impl ServiceConfig {
             BackendChoice::Aws { sweep_lag, .. } => {
                 within("--sweep-lag", *sweep_lag, SWEEP_LAG_RANGE)?
             }
-            BackendChoice::Embedded { load, .. } => {
-                within("--load-ahead", load.ahead, LOAD_AHEAD_RANGE)?;
-                count_within("--load-window", load.window, LOAD_WINDOW_RANGE)?;
-                // Two pages in hand at once must fit in the window.
-                let (min, max) = LOAD_PAGE_RANGE;
-                count_within("--load-page", load.page, (min, max.min(load.window / 2)))?;
+            BackendChoice::Embedded { load, .. } => validate_load(load)?,
+            BackendChoice::Postgres {
+                database,
+                load,
+                server_lease,
+                ..
+            } => {
+                validate_load(load)?;
+                within("--server-lease", *server_lease, SERVER_LEASE_RANGE)?;
+                count_within("--database-pool", database.pool_size, DATABASE_POOL_RANGE)?;
+                within(
+                    "--database-timeout",
+                    database.statement_timeout,
+                    DATABASE_TIMEOUT_RANGE,
+                )?;
             }
         }
         if let Some(retention) = self.retention {
@@ -180,6 +206,14 @@ impl ServiceConfig {
             ..EngineSettings::default()
         }
     }
+}
+
+fn validate_load(load: &LoadSettings) -> Result<(), ConfigError> {
+    within("--load-ahead", load.ahead, LOAD_AHEAD_RANGE)?;
+    count_within("--load-window", load.window, LOAD_WINDOW_RANGE)?;
+    // Two pages in hand at once must fit in the window.
+    let (min, max) = LOAD_PAGE_RANGE;
+    count_within("--load-page", load.page, (min, max.min(load.window / 2)))
 }
 
 fn within(

@@ -10,7 +10,7 @@ use std::time::Duration;
 use boomerang_aws::triggers::TriggerEmulator;
 use boomerang_aws::{AwsBackendConfig, AwsSettings, SettingsError};
 use boomerang_core::clock::SystemClock;
-use boomerang_core::domain::TenantId;
+use boomerang_core::domain::{SigningSecret, TenantId};
 use boomerang_core::engine::Engine;
 use boomerang_core::ports::StoreError;
 use boomerang_embedded::tenants::credentials::{self, CredentialsError};
@@ -39,6 +39,12 @@ pub enum ServiceError {
     #[error(transparent)]
     Settings(#[from] SettingsError),
     #[error(transparent)]
+    Postgres(#[from] boomerang_postgres::PostgresError),
+    #[error("--api-key (or BOOMERANG_API_KEY) is required with --backend postgres: every server sharing the database must accept the same key")]
+    NoApiKey,
+    #[error("--signing-secret is not a signing secret: {0}")]
+    SigningSecret(String),
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Client(#[from] ClientBuildError),
@@ -66,6 +72,8 @@ pub struct Service {
     shutdown_grace: Duration,
     /// Held for as long as the service lives: the data directory's lock (embedded backend).
     _owner: Option<std::fs::File>,
+    /// The servers sharing the database (PostgreSQL backend): this one leaves at shutdown.
+    servers: Option<Arc<boomerang_postgres::servers::Servers>>,
 }
 
 impl Service {
@@ -93,6 +101,12 @@ impl Service {
             ),
             Err(e) => {
                 tracing::error!(error = %e, "handing back the calls under way failed; their leases will")
+            }
+        }
+        if let Some(servers) = &self.servers {
+            match servers.leave().await {
+                Ok(freed) => tracing::info!(freed, "left the servers sharing the database"),
+                Err(e) => tracing::error!(error = %e, "leaving failed; the others take over after the lease"),
             }
         }
         // Requests under way get a moment to be answered; a connection left idle is
@@ -158,6 +172,21 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
             *load,
             config.retention.unwrap_or(DEFAULT_RETENTION),
         ),
+        BackendChoice::Postgres {
+            database,
+            api_key,
+            signing_secret,
+            load,
+            server_lease,
+        } => {
+            start_postgres(
+                &config,
+                database,
+                (api_key.clone(), signing_secret.clone()),
+                (*load, *server_lease),
+            )
+            .await
+        }
         BackendChoice::Aws {
             emulate_triggers,
             sweep_lag,
@@ -190,6 +219,7 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
         },
         shutdown_grace: config.shutdown_grace,
         _owner: started.owner,
+        servers: started.servers,
     })
 }
 
@@ -198,6 +228,7 @@ struct Started {
     engine: Arc<Engine>,
     summary: Vec<String>,
     owner: Option<std::fs::File>,
+    servers: Option<Arc<boomerang_postgres::servers::Servers>>,
 }
 
 fn start_embedded(
@@ -258,6 +289,65 @@ fn start_embedded(
         engine,
         summary,
         owner: Some(owner),
+        servers: None,
+    })
+}
+
+async fn start_postgres(
+    config: &ServiceConfig,
+    database: &boomerang_postgres::PgSettings,
+    (api_key, signing_secret): (Option<String>, Option<String>),
+    (load, server_lease): (LoadSettings, Duration),
+) -> Result<Started, ServiceError> {
+    let api_key = api_key.filter(|k| !k.is_empty()).ok_or(ServiceError::NoApiKey)?;
+    let signing_secret = signing_secret
+        .map(|s| SigningSecret::parse(&s).map_err(|e| ServiceError::SigningSecret(e.to_string())))
+        .transpose()?;
+    let metrics = Arc::new(PrometheusMetrics::new());
+    let backend = boomerang_postgres::postgres(boomerang_postgres::PostgresConfig {
+        database: database.clone(),
+        api_key,
+        signing_secret,
+        webhooks: Arc::new(HttpWebhooks::new(
+            DestinationPolicy {
+                dev: config.dev,
+                allowed_cidrs: config.allowed_cidrs.clone(),
+            },
+            2 * config.destination_limit,
+        )?),
+        metrics: metrics.clone(),
+        metrics_view: Some(metrics),
+        load,
+        server_lease,
+        clock: Arc::new(SystemClock),
+        settings: config.engine_settings(),
+        spans: boomerang_telemetry::otlp_from_env()?,
+    })
+    .await?;
+    let engine = backend.engine;
+    tokio::spawn(loops::run_deliveries(engine.clone(), backend.fires));
+    tokio::spawn(backend.loader.run(engine.clone()));
+    tokio::spawn(backend.servers.clone().run());
+    tokio::spawn(loops::run_retention(
+        engine.clone(),
+        config.retention.unwrap_or(DEFAULT_RETENTION),
+        config.sweep_interval,
+    ));
+    tokio::spawn(loops::run_bulk_jobs(engine.clone(), BULK_JOBS_PERIOD));
+    let summary = vec![
+        "backend:        postgres".to_string(),
+        format!("server id:      {}", backend.servers.id()),
+        format!(
+            "schema:         version {}",
+            boomerang_postgres::migrate::known_version()
+        ),
+        format!("signing secret: {}", backend.secrets.newest().expose()),
+    ];
+    Ok(Started {
+        engine,
+        summary,
+        owner: None,
+        servers: Some(backend.servers),
     })
 }
 
@@ -313,6 +403,7 @@ async fn start_aws(
         engine: backend.engine,
         summary,
         owner: None,
+        servers: None,
     })
 }
 

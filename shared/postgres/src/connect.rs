@@ -1,0 +1,157 @@
+//! The connection pool: where the database is (a URL, or libpq's `PG*` variables), TLS,
+//! and bounded connect, wait and statement times.
+
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Timeouts};
+use tokio_postgres::config::SslMode;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// How to reach the database and how many connections a server keeps.
+#[derive(Clone, Debug)]
+pub struct PgSettings {
+    /// A `postgres://` URL (or libpq's key=value form); empty: libpq's `PG*` variables.
+    pub url: String,
+    /// Most connections this server opens.
+    pub pool_size: usize,
+    /// Longest a statement may run before the database cancels it.
+    pub statement_timeout: Duration,
+    /// Longest a connection takes to open (and a request waits for a free one).
+    pub connect_timeout: Duration,
+}
+
+impl PgSettings {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            pool_size: 16,
+            statement_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("the database URL is not valid: {0}")]
+    Url(#[source] tokio_postgres::Error),
+    #[error("no database given: set --database-url (or DATABASE_URL, or PGHOST and friends)")]
+    NoDatabase,
+    #[error("cannot read the CA certificates in {path}: {source}")]
+    RootCert {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
+    #[error("cannot build the connection pool: {0}")]
+    Pool(#[source] deadpool_postgres::BuildError),
+}
+
+/// The pool for `settings`. No connection is opened yet: the first use opens one.
+pub fn pool(settings: &PgSettings) -> Result<Pool, ConnectError> {
+    let mut config = config_of(&settings.url)?;
+    config
+        .connect_timeout(settings.connect_timeout)
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(30))
+        .application_name("boomerang")
+        .options(format!(
+            "-c statement_timeout={} -c lock_timeout={}",
+            settings.statement_timeout.as_millis(),
+            settings.statement_timeout.as_millis()
+        ));
+    let manager = Manager::from_config(
+        config,
+        tls()?,
+        ManagerConfig {
+            // A connection a failover reset is found out by its next statement, which
+            // fails with "unavailable" and is tried again on a new one.
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(settings.pool_size)
+        .timeouts(Timeouts {
+            wait: Some(settings.connect_timeout),
+            create: Some(settings.connect_timeout),
+            recycle: Some(settings.connect_timeout),
+        })
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(ConnectError::Pool)
+}
+
+/// The URL parsed, or the connection libpq's variables describe. `sslmode=verify-full`
+/// and `verify-ca` are taken as `require`: the TLS here always verifies the server's
+/// certificate and name.
+fn config_of(url: &str) -> Result<tokio_postgres::Config, ConnectError> {
+    if url.trim().is_empty() {
+        return from_env();
+    }
+    let url = url
+        .replace("sslmode=verify-full", "sslmode=require")
+        .replace("sslmode=verify-ca", "sslmode=require");
+    url.parse().map_err(ConnectError::Url)
+}
+
+fn from_env() -> Result<tokio_postgres::Config, ConnectError> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let host = var("PGHOST").ok_or(ConnectError::NoDatabase)?;
+    let mut config = tokio_postgres::Config::new();
+    config.host(&host);
+    if let Some(port) = var("PGPORT").and_then(|p| p.parse().ok()) {
+        config.port(port);
+    }
+    if let Some(user) = var("PGUSER").or_else(|| var("USER")) {
+        config.user(&user);
+    }
+    if let Some(password) = var("PGPASSWORD") {
+        config.password(password);
+    }
+    if let Some(db) = var("PGDATABASE") {
+        config.dbname(&db);
+    }
+    config.ssl_mode(match var("PGSSLMODE").as_deref() {
+        Some("disable") => SslMode::Disable,
+        Some("require" | "verify-ca" | "verify-full") => SslMode::Require,
+        _ => SslMode::Prefer,
+    });
+    Ok(config)
+}
+
+/// TLS with the platform's roots, plus those in `PGSSLROOTCERT` if set.
+fn tls() -> Result<MakeRustlsConnect, ConnectError> {
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ConnectError::Tls(e.to_string()))?;
+    let config = match std::env::var("PGSSLROOTCERT").ok().filter(|p| !p.is_empty()) {
+        Some(path) => {
+            let pem = std::fs::read(&path).map_err(|source| ConnectError::RootCert {
+                path: path.clone(),
+                source,
+            })?;
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_pemfile_certs(&pem) {
+                roots
+                    .add(cert)
+                    .map_err(|e| ConnectError::Tls(e.to_string()))?;
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
+        }
+        None => rustls_platform_verifier::BuilderVerifierExt::with_platform_verifier(builder)
+            .map_err(|e| ConnectError::Tls(e.to_string()))?
+            .with_no_client_auth(),
+    };
+    Ok(MakeRustlsConnect::new(config))
+}
+
+/// The certificates of a PEM file.
+fn rustls_pemfile_certs(pem: &[u8]) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+        .filter_map(Result::ok)
+        .collect()
+}

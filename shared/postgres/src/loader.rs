@@ -1,0 +1,226 @@
+//! Leases due work to this server and brings it into its in-process timer, as fast as
+//! delivery takes it.
+//!
+//! Every tick the loader leases the unowned rows coming due within
+//! [`LoadSettings::ahead`], oldest first, a page at a time (`FOR UPDATE SKIP LOCKED`:
+//! servers leasing at once take different rows and never wait on each other), by writing
+//! this server's id in their `owner` column; a leased row leaves the index the loaders
+//! read, so no row is read twice. Memory stays bounded: the loader stops leasing while
+//! [`LoadSettings::window`] attempts are held or in hand, and goes on as they drain.
+//!
+//! The repair pass reads this server's own overdue rows every
+//! [`LoadSettings::repair_every`]: what it finds there that is neither held, claimed nor
+//! in hand lost its timer (a delivery that failed, say), and is armed again; dead letters
+//! are sent (again) from here, and owed alerts raised.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use boomerang_core::domain::{PendingWork, Task, WorkKind};
+use boomerang_core::engine::{Engine, EngineError, SweepReport};
+use boomerang_core::ports::StoreError;
+use boomerang_embedded::{LoadSettings, LocalTimer};
+
+use crate::store::codec::decode;
+use crate::store::sql::unavailable;
+use crate::store::tasks::pending_rows;
+use crate::store::PgStore;
+
+/// How often the loader looks at the clock and at what is in hand.
+const TICK: Duration = Duration::from_millis(20);
+/// Overdue by this much and not held: lost (less could be a write whose arm is on its way).
+const GRACE_MS: i64 = 1000;
+
+pub struct LeaseLoader {
+    store: Arc<PgStore>,
+    timer: Arc<LocalTimer>,
+    settings: LoadSettings,
+}
+
+impl LeaseLoader {
+    pub fn new(store: Arc<PgStore>, timer: Arc<LocalTimer>, settings: LoadSettings) -> Self {
+        Self {
+            store,
+            timer,
+            settings,
+        }
+    }
+
+    /// Loads for ever, and runs the repair pass beside it.
+    pub async fn run(self: Arc<Self>, engine: Arc<Engine>) {
+        tokio::spawn(self.clone().repair_forever(engine.clone()));
+        let mut ticks = tokio::time::interval(TICK);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if let Err(e) = self.load(&engine).await {
+                tracing::error!(error = %e, "leasing due work failed; trying again");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+
+    /// Leases pages until none is full or memory is; how many attempts it took.
+    pub async fn load(&self, engine: &Engine) -> Result<usize, StoreError> {
+        let mut taken = 0;
+        while self.has_room(engine) {
+            let leased = self.lease_page().await?;
+            let full = leased.len() == self.settings.page;
+            for (work, task) in leased {
+                taken += usize::from(self.take(work, task));
+            }
+            if !full {
+                break;
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Leases one page of unowned work due within `ahead`, with the tasks' documents.
+    async fn lease_page(&self) -> Result<Vec<(PendingWork, Option<Task>)>, StoreError> {
+        let until = Utc::now() + chrono::Duration::from_std(self.settings.ahead).unwrap_or_default();
+        let client = self.store.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "UPDATE tasks t SET owner = $1
+                 FROM (SELECT id FROM tasks
+                       WHERE owner IS NULL AND due_ms IS NOT NULL AND due_ms <= $2
+                       ORDER BY due_ms LIMIT $3
+                       FOR UPDATE SKIP LOCKED) d
+                 WHERE t.id = d.id
+                 RETURNING t.tenant, t.id, t.attempt, t.due_kind, t.due_ms, t.doc",
+            )
+            .await
+            .map_err(unavailable)?;
+        let rows = client
+            .query(
+                &stmt,
+                &[
+                    &self.store.server(),
+                    &until.timestamp_millis(),
+                    &(self.settings.page as i64),
+                ],
+            )
+            .await
+            .map_err(unavailable)?;
+        let work = pending_rows(&rows);
+        Ok(rows
+            .iter()
+            .zip(work)
+            .map(|(row, work)| (work, decode::<Task>(row.get(5)).ok()))
+            .collect())
+    }
+
+    /// Takes a leased row: now this server's; a timed piece of work is held for its time
+    /// (a dead letter is left to the repair pass). Returns whether the timer took it.
+    fn take(&self, work: PendingWork, task: Option<Task>) -> bool {
+        match task {
+            Some(task) => self.store.note_owned(task),
+            None => self.store.note_owned_id(work.attempt.task_id),
+        }
+        match work.kind {
+            WorkKind::DeadLetter => false,
+            _ => self.timer.load(work.attempt, work.due_at),
+        }
+    }
+
+    /// Attempts the deliveries have in hand: fired and not yet delivered, or queued at
+    /// their destination.
+    fn in_hand(&self, engine: &Engine) -> usize {
+        self.timer.in_hand() + engine.queued_deliveries()
+    }
+
+    /// Whether memory has room for another page. Attempts the engine put off (a paused
+    /// destination, a flow waiting for its turn) do not count: they wait on something
+    /// else, and must not hold back everyone else's work.
+    fn has_room(&self, engine: &Engine) -> bool {
+        let LoadSettings { page, window, .. } = self.settings;
+        let held = self.timer.pending() - self.timer.parked().min(self.timer.pending());
+        held + self.in_hand(engine) + page <= window
+    }
+
+    async fn repair_forever(self: Arc<Self>, engine: Arc<Engine>) {
+        let mut ticks = tokio::time::interval(self.settings.repair_every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            match self.repair(&engine).await {
+                Ok(r) if r != SweepReport::default() => {
+                    tracing::info!(?r, "repair pass took over work whose timer was lost")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "repair pass failed"),
+            }
+        }
+    }
+
+    /// One repair pass over this server's overdue rows, a page at a time.
+    pub async fn repair(&self, engine: &Engine) -> Result<SweepReport, EngineError> {
+        let upto = Utc::now().timestamp_millis() - GRACE_MS;
+        let mut after = (i64::MIN, String::new());
+        let mut total = SweepReport::default();
+        loop {
+            let page = self.owned_page(&after, upto).await?;
+            let Some(last) = page.last() else {
+                return Ok(total);
+            };
+            after = (last.due_at.timestamp_millis(), last.attempt.task_id.to_string());
+            let complete = page.len() < self.settings.page;
+            let lost: Vec<PendingWork> = page.into_iter().filter(|w| self.lost(engine, w)).collect();
+            let (report, _) = engine.repair(lost).await?;
+            total.rearmed += report.rearmed;
+            total.leases_taken_over += report.leases_taken_over;
+            total.dead_letters_resent += report.dead_letters_resent;
+            total.alerts_raised += report.alerts_raised;
+            if complete {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// This server's rows due by `upto_ms`, after `after` (due time, id), in that order.
+    async fn owned_page(
+        &self,
+        after: &(i64, String),
+        upto_ms: i64,
+    ) -> Result<Vec<PendingWork>, StoreError> {
+        let client = self.store.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT tenant, id, attempt, due_kind, due_ms FROM tasks
+                 WHERE owner = $1 AND due_ms <= $2 AND (due_ms, id) > ($3, $4)
+                 ORDER BY due_ms, id LIMIT $5",
+            )
+            .await
+            .map_err(unavailable)?;
+        let rows = client
+            .query(
+                &stmt,
+                &[
+                    &self.store.server(),
+                    &upto_ms,
+                    &after.0,
+                    &after.1,
+                    &(self.settings.page as i64),
+                ],
+            )
+            .await
+            .map_err(unavailable)?;
+        Ok(pending_rows(&rows))
+    }
+
+    /// Whether owned work lost its timer: not claimed, held, in hand or queued. A claimed
+    /// task's pending work is its lease's end, which only memory knows: held for then.
+    fn lost(&self, engine: &Engine, work: &PendingWork) -> bool {
+        if let Some(claim) = self.store.claimed_work(&work.attempt.task_id) {
+            if let Some(lease) = claim {
+                self.timer.load(lease.attempt, lease.due_at);
+            }
+            return false;
+        }
+        let timed = !matches!(work.kind, WorkKind::DeadLetter);
+        !(timed && (self.timer.has(&work.attempt) || engine.is_queued(&work.attempt)))
+    }
+}

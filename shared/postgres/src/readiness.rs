@@ -1,0 +1,56 @@
+//! A server's readiness on the shared database: the database takes a write (within a
+//! bound: a pool with no free connection, a failover under way or a statement stuck
+//! count as failing), and the in-process timer's loop runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use boomerang_core::ports::{Readiness, RecentAnswer};
+use boomerang_embedded::timer::BEAT;
+use boomerang_embedded::LocalTimer;
+
+use crate::store::PgStore;
+
+/// A probe write slower than this counts as failed.
+const PROBE_WRITE: Duration = Duration::from_secs(2);
+/// How long an answer is reused: a flood of `/readyz` must not become a flood of writes.
+const REUSE: Duration = Duration::from_secs(1);
+
+pub struct PgReadiness {
+    store: Arc<PgStore>,
+    timer: Arc<LocalTimer>,
+    last: RecentAnswer,
+}
+
+impl PgReadiness {
+    pub fn new(store: Arc<PgStore>, timer: Arc<LocalTimer>) -> Self {
+        Self {
+            store,
+            timer,
+            last: RecentAnswer::new(REUSE),
+        }
+    }
+
+    async fn check(&self) -> Vec<String> {
+        let mut failing = Vec::new();
+        match tokio::time::timeout(PROBE_WRITE, self.store.probe_write()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failing.push(format!("database: a write failed: {e}")),
+            Err(_) => failing.push(format!("database: a write took over {PROBE_WRITE:?}")),
+        }
+        let silent = self.timer.silent_for();
+        if silent > 5 * BEAT {
+            failing.push(format!("timer: its loop has not run for {silent:?}"));
+        }
+        failing
+    }
+}
+
+#[async_trait]
+impl Readiness for PgReadiness {
+    async fn failing(&self) -> Vec<String> {
+        self.last.or_check(self.check()).await
+    }
+}

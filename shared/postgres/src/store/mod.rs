@@ -1,0 +1,124 @@
+//! Every store port on the database's tables.
+//!
+//! A task is kept as a JSON document beside the columns the queries need, derived from
+//! the task (its [`Task::pending_work`] for the loaders), so they never disagree with the
+//! document. Registrations and the results of attempts go through the writer
+//! ([`writer`]), which commits whatever is waiting in one transaction of multi-row
+//! statements; everything else is one statement (or one short transaction) of its own.
+//!
+//! Claims of an attempt are held in this server's memory ([`claims`]): only the server
+//! that owns a row's pending work loads it (see the crate's docs), so no other server
+//! calls it meanwhile, and a crash forgets the claim (the attempt runs again after the
+//! take-over, at-least-once).
+//!
+//! [`Task::pending_work`]: boomerang_core::domain::Task::pending_work
+
+mod breakers;
+mod bulk_jobs;
+pub(crate) mod claims;
+pub(crate) mod codec;
+mod dead_letters;
+mod definitions;
+mod destination_slots;
+mod flows;
+mod keyed;
+mod order_keys;
+mod pauses;
+pub(crate) mod rows;
+mod schedules;
+pub(crate) mod sql;
+pub(crate) mod tasks;
+pub(crate) mod writer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use boomerang_core::metrics::Metrics;
+use boomerang_core::ports::StoreError;
+use deadpool_postgres::Pool;
+
+use claims::{Claims, Owned};
+use writer::WriterHandle;
+
+/// The store: the pool, the writer, and this server's claims and owned work.
+pub struct PgStore {
+    pub(crate) pool: Pool,
+    pub(crate) writer: WriterHandle,
+    pub(crate) claims: Claims,
+    pub(crate) owned: Owned,
+    /// This server's id, as written in the rows it owns.
+    pub(crate) server: String,
+    /// A task written with its next work due within this is left with this server, whose
+    /// timer holds it at once; later work is left for any server's loader.
+    pub(crate) horizon: Duration,
+}
+
+impl PgStore {
+    /// The store on `pool`, for the server `server` (its id in the `owner` column).
+    pub fn new(pool: Pool, server: String, horizon: Duration, metrics: Arc<dyn Metrics>) -> Self {
+        let claims = Claims::default();
+        let owned = Owned::default();
+        let writer = WriterHandle::spawn(
+            pool.clone(),
+            claims.clone(),
+            owned.clone(),
+            server.clone(),
+            horizon,
+            metrics,
+        );
+        Self {
+            pool,
+            writer,
+            claims,
+            owned,
+            server,
+            horizon,
+        }
+    }
+
+    /// This server's id.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Whether this server owns the task's pending work (its timer holds it).
+    pub fn owns(&self, id: &boomerang_core::domain::TaskId) -> bool {
+        self.owned.contains(id)
+    }
+
+    /// Notes that this server now owns the task's pending work (its loader leased it).
+    pub(crate) fn note_owned(&self, task: boomerang_core::domain::Task) {
+        self.owned.insert(task);
+    }
+
+    pub(crate) fn note_owned_id(&self, id: boomerang_core::domain::TaskId) {
+        self.owned.insert_id(id);
+    }
+
+    /// The pending work of a task claimed here (its lease's end); `None` if not claimed.
+    pub fn claimed_work(
+        &self,
+        id: &boomerang_core::domain::TaskId,
+    ) -> Option<Option<boomerang_core::domain::PendingWork>> {
+        self.claims.get(id).map(|c| c.task.pending_work())
+    }
+
+    /// A connection from the pool (`Unavailable` when none comes within the wait).
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(sql::pool_unavailable)
+    }
+
+    /// Writes the readiness probe's row: the database takes a write.
+    pub async fn probe_write(&self) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "INSERT INTO ready_probe (id, at) VALUES (1, now())
+                 ON CONFLICT (id) DO UPDATE SET at = excluded.at",
+                &[],
+            )
+            .await
+            .map_err(sql::unavailable)?;
+        Ok(())
+    }
+}

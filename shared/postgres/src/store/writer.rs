@@ -1,0 +1,545 @@
+//! The writer: registrations and the results of attempts, committed together. Whatever
+//! is waiting when a transaction starts goes into it, as one multi-row statement per kind
+//! of write, with one commit (one flush of the log) for all; each caller is answered only
+//! after that commit, so an acknowledgement still means "durable".
+//!
+//! Two transactions run at once (one flushing while the next one fills), each on its own
+//! connection; rows are written in id order, so two of them never wait on each other in a
+//! cycle.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use deadpool_postgres::Pool;
+use tokio::sync::{mpsc, oneshot, Mutex};
+
+use boomerang_core::domain::{Task, TaskId};
+use boomerang_core::metrics::{MetricEvent, Metrics};
+use boomerang_core::ports::{CreateOutcome, StoreError};
+
+use super::claims::{Claims, Owned};
+use super::codec::decode;
+use super::rows::TaskRow;
+
+/// Most writes one transaction holds; more wait for the next.
+const MAX_BATCH: usize = 2000;
+/// Transactions in flight at once.
+const WRITERS: usize = 2;
+
+/// One write waiting for a transaction.
+pub(crate) enum Write {
+    /// A new task; with an idempotency key, an existing task of the tenant and key wins.
+    Create {
+        task: Box<Task>,
+        row: TaskRow,
+        reply: oneshot::Sender<Result<CreateOutcome, StoreError>>,
+    },
+    /// An attempt claimed in memory, if the task's stored version is still `expected`
+    /// (checked in the table: a write by another server since this one read it wins).
+    Claim {
+        task: Box<Task>,
+        expected: u64,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    /// The task replaced if its stored version is `expected`, with an attempt record
+    /// written beside it (only if the task is).
+    Update {
+        task: Box<Task>,
+        row: TaskRow,
+        expected: u64,
+        attempt: Option<(i32, String)>,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+}
+
+impl Write {
+    fn id(&self) -> TaskId {
+        match self {
+            Write::Create { task, .. } | Write::Update { task, .. } | Write::Claim { task, .. } => {
+                task.id
+            }
+        }
+    }
+
+}
+
+#[derive(Clone)]
+pub(crate) struct WriterHandle {
+    tx: mpsc::UnboundedSender<Write>,
+}
+
+/// What every transaction needs.
+struct Shared {
+    pool: Pool,
+    claims: Claims,
+    owned: Owned,
+    server: String,
+    horizon: Duration,
+    metrics: Arc<dyn Metrics>,
+    rx: Mutex<mpsc::UnboundedReceiver<Write>>,
+}
+
+impl WriterHandle {
+    pub fn spawn(
+        pool: Pool,
+        claims: Claims,
+        owned: Owned,
+        server: String,
+        horizon: Duration,
+        metrics: Arc<dyn Metrics>,
+    ) -> WriterHandle {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            pool,
+            claims,
+            owned,
+            server,
+            horizon,
+            metrics,
+            rx: Mutex::new(rx),
+        });
+        for _ in 0..WRITERS {
+            tokio::spawn(run(shared.clone()));
+        }
+        WriterHandle { tx }
+    }
+
+    pub async fn create(&self, task: &Task) -> Result<CreateOutcome, StoreError> {
+        let row = TaskRow::of(task)?;
+        let (reply, answer) = oneshot::channel();
+        self.send(Write::Create {
+            task: Box::new(task.clone()),
+            row,
+            reply,
+        })?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    pub async fn update(
+        &self,
+        task: &Task,
+        expected: u64,
+        attempt: Option<(i32, String)>,
+    ) -> Result<(), StoreError> {
+        let row = TaskRow::of(task)?;
+        let (reply, answer) = oneshot::channel();
+        self.send(Write::Update {
+            task: Box::new(task.clone()),
+            row,
+            expected,
+            attempt,
+            reply,
+        })?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    pub async fn claim(&self, claimed: &Task, expected: u64) -> Result<(), StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Write::Claim {
+            task: Box::new(claimed.clone()),
+            expected,
+            reply,
+        })?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    fn send(&self, write: Write) -> Result<(), StoreError> {
+        self.tx.send(write).map_err(|_| stopped())
+    }
+}
+
+fn stopped() -> StoreError {
+    StoreError::Unavailable("the store's writer has stopped".into())
+}
+
+async fn run(shared: Arc<Shared>) {
+    let mut carried: Vec<Write> = Vec::new();
+    loop {
+        let mut batch = std::mem::take(&mut carried);
+        {
+            let mut rx = shared.rx.lock().await;
+            if batch.is_empty() {
+                match rx.recv().await {
+                    Some(first) => batch.push(first),
+                    None => return,
+                }
+            }
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(write) => batch.push(write),
+                    Err(_) => break,
+                }
+            }
+        }
+        // One write per task in a transaction: a second one waits for the next.
+        let mut ids = HashSet::new();
+        let (now, later): (Vec<Write>, Vec<Write>) =
+            batch.into_iter().partition(|w| ids.insert(w.id()));
+        carried = later;
+        commit(&shared, now).await;
+    }
+}
+
+/// The rows of one transaction, split by kind, each in id order.
+struct Batch {
+    creates: Vec<(Box<Task>, TaskRow, Option<String>, oneshot::Sender<Result<CreateOutcome, StoreError>>)>,
+    updates: Vec<Update>,
+    claims: Vec<(Box<Task>, u64, oneshot::Sender<Result<(), StoreError>>)>,
+}
+
+struct Update {
+    task: Box<Task>,
+    row: TaskRow,
+    owner: Option<String>,
+    stored: u64,
+    attempt: Option<(i32, String)>,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+impl Batch {
+    /// Sorts `writes`, deciding each row's owner; an update whose claim moved on is
+    /// answered at once.
+    fn of(shared: &Shared, writes: Vec<Write>) -> Batch {
+        let near_ms = Utc::now().timestamp_millis() + shared.horizon.as_millis() as i64;
+        let mut batch = Batch {
+            creates: Vec::new(),
+            updates: Vec::new(),
+            claims: Vec::new(),
+        };
+        for write in writes {
+            match write {
+                Write::Create { task, row, reply } => {
+                    let owner = row.owner(&shared.server, near_ms);
+                    batch.creates.push((task, row, owner, reply));
+                }
+                Write::Update {
+                    task,
+                    row,
+                    expected,
+                    attempt,
+                    reply,
+                } => match shared.claims.stored_version(&task.id, expected) {
+                    Ok(stored) => batch.updates.push(Update {
+                        owner: row.owner(&shared.server, near_ms),
+                        task,
+                        row,
+                        stored,
+                        attempt,
+                        reply,
+                    }),
+                    Err(e) => drop(reply.send(Err(e))),
+                },
+                Write::Claim {
+                    task,
+                    expected,
+                    reply,
+                } => match shared.claims.stored_version(&task.id, expected) {
+                    // Claimed here already, at this version: the table holds the older.
+                    Ok(stored) if stored != expected => {
+                        let claimed = shared.claims.claim(*task, expected);
+                        drop(reply.send(claimed));
+                    }
+                    Ok(_) => batch.claims.push((task, expected, reply)),
+                    Err(e) => drop(reply.send(Err(e))),
+                },
+            }
+        }
+        batch.creates.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+        batch.updates.sort_by(|a, b| a.row.id.cmp(&b.row.id));
+        batch
+    }
+
+    fn len(&self) -> usize {
+        self.creates.len() + self.updates.len() + self.claims.len()
+    }
+
+    fn fail_all(self, e: impl Fn() -> StoreError) {
+        for (_, _, _, reply) in self.creates {
+            let _ = reply.send(Err(e()));
+        }
+        for u in self.updates {
+            let _ = u.reply.send(Err(e()));
+        }
+        for (_, _, reply) in self.claims {
+            let _ = reply.send(Err(e()));
+        }
+    }
+}
+
+/// What a committed transaction did.
+struct Outcome {
+    /// Per create, in order: `None` if inserted, else the existing task's document.
+    existing: Vec<Option<String>>,
+    /// The ids of the updates that matched their version.
+    updated: HashSet<String>,
+    /// The ids of the claims whose task is still at the version claimed.
+    current: HashSet<String>,
+}
+
+async fn commit(shared: &Shared, writes: Vec<Write>) {
+    let started = Instant::now();
+    let batch = Batch::of(shared, writes);
+    if batch.len() == 0 {
+        return;
+    }
+    let mut client = match shared.pool.get().await {
+        Ok(client) => client,
+        Err(e) => {
+            let message = e.to_string();
+            return batch.fail_all(|| pool_unavailable_msg(&message));
+        }
+    };
+    let result = async {
+        let tx = client.transaction().await?;
+        let existing = insert_tasks(&tx, &batch).await?;
+        let updated = update_tasks(&tx, &batch).await?;
+        put_attempts(&tx, &batch, &updated).await?;
+        let current = current_versions(&tx, &batch).await?;
+        tx.commit().await?;
+        Ok::<_, tokio_postgres::Error>(Outcome {
+            existing,
+            updated,
+            current,
+        })
+    }
+    .await;
+    match result {
+        Ok(outcome) => {
+            shared.metrics.record(MetricEvent::StoreCommit {
+                writes: batch.len(),
+                micros: started.elapsed().as_micros() as u64,
+            });
+            answer(shared, batch, outcome);
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, writes = batch.len(), "a store transaction failed");
+            let message = e.to_string();
+            batch.fail_all(|| StoreError::Unavailable(message.clone().into()));
+        }
+    }
+}
+
+fn pool_unavailable_msg(message: &str) -> StoreError {
+    StoreError::Unavailable(message.to_string().into())
+}
+
+/// Inserts the new tasks; per create, the existing task's document where its idempotency
+/// key (or id) was taken.
+async fn insert_tasks(
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &Batch,
+) -> Result<Vec<Option<String>>, tokio_postgres::Error> {
+    if batch.creates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<&TaskRow> = batch.creates.iter().map(|c| &c.1).collect();
+    let owners: Vec<Option<String>> = batch.creates.iter().map(|c| c.2.clone()).collect();
+    let col = |f: fn(&TaskRow) -> String| rows.iter().map(|r| f(r)).collect::<Vec<_>>();
+    let ids = col(|r| r.id.clone());
+    let tenants = col(|r| r.tenant.clone());
+    let statuses = col(|r| r.status.to_string());
+    let docs = col(|r| r.doc.clone());
+    let versions: Vec<i64> = rows.iter().map(|r| r.version).collect();
+    let attempts: Vec<i32> = rows.iter().map(|r| r.attempt).collect();
+    let keys: Vec<Option<String>> = rows.iter().map(|r| r.idempotency_key.clone()).collect();
+    let kinds: Vec<Option<String>> = rows.iter().map(|r| r.due_kind.map(str::to_string)).collect();
+    let dues: Vec<Option<i64>> = rows.iter().map(|r| r.due_ms).collect();
+    let business: Vec<Option<String>> = rows.iter().map(|r| r.business_key.clone()).collect();
+    let finished: Vec<Option<i64>> = rows.iter().map(|r| r.finished_ms).collect();
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
+                 due_kind, due_ms, business_key, finished_ms, owner, doc)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[],
+                 $5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[],
+                 $11::text[], $12::text[])
+             ON CONFLICT DO NOTHING
+             RETURNING id",
+        )
+        .await?;
+    let inserted: HashSet<String> = tx
+        .query(
+            &stmt,
+            &[
+                &ids, &tenants, &statuses, &versions, &attempts, &keys, &kinds, &dues,
+                &business, &finished, &owners, &docs,
+            ],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if inserted.len() == rows.len() {
+        return Ok(vec![None; rows.len()]);
+    }
+    // The tasks whose idempotency key was taken: their existing documents.
+    let taken: Vec<(String, String)> = rows
+        .iter()
+        .filter(|r| !inserted.contains(&r.id))
+        .filter_map(|r| Some((r.tenant.clone(), r.idempotency_key.clone()?)))
+        .collect();
+    let (t_tenants, t_keys): (Vec<String>, Vec<String>) = taken.into_iter().unzip();
+    let found = tx
+        .query(
+            "SELECT t.tenant, t.idempotency_key, t.doc FROM tasks t
+             JOIN unnest($1::text[], $2::text[]) AS k(tenant, key)
+               ON t.tenant = k.tenant AND t.idempotency_key = k.key",
+            &[&t_tenants, &t_keys],
+        )
+        .await?;
+    let existing = |r: &TaskRow| {
+        found
+            .iter()
+            .find(|f| {
+                f.get::<_, String>(0) == r.tenant
+                    && Some(f.get::<_, String>(1)) == r.idempotency_key
+            })
+            .map(|f| f.get::<_, String>(2))
+    };
+    Ok(rows
+        .iter()
+        .map(|r| match inserted.contains(&r.id) {
+            true => None,
+            // An id taken without a key (or a key whose task is gone): a conflict.
+            false => Some(existing(r).unwrap_or_default()),
+        })
+        .collect())
+}
+
+/// Replaces the tasks whose stored version is still the one expected; the ids replaced.
+async fn update_tasks(
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &Batch,
+) -> Result<HashSet<String>, tokio_postgres::Error> {
+    if batch.updates.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let u = &batch.updates;
+    let ids: Vec<&str> = u.iter().map(|u| u.row.id.as_str()).collect();
+    let expected: Vec<i64> = u.iter().map(|u| u.stored as i64).collect();
+    let statuses: Vec<&str> = u.iter().map(|u| u.row.status).collect();
+    let versions: Vec<i64> = u.iter().map(|u| u.row.version).collect();
+    let attempts: Vec<i32> = u.iter().map(|u| u.row.attempt).collect();
+    let kinds: Vec<Option<&str>> = u.iter().map(|u| u.row.due_kind).collect();
+    let dues: Vec<Option<i64>> = u.iter().map(|u| u.row.due_ms).collect();
+    let finished: Vec<Option<i64>> = u.iter().map(|u| u.row.finished_ms).collect();
+    let owners: Vec<Option<&str>> = u.iter().map(|u| u.owner.as_deref()).collect();
+    let business: Vec<Option<&str>> = u.iter().map(|u| u.row.business_key.as_deref()).collect();
+    let docs: Vec<&str> = u.iter().map(|u| u.row.doc.as_str()).collect();
+    let stmt = tx
+        .prepare_cached(
+            "UPDATE tasks t SET status = v.status, version = v.version, attempt = v.attempt,
+                 due_kind = v.due_kind, due_ms = v.due_ms, finished_ms = v.finished_ms,
+                 owner = v.owner, business_key = v.business_key, doc = v.doc
+             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::int[],
+                 $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[])
+               AS v(id, expected, status, version, attempt, due_kind, due_ms, finished_ms,
+                    owner, business_key, doc)
+             WHERE t.id = v.id AND t.version = v.expected
+             RETURNING t.id",
+        )
+        .await?;
+    let rows = tx
+        .query(
+            &stmt,
+            &[
+                &ids, &expected, &statuses, &versions, &attempts, &kinds, &dues, &finished,
+                &owners, &business, &docs,
+            ],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Writes the attempt records of the updates that were made (a record of a write that
+/// lost its race is not written: the attempt it records did not count).
+async fn put_attempts(
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &Batch,
+    updated: &HashSet<String>,
+) -> Result<(), tokio_postgres::Error> {
+    let records: Vec<(&str, i32, &str)> = batch
+        .updates
+        .iter()
+        .filter(|u| updated.contains(&u.row.id))
+        .filter_map(|u| {
+            let (number, doc) = u.attempt.as_ref()?;
+            Some((u.row.id.as_str(), *number, doc.as_str()))
+        })
+        .collect();
+    if records.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = records.iter().map(|r| r.0).collect();
+    let numbers: Vec<i32> = records.iter().map(|r| r.1).collect();
+    let docs: Vec<&str> = records.iter().map(|r| r.2).collect();
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO attempts (task_id, number, doc)
+             SELECT * FROM unnest($1::text[], $2::int[], $3::text[])
+             ON CONFLICT (task_id, number) DO UPDATE SET doc = excluded.doc",
+        )
+        .await?;
+    tx.execute(&stmt, &[&ids, &numbers, &docs]).await?;
+    Ok(())
+}
+
+/// The claims whose task's stored version is the one claimed.
+async fn current_versions(
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &Batch,
+) -> Result<HashSet<String>, tokio_postgres::Error> {
+    if batch.claims.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let ids: Vec<String> = batch.claims.iter().map(|c| c.0.id.to_string()).collect();
+    let versions: Vec<i64> = batch.claims.iter().map(|c| c.1 as i64).collect();
+    let stmt = tx
+        .prepare_cached(
+            "SELECT t.id FROM tasks t
+             JOIN unnest($1::text[], $2::bigint[]) AS c(id, version)
+               ON t.id = c.id AND t.version = c.version",
+        )
+        .await?;
+    let rows = tx.query(&stmt, &[&ids, &versions]).await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Answers each write of a committed transaction, and notes what this server now owns.
+fn answer(shared: &Shared, batch: Batch, outcome: Outcome) {
+    for ((task, _, owner, reply), existing) in batch.creates.into_iter().zip(outcome.existing) {
+        let answer = match existing {
+            None => {
+                if owner.is_some() {
+                    shared.owned.insert(*task);
+                }
+                Ok(CreateOutcome::Created)
+            }
+            Some(doc) if doc.is_empty() => Err(StoreError::Conflict),
+            Some(doc) => decode(&doc).map(|t| CreateOutcome::Existing(Box::new(t))),
+        };
+        let _ = reply.send(answer);
+    }
+    for u in batch.updates {
+        if !outcome.updated.contains(&u.row.id) {
+            let _ = u.reply.send(Err(StoreError::Conflict));
+            continue;
+        }
+        let id = u.task.id;
+        shared.claims.end(&id);
+        match u.owner {
+            Some(_) => shared.owned.insert(*u.task),
+            None => shared.owned.remove(&id),
+        }
+        let _ = u.reply.send(Ok(()));
+    }
+    for (task, expected, reply) in batch.claims {
+        let answer = match outcome.current.contains(&task.id.to_string()) {
+            true => shared.claims.claim(*task, expected),
+            false => Err(StoreError::Conflict),
+        };
+        let _ = reply.send(answer);
+    }
+}
