@@ -14,6 +14,7 @@ mod receiver;
 mod requests;
 mod server;
 pub mod standard_webhooks;
+pub mod tcp_proxy;
 mod wait;
 
 pub use binaries::{bench_binary, binary};
