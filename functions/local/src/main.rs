@@ -6,6 +6,7 @@
 mod say;
 
 mod aws_cmd;
+mod backup_cmd;
 mod listen;
 mod serve;
 mod tasks_cmd;
@@ -36,6 +37,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Receive callbacks on localhost, verify their signatures and print them.
     Listen(ListenArgs),
+    /// Copy the embedded data directory while `serve` runs on it: a backup to restore from.
+    Backup(backup_cmd::BackupArgs),
     /// Register, inspect, list, cancel, retry, release and watch tasks through the API.
     Tasks(tasks_cmd::TasksArgs),
     /// List flows with what waits in them; pause and resume one, through the API.
@@ -130,6 +133,7 @@ async fn main() -> Result<ExitCode> {
         Command::OrderKeys(args) => return tasks_cmd::order_keys::run(args).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Listen(args) => listen(args).await,
+        Command::Backup(args) => backup_cmd::run(args),
         Command::Aws(AwsCommand::Bootstrap { prefix }) => {
             aws_cmd::bootstrap_emulator(&prefix).await
         }

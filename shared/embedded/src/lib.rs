@@ -11,6 +11,7 @@
 //! - `backend`: those adapters wired to an engine.
 
 pub mod backend;
+pub mod backup;
 pub mod dead_letters;
 pub mod loader;
 pub mod readiness;
