@@ -2,7 +2,7 @@
 # The whole test suite: format, lint, the Lambda zips, the CDK stack's checks, unit,
 # contract, emulator and end-to-end tests, the console in headless Chromium,
 # schemathesis against the OpenAPI document, the TypeScript and Python client libraries'
-# suites, and the book (its generated pages, samples and links).
+# suites, the book (its generated pages, samples and links), and the container image.
 # Runs on a fresh clone; installs whatever it needs by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +46,11 @@ step "AWS emulators"
 # shellcheck source=scripts/emulators.sh
 . scripts/emulators.sh
 
+# After the emulators: it chains its stop in front of their EXIT trap.
+step "PostgreSQL (a throw-away cluster every suite shares)"
+# shellcheck source=scripts/postgres.sh
+. scripts/postgres.sh
+
 # The API fuzzer has a network namespace of its own (no shared ports), so it runs while
 # the cargo tests do; its output is shown when both are done.
 step "API fuzzing (schemathesis, in the background; output below)"
@@ -66,6 +71,13 @@ sdk_ts_pid=$!
 sdk_py_log=$(mktemp)
 bash scripts/sdk-python-test.sh >"$sdk_py_log" 2>&1 &
 sdk_py_pid=$!
+# The container image (scripts/image-test.sh: the Dockerfile and compose.yaml checked, an
+# image built with buildah, offline where no registry answers, and run with podman): about
+# ten seconds with the binary built above, and it says which way it went and why.
+step "container image (in the background; output below)"
+image_log=$(mktemp)
+bash scripts/image-test.sh >"$image_log" 2>&1 &
+image_pid=$!
 
 # The Rust tests in two lanes side by side, each running its binaries one after another
 # (two tests at a time in each): five of the slowest end-to-end test files (AWS custody
@@ -126,6 +138,9 @@ background_output "$sdk_py_pid" "$sdk_py_log" "Python client" || sdk_py_status=$
 step "documentation (the book) output"
 docs_status=0
 background_output "$docs_pid" "$docs_log" "documentation" || docs_status=$?
+step "container image output"
+image_status=0
+background_output "$image_pid" "$image_log" "container image" || image_status=$?
 
 step "API fuzzing (schemathesis) output"
 fuzz_status=0
@@ -140,13 +155,15 @@ fi
 # One closing line for the whole run: the sum over every cargo test binary, the CDK
 # assertion tests, the console's and the TypeScript client's (node's runner prints
 # "# pass N" and "# fail N"), the Python client's (pytest: "N failed, M passed in …"), and
-# the book's checks and the API fuzzing as one each.
+# the book's checks, the container image's (unless skipped) and the API fuzzing as one each.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^[0-9]+ (passed|failed)/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^# pass / { p += $3 } /^# fail / { f += $3 }
      /^API fuzzing: passed/ { p += 1 } /^API fuzzing: failed/ { f += 1 }
      /^docs: passed/ { p += 1 } /^docs: failed/ { f += 1 }
+     /^image: passed/ { p += 1 } /^image: failed/ { f += 1 }
      END { printf "Summary: %d passed, %d failed\n", p, f }' "$log"
 rm -f "$log" "$fuzz_log"
 [ "$test_status" = 0 ] && [ "$console_status" = 0 ] && [ "$fuzz_status" = 0 ] &&
-  [ "$sdk_ts_status" = 0 ] && [ "$sdk_py_status" = 0 ] && [ "$docs_status" = 0 ]
+  [ "$sdk_ts_status" = 0 ] && [ "$sdk_py_status" = 0 ] && [ "$docs_status" = 0 ] &&
+  [ "$image_status" = 0 ]

@@ -1,9 +1,10 @@
 -- Tasks and their attempts, the keys of replaceable tasks, the servers sharing the work,
--- dead letters and the readiness probe's row.
+-- dead letters and the readiness probe's row. Ids (ULIDs) and tenants compare bytewise
+-- (COLLATE "C") whatever the database's collation: lists page in id order.
 
 CREATE TABLE tasks (
-    id text PRIMARY KEY,
-    tenant text NOT NULL,
+    id text COLLATE "C" PRIMARY KEY,
+    tenant text COLLATE "C" NOT NULL,
     status text NOT NULL,
     version bigint NOT NULL,
     -- The attempt the pending work's timer carries (0 for a held task's check).
@@ -12,7 +13,7 @@ CREATE TABLE tasks (
     -- The task's pending work: what it is and when it is due (NULL: nothing to do).
     due_kind text,
     due_ms bigint,
-    business_key text,
+    business_key text COLLATE "C",
     -- When a finished task ended (NULL while it has anything left to do).
     finished_ms bigint,
     -- The server that holds the pending work in its timer (NULL: no server yet).

@@ -73,7 +73,11 @@ pub async fn postgres(config: PostgresConfig) -> Result<PostgresBackend, Postgre
     let (tenants, secrets) =
         PgTenants::open(pool.clone(), &config.api_key, config.signing_secret).await?;
     let server = new_server_id();
-    let servers = Arc::new(Servers::new(pool.clone(), server.clone(), config.server_lease));
+    let servers = Arc::new(Servers::new(
+        pool.clone(),
+        server.clone(),
+        config.server_lease,
+    ));
     servers.beat().await?;
     let store = Arc::new(PgStore::new(
         pool,

@@ -64,7 +64,7 @@ pub fn pool(settings: &PgSettings) -> Result<Pool, ConnectError> {
         ));
     let manager = Manager::from_config(
         config,
-        tls()?,
+        Tls(tls()?),
         ManagerConfig {
             // A connection a failover reset is found out by its next statement, which
             // fails with "unavailable" and is tried again on a new one.
@@ -127,7 +127,10 @@ fn tls() -> Result<MakeRustlsConnect, ConnectError> {
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ConnectError::Tls(e.to_string()))?;
-    let config = match std::env::var("PGSSLROOTCERT").ok().filter(|p| !p.is_empty()) {
+    let config = match std::env::var("PGSSLROOTCERT")
+        .ok()
+        .filter(|p| !p.is_empty())
+    {
         Some(path) => {
             let pem = std::fs::read(&path).map_err(|source| ConnectError::RootCert {
                 path: path.clone(),
@@ -146,6 +149,25 @@ fn tls() -> Result<MakeRustlsConnect, ConnectError> {
             .with_no_client_auth(),
     };
     Ok(MakeRustlsConnect::new(config))
+}
+
+/// TLS to a host by name; a Unix socket (a host that is a path) is named `localhost`, a
+/// name TLS accepts (no TLS runs over a socket, but a connector is made for every host).
+#[derive(Clone)]
+struct Tls(MakeRustlsConnect);
+
+impl<S> tokio_postgres::tls::MakeTlsConnect<S> for Tls
+where
+    MakeRustlsConnect: tokio_postgres::tls::MakeTlsConnect<S>,
+{
+    type Stream = <MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<S>>::Stream;
+    type TlsConnect = <MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<S>>::TlsConnect;
+    type Error = <MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<S>>::Error;
+
+    fn make_tls_connect(&mut self, domain: &str) -> Result<Self::TlsConnect, Self::Error> {
+        let domain = if domain.starts_with('/') { "localhost" } else { domain };
+        self.0.make_tls_connect(domain)
+    }
 }
 
 /// The certificates of a PEM file.

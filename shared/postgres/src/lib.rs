@@ -31,7 +31,6 @@ pub mod tenants;
 pub mod testing;
 pub mod timer;
 
-
 pub use backend::{postgres, PostgresBackend, PostgresConfig, PostgresError};
 pub use connect::{ConnectError, PgSettings};
 pub use store::PgStore;

@@ -80,7 +80,8 @@ impl LeaseLoader {
 
     /// Leases one page of unowned work due within `ahead`, with the tasks' documents.
     async fn lease_page(&self) -> Result<Vec<(PendingWork, Option<Task>)>, StoreError> {
-        let until = Utc::now() + chrono::Duration::from_std(self.settings.ahead).unwrap_or_default();
+        let until =
+            Utc::now() + chrono::Duration::from_std(self.settings.ahead).unwrap_or_default();
         let client = self.store.client().await?;
         let stmt = client
             .prepare_cached(
@@ -166,9 +167,13 @@ impl LeaseLoader {
             let Some(last) = page.last() else {
                 return Ok(total);
             };
-            after = (last.due_at.timestamp_millis(), last.attempt.task_id.to_string());
+            after = (
+                last.due_at.timestamp_millis(),
+                last.attempt.task_id.to_string(),
+            );
             let complete = page.len() < self.settings.page;
-            let lost: Vec<PendingWork> = page.into_iter().filter(|w| self.lost(engine, w)).collect();
+            let lost: Vec<PendingWork> =
+                page.into_iter().filter(|w| self.lost(engine, w)).collect();
             let (report, _) = engine.repair(lost).await?;
             total.rearmed += report.rearmed;
             total.leases_taken_over += report.leases_taken_over;

@@ -31,7 +31,7 @@ pub fn known_version() -> u32 {
         .iter()
         .map(|m| m.version())
         .max()
-        .unwrap_or(0) as u32
+        .unwrap_or(0)
 }
 
 /// Brings the database's schema up to this server's, or refuses a newer one.
@@ -52,7 +52,13 @@ pub async fn migrate(pool: &Pool) -> Result<(), MigrateError> {
         .await;
     match result {
         Ok(_) => Ok(()),
-        Err(e) if matches!(e.kind(), refinery::error::Kind::MissingVersion(_) | refinery::error::Kind::DivergentVersion(_, _)) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                refinery::error::Kind::MissingVersion(_)
+                    | refinery::error::Kind::DivergentVersion(_, _)
+            ) =>
+        {
             Err(MigrateError::Newer(e))
         }
         Err(e) => Err(MigrateError::Failed(e)),

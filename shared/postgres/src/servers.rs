@@ -87,7 +87,11 @@ impl Servers {
             .await
             .map_err(unavailable)?;
         tx.commit().await.map_err(unavailable)?;
-        tracing::warn!(?dead, freed, "took over the work of servers whose lease lapsed");
+        tracing::warn!(
+            ?dead,
+            freed,
+            "took over the work of servers whose lease lapsed"
+        );
         Ok(freed)
     }
 
@@ -113,7 +117,10 @@ impl Servers {
             .await
             .map_err(unavailable)?;
         let freed = tx
-            .execute("UPDATE tasks SET owner = NULL WHERE owner = $1", &[&self.id])
+            .execute(
+                "UPDATE tasks SET owner = NULL WHERE owner = $1",
+                &[&self.id],
+            )
             .await
             .map_err(unavailable)?;
         tx.commit().await.map_err(unavailable)?;
@@ -135,7 +142,7 @@ impl Servers {
             if let Err(e) = self.take_over().await {
                 tracing::error!(error = %e, "taking over lapsed servers failed");
             }
-            if n % ORPHAN_CHECK_EVERY == 0 {
+            if n.is_multiple_of(ORPHAN_CHECK_EVERY) {
                 match self.free_orphans().await {
                     Ok(0) => {}
                     Ok(n) => tracing::warn!(freed = n, "freed rows owned by no live server"),

@@ -80,7 +80,8 @@ async fn a_schema_newer_than_the_server_knows_is_refused() {
     client
         .execute(
             "INSERT INTO refinery_schema_history (version, name, applied_on, checksum)
-             VALUES ($1, 'from_the_future', now()::text, '0')",
+             SELECT $1, 'from_the_future', applied_on, '0'
+             FROM refinery_schema_history WHERE version = 1",
             &[&newer],
         )
         .await

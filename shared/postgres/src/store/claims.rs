@@ -118,13 +118,4 @@ impl Owned {
     pub fn take_doc(&self, id: &TaskId) -> Option<Task> {
         lock(&self.0).get_mut(id).and_then(Option::take)
     }
-
-    pub fn len(&self) -> usize {
-        lock(&self.0).len()
-    }
-
-    /// Forgets what `keep` does not keep.
-    pub fn retain(&self, keep: impl Fn(&TaskId) -> bool) {
-        lock(&self.0).retain(|id, _| keep(id));
-    }
 }

@@ -62,7 +62,6 @@ impl Write {
             }
         }
     }
-
 }
 
 #[derive(Clone)]
@@ -158,8 +157,13 @@ async fn run(shared: Arc<Shared>) {
     let mut carried: Vec<Write> = Vec::new();
     loop {
         let mut batch = std::mem::take(&mut carried);
-        {
-            let mut rx = shared.rx.lock().await;
+        // With writes carried over, no waiting for the queue: the other writer may be
+        // waiting on it for writes that only come after these are answered.
+        let rx = match batch.is_empty() {
+            true => Some(shared.rx.lock().await),
+            false => shared.rx.try_lock().ok(),
+        };
+        if let Some(mut rx) = rx {
             if batch.is_empty() {
                 match rx.recv().await {
                     Some(first) => batch.push(first),
@@ -184,10 +188,21 @@ async fn run(shared: Arc<Shared>) {
 
 /// The rows of one transaction, split by kind, each in id order.
 struct Batch {
-    creates: Vec<(Box<Task>, TaskRow, Option<String>, oneshot::Sender<Result<CreateOutcome, StoreError>>)>,
+    creates: Vec<Create>,
     updates: Vec<Update>,
-    claims: Vec<(Box<Task>, u64, oneshot::Sender<Result<(), StoreError>>)>,
+    claims: Vec<Claim>,
 }
+
+/// A new task, the owner its row gets, and whom to answer.
+type Create = (
+    Box<Task>,
+    TaskRow,
+    Option<String>,
+    oneshot::Sender<Result<CreateOutcome, StoreError>>,
+);
+
+/// A claim to check: the task as claimed, the version it was read at, and whom to answer.
+type Claim = (Box<Task>, u64, oneshot::Sender<Result<(), StoreError>>);
 
 struct Update {
     task: Box<Task>,
@@ -344,7 +359,10 @@ async fn insert_tasks(
     let versions: Vec<i64> = rows.iter().map(|r| r.version).collect();
     let attempts: Vec<i32> = rows.iter().map(|r| r.attempt).collect();
     let keys: Vec<Option<String>> = rows.iter().map(|r| r.idempotency_key.clone()).collect();
-    let kinds: Vec<Option<String>> = rows.iter().map(|r| r.due_kind.map(str::to_string)).collect();
+    let kinds: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| r.due_kind.map(str::to_string))
+        .collect();
     let dues: Vec<Option<i64>> = rows.iter().map(|r| r.due_ms).collect();
     let business: Vec<Option<String>> = rows.iter().map(|r| r.business_key.clone()).collect();
     let finished: Vec<Option<i64>> = rows.iter().map(|r| r.finished_ms).collect();
@@ -363,8 +381,8 @@ async fn insert_tasks(
         .query(
             &stmt,
             &[
-                &ids, &tenants, &statuses, &versions, &attempts, &keys, &kinds, &dues,
-                &business, &finished, &owners, &docs,
+                &ids, &tenants, &statuses, &versions, &attempts, &keys, &kinds, &dues, &business,
+                &finished, &owners, &docs,
             ],
         )
         .await?

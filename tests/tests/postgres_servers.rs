@@ -1,0 +1,253 @@
+//! End-to-end: three `serve --backend postgres` on one database, as a team without AWS
+//! runs Boomerang: servers killed mid-burst, the work taken over, a cron that fires once
+//! per occurrence, and a flow limit held across the servers.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use boomerang_api::request::{FlowRequest, TaskRequest};
+use boomerang_api::view::{ScheduleView, TaskView};
+use boomerang_client::{ClientError, ListParams};
+use boomerang_core::domain::{ScheduleId, Status, TaskId};
+use boomerang_e2e::{
+    callback, run_cli, wait_for, Backend, Callback, Receiver, Reply, Server, ServerOptions,
+};
+
+const WAIT: Duration = Duration::from_secs(120);
+
+/// A server on a database of its own (the first) or on `first`'s, taking over a killed
+/// server's work after a 3 s lease.
+fn servers(n: usize) -> Vec<Server> {
+    let mut options = ServerOptions::on(Backend::Postgres);
+    options.extra_args = ["--server-lease", "3s"].map(String::from).into();
+    let first = Server::start(options);
+    let mut all = vec![first];
+    for _ in 1..n {
+        let another = all[0].another_worker();
+        all.push(another);
+    }
+    all
+}
+
+/// 5,000 callbacks registered across three servers while one of them is killed (-9) and
+/// started again every 10 s; clients resend with their Idempotency-Key, to another
+/// server, until acknowledged. Every callback is called; duplicates are counted.
+#[tokio::test]
+async fn kill_9_of_one_server_in_three_every_10_s_loses_no_acknowledged_callback() {
+    const TASKS: usize = 5000;
+    let rx = Receiver::always(200).await;
+    let servers = Arc::new(Mutex::new(servers(3)));
+    let apis: Vec<_> = servers.lock().unwrap().iter().map(|s| s.api()).collect();
+    let apis = Arc::new(Mutex::new(apis));
+    let body = |i: usize| callback(rx.url(&format!("/t/{i}"))).delay("3s");
+    let bodies: Arc<Vec<TaskRequest>> = Arc::new((0..TASKS).map(body).collect());
+    let acked: Arc<Mutex<HashMap<usize, TaskId>>> = Arc::default();
+    let next = Arc::new(AtomicUsize::new(0));
+    let clients: Vec<_> = (0..24)
+        .map(|c| {
+            let (bodies, acked, next, apis) =
+                (bodies.clone(), acked.clone(), next.clone(), apis.clone());
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= TASKS {
+                        return;
+                    }
+                    // Resent, with its key, to the next server, until acknowledged.
+                    for attempt in 0.. {
+                        let api = {
+                            let apis = apis.lock().unwrap();
+                            apis[(c + i + attempt) % apis.len()].clone()
+                        };
+                        match api.create(&bodies[i], Some(&format!("k-{i}"))).await {
+                            Ok(answer) if matches!(answer.status, 200 | 201) => {
+                                acked.lock().unwrap().insert(i, answer.body.id);
+                                break;
+                            }
+                            Ok(_) | Err(ClientError::Unreachable(_) | ClientError::Http(_)) => {
+                                tokio::time::sleep(Duration::from_millis(50)).await
+                            }
+                            Err(e) => panic!("registration {i}: {e}"),
+                        }
+                        assert!(attempt < 1000, "registration {i} never acknowledged");
+                    }
+                }
+            })
+        })
+        .collect();
+    // Kill one server every 10 s while the burst lasts (at least twice).
+    let started = Instant::now();
+    let mut kills = 0;
+    while kills < 2 || next.load(Ordering::SeqCst) < TASKS {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let victim = kills % 3;
+        let base = {
+            let mut servers = servers.lock().unwrap();
+            servers[victim].kill9_and_restart();
+            servers[victim].base.clone()
+        };
+        apis.lock().unwrap()[victim] =
+            boomerang_client::Client::new(&base, "bmr_e2e_test_key").expect("the server's URL");
+        kills += 1;
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the burst never ended"
+        );
+    }
+    for c in clients {
+        c.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert_eq!(
+        acked.len(),
+        TASKS,
+        "every registration acknowledged in the end"
+    );
+    wait_for("every callback", Duration::from_secs(180), || async {
+        (0..TASKS)
+            .all(|i| rx.count(&format!("/t/{i}")) >= 1)
+            .then_some(())
+    })
+    .await;
+    // One task per registration, however often it was resent.
+    let distinct: HashSet<&TaskId> = acked.values().collect();
+    assert_eq!(distinct.len(), TASKS, "a resend made a second task");
+    let calls: usize = (0..TASKS).map(|i| rx.count(&format!("/t/{i}"))).sum();
+    println!(
+        "{TASKS} callbacks across 3 servers, {kills} kills: 0 lost, {} duplicate calls",
+        calls - TASKS
+    );
+}
+
+/// A killed server's due work is taken over by the others within its lease.
+#[tokio::test]
+async fn a_killed_servers_due_work_is_called_by_another_within_its_lease() {
+    let rx = Receiver::always(200).await;
+    let mut all = servers(2);
+    // Registered on the first, due in 2 s: the first holds it in its timer.
+    let task = all[0]
+        .register(&callback(rx.url("/owned")).delay("2s"))
+        .await;
+    let killed = Instant::now();
+    all[0].kill9_and_stay_down();
+    let done = all[1].wait_status(&task.id, Status::Succeeded, WAIT).await;
+    let took = killed.elapsed();
+    assert_eq!(rx.count("/owned"), 1);
+    assert!(
+        took < Duration::from_secs(30),
+        "taken over after {took:?} (lease 3 s)"
+    );
+    let worker = done.attempts.unwrap_or_default()[0].worker.clone();
+    println!("taken over and called {took:?} after the kill, by {worker:?}");
+}
+
+async fn occurrences(server: &Server, schedule: &ScheduleId) -> Vec<TaskView> {
+    let params = ListParams {
+        limit: Some(100),
+        ..Default::default()
+    };
+    let page = server.api().list(&params).await.unwrap();
+    page.tasks
+        .into_iter()
+        .filter(|t| t.schedule_id.as_ref() == Some(schedule))
+        .collect()
+}
+
+/// A cron every second, on three servers: each occurrence is called once, by whichever
+/// server holds it, never once per server.
+#[tokio::test]
+async fn a_cron_on_three_servers_fires_once_per_occurrence() {
+    let rx = Receiver::always(200).await;
+    let all = servers(3);
+    let env = [
+        ("BOOMERANG_URL", all[1].base.as_str()),
+        ("BOOMERANG_API_KEY", all[1].api_key.as_str()),
+    ];
+    let created = run_cli(
+        &[
+            "schedules",
+            "create",
+            &rx.url("/tick"),
+            "--cron",
+            "* * * * * *",
+            "--json",
+        ],
+        &env,
+    );
+    assert_eq!(created.code, 0, "{created:?}");
+    let schedule: ScheduleView = serde_json::from_str(&created.stdout).unwrap();
+    wait_for("eight calls", WAIT, || async {
+        (rx.count("/tick") >= 8).then_some(())
+    })
+    .await;
+    let deleted = run_cli(&["schedules", "delete", &schedule.id.to_string()], &env);
+    assert_eq!(deleted.code, 0, "{deleted:?}");
+    let settled = wait_for("nothing pending after delete", WAIT, || async {
+        let all = occurrences(&all[2], &schedule.id).await;
+        let pending = all
+            .iter()
+            .any(|t| matches!(t.status, Status::Scheduled | Status::Delivering));
+        (!pending).then_some(all)
+    })
+    .await;
+    let done: Vec<&TaskView> = settled
+        .iter()
+        .filter(|t| t.status == Status::Succeeded)
+        .collect();
+    // Each occurrence's task carries its occurrence's key: one task per occurrence.
+    let keys: HashSet<Option<String>> = done.iter().map(|t| t.idempotency_key.clone()).collect();
+    assert_eq!(keys.len(), done.len(), "an occurrence was made twice");
+    assert!(done.iter().all(|t| t.attempt == 1), "an occurrence was called twice");
+    assert_eq!(rx.count("/tick"), done.len(), "one call per occurrence");
+}
+
+/// A flow of parallelism 5 across three servers: the receiver never has more than 5 of
+/// its calls at once, though every server delivers some.
+#[tokio::test]
+async fn a_flow_limit_of_5_holds_across_three_servers() {
+    let rx = Receiver::start(|_, _| Reply {
+        delay: Duration::from_millis(200),
+        ..Reply::status(200)
+    })
+    .await;
+    let all = servers(3);
+    let flow = || FlowRequest {
+        key: Some("partner".into()),
+        rate: None,
+        period: None,
+        parallelism: Some(5),
+    };
+    let mut ids = Vec::new();
+    for n in 0..60 {
+        let task = all[n % 3]
+            .register(
+                &callback(rx.url(&format!("/f/{n}")))
+                    .delay("2s")
+                    .flow(flow()),
+            )
+            .await;
+        ids.push(task.id);
+    }
+    let mut workers = HashSet::new();
+    for id in &ids {
+        let task = all[0].wait_status(id, Status::Succeeded, WAIT).await;
+        workers.extend(
+            task.attempts
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|a| a.worker),
+        );
+    }
+    assert!(
+        rx.most_at_once() <= 5,
+        "{} calls at once",
+        rx.most_at_once()
+    );
+    assert!(rx.most_at_once() >= 2, "the flow ran one call at a time");
+    assert!(
+        workers.len() >= 2,
+        "one server delivered everything: {workers:?}"
+    );
+}
