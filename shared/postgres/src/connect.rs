@@ -165,7 +165,11 @@ where
     type Error = <MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<S>>::Error;
 
     fn make_tls_connect(&mut self, domain: &str) -> Result<Self::TlsConnect, Self::Error> {
-        let domain = if domain.starts_with('/') { "localhost" } else { domain };
+        let domain = if domain.starts_with('/') {
+            "localhost"
+        } else {
+            domain
+        };
         self.0.make_tls_connect(domain)
     }
 }

@@ -28,9 +28,17 @@ impl PgTimer {
 
 #[async_trait]
 impl Timer for PgTimer {
-    /// Held here only if this server owns the task's pending work.
+    /// Held here if this server owns the task's pending work. Work another server (or
+    /// none) owns is left to it and to the loaders, unless it is due within the horizon:
+    /// then it is a wake-up (an ordered line moving on, a flow's slot freed) of work put
+    /// off on whichever server held it, and this server takes it over to call it now.
     async fn arm(&self, attempt: AttemptRef, at: DateTime<Utc>) -> Result<(), TimerError> {
-        if self.store.owns(&attempt.task_id) {
+        let near =
+            at <= Utc::now() + chrono::Duration::from_std(self.store.horizon).unwrap_or_default();
+        let mine = self.store.owns(&attempt.task_id)
+            || (near
+                && (self.store.adopt(&attempt.task_id).await).map_err(|e| TimerError(e.into()))?);
+        if mine {
             self.local.arm(attempt, at).await?;
         }
         Ok(())

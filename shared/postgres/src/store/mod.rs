@@ -103,6 +103,35 @@ impl PgStore {
         self.claims.get(id).map(|c| c.task.pending_work())
     }
 
+    /// Takes the task's pending work over for this server, to wake it here: an attempt
+    /// put off on another server (waiting for its turn in an ordered line, or for its
+    /// flow) is armed for now by the delivery that frees its way, wherever that runs.
+    /// From then on only this server's claim of it succeeds. Whether there was pending
+    /// work to take.
+    pub(crate) async fn adopt(
+        &self,
+        id: &boomerang_core::domain::TaskId,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let stmt = client
+            .prepare_cached(
+                "UPDATE tasks SET owner = $2 WHERE id = $1 AND due_ms IS NOT NULL RETURNING doc",
+            )
+            .await
+            .map_err(sql::unavailable)?;
+        let row = client
+            .query_opt(&stmt, &[&id.to_string(), &self.server])
+            .await
+            .map_err(sql::unavailable)?;
+        match row {
+            Some(row) => {
+                self.owned.insert(codec::decode(row.get(0))?);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// A connection from the pool (`Unavailable` when none comes within the wait).
     pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(sql::pool_unavailable)

@@ -311,7 +311,7 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
         let existing = insert_tasks(&tx, &batch).await?;
         let updated = update_tasks(&tx, &batch).await?;
         put_attempts(&tx, &batch, &updated).await?;
-        let current = current_versions(&tx, &batch).await?;
+        let current = current_versions(&tx, &batch, &shared.server).await?;
         tx.commit().await?;
         Ok::<_, tokio_postgres::Error>(Outcome {
             existing,
@@ -508,20 +508,24 @@ async fn put_attempts(
 async fn current_versions(
     tx: &deadpool_postgres::Transaction<'_>,
     batch: &Batch,
+    server: &str,
 ) -> Result<HashSet<String>, tokio_postgres::Error> {
     if batch.claims.is_empty() {
         return Ok(HashSet::new());
     }
     let ids: Vec<String> = batch.claims.iter().map(|c| c.0.id.to_string()).collect();
     let versions: Vec<i64> = batch.claims.iter().map(|c| c.1 as i64).collect();
+    // Only while this server owns the row (or none does): a server that took the row
+    // over to wake it (see `PgStore::adopt`) is the one to call it.
     let stmt = tx
         .prepare_cached(
             "SELECT t.id FROM tasks t
              JOIN unnest($1::text[], $2::bigint[]) AS c(id, version)
-               ON t.id = c.id AND t.version = c.version",
+               ON t.id = c.id AND t.version = c.version
+             WHERE t.owner = $3 OR t.owner IS NULL",
         )
         .await?;
-    let rows = tx.query(&stmt, &[&ids, &versions]).await?;
+    let rows = tx.query(&stmt, &[&ids, &versions, &server]).await?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
