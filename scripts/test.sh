@@ -80,13 +80,14 @@ bash scripts/image-test.sh >"$image_log" 2>&1 &
 image_pid=$!
 
 # The Rust tests in two lanes side by side, each running its binaries one after another
-# (two tests at a time in each): five of the slowest end-to-end test files (AWS custody
-# and outages, bulk jobs, many workers, ordered delivery: about half the suite's time;
-# `bulk` names the core crate's bulk tests too) on the second moto server, every other
-# test on the first; one moto server for all would be overloaded. Both lanes select the
-# whole workspace, so that features resolve as in the build above and nothing is compiled
-# again; the first lane's targets are every one `cargo test` would run but those five.
-slow_lane=(aws_custody aws_outages bulk many_workers order_keys)
+# (two tests at a time in each): six of the slowest end-to-end test files (AWS custody
+# and outages, bulk jobs, many workers, ordered delivery, several servers on PostgreSQL:
+# about half the suite's time; `bulk` names the core crate's bulk tests too) on the
+# second moto server, every other test on the first; one moto server for all would be
+# overloaded. Both lanes select the whole workspace, so that features resolve as in the
+# build above and nothing is compiled again; the first lane's targets are every one
+# `cargo test` would run but those six.
+slow_lane=(aws_custody aws_outages bulk many_workers order_keys postgres_servers)
 first_lane=$(cargo metadata --locked --no-deps --format-version 1 | python3 -c '
 import json, sys
 slow = set(sys.argv[1:])

@@ -66,9 +66,12 @@ async fn kill_9_of_one_server_in_three_every_10_s_loses_no_acknowledged_callback
                                 acked.lock().unwrap().insert(i, answer.body.id);
                                 break;
                             }
-                            Ok(_) | Err(ClientError::Unreachable(_) | ClientError::Http(_)) => {
-                                tokio::time::sleep(Duration::from_millis(50)).await
-                            }
+                            Ok(_)
+                            | Err(
+                                ClientError::Unreachable(_)
+                                | ClientError::Http(_)
+                                | ClientError::Refused { status: 503, .. },
+                            ) => tokio::time::sleep(Duration::from_millis(50)).await,
                             Err(e) => panic!("registration {i}: {e}"),
                         }
                         assert!(attempt < 1000, "registration {i} never acknowledged");
@@ -199,7 +202,10 @@ async fn a_cron_on_three_servers_fires_once_per_occurrence() {
     // Each occurrence's task carries its occurrence's key: one task per occurrence.
     let keys: HashSet<Option<String>> = done.iter().map(|t| t.idempotency_key.clone()).collect();
     assert_eq!(keys.len(), done.len(), "an occurrence was made twice");
-    assert!(done.iter().all(|t| t.attempt == 1), "an occurrence was called twice");
+    assert!(
+        done.iter().all(|t| t.attempt == 1),
+        "an occurrence was called twice"
+    );
     assert_eq!(rx.count("/tick"), done.len(), "one call per occurrence");
 }
 
@@ -249,5 +255,173 @@ async fn a_flow_limit_of_5_holds_across_three_servers() {
     assert!(
         workers.len() >= 2,
         "one server delivered everything: {workers:?}"
+    );
+}
+
+/// What a registration answered, and the task if acknowledged.
+async fn register_until_acknowledged(
+    api: &boomerang_client::Client,
+    body: &TaskRequest,
+    key: &str,
+    seen: &Mutex<HashMap<u16, usize>>,
+) -> TaskId {
+    for _ in 0..2000 {
+        match api.create(body, Some(key)).await {
+            Ok(answer) => {
+                *seen.lock().unwrap().entry(answer.status).or_default() += 1;
+                if matches!(answer.status, 200 | 201) {
+                    return answer.body.id;
+                }
+            }
+            Err(ClientError::Refused { status, .. }) => {
+                *seen.lock().unwrap().entry(status).or_default() += 1;
+            }
+            Err(ClientError::Unreachable(_) | ClientError::Http(_)) => {}
+            Err(e) => panic!("registration {key}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("registration {key} never acknowledged")
+}
+
+/// The database restarted in the middle of a burst of registrations: requests meanwhile
+/// are answered 503 (never 500), clients resend, and every acknowledged callback is
+/// called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_restart_mid_burst_loses_no_acknowledged_callback() {
+    const TASKS: usize = 1500;
+    let cluster = Arc::new(
+        tokio::task::spawn_blocking(boomerang_postgres::testing::Cluster::start)
+            .await
+            .unwrap(),
+    );
+    let rx = Receiver::always(200).await;
+    let mut options = ServerOptions::on(Backend::Postgres);
+    options.database_url = Some(cluster.url());
+    let server = Server::start(options);
+    let seen: Arc<Mutex<HashMap<u16, usize>>> = Arc::default();
+    let acked: Arc<Mutex<Vec<TaskId>>> = Arc::default();
+    let next = Arc::new(AtomicUsize::new(0));
+    let clients: Vec<_> = (0..16)
+        .map(|_| {
+            let (api, seen, acked, next) =
+                (server.api(), seen.clone(), acked.clone(), next.clone());
+            let url = rx.url("/t/");
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= TASKS {
+                        return;
+                    }
+                    let body = callback(format!("{url}{i}")).delay("3s");
+                    let id =
+                        register_until_acknowledged(&api, &body, &format!("k-{i}"), &seen).await;
+                    acked.lock().unwrap().push(id);
+                }
+            })
+        })
+        .collect();
+    wait_for("a third of the burst acknowledged", WAIT, || async {
+        (acked.lock().unwrap().len() >= TASKS / 3).then_some(())
+    })
+    .await;
+    let restarting = cluster.clone();
+    tokio::task::spawn_blocking(move || restarting.restart())
+        .await
+        .unwrap();
+    for c in clients {
+        c.await.unwrap();
+    }
+    wait_for("every callback", WAIT, || async {
+        (0..TASKS)
+            .all(|i| rx.count(&format!("/t/{i}")) >= 1)
+            .then_some(())
+    })
+    .await;
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.keys().all(|s| matches!(s, 200 | 201 | 503)),
+        "answers during the restart: {seen:?}"
+    );
+    let calls: usize = (0..TASKS).map(|i| rx.count(&format!("/t/{i}"))).sum();
+    println!(
+        "database restarted mid-burst: {TASKS} acknowledged, 0 lost, {} duplicate calls; answers {seen:?}",
+        calls - TASKS
+    );
+}
+
+async fn readyz(server: &Server) -> u16 {
+    match server.request(reqwest::Method::GET, "/readyz").send().await {
+        Ok(answer) => answer.status().as_u16(),
+        Err(_) => 0,
+    }
+}
+
+/// The server's connections to the database dropped, and new ones refused, for 20 s (as
+/// a failover or a network partition would): `/readyz` says 503 meanwhile, registrations
+/// are answered 503 with Retry-After, and the server comes back by itself, its work
+/// intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_database_connections_make_the_server_unready_until_they_come_back() {
+    let direct = boomerang_e2e::fresh_database();
+    let (head, rest) = direct.split_once('@').expect("a URL with a user");
+    let (host_port, database) = rest.split_once('/').expect("a URL with a database");
+    let target: std::net::SocketAddr = host_port.parse().expect("an address");
+    let proxy = boomerang_e2e::tcp_proxy::TcpProxy::start(target);
+    let mut options = ServerOptions::on(Backend::Postgres);
+    options.database_url = Some(format!("{head}@{}/{database}", proxy.addr()));
+    let server = Server::start(options);
+    let rx = Receiver::always(200).await;
+    wait_for("ready", WAIT, || async {
+        (readyz(&server).await == 200).then_some(())
+    })
+    .await;
+    let before = server
+        .register(&callback(rx.url("/before")).delay("25s"))
+        .await;
+
+    proxy.cut();
+    let cut = Instant::now();
+    wait_for("unready", WAIT, || async {
+        (readyz(&server).await == 503).then_some(())
+    })
+    .await;
+    let unready_after = cut.elapsed();
+    let refused = server
+        .request(reqwest::Method::POST, "/v1/tasks")
+        .json(&serde_json::json!({"url": rx.url("/during")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.status().as_u16(),
+        503,
+        "a registration while cut off"
+    );
+    assert!(
+        refused.headers().contains_key("retry-after"),
+        "503 without Retry-After"
+    );
+    tokio::time::sleep(Duration::from_secs(20).saturating_sub(cut.elapsed())).await;
+    assert_eq!(readyz(&server).await, 503, "ready while still cut off");
+
+    proxy.heal();
+    let healed = Instant::now();
+    wait_for("ready again", WAIT, || async {
+        (readyz(&server).await == 200).then_some(())
+    })
+    .await;
+    let ready_after = healed.elapsed();
+    let after = server.register(&callback(rx.url("/after"))).await;
+    server.wait_status(&after.id, Status::Succeeded, WAIT).await;
+    server
+        .wait_status(&before.id, Status::Succeeded, WAIT)
+        .await;
+    assert_eq!(
+        (rx.count("/before"), rx.count("/after"), rx.count("/during")),
+        (1, 1, 0)
+    );
+    println!(
+        "connections cut: unready after {unready_after:?}; healed: ready after {ready_after:?}"
     );
 }

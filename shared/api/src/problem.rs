@@ -161,13 +161,19 @@ impl Problem {
         )
     }
 
+    /// Something the server needs cannot be reached now (503): nothing was done, and
+    /// `Retry-After` says to send the request again in a second (a store failing over, a
+    /// pool with no free connection).
     pub fn unavailable(detail: impl Into<String>) -> Self {
-        Self::new(
-            503,
-            "urn:boomerang:problem:unavailable",
-            "Temporarily unavailable; retry the request",
-            detail.into(),
-        )
+        Self {
+            retry_after: Some(1),
+            ..Self::new(
+                503,
+                "urn:boomerang:problem:unavailable",
+                "Temporarily unavailable; retry the request",
+                detail.into(),
+            )
+        }
     }
 }
 

@@ -177,7 +177,8 @@ problem_responses! {
         => Problem::not_found("no such task");
     Conflict: "The task's state does not allow this (a canceled task cannot be released)."
         => Problem::conflict("the task is canceled; only a held task can be released");
-    Unavailable: "The store cannot be reached; nothing was done: send the request again."
+    Unavailable: "The store cannot be reached; nothing was done: send the request again \
+                  after `Retry-After` seconds."
         => Problem::unavailable("the task store is unavailable");
     TooMany: "Over one of your limits (requests a second, or unfinished tasks); nothing was \
               done: try again after `Retry-After` seconds."
