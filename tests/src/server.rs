@@ -275,9 +275,14 @@ impl Server {
 
     /// `kill -9`, then start again on the same data (directory, or table and queues).
     pub fn kill9_and_restart(&mut self) {
+        self.kill9_and_stay_down();
+        self.restart();
+    }
+
+    /// `kill -9`, and nothing more (`restart` starts it again).
+    pub fn kill9_and_stay_down(&mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().unwrap();
-        self.restart();
     }
 
     /// `boomerang ARGS` with the server's environment (its table and queues, on the AWS

@@ -106,7 +106,9 @@ impl Service {
         if let Some(servers) = &self.servers {
             match servers.leave().await {
                 Ok(freed) => tracing::info!(freed, "left the servers sharing the database"),
-                Err(e) => tracing::error!(error = %e, "leaving failed; the others take over after the lease"),
+                Err(e) => {
+                    tracing::error!(error = %e, "leaving failed; the others take over after the lease")
+                }
             }
         }
         // Requests under way get a moment to be answered; a connection left idle is
@@ -299,7 +301,9 @@ async fn start_postgres(
     (api_key, signing_secret): (Option<String>, Option<String>),
     (load, server_lease): (LoadSettings, Duration),
 ) -> Result<Started, ServiceError> {
-    let api_key = api_key.filter(|k| !k.is_empty()).ok_or(ServiceError::NoApiKey)?;
+    let api_key = api_key
+        .filter(|k| !k.is_empty())
+        .ok_or(ServiceError::NoApiKey)?;
     let signing_secret = signing_secret
         .map(|s| SigningSecret::parse(&s).map_err(|e| ServiceError::SigningSecret(e.to_string())))
         .transpose()?;
