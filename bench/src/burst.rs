@@ -10,11 +10,12 @@ use anyhow::Result;
 use chrono::{DateTime, DurationRound, Utc};
 use serde_json::{json, Value};
 
+use super::backend::{BackendArgs, Snapshot};
 use super::capacity::{ServerFigures, SETTLE};
-use super::measure::{percentiles, Usage};
+use super::measure::percentiles;
 use super::procs::{ReceiverProcess, Server};
 use super::receiver::{self, Arrival};
-use super::register::{due_after_registering, register_all};
+use super::register::{due_after_registering, register_spread};
 
 #[derive(clap::Args)]
 pub struct BurstArgs {
@@ -36,6 +37,8 @@ pub struct BurstArgs {
     /// The server's open-file limit (soft and hard).
     #[arg(long, default_value_t = 1024)]
     open_files: u64,
+    #[command(flatten)]
+    backend: BackendArgs,
 }
 
 #[derive(clap::Args)]
@@ -55,6 +58,8 @@ pub struct BacklogArgs {
     /// The server's open-file limit (soft and hard).
     #[arg(long, default_value_t = 1024)]
     open_files: u64,
+    #[command(flatten)]
+    backend: BackendArgs,
 }
 
 /// When task `i` of `n` falls due: `first`, plus its share of `spread`.
@@ -79,8 +84,9 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
         fail_first,
         ..Default::default()
     })?;
-    let server = Server::start_with_open_files(&[], Some(args.open_files))?;
-    let usage_before = Usage::of(server.pid())?;
+    let deployment = args.backend.start(&[], Some(args.open_files)).await?;
+    let servers = &deployment.servers;
+    let before = deployment.snapshot()?;
     let first_due = match args.ahead {
         Some(ahead) => whole_second_after(ahead)?,
         None => due_after_registering(args.tasks)?,
@@ -89,7 +95,7 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
     let retry = json!({"schedule": ["1s"], "max_attempts": fail_first + 1});
     let url = receiver.url.clone();
     let started = Instant::now();
-    let finished = register_all(&server, n, args.clients, move |i| {
+    let finished = register_spread(servers, n, args.clients, move |i| {
         let due = due_of(first_due, spread, i, n);
         json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339(), "retry": retry})
     })
@@ -101,8 +107,8 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
     let want = n * (fail_first as usize + 1);
     let patience = Duration::from_secs(120) + spread + Duration::from_millis(n as u64 / 2);
     let arrivals = receiver.wait_for(want, patience).await?;
-    let usage = Usage::of(server.pid())?;
-    let figures = ServerFigures::settled(&server, n, SETTLE).await?;
+    let after = deployment.snapshot()?;
+    let figures = ServerFigures::settled(servers, n, SETTLE).await?;
 
     let firsts: Vec<(usize, i64)> = arrivals
         .iter()
@@ -119,6 +125,7 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
         "mode:              {}",
         if fail_first > 0 { "retry" } else { "burst" }
     );
+    deployment.print_header();
     let due_when = match args.ahead {
         Some(ahead) => format!("due {} ahead", humantime::format_duration(ahead)),
         None => "due a few seconds ahead".to_string(),
@@ -144,32 +151,28 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
     if fail_first > 0 {
         let gaps = receiver::gaps(&arrivals);
         println!("retry gap (ms):    {}", percentiles(&gaps));
-        let finals = final_lateness(&server, &receiver, fail_first + 1).await?;
+        let finals = final_lateness(&servers[0], &receiver, fail_first + 1).await?;
         println!("final success lateness (ms): {}", percentiles(&finals));
     }
-    println!(
-        "server CPU:        {:.2} s",
-        usage.cpu_seconds - usage_before.cpu_seconds
-    );
-    println!("server peak RSS:   {} MB", usage.peak_rss_kb / 1024);
+    deployment.print_usage(&before, &after);
     figures.print(arrivals.len());
     Ok(())
 }
 
 pub async fn backlog(args: BacklogArgs) -> Result<()> {
     let receiver = ReceiverProcess::start(&receiver::ReceiverArgs::default())?;
-    let mut server = Server::start_with_open_files(&[], Some(args.open_files))?;
+    let mut deployment = args.backend.start(&[], Some(args.open_files)).await?;
     // Registration must end before the first task falls due (0.2 ms a task is 5,000/s).
     let lead = Duration::from_secs(3) + Duration::from_micros(args.tasks as u64 * 200);
     let first_due = whole_second_after(lead)?;
     let (n, spread) = (args.tasks, args.down);
     let url = receiver.url.clone();
-    register_all(&server, n, args.clients, move |i| {
+    register_spread(&deployment.servers, n, args.clients, move |i| {
         let due = due_of(first_due, spread, i, n);
         json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339()})
     })
     .await?;
-    server.stop()?;
+    deployment.stop_all()?;
     let early = receiver.count().await?;
     if early > 0 {
         println!("warning: {early} tasks were delivered before the server stopped");
@@ -178,11 +181,15 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
     if let Ok(wait) = (back_at - Utc::now()).to_std() {
         tokio::time::sleep(wait).await;
     }
+    let database_before = deployment.database_cpu();
     let restarted = Instant::now();
     let restarted_ms = Utc::now().timestamp_millis();
-    let ready = server.start_again()?;
+    let ready = deployment.start_all_again()?;
+    // The servers are new processes: their CPU counts from their start.
+    let before = Snapshot::at_start(deployment.servers.len(), database_before);
+    let servers = &deployment.servers;
 
-    let fresh = FreshCallbacks::start(&server, &receiver.url, args.fresh_rate);
+    let fresh = FreshCallbacks::start(servers, &receiver.url, args.fresh_rate);
     let patience = Duration::from_secs(120) + Duration::from_millis(n as u64);
     let deadline = Instant::now() + patience;
     while receiver.count().await? < n + fresh.registered() {
@@ -195,8 +202,8 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
     let sent = fresh.stop().await?;
     let arrivals = receiver.wait_for(n + sent.len(), patience).await?;
     let drained = restarted.elapsed();
-    let usage = Usage::of(server.pid())?;
-    let figures = ServerFigures::settled(&server, n + sent.len(), SETTLE).await?;
+    let after = deployment.snapshot()?;
+    let figures = ServerFigures::settled(servers, n + sent.len(), SETTLE).await?;
 
     let mut backlog: Vec<(usize, i64)> = arrivals
         .iter()
@@ -223,12 +230,21 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
         .collect();
 
     println!("mode:              backlog");
+    deployment.print_header();
     println!(
         "tasks:             {n} fell due evenly over the {} the server was stopped (open-file limit {})",
         humantime::format_duration(spread),
         args.open_files
     );
-    println!("restart ready in:  {} ms", ready.as_millis());
+    let ready_ms: Vec<String> = ready.iter().map(|r| r.as_millis().to_string()).collect();
+    println!(
+        "restart ready in:  {} ms{}",
+        ready_ms.join(" + "),
+        match ready.len() {
+            1 => String::new(),
+            _ => " (one server after the other)".to_string(),
+        }
+    );
     println!(
         "drain:             {:.0}/s over the busy window of {window} ms; first callback {} ms \
          after the restart began, last {} ms",
@@ -249,10 +265,11 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
         percentiles(&fresh_lateness)
     );
     println!(
-        "server:            peak RSS {} MB; everything delivered {:.1} s after the restart began",
-        usage.peak_rss_kb / 1024,
+        "server:            everything delivered {:.1} s after the restart began; since the \
+         restart:",
         drained.as_secs_f64()
     );
+    deployment.print_usage(&before, &after);
     figures.print(arrivals.len());
     Ok(())
 }
@@ -275,11 +292,16 @@ struct FreshCallbacks {
 }
 
 impl FreshCallbacks {
-    fn start(server: &Server, receiver: &str, rate: u32) -> Self {
+    /// Registration `j` goes to server `j % servers.len()`.
+    fn start(servers: &[Server], receiver: &str, rate: u32) -> Self {
         let sent: Arc<Mutex<Vec<i64>>> = Arc::default();
         let (count, stop): (Arc<AtomicUsize>, Arc<AtomicBool>) = (Arc::default(), Arc::default());
         let (s, c, halt) = (Arc::clone(&sent), Arc::clone(&count), Arc::clone(&stop));
-        let (url, key) = (format!("{}/v1/tasks", server.base), server.api_key.clone());
+        let urls: Vec<String> = servers
+            .iter()
+            .map(|s| format!("{}/v1/tasks", s.base))
+            .collect();
+        let key = servers[0].api_key.clone();
         let receiver = receiver.to_string();
         let period = Duration::from_secs_f64(1.0 / f64::from(rate.max(1)));
         let task = tokio::spawn(async move {
@@ -292,7 +314,8 @@ impl FreshCallbacks {
                 }
                 let at = Utc::now().timestamp_millis();
                 let body = json!({"url": format!("{receiver}/f/{j}")});
-                let res = http.post(&url).bearer_auth(&key).json(&body).send().await?;
+                let url = &urls[j % urls.len()];
+                let res = http.post(url).bearer_auth(&key).json(&body).send().await?;
                 anyhow::ensure!(
                     res.status().as_u16() == 201,
                     "fresh registration answered {}",

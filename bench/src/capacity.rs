@@ -128,7 +128,7 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
         .await?;
     let last = arrivals.iter().map(|a| a.at_ms).max().unwrap_or(0);
     let drain = Duration::from_millis((last - due.timestamp_millis()).max(0) as u64);
-    let figures = ServerFigures::settled(&server, args.tasks, SETTLE).await?;
+    let figures = ServerFigures::settled(std::slice::from_ref(&server), args.tasks, SETTLE).await?;
 
     println!("mode:              slow-receiver");
     println!(
@@ -251,10 +251,18 @@ impl ServerFigures {
     /// The figures once `tasks` tasks have ended (succeeded or failed), or as they are
     /// after `patience`: the receiver counts a request when it arrives, the server its
     /// task once the answer is written, a moment later.
-    pub(crate) async fn settled(server: &Server, tasks: usize, patience: Duration) -> Result<Self> {
+    /// Summed over `servers`, which share one store.
+    pub(crate) async fn settled(
+        servers: &[Server],
+        tasks: usize,
+        patience: Duration,
+    ) -> Result<Self> {
         let deadline = tokio::time::Instant::now() + patience;
         loop {
-            let figures = Self::read(server).await?;
+            let mut figures = Self::default();
+            for server in servers {
+                figures.add(&Self::read(server).await?);
+            }
             let ended = (figures.delivered + figures.failed) as usize;
             if ended >= tasks || tokio::time::Instant::now() >= deadline {
                 return Ok(figures);

@@ -4,6 +4,7 @@
 //! HTTP, and asserts nothing. Run it as `cargo run --release -p boomerang-bench -- burst`.
 
 mod aws_drain;
+mod backend;
 mod burst;
 mod capacity;
 mod cost;
@@ -21,7 +22,7 @@ use serde_json::json;
 
 use measure::Usage;
 use procs::{ReceiverProcess, Server};
-use register::register_all;
+use register::register_spread;
 
 #[derive(clap::Parser)]
 #[command(
@@ -79,6 +80,8 @@ pub struct PendingArgs {
     tasks: usize,
     #[arg(long, default_value_t = 32)]
     clients: usize,
+    #[command(flatten)]
+    backend: backend::BackendArgs,
 }
 
 #[tokio::main]
@@ -105,11 +108,11 @@ async fn main() -> Result<()> {
 }
 
 async fn pending(args: PendingArgs) -> Result<()> {
-    let mut server = Server::start(&[])?;
+    let mut deployment = args.backend.start(&[], None).await?;
     let due: DateTime<Utc> = Utc::now() + chrono::Duration::days(30);
     let started = Instant::now();
-    let finished = register_all(
-        &server,
+    let finished = register_spread(
+        &deployment.servers,
         args.tasks,
         args.clients,
         move |i| json!({"url": format!("https://example.com/t/{i}"), "fire_at": due.to_rfc3339()}),
@@ -121,11 +124,20 @@ async fn pending(args: PendingArgs) -> Result<()> {
     let rate = |from: Instant, to: Instant| tenth as f64 / (to - from).as_secs_f64().max(1e-9);
     let first = rate(started, sorted[tenth - 1]);
     let last = rate(sorted[args.tasks - tenth - 1], sorted[args.tasks - 1]);
-    let usage = Usage::of(server.pid())?;
-    let size = procs::dir_size(&server.data_dir)?;
+    let usages: Vec<Usage> = deployment
+        .servers
+        .iter()
+        .map(|s| Usage::of(s.pid()))
+        .collect::<Result<_>>()?;
+    let size = match &deployment.database {
+        Some(db) => u64::try_from(db.size().await?)?,
+        None => procs::dir_size(&deployment.servers[0].data_dir)?,
+    };
+    let server = &mut deployment.servers[0];
     let ready = server.restart()?;
     let after = Usage::of(server.pid())?;
     println!("mode:              pending");
+    deployment.print_header();
     println!(
         "tasks:             {} due in 30 days ({} clients)",
         args.tasks, args.clients
@@ -134,16 +146,33 @@ async fn pending(args: PendingArgs) -> Result<()> {
         "registration:      first 10 % {first:.0}/s, last 10 % {last:.0}/s ({:+.0} %)",
         (last / first - 1.0) * 100.0
     );
+    for (i, usage) in usages.iter().enumerate() {
+        let which = match usages.len() {
+            1 => String::new(),
+            _ => format!(" {}", i + 1),
+        };
+        println!(
+            "{:<19}{} MB (peak {} MB)",
+            format!("server{which} RSS:"),
+            usage.rss_kb / 1024,
+            usage.peak_rss_kb / 1024
+        );
+    }
+    match &deployment.database {
+        Some(_) => println!(
+            "database size:     {} MB (pg_database_size)",
+            size / (1024 * 1024)
+        ),
+        None => println!("data dir:          {} MB", size / (1024 * 1024)),
+    }
     println!(
-        "server RSS:        {} MB (peak {} MB)",
-        usage.rss_kb / 1024,
-        usage.peak_rss_kb / 1024
-    );
-    println!("data dir:          {} MB", size / (1024 * 1024));
-    println!(
-        "restart ready in:  {} ms (RSS after restart {} MB)",
+        "restart ready in:  {} ms (RSS after restart {} MB){}",
         ready.as_millis(),
-        after.rss_kb / 1024
+        after.rss_kb / 1024,
+        match deployment.servers.len() {
+            1 => "",
+            _ => ", server 1 alone",
+        }
     );
     Ok(())
 }

@@ -138,3 +138,77 @@ impl Drop for ConnectionWatch {
         self.task.abort();
     }
 }
+
+/// The fields of `/proc/<pid>/stat` after the command name (state first), or `None` if
+/// there is no such process.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(String::from).collect())
+}
+
+/// CPU seconds of a process and of every process under it: each one's own (utime, stime),
+/// and that of its children which ended and were waited for (cutime, cstime). `None` if
+/// `pid` is gone.
+pub fn tree_cpu_seconds(pid: u32) -> Option<f64> {
+    let fields = stat_fields(pid)?;
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime, stime, cutime, cstime: fields 14 to 17 of the line, 11 to 14 after the name.
+    let own = (ticks(11) + ticks(12) + ticks(13) + ticks(14)) / TICKS_PER_SECOND;
+    let below: f64 = children_of(pid)
+        .into_iter()
+        .filter_map(tree_cpu_seconds)
+        .sum();
+    Some(own + below)
+}
+
+/// The processes whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| {
+            stat_fields(child).and_then(|f| f.get(1)?.parse::<u32>().ok()) == Some(pid)
+        })
+        .collect()
+}
+
+/// The process listening on TCP `port` of this machine (any local address), from
+/// `/proc/net/tcp` and `tcp6` and the processes' file descriptors; `None` if none is, or
+/// its process cannot be read.
+pub fn listener_on(port: u16) -> Option<u32> {
+    let local = format!(":{port:04X}");
+    // State 0A: LISTEN.
+    let inodes: std::collections::HashSet<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let listening = fields.get(3) == Some(&"0A")
+                        && fields.get(1).is_some_and(|l| l.ends_with(&local));
+                    listening.then(|| fields.get(9).map(|i| i.to_string()))?
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if inodes.is_empty() {
+        return None;
+    }
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&pid| !socket_inodes(pid).is_disjoint(&inodes))
+}

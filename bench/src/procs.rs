@@ -69,6 +69,8 @@ pub struct Server {
     /// The program and its arguments (`prlimit … -- boomerang serve …` under a limit).
     program: PathBuf,
     args: Vec<String>,
+    /// Environment variables it starts with, besides this process's own.
+    env: Vec<(String, String)>,
     pub base: String,
     pub api_key: String,
     pub data_dir: PathBuf,
@@ -93,22 +95,68 @@ impl Server {
         args.push(data_dir.display().to_string());
         args.extend(UNTHROTTLED.map(String::from));
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut program = boomerang_binary()?;
-        if let Some(n) = open_files {
-            // prlimit execs the server: the pid stays the server's.
-            let server = program.display().to_string();
-            args.splice(0..0, [format!("--nofile={n}:{n}"), "--".into(), server]);
-            program = PathBuf::from("prlimit");
-        }
+        let (program, args) = under_open_file_limit(boomerang_binary()?, args, open_files);
         let (child, base) = spawn(&program, &args, "Boomerang listening on ")?;
         Ok(Server {
             child,
             program,
             args,
+            env: Vec::new(),
             base,
             api_key,
             data_dir,
         })
+    }
+
+    /// `n` servers on the PostgreSQL backend, sharing the database at `database_url`
+    /// (given them in `BOOMERANG_DATABASE_URL`, not on their command lines), with one API
+    /// key and signing secret, each on a free loopback port; started one after the other
+    /// (the first migrates the database). `open_files` as in
+    /// [`Server::start_with_open_files`].
+    pub fn start_postgres(
+        database_url: &str,
+        n: usize,
+        extra: &[&str],
+        open_files: Option<u64>,
+    ) -> Result<Vec<Server>> {
+        let api_key = boomerang_core::domain::generate_api_key();
+        let mut args: Vec<String> = [
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--dev",
+            "--backend",
+            "postgres",
+            "--api-key",
+        ]
+        .map(String::from)
+        .into();
+        args.push(api_key.clone());
+        args.push("--signing-secret".into());
+        args.push(SigningSecret::generate().expose());
+        args.extend(UNTHROTTLED.map(String::from));
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let (program, args) = under_open_file_limit(boomerang_binary()?, args, open_files);
+        let env = vec![(
+            "BOOMERANG_DATABASE_URL".to_string(),
+            database_url.to_string(),
+        )];
+        (0..n)
+            .map(|_| {
+                let (child, base) = spawn_with(&program, &args, &env, "Boomerang listening on ")?;
+                Ok(Server {
+                    child,
+                    program: program.clone(),
+                    args: args.clone(),
+                    env: env.clone(),
+                    base,
+                    api_key: api_key.clone(),
+                    // Never made: they keep nothing on disk.
+                    data_dir: std::env::temp_dir()
+                        .join(format!("boomerang-bench-{}", ulid::Ulid::new())),
+                })
+            })
+            .collect()
     }
 
     /// `n` servers on the AWS backend, each playing the triggers, on one fresh set of
@@ -159,6 +207,7 @@ impl Server {
                     child,
                     program: program.clone(),
                     args: args.clone(),
+                    env: env.clone(),
                     base,
                     api_key: api_key.clone(),
                     data_dir: std::env::temp_dir()
@@ -179,7 +228,12 @@ impl Server {
         self.child.kill()?;
         self.child.wait()?;
         let started = Instant::now();
-        let (child, base) = spawn(&self.program, &self.args, "Boomerang listening on ")?;
+        let (child, base) = spawn_with(
+            &self.program,
+            &self.args,
+            &self.env,
+            "Boomerang listening on ",
+        )?;
         self.child = child;
         self.base = base;
         Ok(started)
@@ -194,7 +248,18 @@ impl Server {
 
     /// Stops the server (SIGTERM) and waits for it to exit.
     pub fn stop(&mut self) -> Result<()> {
+        self.terminate()?;
+        self.wait()
+    }
+
+    /// Sends it SIGTERM (a graceful stop), without waiting.
+    pub fn terminate(&self) -> Result<()> {
         Command::new("kill").arg(self.pid().to_string()).status()?;
+        Ok(())
+    }
+
+    /// Waits for it to exit.
+    pub fn wait(&mut self) -> Result<()> {
         self.child.wait()?;
         Ok(())
     }
@@ -203,7 +268,12 @@ impl Server {
     /// answering `/healthz`.
     pub fn start_again(&mut self) -> Result<Duration> {
         let started = Instant::now();
-        let (child, base) = spawn(&self.program, &self.args, "Boomerang listening on ")?;
+        let (child, base) = spawn_with(
+            &self.program,
+            &self.args,
+            &self.env,
+            "Boomerang listening on ",
+        )?;
         self.child = child;
         self.base = base;
         let health = format!("{}/healthz", self.base);
@@ -224,6 +294,23 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+/// `program args`, or `prlimit --nofile=n:n -- program args` if `open_files` is `Some(n)`
+/// (prlimit execs the server: the pid stays the server's).
+fn under_open_file_limit(
+    program: PathBuf,
+    mut args: Vec<String>,
+    open_files: Option<u64>,
+) -> (PathBuf, Vec<String>) {
+    match open_files {
+        Some(n) => {
+            let server = program.display().to_string();
+            args.splice(0..0, [format!("--nofile={n}:{n}"), "--".into(), server]);
+            (PathBuf::from("prlimit"), args)
+        }
+        None => (program, args),
     }
 }
 

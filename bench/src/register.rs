@@ -16,14 +16,27 @@ pub async fn register_all(
     clients: usize,
     task: impl Fn(usize) -> Value + Send + Sync + 'static,
 ) -> Result<Vec<Instant>> {
+    register_spread(std::slice::from_ref(server), count, clients, task).await
+}
+
+/// [`register_all`] over several servers sharing one store: client `c` registers with
+/// server `c % servers.len()`.
+pub async fn register_spread(
+    servers: &[Server],
+    count: usize,
+    clients: usize,
+    task: impl Fn(usize) -> Value + Send + Sync + 'static,
+) -> Result<Vec<Instant>> {
+    anyhow::ensure!(!servers.is_empty(), "no server to register with");
     let task = std::sync::Arc::new(task);
     let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(clients)
         .build()?;
     let mut handles = Vec::new();
-    for _ in 0..clients {
+    for c in 0..clients {
         let (task, next, http) = (task.clone(), next.clone(), http.clone());
+        let server = &servers[c % servers.len()];
         let (url, key) = (format!("{}/v1/tasks", server.base), server.api_key.clone());
         handles.push(tokio::spawn(async move {
             let mut done = Vec::new();
