@@ -250,10 +250,7 @@ impl Loader {
                 self.take(engine, work, Taking::Repair(&mut lost));
             }
             let (report, _) = engine.repair(lost).await?;
-            total.rearmed += report.rearmed;
-            total.leases_taken_over += report.leases_taken_over;
-            total.dead_letters_resent += report.dead_letters_resent;
-            total.alerts_raised += report.alerts_raised;
+            total += report;
             if read.complete {
                 return Ok(total);
             }

@@ -175,10 +175,7 @@ impl LeaseLoader {
             let lost: Vec<PendingWork> =
                 page.into_iter().filter(|w| self.lost(engine, w)).collect();
             let (report, _) = engine.repair(lost).await?;
-            total.rearmed += report.rearmed;
-            total.leases_taken_over += report.leases_taken_over;
-            total.dead_letters_resent += report.dead_letters_resent;
-            total.alerts_raised += report.alerts_raised;
+            total += report;
             if complete {
                 return Ok(total);
             }

@@ -22,17 +22,12 @@ impl Breakers for PgStore {
         tenant: &TenantId,
         destination: &Destination,
     ) -> Result<Option<StoredBreaker>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let row = self
+            .query_opt(
                 "SELECT doc, version FROM breakers WHERE tenant = $1 AND destination = $2",
+                &[&tenant.as_str(), &destination.as_str()],
             )
-            .await
-            .map_err(unavailable)?;
-        let row = client
-            .query_opt(&stmt, &[&tenant.as_str(), &destination.as_str()])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         row.map(|r| {
             Ok(StoredBreaker {
                 breaker: decode(r.get(0))?,
@@ -88,18 +83,13 @@ impl Breakers for PgStore {
         &self,
         tenant: &TenantId,
     ) -> Result<Vec<(Destination, Breaker)>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let rows = self
+            .query(
                 "SELECT destination, doc FROM breakers WHERE tenant = $1 AND open
                  ORDER BY destination",
+                &[&tenant.as_str()],
             )
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&tenant.as_str()])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         rows.iter()
             .map(|r| Ok((Destination::of(r.get(0)), decode(r.get(1))?)))
             .collect()

@@ -19,57 +19,38 @@ fn finished_ms(job: &BulkJob) -> Option<i64> {
 impl BulkJobs for PgStore {
     async fn create_job(&self, job: &BulkJob) -> Result<(), StoreError> {
         let doc = encode(job)?;
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                "INSERT INTO bulk_jobs (tenant, id, version, running, finished_ms, doc)
+        self.execute(
+            "INSERT INTO bulk_jobs (tenant, id, version, running, finished_ms, doc)
                  VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .await
-            .map_err(unavailable)?;
-        client
-            .execute(
-                &stmt,
-                &[
-                    &job.tenant.as_str(),
-                    &job.id.to_string(),
-                    &(job.version as i64),
-                    &job.is_running(),
-                    &finished_ms(job),
-                    &doc,
-                ],
-            )
-            .await
-            .map_err(unavailable)?;
+            &[
+                &job.tenant.as_str(),
+                &job.id.to_string(),
+                &(job.version as i64),
+                &job.is_running(),
+                &finished_ms(job),
+                &doc,
+            ],
+        )
+        .await?;
         Ok(())
     }
 
     async fn job(&self, tenant: &TenantId, id: &BulkJobId) -> Result<Option<BulkJob>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("SELECT doc FROM bulk_jobs WHERE tenant = $1 AND id = $2")
-            .await
-            .map_err(unavailable)?;
-        let row = client
-            .query_opt(&stmt, &[&tenant.as_str(), &id.to_string()])
-            .await
-            .map_err(unavailable)?;
+        let row = self
+            .query_opt(
+                "SELECT doc FROM bulk_jobs WHERE tenant = $1 AND id = $2",
+                &[&tenant.as_str(), &id.to_string()],
+            )
+            .await?;
         row.map(|r| decode(r.get(0))).transpose()
     }
 
     async fn save_job(&self, job: &BulkJob, expected_version: u64) -> Result<(), StoreError> {
         let doc = encode(job)?;
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let changed = self
+            .execute(
                 "UPDATE bulk_jobs SET version = $3, running = $4, finished_ms = $5, doc = $6
                  WHERE tenant = $1 AND id = $2 AND version = $7",
-            )
-            .await
-            .map_err(unavailable)?;
-        let changed = client
-            .execute(
-                &stmt,
                 &[
                     &job.tenant.as_str(),
                     &job.id.to_string(),
@@ -80,8 +61,7 @@ impl BulkJobs for PgStore {
                     &(expected_version as i64),
                 ],
             )
-            .await
-            .map_err(unavailable)?;
+            .await?;
         match changed {
             1 => Ok(()),
             _ => Err(StoreError::Conflict),
@@ -90,15 +70,12 @@ impl BulkJobs for PgStore {
 
     /// Newest first is id order (ULIDs sort by time, and the column compares bytes).
     async fn jobs(&self, tenant: &TenantId) -> Result<Vec<BulkJob>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("SELECT doc FROM bulk_jobs WHERE tenant = $1 ORDER BY id DESC LIMIT $2")
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&tenant.as_str(), &(JOBS_LISTED as i64)])
-            .await
-            .map_err(unavailable)?;
+        let rows = self
+            .query(
+                "SELECT doc FROM bulk_jobs WHERE tenant = $1 ORDER BY id DESC LIMIT $2",
+                &[&tenant.as_str(), &(JOBS_LISTED as i64)],
+            )
+            .await?;
         rows.iter().map(|r| decode(r.get(0))).collect()
     }
 

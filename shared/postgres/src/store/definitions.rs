@@ -7,7 +7,6 @@ use boomerang_core::domain::{DefinitionName, TenantId};
 use boomerang_core::ports::{Definition, DefinitionKind, Definitions, StoreError};
 
 use super::codec::{decode, encode};
-use super::sql::unavailable;
 use super::PgStore;
 
 /// The `kind` column's value for a kind: words of the schema's own, not the kind's
@@ -29,21 +28,12 @@ impl<D: Definition> Definitions<D> for PgStore {
         doc: &D,
     ) -> Result<(), StoreError> {
         let doc = encode(doc)?;
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                "INSERT INTO definitions (tenant, kind, name, doc) VALUES ($1, $2, $3, $4)
+        self.execute(
+            "INSERT INTO definitions (tenant, kind, name, doc) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (tenant, kind, name) DO UPDATE SET doc = excluded.doc",
-            )
-            .await
-            .map_err(unavailable)?;
-        client
-            .execute(
-                &stmt,
-                &[&tenant.as_str(), &kind::<D>(), &name.as_str(), &doc],
-            )
-            .await
-            .map_err(unavailable)?;
+            &[&tenant.as_str(), &kind::<D>(), &name.as_str(), &doc],
+        )
+        .await?;
         Ok(())
     }
 
@@ -52,17 +42,12 @@ impl<D: Definition> Definitions<D> for PgStore {
         tenant: &TenantId,
         name: &DefinitionName,
     ) -> Result<Option<D>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let row = self
+            .query_opt(
                 "SELECT doc FROM definitions WHERE tenant = $1 AND kind = $2 AND name = $3",
+                &[&tenant.as_str(), &kind::<D>(), &name.as_str()],
             )
-            .await
-            .map_err(unavailable)?;
-        let row = client
-            .query_opt(&stmt, &[&tenant.as_str(), &kind::<D>(), &name.as_str()])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         row.map(|r| decode(r.get(0))).transpose()
     }
 
@@ -71,31 +56,23 @@ impl<D: Definition> Definitions<D> for PgStore {
         tenant: &TenantId,
         name: &DefinitionName,
     ) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("DELETE FROM definitions WHERE tenant = $1 AND kind = $2 AND name = $3")
-            .await
-            .map_err(unavailable)?;
-        let deleted = client
-            .execute(&stmt, &[&tenant.as_str(), &kind::<D>(), &name.as_str()])
-            .await
-            .map_err(unavailable)?;
+        let deleted = self
+            .execute(
+                "DELETE FROM definitions WHERE tenant = $1 AND kind = $2 AND name = $3",
+                &[&tenant.as_str(), &kind::<D>(), &name.as_str()],
+            )
+            .await?;
         Ok(deleted > 0)
     }
 
     async fn definitions(&self, tenant: &TenantId) -> Result<Vec<(DefinitionName, D)>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let rows = self
+            .query(
                 "SELECT name, doc FROM definitions WHERE tenant = $1 AND kind = $2
                  ORDER BY name",
+                &[&tenant.as_str(), &kind::<D>()],
             )
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&tenant.as_str(), &kind::<D>()])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         rows.iter()
             .map(|r| {
                 let name = DefinitionName::parse(r.get::<_, String>(0))

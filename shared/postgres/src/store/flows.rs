@@ -52,27 +52,63 @@ pub(super) struct Slots {
     pub(super) free: &'static str,
 }
 
+/// The statements of one kind of slots, on `$table` whose key column is `$key`.
+macro_rules! slots {
+    ($lock:literal, $table:literal, $key:literal) => {
+        Slots {
+            lock: $lock,
+            full: concat!(
+                "SELECT count(*) FILTER (WHERE holder <> $3 AND until_ms > $4) >= $5
+                        AND count(*) FILTER (WHERE holder = $3) = 0
+                 FROM ",
+                $table,
+                " WHERE tenant = $1 AND ",
+                $key,
+                " = $2"
+            ),
+            take: concat!(
+                "WITH expired AS (
+                     DELETE FROM ",
+                $table,
+                "
+                     WHERE tenant = $1 AND ",
+                $key,
+                " = $2 AND until_ms <= $4 AND holder <> $3
+                 ), held AS (
+                     SELECT count(*) FILTER (WHERE holder <> $3) AS others,
+                            count(*) FILTER (WHERE holder = $3) AS mine
+                     FROM ",
+                $table,
+                "
+                     WHERE tenant = $1 AND ",
+                $key,
+                " = $2 AND (until_ms > $4 OR holder = $3)
+                 )
+                 INSERT INTO ",
+                $table,
+                " (tenant, ",
+                $key,
+                ", holder, until_ms)
+                 SELECT $1, $2, $3, $5 FROM held WHERE mine > 0 OR others < $6
+                 ON CONFLICT (tenant, ",
+                $key,
+                ", holder) DO UPDATE SET until_ms = excluded.until_ms
+                 RETURNING 1"
+            ),
+            free: concat!(
+                "DELETE FROM ",
+                $table,
+                " WHERE tenant = $1 AND ",
+                $key,
+                " = $2 AND holder = $3"
+            ),
+        }
+    };
+}
+pub(super) use slots;
+
 /// A flow's slots: its parallelism.
-pub(super) const FLOW_SLOTS: Slots = Slots {
-    lock: "flow",
-    full: "SELECT count(*) FILTER (WHERE holder <> $3 AND until_ms > $4) >= $5
-                  AND count(*) FILTER (WHERE holder = $3) = 0
-           FROM flow_slots WHERE tenant = $1 AND key = $2",
-    take: "WITH expired AS (
-               DELETE FROM flow_slots
-               WHERE tenant = $1 AND key = $2 AND until_ms <= $4 AND holder <> $3
-           ), held AS (
-               SELECT count(*) FILTER (WHERE holder <> $3) AS others,
-                      count(*) FILTER (WHERE holder = $3) AS mine
-               FROM flow_slots
-               WHERE tenant = $1 AND key = $2 AND (until_ms > $4 OR holder = $3)
-           )
-           INSERT INTO flow_slots (tenant, key, holder, until_ms)
-           SELECT $1, $2, $3, $5 FROM held WHERE mine > 0 OR others < $6
-           ON CONFLICT (tenant, key, holder) DO UPDATE SET until_ms = excluded.until_ms
-           RETURNING 1",
-    free: "DELETE FROM flow_slots WHERE tenant = $1 AND key = $2 AND holder = $3",
-};
+pub(super) const FLOW_SLOTS: Slots = slots!("flow", "flow_slots", "key");
 
 impl PgStore {
     /// Takes one of `limit` slots of `slots` for (`tenant`, `key`): unless a read finds
@@ -281,22 +317,17 @@ impl FlowCounters for PgStore {
         key: &FlowKey,
         now: DateTime<Utc>,
     ) -> Result<Vec<AttemptRef>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let rows = self
+            .query(
                 "WITH taken AS (
                      DELETE FROM flow_waiting WHERE tenant = $1 AND key = $2
                      RETURNING task_id, attempt, until_ms
                  )
                  SELECT task_id, attempt FROM taken WHERE until_ms > $3
                  ORDER BY until_ms, task_id",
+                &[&tenant.as_str(), &key.as_str(), &ms(now)],
             )
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&tenant.as_str(), &key.as_str(), &ms(now)])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         rows.iter()
             .map(|r| attempt_of(tenant, r.get(0), r.get(1)))
             .collect()
@@ -307,9 +338,8 @@ impl FlowCounters for PgStore {
         tenant: &TenantId,
         now: DateTime<Utc>,
     ) -> Result<Vec<FlowFigures>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let rows = self
+            .query(
                 "SELECT key, sum(waiting)::bigint, sum(in_flight)::bigint FROM (
                      SELECT key, count(*) AS waiting, 0 AS in_flight FROM flow_waiting
                      WHERE tenant = $1 AND until_ms > $2 GROUP BY key
@@ -318,13 +348,9 @@ impl FlowCounters for PgStore {
                      WHERE tenant = $1 AND until_ms > $2 GROUP BY key
                  ) flows
                  GROUP BY key ORDER BY key",
+                &[&tenant.as_str(), &ms(now)],
             )
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&tenant.as_str(), &ms(now)])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         rows.iter()
             .map(|r| {
                 let key = FlowKey::parse(r.get::<_, String>(0))

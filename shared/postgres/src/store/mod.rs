@@ -40,6 +40,9 @@ use deadpool_postgres::Pool;
 use claims::{Claims, Owned};
 use writer::WriterHandle;
 
+/// A statement's parameters.
+pub(crate) type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
+
 /// The store: the pool, the writer, and this server's claims and owned work.
 pub struct PgStore {
     pub(crate) pool: Pool,
@@ -130,6 +133,42 @@ impl PgStore {
             }
             None => Ok(false),
         }
+    }
+
+    /// Runs one statement (prepared once per connection) on a pooled connection; how many
+    /// rows it changed.
+    pub(crate) async fn execute(&self, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(sql::unavailable)?;
+        client
+            .execute(&stmt, params)
+            .await
+            .map_err(sql::unavailable)
+    }
+
+    /// The rows of one statement, as [`Self::execute`] runs it.
+    pub(crate) async fn query(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(sql::unavailable)?;
+        client.query(&stmt, params).await.map_err(sql::unavailable)
+    }
+
+    /// The row of one statement, if any, as [`Self::execute`] runs it.
+    pub(crate) async fn query_opt(
+        &self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Option<tokio_postgres::Row>, StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(sql::unavailable)?;
+        client
+            .query_opt(&stmt, params)
+            .await
+            .map_err(sql::unavailable)
     }
 
     /// A connection from the pool (`Unavailable` when none comes within the wait).

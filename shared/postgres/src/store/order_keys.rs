@@ -77,18 +77,13 @@ impl OrderKeys for PgStore {
         tenant: &TenantId,
         key: &OrderKey,
     ) -> Result<Option<OrderEntry>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let row = self
+            .query_opt(
                 "SELECT seq, task_id, at_ms FROM order_places
                  WHERE tenant = $1 AND key = $2 ORDER BY seq LIMIT 1",
+                &[&tenant.as_str(), &key.as_str()],
             )
-            .await
-            .map_err(unavailable)?;
-        let row = client
-            .query_opt(&stmt, &[&tenant.as_str(), &key.as_str()])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         match row {
             Some(row) => entry(&row, 0),
             None => Ok(None),
@@ -126,15 +121,11 @@ impl OrderKeys for PgStore {
         let Ok(seq) = i64::try_from(seq) else {
             return Ok(());
         };
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("DELETE FROM order_places WHERE tenant = $1 AND key = $2 AND seq = $3")
-            .await
-            .map_err(unavailable)?;
-        client
-            .execute(&stmt, &[&tenant.as_str(), &key.as_str(), &seq])
-            .await
-            .map_err(unavailable)?;
+        self.execute(
+            "DELETE FROM order_places WHERE tenant = $1 AND key = $2 AND seq = $3",
+            &[&tenant.as_str(), &key.as_str(), &seq],
+        )
+        .await?;
         Ok(())
     }
 
@@ -149,9 +140,8 @@ impl OrderKeys for PgStore {
         // Every key is longer than the empty string: no cursor lists from the first.
         let after = after.map_or("", |k| k.as_str());
         let limit = limit.min(ORDER_KEYS_LISTED) as i64;
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let rows = self
+            .query(
                 "SELECT k.key,
                         (SELECT count(*) FROM order_places p
                          WHERE p.tenant = k.tenant AND p.key = k.key),
@@ -163,13 +153,9 @@ impl OrderKeys for PgStore {
                  ) head ON true
                  WHERE k.tenant = $1 AND k.key > $2
                  ORDER BY k.key LIMIT $3",
+                &[&tenant.as_str(), &after, &limit],
             )
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&tenant.as_str(), &after, &limit])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         rows.iter()
             .map(|row| {
                 Ok(OrderKeyState {

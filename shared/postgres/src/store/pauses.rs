@@ -36,28 +36,22 @@ impl FlowPauses for PgStore {
     }
 
     async fn flow_paused(&self, tenant: &TenantId, key: &FlowKey) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("SELECT 1 FROM paused_flows WHERE tenant = $1 AND key = $2")
-            .await
-            .map_err(unavailable)?;
-        let row = client
-            .query_opt(&stmt, &[&tenant.as_str(), &key.as_str()])
-            .await
-            .map_err(unavailable)?;
+        let row = self
+            .query_opt(
+                "SELECT 1 FROM paused_flows WHERE tenant = $1 AND key = $2",
+                &[&tenant.as_str(), &key.as_str()],
+            )
+            .await?;
         Ok(row.is_some())
     }
 
     async fn paused_flows(&self, tenant: &TenantId) -> Result<Vec<FlowKey>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("SELECT key FROM paused_flows WHERE tenant = $1 ORDER BY key")
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&tenant.as_str()])
-            .await
-            .map_err(unavailable)?;
+        let rows = self
+            .query(
+                "SELECT key FROM paused_flows WHERE tenant = $1 ORDER BY key",
+                &[&tenant.as_str()],
+            )
+            .await?;
         rows.iter()
             .map(|r| {
                 FlowKey::parse(r.get::<_, String>(0)).map_err(|e| StoreError::Corrupt(e.into()))

@@ -6,7 +6,6 @@ use boomerang_core::domain::{Schedule, ScheduleId, TenantId};
 use boomerang_core::ports::{SchedulePage, ScheduleStore, StoreError};
 
 use super::codec::{decode, encode};
-use super::sql::unavailable;
 use super::PgStore;
 
 #[async_trait]
@@ -14,25 +13,16 @@ impl ScheduleStore for PgStore {
     /// A schedule's id is new; were it taken, the unique key answers `Conflict`.
     async fn create_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
         let doc = encode(schedule)?;
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
-                "INSERT INTO schedules (tenant, id, version, doc) VALUES ($1, $2, $3, $4)",
-            )
-            .await
-            .map_err(unavailable)?;
-        client
-            .execute(
-                &stmt,
-                &[
-                    &schedule.tenant.as_str(),
-                    &schedule.id.to_string(),
-                    &(schedule.version as i64),
-                    &doc,
-                ],
-            )
-            .await
-            .map_err(unavailable)?;
+        self.execute(
+            "INSERT INTO schedules (tenant, id, version, doc) VALUES ($1, $2, $3, $4)",
+            &[
+                &schedule.tenant.as_str(),
+                &schedule.id.to_string(),
+                &(schedule.version as i64),
+                &doc,
+            ],
+        )
+        .await?;
         Ok(())
     }
 
@@ -41,15 +31,12 @@ impl ScheduleStore for PgStore {
         tenant: &TenantId,
         id: &ScheduleId,
     ) -> Result<Option<Schedule>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("SELECT doc FROM schedules WHERE tenant = $1 AND id = $2")
-            .await
-            .map_err(unavailable)?;
-        let row = client
-            .query_opt(&stmt, &[&tenant.as_str(), &id.to_string()])
-            .await
-            .map_err(unavailable)?;
+        let row = self
+            .query_opt(
+                "SELECT doc FROM schedules WHERE tenant = $1 AND id = $2",
+                &[&tenant.as_str(), &id.to_string()],
+            )
+            .await?;
         row.map(|r| decode(r.get(0))).transpose()
     }
 
@@ -61,17 +48,10 @@ impl ScheduleStore for PgStore {
         expected_version: u64,
     ) -> Result<(), StoreError> {
         let doc = encode(schedule)?;
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let changed = self
+            .execute(
                 "UPDATE schedules SET version = $3, doc = $4
                  WHERE tenant = $1 AND id = $2 AND version = $5",
-            )
-            .await
-            .map_err(unavailable)?;
-        let changed = client
-            .execute(
-                &stmt,
                 &[
                     &schedule.tenant.as_str(),
                     &schedule.id.to_string(),
@@ -80,8 +60,7 @@ impl ScheduleStore for PgStore {
                     &(expected_version as i64),
                 ],
             )
-            .await
-            .map_err(unavailable)?;
+            .await?;
         match changed {
             1 => Ok(()),
             _ => Err(StoreError::Conflict),
@@ -93,15 +72,12 @@ impl ScheduleStore for PgStore {
         tenant: &TenantId,
         id: &ScheduleId,
     ) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("DELETE FROM schedules WHERE tenant = $1 AND id = $2")
-            .await
-            .map_err(unavailable)?;
-        let deleted = client
-            .execute(&stmt, &[&tenant.as_str(), &id.to_string()])
-            .await
-            .map_err(unavailable)?;
+        let deleted = self
+            .execute(
+                "DELETE FROM schedules WHERE tenant = $1 AND id = $2",
+                &[&tenant.as_str(), &id.to_string()],
+            )
+            .await?;
         Ok(deleted > 0)
     }
 
@@ -116,19 +92,14 @@ impl ScheduleStore for PgStore {
         // depend on a collation.
         let after = cursor.map(|c| c.to_string());
         let rows = i64::from(limit) + 1;
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let rows = self
+            .query(
                 "SELECT doc FROM schedules
                  WHERE tenant = $1 AND ($2::text IS NULL OR id < $2)
                  ORDER BY id DESC LIMIT $3",
+                &[&tenant.as_str(), &after, &rows],
             )
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&tenant.as_str(), &after, &rows])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         let schedules = rows
             .iter()
             .map(|r| decode(r.get(0)))

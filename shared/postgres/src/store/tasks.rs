@@ -22,15 +22,12 @@ impl TaskStore for PgStore {
     }
 
     async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached("SELECT doc FROM tasks WHERE id = $1 AND tenant = $2")
-            .await
-            .map_err(unavailable)?;
-        let row = client
-            .query_opt(&stmt, &[&id.to_string(), &tenant.as_str()])
-            .await
-            .map_err(unavailable)?;
+        let row = self
+            .query_opt(
+                "SELECT doc FROM tasks WHERE id = $1 AND tenant = $2",
+                &[&id.to_string(), &tenant.as_str()],
+            )
+            .await?;
         let task: Option<Task> = row.map(|r| decode(r.get(0))).transpose()?;
         Ok(task.map(|t| self.claims.overlay(t)))
     }
@@ -93,18 +90,13 @@ impl TaskStore for PgStore {
         tenant: &TenantId,
         id: &TaskId,
     ) -> Result<Vec<AttemptRecord>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let rows = self
+            .query(
                 "SELECT a.doc FROM attempts a JOIN tasks t ON t.id = a.task_id
                  WHERE a.task_id = $1 AND t.tenant = $2 ORDER BY a.number",
+                &[&id.to_string(), &tenant.as_str()],
             )
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&id.to_string(), &tenant.as_str()])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         rows.iter().map(|r| decode(r.get(0))).collect()
     }
 
@@ -184,18 +176,13 @@ pub(crate) fn pending_rows(rows: &[tokio_postgres::Row]) -> Vec<PendingWork> {
 #[async_trait]
 impl SweepIndex for PgStore {
     async fn due(&self, cutoff: DateTime<Utc>, limit: usize) -> Result<DueWork, StoreError> {
-        let client = self.client().await?;
-        let stmt = client
-            .prepare_cached(
+        let rows = self
+            .query(
                 "SELECT tenant, id, attempt, due_kind, due_ms FROM tasks
                  WHERE due_ms <= $1 ORDER BY due_ms LIMIT $2",
+                &[&ms(cutoff), &(limit as i64)],
             )
-            .await
-            .map_err(unavailable)?;
-        let rows = client
-            .query(&stmt, &[&ms(cutoff), &(limit as i64)])
-            .await
-            .map_err(unavailable)?;
+            .await?;
         // A claimed task's pending work is its lease's end, which only memory knows.
         let mut due: Vec<PendingWork> = pending_rows(&rows)
             .into_iter()
