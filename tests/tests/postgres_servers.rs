@@ -425,3 +425,131 @@ async fn dropped_database_connections_make_the_server_unready_until_they_come_ba
         "connections cut: unready after {unready_after:?}; healed: ready after {ready_after:?}"
     );
 }
+
+/// The tasks table held locked for 8 s by another session (as a `VACUUM FULL` or an
+/// `ALTER TABLE` holds it), the server on a pool of 3 and a 2 s statement timeout:
+/// registrations meanwhile wait at most about that long and are answered 503 with
+/// Retry-After, none half-written; `/readyz` says 503 (its probe reads the table); once
+/// the lock goes, the server is ready again by itself, its work intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_table_times_statements_out_into_503s_until_it_is_released() {
+    let url = boomerang_e2e::fresh_database();
+    let mut options = ServerOptions::on(Backend::Postgres);
+    options.database_url = Some(url.clone());
+    options.extra_args = ["--database-pool", "3", "--database-timeout", "2s"]
+        .map(String::from)
+        .into();
+    let server = Server::start(options);
+    let rx = Receiver::always(200).await;
+    wait_for("ready", WAIT, || async {
+        (readyz(&server).await == 200).then_some(())
+    })
+    .await;
+    let before = server
+        .register(&callback(rx.url("/before")).delay("15s"))
+        .await;
+
+    let lock = boomerang_postgres::testing::TableLock::take(&url, "tasks").await;
+    let locked = Instant::now();
+    // More registrations at once than the pool has connections.
+    let answers = futures_util::future::join_all((0..12).map(|i| {
+        server
+            .request(reqwest::Method::POST, "/v1/tasks")
+            .json(&serde_json::json!({"url": rx.url(&format!("/during/{i}"))}))
+            .send()
+    }))
+    .await;
+    let answered_within = locked.elapsed();
+    for answer in answers {
+        let answer = answer.expect("an answer, not a dropped connection");
+        assert_eq!(answer.status().as_u16(), 503, "a registration while locked");
+        assert!(
+            answer.headers().contains_key("retry-after"),
+            "503 without Retry-After"
+        );
+    }
+    wait_for("unready", WAIT, || async {
+        (readyz(&server).await == 503).then_some(())
+    })
+    .await;
+    let unready_after = locked.elapsed();
+    tokio::time::sleep(Duration::from_secs(8).saturating_sub(locked.elapsed())).await;
+
+    lock.release().await;
+    let released = Instant::now();
+    wait_for("ready again", WAIT, || async {
+        (readyz(&server).await == 200).then_some(())
+    })
+    .await;
+    let ready_after = released.elapsed();
+    let after = server.register(&callback(rx.url("/after"))).await;
+    server.wait_status(&after.id, Status::Succeeded, WAIT).await;
+    server
+        .wait_status(&before.id, Status::Succeeded, WAIT)
+        .await;
+    // A refused registration would have been due at once, before both of these.
+    let during = rx
+        .received()
+        .iter()
+        .filter(|r| r.path.starts_with("/during"))
+        .count();
+    assert_eq!((rx.count("/before"), rx.count("/after"), during), (1, 1, 0));
+    println!(
+        "tasks locked: 12 registrations answered 503 within {answered_within:?}, unready after {unready_after:?}; released: ready after {ready_after:?}"
+    );
+}
+
+/// The database reached over TLS, its certificate checked: with `sslmode=verify-full` and
+/// the certificate's root in `sslrootcert` (as libpq takes it) the server works (the database refuses plain
+/// connections); without that root, or without TLS, it will not start, and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_database_over_verified_tls() {
+    let cluster = tokio::task::spawn_blocking(boomerang_postgres::testing::Cluster::start_with_tls)
+        .await
+        .unwrap();
+    let root = cluster.root_cert().display().to_string();
+    let rx = Receiver::always(200).await;
+    let mut options = ServerOptions::on(Backend::Postgres);
+    options.database_url = Some(format!(
+        "{}?sslmode=verify-full&sslrootcert={root}",
+        cluster.url()
+    ));
+    let server = Server::start(options);
+    let task = server.register(&callback(rx.url("/tls"))).await;
+    server.wait_status(&task.id, Status::Succeeded, WAIT).await;
+    assert_eq!(readyz(&server).await, 200);
+
+    let unverified = tokio::task::spawn_blocking({
+        let url = format!("{}?sslmode=verify-full", cluster.url());
+        move || start_refused(&url)
+    });
+    let plain = tokio::task::spawn_blocking({
+        let url = format!("{}?sslmode=disable", cluster.url());
+        move || start_refused(&url)
+    });
+    let (unverified, plain) = (unverified.await.unwrap(), plain.await.unwrap());
+    assert_ne!(unverified.code, 0, "{unverified:?}");
+    assert!(
+        unverified.stderr.to_lowercase().contains("certificate"),
+        "{unverified:?}"
+    );
+    assert_ne!(plain.code, 0, "{plain:?}");
+    assert!(plain.stderr.contains("no encryption"), "{plain:?}");
+}
+
+/// `serve` on the database at `url`, trusting the platform's roots only (the test
+/// cluster's own certificate is not among them): what it printed when it stopped.
+fn start_refused(url: &str) -> boomerang_e2e::CliRun {
+    let args = [
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--backend",
+        "postgres",
+        "--database-url",
+        url,
+        "--api-key",
+        "a-key-for-a-server-that-never-starts",
+    ];
+    run_cli(&args, &[("PGSSLROOTCERT", "")])
+}

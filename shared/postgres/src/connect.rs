@@ -51,7 +51,8 @@ pub enum ConnectError {
 
 /// The pool for `settings`. No connection is opened yet: the first use opens one.
 pub fn pool(settings: &PgSettings) -> Result<Pool, ConnectError> {
-    let mut config = config_of(&settings.url)?;
+    let (url, root_cert) = without_root_cert(&settings.url);
+    let mut config = config_of(&url)?;
     config
         .connect_timeout(settings.connect_timeout)
         .keepalives(true)
@@ -64,7 +65,7 @@ pub fn pool(settings: &PgSettings) -> Result<Pool, ConnectError> {
         ));
     let manager = Manager::from_config(
         config,
-        Tls(tls()?),
+        Tls(tls(root_cert)?),
         ManagerConfig {
             // A connection a failover reset is found out by its next statement, which
             // fails with "unavailable" and is tried again on a new one.
@@ -121,16 +122,39 @@ fn from_env() -> Result<tokio_postgres::Config, ConnectError> {
     Ok(config)
 }
 
-/// TLS with the platform's roots, plus those in `PGSSLROOTCERT` if set.
-fn tls() -> Result<MakeRustlsConnect, ConnectError> {
+/// The URL without its `sslrootcert` parameter (libpq's, which the URL parser here does
+/// not take), and that parameter's value: the URL of a database's own documentation
+/// (`…?sslmode=verify-full&sslrootcert=/certs/global-bundle.pem`) works as it is.
+fn without_root_cert(url: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None);
+    };
+    let mut root_cert = None;
+    let mut kept = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+        if name == "sslrootcert" {
+            root_cert = Some(value.into_owned());
+        } else {
+            kept.append_pair(&name, &value);
+        }
+    }
+    let kept = kept.finish();
+    match root_cert {
+        None => (url.to_string(), None),
+        Some(path) if kept.is_empty() => (base.to_string(), Some(path)),
+        Some(path) => (format!("{base}?{kept}"), Some(path)),
+    }
+}
+
+/// TLS with the platform's roots, or only those in `root_cert` (the URL's `sslrootcert`)
+/// or else `PGSSLROOTCERT`, when set.
+fn tls(root_cert: Option<String>) -> Result<MakeRustlsConnect, ConnectError> {
     let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ConnectError::Tls(e.to_string()))?;
-    let config = match std::env::var("PGSSLROOTCERT")
-        .ok()
-        .filter(|p| !p.is_empty())
-    {
+    let root_cert = root_cert.or_else(|| std::env::var("PGSSLROOTCERT").ok());
+    let config = match root_cert.filter(|p| !p.is_empty()) {
         Some(path) => {
             let pem = std::fs::read(&path).map_err(|source| ConnectError::RootCert {
                 path: path.clone(),
@@ -180,4 +204,34 @@ fn rustls_pemfile_certs(pem: &[u8]) -> Vec<rustls::pki_types::CertificateDer<'st
     rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .filter_map(Result::ok)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_root_cert;
+
+    #[test]
+    fn the_urls_sslrootcert_is_taken_out_and_the_rest_kept() {
+        assert_eq!(
+            without_root_cert(
+                "postgres://u@h/db?sslmode=verify-full&sslrootcert=%2Fcerts%2Fca.pem"
+            ),
+            (
+                "postgres://u@h/db?sslmode=verify-full".to_string(),
+                Some("/certs/ca.pem".to_string())
+            )
+        );
+        assert_eq!(
+            without_root_cert("postgres://u@h/db?sslrootcert=/ca.pem"),
+            ("postgres://u@h/db".to_string(), Some("/ca.pem".to_string()))
+        );
+        assert_eq!(
+            without_root_cert("postgres://u@h/db?sslmode=require"),
+            ("postgres://u@h/db?sslmode=require".to_string(), None)
+        );
+        assert_eq!(
+            without_root_cert("host=h dbname=db"),
+            ("host=h dbname=db".to_string(), None)
+        );
+    }
 }

@@ -72,7 +72,19 @@ impl Cluster {
     /// A new cluster, running, with a database `boomerang` made in it (see [`Cluster::url`]).
     /// It fsyncs (as production would); its `initdb` does not, to start sooner.
     pub fn start() -> Cluster {
-        let instance = Instance::start(&PRIVATE);
+        Self::start_with(&PRIVATE)
+    }
+
+    /// A cluster as [`Cluster::start`] makes it, whose database `boomerang` is reached only
+    /// over TLS (plain connections to it are refused), with a certificate for `127.0.0.1`
+    /// and `localhost` that is its own root: [`Cluster::root_cert`]. Its `postgres`
+    /// database, the tests' own way in, stays plain.
+    pub fn start_with_tls() -> Cluster {
+        Self::start_with(&PRIVATE_TLS)
+    }
+
+    fn start_with(settings: &Settings) -> Cluster {
+        let instance = Instance::start(settings);
         let admin = instance.admin_url();
         run_async(async move {
             let client = connect(&admin).await;
@@ -89,6 +101,12 @@ impl Cluster {
     /// stops and starts.
     pub fn url(&self) -> String {
         self.url.clone()
+    }
+
+    /// The PEM file of the certificate a [`Cluster::start_with_tls`] cluster presents, to
+    /// trust it by (`PGSSLROOTCERT`).
+    pub fn root_cert(&self) -> PathBuf {
+        self.instance.data().join(CERT_FILE)
     }
 
     /// The loopback port it listens on, the same across stops and starts.
@@ -138,19 +156,33 @@ impl Drop for Cluster {
 struct Settings {
     max_connections: u32,
     shared_buffers: &'static str,
+    /// Its database `boomerang` only over TLS.
+    tls: bool,
 }
 
 /// The test process's own shared cluster: many tests' pools at once.
 const SHARED: Settings = Settings {
     max_connections: 500,
     shared_buffers: "128MB",
+    tls: false,
 };
 
 /// A test's private cluster: small, to start fast.
 const PRIVATE: Settings = Settings {
     max_connections: 200,
     shared_buffers: "16MB",
+    tls: false,
 };
+
+/// A private cluster that takes its database `boomerang` only over TLS.
+const PRIVATE_TLS: Settings = Settings {
+    tls: true,
+    ..PRIVATE
+};
+
+/// The server's certificate and key, in its data directory.
+const CERT_FILE: &str = "server.crt";
+const KEY_FILE: &str = "server.key";
 
 /// One cluster: its directory, its port, and the watchdog that removes it if this process
 /// goes first.
@@ -267,6 +299,47 @@ impl Instance {
             .open(self.data().join("postgresql.conf"))
             .and_then(|mut file| file.write_all(conf.as_bytes()))
             .expect("cannot write postgresql.conf");
+        if settings.tls {
+            self.require_tls();
+        }
+    }
+
+    /// A certificate for loopback, TLS on, and `boomerang` refused without it.
+    fn require_tls(&self) {
+        let rcgen::CertifiedKey { cert, signing_key } =
+            rcgen::generate_simple_self_signed(["127.0.0.1".to_string(), "localhost".into()])
+                .expect("a self-signed certificate");
+        self.write_private(CERT_FILE, cert.pem().as_bytes());
+        self.write_private(KEY_FILE, signing_key.serialize_pem().as_bytes());
+        let conf =
+            format!("ssl = on\nssl_cert_file = '{CERT_FILE}'\nssl_key_file = '{KEY_FILE}'\n");
+        OpenOptions::new()
+            .append(true)
+            .open(self.data().join("postgresql.conf"))
+            .and_then(|mut file| file.write_all(conf.as_bytes()))
+            .expect("cannot write postgresql.conf");
+        // The first matching line decides: these go before initdb's.
+        let hba = self.data().join("pg_hba.conf");
+        let initdb_lines = std::fs::read_to_string(&hba).expect("cannot read pg_hba.conf");
+        let lines = format!(
+            "hostssl boomerang all 127.0.0.1/32 trust\n\
+             hostnossl boomerang all 127.0.0.1/32 reject\n\
+             {initdb_lines}"
+        );
+        std::fs::write(&hba, lines).expect("cannot write pg_hba.conf");
+    }
+
+    /// A file in the data directory that only the cluster's owner reads (PostgreSQL
+    /// refuses a key that others may read).
+    fn write_private(&self, name: &str, contents: &[u8]) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.data().join(name);
+        std::fs::write(&path, contents)
+            .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)))
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        if let Some(user) = &self.owner {
+            give_to(&path, user);
+        }
     }
 
     /// `pg_ctl start` on `self.port`, waiting until it accepts connections.
@@ -444,6 +517,35 @@ rm -rf "$dir""#;
 }
 
 /// Creates `t_<ulid>` on the cluster `admin` is a superuser's URL of; its URL.
+/// A table locked against every other session (`ACCESS EXCLUSIVE`, as a `VACUUM FULL` or
+/// an `ALTER TABLE` takes it) until [`TableLock::release`]: what the server sees when an
+/// operator's maintenance holds its table.
+pub struct TableLock {
+    client: tokio_postgres::Client,
+}
+
+impl TableLock {
+    /// Takes the lock on `table` in the database at `url`; returns once it is held.
+    pub async fn take(url: &str, table: &str) -> TableLock {
+        let client = connect(url).await;
+        client
+            .batch_execute(&format!(
+                "BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("cannot lock {table} on {url}: {e}"));
+        TableLock { client }
+    }
+
+    /// Ends the transaction that holds the lock.
+    pub async fn release(self) {
+        self.client
+            .batch_execute("ROLLBACK")
+            .await
+            .expect("the lock's transaction rolled back");
+    }
+}
+
 async fn create_database(admin: &str) -> String {
     let name = format!("t_{}", ulid::Ulid::new().to_string().to_lowercase());
     let client = connect(admin).await;
@@ -577,15 +679,20 @@ fn temp_dir(owner: Option<&str>) -> PathBuf {
     ));
     std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
     if let Some(user) = owner {
-        let uid = id(&["-u", user]).parse().expect("a uid");
-        let gid = id(&["-g", user]).parse().expect("a gid");
-        std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
-            .unwrap_or_else(|e| panic!("cannot give {} to {user}: {e}", dir.display()));
+        give_to(&dir, user);
     }
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
         .unwrap_or_else(|e| panic!("cannot set {}'s mode: {e}", dir.display()));
     dir
+}
+
+/// Makes `user` the owner of `path`.
+fn give_to(path: &Path, user: &str) {
+    let uid = id(&["-u", user]).parse().expect("a uid");
+    let gid = id(&["-g", user]).parse().expect("a gid");
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        .unwrap_or_else(|e| panic!("cannot give {} to {user}: {e}", path.display()));
 }
 
 fn free_port() -> u16 {

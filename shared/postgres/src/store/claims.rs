@@ -114,8 +114,11 @@ impl Owned {
         lock(&self.0).contains_key(id)
     }
 
-    /// The kept document of `id`, taken (the next read goes to the table).
-    pub fn take_doc(&self, id: &TaskId) -> Option<Task> {
-        lock(&self.0).get_mut(id).and_then(Option::take)
+    /// The kept document of `id`. It stays kept until this server writes the task again
+    /// (or gives its work up): an attempt that waits in its destination's queue reads it
+    /// twice, once on arrival and once when its turn comes. It may lag a write by another
+    /// server; the claim, checked against the table, finds that out.
+    pub fn doc(&self, id: &TaskId) -> Option<Task> {
+        lock(&self.0).get(id).and_then(Clone::clone)
     }
 }

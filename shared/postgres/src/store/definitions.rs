@@ -34,6 +34,9 @@ impl<D: Definition> Definitions<D> for PgStore {
             &[&tenant.as_str(), &kind::<D>(), &name.as_str(), &doc],
         )
         .await?;
+        // After the write: a read that raced it may have noted the old document.
+        self.definition_cache
+            .forget(tenant.as_str(), kind::<D>(), name.as_str());
         Ok(())
     }
 
@@ -42,13 +45,23 @@ impl<D: Definition> Definitions<D> for PgStore {
         tenant: &TenantId,
         name: &DefinitionName,
     ) -> Result<Option<D>, StoreError> {
-        let row = self
-            .query_opt(
-                "SELECT doc FROM definitions WHERE tenant = $1 AND kind = $2 AND name = $3",
-                &[&tenant.as_str(), &kind::<D>(), &name.as_str()],
-            )
-            .await?;
-        row.map(|r| decode(r.get(0))).transpose()
+        let key = (tenant.as_str(), kind::<D>(), name.as_str());
+        let doc = match self.definition_cache.get(key.0, key.1, key.2) {
+            Some(doc) => doc,
+            None => {
+                let read_at = std::time::Instant::now();
+                let doc: Option<String> = self
+                    .query_opt(
+                        "SELECT doc FROM definitions WHERE tenant = $1 AND kind = $2 AND name = $3",
+                        &[&key.0, &key.1, &key.2],
+                    )
+                    .await?
+                    .map(|r| r.get(0));
+                self.definition_cache.put(key, doc.clone(), read_at);
+                doc
+            }
+        };
+        doc.as_deref().map(decode).transpose()
     }
 
     async fn delete_definition(
@@ -62,6 +75,8 @@ impl<D: Definition> Definitions<D> for PgStore {
                 &[&tenant.as_str(), &kind::<D>(), &name.as_str()],
             )
             .await?;
+        self.definition_cache
+            .forget(tenant.as_str(), kind::<D>(), name.as_str());
         Ok(deleted > 0)
     }
 

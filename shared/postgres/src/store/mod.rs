@@ -6,18 +6,21 @@
 //! ([`writer`]), which commits whatever is waiting in one transaction of multi-row
 //! statements; everything else is one statement (or one short transaction) of its own.
 //!
-//! Claims of an attempt are held in this server's memory ([`claims`]): only the server
-//! that owns a row's pending work loads it (see the crate's docs), so no other server
-//! calls it meanwhile, and a crash forgets the claim (the attempt runs again after the
-//! take-over, at-least-once).
+//! Claims of an attempt are held in this server's memory ([`claims`]), once a read of the
+//! row ([`claim_checks`], outside the writer's transactions) has found it unchanged and
+//! still this server's: only the server that owns a row's pending work loads it (see the
+//! crate's docs), so no other server calls it meanwhile, and a crash forgets the claim
+//! (the attempt runs again after the take-over, at-least-once).
 //!
 //! [`Task::pending_work`]: boomerang_core::domain::Task::pending_work
 
 mod breakers;
 mod bulk_jobs;
+mod claim_checks;
 pub(crate) mod claims;
 pub(crate) mod codec;
 mod dead_letters;
+mod definition_cache;
 mod definitions;
 mod destination_slots;
 mod flows;
@@ -37,7 +40,9 @@ use boomerang_core::metrics::Metrics;
 use boomerang_core::ports::StoreError;
 use deadpool_postgres::Pool;
 
+use claim_checks::ClaimChecks;
 use claims::{Claims, Owned};
+use definition_cache::DefinitionCache;
 use writer::WriterHandle;
 
 /// A statement's parameters.
@@ -47,8 +52,10 @@ pub(crate) type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)]
 pub struct PgStore {
     pub(crate) pool: Pool,
     pub(crate) writer: WriterHandle,
+    pub(crate) claim_checks: ClaimChecks,
     pub(crate) claims: Claims,
     pub(crate) owned: Owned,
+    pub(crate) definition_cache: DefinitionCache,
     /// This server's id, as written in the rows it owns.
     pub(crate) server: String,
     /// A task written with its next work due within this is left with this server, whose
@@ -69,11 +76,14 @@ impl PgStore {
             horizon,
             metrics,
         );
+        let claim_checks = ClaimChecks::spawn(pool.clone(), claims.clone(), server.clone());
         Self {
             pool,
             writer,
+            claim_checks,
             claims,
             owned,
+            definition_cache: DefinitionCache::default(),
             server,
             horizon,
         }
@@ -176,12 +186,16 @@ impl PgStore {
         self.pool.get().await.map_err(sql::pool_unavailable)
     }
 
-    /// Writes the readiness probe's row: the database takes a write.
+    /// Writes the readiness probe's row: the database takes a write, and the tasks
+    /// table can be read (it waits, and then times out, while another session holds the
+    /// table locked, as a `VACUUM FULL` or an `ALTER TABLE` does).
     pub async fn probe_write(&self) -> Result<(), StoreError> {
         let client = self.client().await?;
         client
             .execute(
-                "INSERT INTO ready_probe (id, at) VALUES (1, now())
+                "WITH tasks_readable AS (SELECT 1 FROM tasks LIMIT 1)
+                 INSERT INTO ready_probe (id, at) SELECT 1, now()
+                 WHERE (SELECT count(*) FROM tasks_readable) >= 0
                  ON CONFLICT (id) DO UPDATE SET at = excluded.at",
                 &[],
             )

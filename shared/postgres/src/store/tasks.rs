@@ -38,14 +38,14 @@ impl TaskStore for PgStore {
         if let Some(claim) = self.claims.get(id) {
             return Ok(Some(claim.task));
         }
-        match self.owned.take_doc(id) {
+        match self.owned.doc(id) {
             Some(task) if &task.tenant == tenant => Ok(Some(task)),
             _ => self.get(tenant, id).await,
         }
     }
 
     async fn claim(&self, claimed: &Task, expected_version: u64) -> Result<(), StoreError> {
-        self.writer.claim(claimed, expected_version).await
+        self.claim_checks.claim(claimed, expected_version).await
     }
 
     async fn update(&self, task: &Task, expected_version: u64) -> Result<(), StoreError> {

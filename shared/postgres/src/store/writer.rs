@@ -36,13 +36,6 @@ pub(crate) enum Write {
         row: TaskRow,
         reply: oneshot::Sender<Result<CreateOutcome, StoreError>>,
     },
-    /// An attempt claimed in memory, if the task's stored version is still `expected`
-    /// (checked in the table: a write by another server since this one read it wins).
-    Claim {
-        task: Box<Task>,
-        expected: u64,
-        reply: oneshot::Sender<Result<(), StoreError>>,
-    },
     /// The task replaced if its stored version is `expected`, with an attempt record
     /// written beside it (only if the task is).
     Update {
@@ -57,9 +50,7 @@ pub(crate) enum Write {
 impl Write {
     fn id(&self) -> TaskId {
         match self {
-            Write::Create { task, .. } | Write::Update { task, .. } | Write::Claim { task, .. } => {
-                task.id
-            }
+            Write::Create { task, .. } | Write::Update { task, .. } => task.id,
         }
     }
 }
@@ -134,16 +125,6 @@ impl WriterHandle {
         answer.await.map_err(|_| stopped())?
     }
 
-    pub async fn claim(&self, claimed: &Task, expected: u64) -> Result<(), StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Write::Claim {
-            task: Box::new(claimed.clone()),
-            expected,
-            reply,
-        })?;
-        answer.await.map_err(|_| stopped())?
-    }
-
     fn send(&self, write: Write) -> Result<(), StoreError> {
         self.tx.send(write).map_err(|_| stopped())
     }
@@ -190,7 +171,6 @@ async fn run(shared: Arc<Shared>) {
 struct Batch {
     creates: Vec<Create>,
     updates: Vec<Update>,
-    claims: Vec<Claim>,
 }
 
 /// A new task, the owner its row gets, and whom to answer.
@@ -200,9 +180,6 @@ type Create = (
     Option<String>,
     oneshot::Sender<Result<CreateOutcome, StoreError>>,
 );
-
-/// A claim to check: the task as claimed, the version it was read at, and whom to answer.
-type Claim = (Box<Task>, u64, oneshot::Sender<Result<(), StoreError>>);
 
 struct Update {
     task: Box<Task>,
@@ -221,7 +198,6 @@ impl Batch {
         let mut batch = Batch {
             creates: Vec::new(),
             updates: Vec::new(),
-            claims: Vec::new(),
         };
         for write in writes {
             match write {
@@ -246,19 +222,6 @@ impl Batch {
                     }),
                     Err(e) => drop(reply.send(Err(e))),
                 },
-                Write::Claim {
-                    task,
-                    expected,
-                    reply,
-                } => match shared.claims.stored_version(&task.id, expected) {
-                    // Claimed here already, at this version: the table holds the older.
-                    Ok(stored) if stored != expected => {
-                        let claimed = shared.claims.claim(*task, expected);
-                        drop(reply.send(claimed));
-                    }
-                    Ok(_) => batch.claims.push((task, expected, reply)),
-                    Err(e) => drop(reply.send(Err(e))),
-                },
             }
         }
         batch.creates.sort_by(|a, b| a.1.id.cmp(&b.1.id));
@@ -267,7 +230,7 @@ impl Batch {
     }
 
     fn len(&self) -> usize {
-        self.creates.len() + self.updates.len() + self.claims.len()
+        self.creates.len() + self.updates.len()
     }
 
     fn fail_all(self, e: impl Fn() -> StoreError) {
@@ -276,9 +239,6 @@ impl Batch {
         }
         for u in self.updates {
             let _ = u.reply.send(Err(e()));
-        }
-        for (_, _, reply) in self.claims {
-            let _ = reply.send(Err(e()));
         }
     }
 }
@@ -289,9 +249,37 @@ struct Outcome {
     existing: Vec<Option<String>>,
     /// The ids of the updates that matched their version.
     updated: HashSet<String>,
-    /// The ids of the claims whose task is still at the version claimed.
-    current: HashSet<String>,
 }
+
+const INSERT_TASKS: &str =
+    "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
+                 due_kind, due_ms, business_key, finished_ms, owner, doc)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[],
+                 $5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[],
+                 $11::text[], $12::text[])
+             ON CONFLICT DO NOTHING
+             RETURNING id";
+
+const UPDATE_TASKS: &str = "WITH updated AS (
+                 UPDATE tasks t SET status = v.status, version = v.version,
+                     attempt = v.attempt, due_kind = v.due_kind, due_ms = v.due_ms,
+                     finished_ms = v.finished_ms, owner = v.owner,
+                     business_key = v.business_key, doc = v.doc
+                 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::int[],
+                     $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[],
+                     $11::text[])
+                   AS v(id, expected, status, version, attempt, due_kind, due_ms,
+                        finished_ms, owner, business_key, doc)
+                 WHERE t.id = v.id AND t.version = v.expected
+                 RETURNING t.id
+             ), recorded AS (
+                 INSERT INTO attempts (task_id, number, doc)
+                 SELECT a.task_id, a.number, a.doc
+                 FROM unnest($12::text[], $13::int[], $14::text[]) AS a(task_id, number, doc)
+                 JOIN updated ON updated.id = a.task_id
+                 ON CONFLICT (task_id, number) DO UPDATE SET doc = excluded.doc
+             )
+             SELECT id FROM updated";
 
 async fn commit(shared: &Shared, writes: Vec<Write>) {
     let started = Instant::now();
@@ -299,7 +287,7 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
     if batch.len() == 0 {
         return;
     }
-    let mut client = match shared.pool.get().await {
+    let client = match shared.pool.get().await {
         Ok(client) => client,
         Err(e) => {
             let message = e.to_string();
@@ -307,17 +295,25 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
         }
     };
     let result = async {
-        let tx = client.transaction().await?;
-        let existing = insert_tasks(&tx, &batch).await?;
-        let updated = update_tasks(&tx, &batch).await?;
-        put_attempts(&tx, &batch, &updated).await?;
-        let current = current_versions(&tx, &batch, &shared.server).await?;
-        tx.commit().await?;
-        Ok::<_, tokio_postgres::Error>(Outcome {
-            existing,
-            updated,
-            current,
-        })
+        // The statements are prepared first (once per connection), so that each of the
+        // next is sent at its first poll, in order.
+        if !batch.creates.is_empty() {
+            client.prepare_cached(INSERT_TASKS).await?;
+        }
+        if !batch.updates.is_empty() {
+            client.prepare_cached(UPDATE_TASKS).await?;
+        }
+        // The whole transaction sent at once (pipelined on the one connection): one round
+        // trip, not one per statement. The writes touch different rows (one write per task
+        // in a transaction). Should one fail, the transaction is aborted and its COMMIT
+        // rolls it back; that write's error fails the batch.
+        let (_, existing, updated, _) = tokio::try_join!(
+            client.batch_execute(begin(&batch)),
+            insert_tasks(&client, &batch),
+            update_tasks(&client, &batch),
+            client.batch_execute("COMMIT"),
+        )?;
+        Ok::<_, tokio_postgres::Error>(Outcome { existing, updated })
     }
     .await;
     match result {
@@ -340,10 +336,25 @@ fn pool_unavailable_msg(message: &str) -> StoreError {
     StoreError::Unavailable(message.to_string().into())
 }
 
+/// A transaction of attempts' outcomes only commits without waiting for the log's flush
+/// to disk: nobody was promised them, and a database crash that loses the last of them
+/// (at most `wal_writer_delay`, 200 ms by default) only repeats those calls, as
+/// at-least-once allows. The log is written in order, so whatever any later
+/// transaction's flush makes durable (a registration, a cancel) includes them. Any
+/// transaction with a registration or another change in it waits for the flush.
+fn begin(batch: &Batch) -> &'static str {
+    let outcomes_only =
+        batch.creates.is_empty() && batch.updates.iter().all(|u| u.attempt.is_some());
+    match outcomes_only {
+        true => "BEGIN; SET LOCAL synchronous_commit = off",
+        false => "BEGIN",
+    }
+}
+
 /// Inserts the new tasks; per create, the existing task's document where its idempotency
 /// key (or id) was taken.
 async fn insert_tasks(
-    tx: &deadpool_postgres::Transaction<'_>,
+    client: &deadpool_postgres::ClientWrapper,
     batch: &Batch,
 ) -> Result<Vec<Option<String>>, tokio_postgres::Error> {
     if batch.creates.is_empty() {
@@ -366,18 +377,8 @@ async fn insert_tasks(
     let dues: Vec<Option<i64>> = rows.iter().map(|r| r.due_ms).collect();
     let business: Vec<Option<String>> = rows.iter().map(|r| r.business_key.clone()).collect();
     let finished: Vec<Option<i64>> = rows.iter().map(|r| r.finished_ms).collect();
-    let stmt = tx
-        .prepare_cached(
-            "INSERT INTO tasks (id, tenant, status, version, attempt, idempotency_key,
-                 due_kind, due_ms, business_key, finished_ms, owner, doc)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[],
-                 $5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[],
-                 $11::text[], $12::text[])
-             ON CONFLICT DO NOTHING
-             RETURNING id",
-        )
-        .await?;
-    let inserted: HashSet<String> = tx
+    let stmt = client.prepare_cached(INSERT_TASKS).await?;
+    let inserted: HashSet<String> = client
         .query(
             &stmt,
             &[
@@ -399,7 +400,7 @@ async fn insert_tasks(
         .filter_map(|r| Some((r.tenant.clone(), r.idempotency_key.clone()?)))
         .collect();
     let (t_tenants, t_keys): (Vec<String>, Vec<String>) = taken.into_iter().unzip();
-    let found = tx
+    let found = client
         .query(
             "SELECT t.tenant, t.idempotency_key, t.doc FROM tasks t
              JOIN unnest($1::text[], $2::text[]) AS k(tenant, key)
@@ -426,9 +427,11 @@ async fn insert_tasks(
         .collect())
 }
 
-/// Replaces the tasks whose stored version is still the one expected; the ids replaced.
+/// Replaces the tasks whose stored version is still the one expected, and writes the
+/// attempt records beside the ones replaced (a record of a write that lost its race is
+/// not written: the attempt it records did not count); the ids replaced.
 async fn update_tasks(
-    tx: &deadpool_postgres::Transaction<'_>,
+    client: &deadpool_postgres::ClientWrapper,
     batch: &Batch,
 ) -> Result<HashSet<String>, tokio_postgres::Error> {
     if batch.updates.is_empty() {
@@ -446,86 +449,38 @@ async fn update_tasks(
     let owners: Vec<Option<&str>> = u.iter().map(|u| u.owner.as_deref()).collect();
     let business: Vec<Option<&str>> = u.iter().map(|u| u.row.business_key.as_deref()).collect();
     let docs: Vec<&str> = u.iter().map(|u| u.row.doc.as_str()).collect();
-    let stmt = tx
-        .prepare_cached(
-            "UPDATE tasks t SET status = v.status, version = v.version, attempt = v.attempt,
-                 due_kind = v.due_kind, due_ms = v.due_ms, finished_ms = v.finished_ms,
-                 owner = v.owner, business_key = v.business_key, doc = v.doc
-             FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::int[],
-                 $6::text[], $7::bigint[], $8::bigint[], $9::text[], $10::text[], $11::text[])
-               AS v(id, expected, status, version, attempt, due_kind, due_ms, finished_ms,
-                    owner, business_key, doc)
-             WHERE t.id = v.id AND t.version = v.expected
-             RETURNING t.id",
-        )
-        .await?;
-    let rows = tx
-        .query(
-            &stmt,
-            &[
-                &ids, &expected, &statuses, &versions, &attempts, &kinds, &dues, &finished,
-                &owners, &business, &docs,
-            ],
-        )
-        .await?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
-}
-
-/// Writes the attempt records of the updates that were made (a record of a write that
-/// lost its race is not written: the attempt it records did not count).
-async fn put_attempts(
-    tx: &deadpool_postgres::Transaction<'_>,
-    batch: &Batch,
-    updated: &HashSet<String>,
-) -> Result<(), tokio_postgres::Error> {
-    let records: Vec<(&str, i32, &str)> = batch
-        .updates
+    let records: Vec<(&str, i32, &str)> = u
         .iter()
-        .filter(|u| updated.contains(&u.row.id))
         .filter_map(|u| {
             let (number, doc) = u.attempt.as_ref()?;
             Some((u.row.id.as_str(), *number, doc.as_str()))
         })
         .collect();
-    if records.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<&str> = records.iter().map(|r| r.0).collect();
-    let numbers: Vec<i32> = records.iter().map(|r| r.1).collect();
-    let docs: Vec<&str> = records.iter().map(|r| r.2).collect();
-    let stmt = tx
-        .prepare_cached(
-            "INSERT INTO attempts (task_id, number, doc)
-             SELECT * FROM unnest($1::text[], $2::int[], $3::text[])
-             ON CONFLICT (task_id, number) DO UPDATE SET doc = excluded.doc",
+    let record_ids: Vec<&str> = records.iter().map(|r| r.0).collect();
+    let record_numbers: Vec<i32> = records.iter().map(|r| r.1).collect();
+    let record_docs: Vec<&str> = records.iter().map(|r| r.2).collect();
+    let stmt = client.prepare_cached(UPDATE_TASKS).await?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &ids,
+                &expected,
+                &statuses,
+                &versions,
+                &attempts,
+                &kinds,
+                &dues,
+                &finished,
+                &owners,
+                &business,
+                &docs,
+                &record_ids,
+                &record_numbers,
+                &record_docs,
+            ],
         )
         .await?;
-    tx.execute(&stmt, &[&ids, &numbers, &docs]).await?;
-    Ok(())
-}
-
-/// The claims whose task's stored version is the one claimed.
-async fn current_versions(
-    tx: &deadpool_postgres::Transaction<'_>,
-    batch: &Batch,
-    server: &str,
-) -> Result<HashSet<String>, tokio_postgres::Error> {
-    if batch.claims.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let ids: Vec<String> = batch.claims.iter().map(|c| c.0.id.to_string()).collect();
-    let versions: Vec<i64> = batch.claims.iter().map(|c| c.1 as i64).collect();
-    // Only while this server owns the row (or none does): a server that took the row
-    // over to wake it (see `PgStore::adopt`) is the one to call it.
-    let stmt = tx
-        .prepare_cached(
-            "SELECT t.id FROM tasks t
-             JOIN unnest($1::text[], $2::bigint[]) AS c(id, version)
-               ON t.id = c.id AND t.version = c.version
-             WHERE t.owner = $3 OR t.owner IS NULL",
-        )
-        .await?;
-    let rows = tx.query(&stmt, &[&ids, &versions, &server]).await?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
@@ -556,12 +511,5 @@ fn answer(shared: &Shared, batch: Batch, outcome: Outcome) {
             None => shared.owned.remove(&id),
         }
         let _ = u.reply.send(Ok(()));
-    }
-    for (task, expected, reply) in batch.claims {
-        let answer = match outcome.current.contains(&task.id.to_string()) {
-            true => shared.claims.claim(*task, expected),
-            false => Err(StoreError::Conflict),
-        };
-        let _ = reply.send(answer);
     }
 }

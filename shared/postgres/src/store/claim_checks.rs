@@ -1,0 +1,153 @@
+//! Claim checks: before an attempt is called, the task's row is read to see that it is
+//! still at the version this server loaded and still this server's (a cancel, a replace
+//! or a take-over by another server moves it on). A check only reads, so it needs no
+//! transaction and no flush of the log: checks go out on their own connections, many in
+//! one statement, beside the writer's transactions rather than queued behind them.
+//!
+//! The check is not the last word: the attempt's outcome is written only if the row is
+//! still at the version claimed, so a change landing between check and write is found
+//! there.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use deadpool_postgres::Pool;
+use tokio::sync::{mpsc, oneshot, Mutex};
+
+use boomerang_core::domain::Task;
+use boomerang_core::ports::StoreError;
+
+use super::claims::Claims;
+use super::sql;
+
+/// Most checks one statement holds.
+const MAX_BATCH: usize = 2000;
+/// Statements in flight at once.
+const CHECKERS: usize = 2;
+
+struct Check {
+    task: Box<Task>,
+    expected: u64,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+struct Shared {
+    pool: Pool,
+    claims: Claims,
+    server: String,
+    rx: Mutex<mpsc::UnboundedReceiver<Check>>,
+}
+
+#[derive(Clone)]
+pub(crate) struct ClaimChecks {
+    tx: mpsc::UnboundedSender<Check>,
+}
+
+impl ClaimChecks {
+    pub fn spawn(pool: Pool, claims: Claims, server: String) -> ClaimChecks {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            pool,
+            claims,
+            server,
+            rx: Mutex::new(rx),
+        });
+        for _ in 0..CHECKERS {
+            tokio::spawn(run(shared.clone()));
+        }
+        ClaimChecks { tx }
+    }
+
+    /// Claims `claimed`, read at `expected`, if its row is still at that version and
+    /// this server's (or no server's).
+    pub async fn claim(&self, claimed: &Task, expected: u64) -> Result<(), StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let check = Check {
+            task: Box::new(claimed.clone()),
+            expected,
+            reply,
+        };
+        self.tx.send(check).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+fn stopped() -> StoreError {
+    StoreError::Unavailable("the store's claim checks have stopped".into())
+}
+
+async fn run(shared: Arc<Shared>) {
+    loop {
+        let mut checks = Vec::new();
+        {
+            let mut rx = shared.rx.lock().await;
+            match rx.recv().await {
+                Some(first) => checks.push(first),
+                None => return,
+            }
+            while checks.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(check) => checks.push(check),
+                    Err(_) => break,
+                }
+            }
+        }
+        let mut to_read = Vec::new();
+        for check in checks {
+            match shared.claims.stored_version(&check.task.id, check.expected) {
+                // Claimed here already, at this version: the table holds the older.
+                Ok(stored) if stored != check.expected => {
+                    let claimed = shared.claims.claim(*check.task, check.expected);
+                    let _ = check.reply.send(claimed);
+                }
+                Ok(_) => to_read.push(check),
+                Err(e) => drop(check.reply.send(Err(e))),
+            }
+        }
+        if to_read.is_empty() {
+            continue;
+        }
+        match current(&shared, &to_read).await {
+            Ok(current) => {
+                for check in to_read {
+                    let answer = match current.contains(&check.task.id.to_string()) {
+                        true => shared.claims.claim(*check.task, check.expected),
+                        false => Err(StoreError::Conflict),
+                    };
+                    let _ = check.reply.send(answer);
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                for check in to_read {
+                    let _ = check
+                        .reply
+                        .send(Err(StoreError::Unavailable(message.clone().into())));
+                }
+            }
+        }
+    }
+}
+
+/// The ids of `checks` whose row is at the version checked, and this server's (or no
+/// server's: a server that took the row over to wake it, see `PgStore::adopt`, is the
+/// one to call it).
+async fn current(shared: &Shared, checks: &[Check]) -> Result<HashSet<String>, StoreError> {
+    let ids: Vec<String> = checks.iter().map(|c| c.task.id.to_string()).collect();
+    let versions: Vec<i64> = checks.iter().map(|c| c.expected as i64).collect();
+    let client = shared.pool.get().await.map_err(sql::pool_unavailable)?;
+    let stmt = client
+        .prepare_cached(
+            "SELECT t.id FROM tasks t
+             JOIN unnest($1::text[], $2::bigint[]) AS c(id, version)
+               ON t.id = c.id AND t.version = c.version
+             WHERE t.owner = $3 OR t.owner IS NULL",
+        )
+        .await
+        .map_err(sql::unavailable)?;
+    let rows = client
+        .query(&stmt, &[&ids, &versions, &shared.server])
+        .await
+        .map_err(sql::unavailable)?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
