@@ -26,7 +26,8 @@ pub struct ServeArgs {
     backend: String,
     /// PostgreSQL backend: the database, as a `postgres://user:password@host:port/db` URL
     /// (`?sslmode=require` or `verify-full` for TLS; the server's certificate is always
-    /// verified, against the platform's roots or PGSSLROOTCERT). Unset: DATABASE_URL, or
+    /// verified, against the platform's roots, or the PEM file that `&sslrootcert=` or
+    /// PGSSLROOTCERT names). Unset: DATABASE_URL, or
     /// libpq's PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and PGSSLMODE.
     #[arg(long, env = "BOOMERANG_DATABASE_URL", hide_env_values = true)]
     database_url: Option<String>,

@@ -8,6 +8,12 @@
 //! read, so no row is read twice. Memory stays bounded: the loader stops leasing while
 //! [`LoadSettings::window`] attempts are held or in hand, and goes on as they drain.
 //!
+//! What is already due when leased (everything left after a downtime, or what fell due
+//! while memory was full) is the backlog: it is leased oldest first, a page at a time
+//! whenever fewer than a page of attempts are in hand, after the work coming due from
+//! now on. So callbacks falling due meanwhile (or registered for now, armed directly)
+//! wait behind at most about two pages of it, however long it is.
+//!
 //! The repair pass reads this server's own overdue rows every
 //! [`LoadSettings::repair_every`]: what it finds there that is neither held, claimed nor
 //! in hand lost its timer (a delivery that failed, say), and is armed again; dead letters
@@ -62,32 +68,54 @@ impl LeaseLoader {
         }
     }
 
-    /// Leases pages until none is full or memory is; how many attempts it took.
+    /// Leases pages of work coming due until none is full or memory is, then a page of
+    /// the backlog if few attempts are in hand; how many attempts it took.
     pub async fn load(&self, engine: &Engine) -> Result<usize, StoreError> {
         let mut taken = 0;
         while self.has_room(engine) {
-            let leased = self.lease_page().await?;
-            let full = leased.len() == self.settings.page;
-            for (work, task) in leased {
-                taken += usize::from(self.take(work, task));
-            }
+            let now = Utc::now();
+            let until = now + chrono::Duration::from_std(self.settings.ahead).unwrap_or_default();
+            let (took, full) = self
+                .lease(now.timestamp_millis(), until.timestamp_millis())
+                .await?;
+            taken += took;
             if !full {
                 break;
             }
         }
+        if self.has_room(engine) && self.in_hand(engine) < self.settings.page {
+            let overdue = Utc::now().timestamp_millis() - 1;
+            taken += self.lease(i64::MIN, overdue).await?.0;
+        }
         Ok(taken)
     }
 
-    /// Leases one page of unowned work due within `ahead`, with the tasks' documents.
-    async fn lease_page(&self) -> Result<Vec<(PendingWork, Option<Task>)>, StoreError> {
-        let until =
-            Utc::now() + chrono::Duration::from_std(self.settings.ahead).unwrap_or_default();
+    /// Leases a page of work due from `from_ms` to `until_ms` and takes it; how many
+    /// attempts the timer took, and whether the page was full.
+    async fn lease(&self, from_ms: i64, until_ms: i64) -> Result<(usize, bool), StoreError> {
+        let leased = self.lease_page(from_ms, until_ms).await?;
+        let full = leased.len() == self.settings.page;
+        let took = leased
+            .into_iter()
+            .map(|(work, task)| usize::from(self.take(work, task)))
+            .sum();
+        Ok((took, full))
+    }
+
+    /// Leases one page of unowned work due from `from_ms` to `until_ms`, oldest first,
+    /// with the tasks' documents.
+    async fn lease_page(
+        &self,
+        from_ms: i64,
+        until_ms: i64,
+    ) -> Result<Vec<(PendingWork, Option<Task>)>, StoreError> {
         let client = self.store.client().await?;
         let stmt = client
             .prepare_cached(
                 "UPDATE tasks t SET owner = $1
                  FROM (SELECT id FROM tasks
-                       WHERE owner IS NULL AND due_ms IS NOT NULL AND due_ms <= $2
+                       WHERE owner IS NULL AND due_ms IS NOT NULL
+                         AND due_ms >= $4 AND due_ms <= $2
                        ORDER BY due_ms LIMIT $3
                        FOR UPDATE SKIP LOCKED) d
                  WHERE t.id = d.id
@@ -100,8 +128,9 @@ impl LeaseLoader {
                 &stmt,
                 &[
                     &self.store.server(),
-                    &until.timestamp_millis(),
+                    &until_ms,
                     &(self.settings.page as i64),
+                    &from_ms,
                 ],
             )
             .await

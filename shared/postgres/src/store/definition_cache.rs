@@ -16,9 +16,11 @@ const MOST_ENTRIES: usize = 10_000;
 
 /// Which definition: the tenant, the kind's column value, the name.
 type Key = (String, &'static str, String);
+/// The stored document (`None`: there is none), and when it was read.
+type Entry = (Option<String>, Instant);
 
 #[derive(Clone, Default)]
-pub(crate) struct DefinitionCache(Arc<Mutex<HashMap<Key, (Option<String>, Instant)>>>);
+pub(crate) struct DefinitionCache(Arc<Mutex<HashMap<Key, Entry>>>);
 
 impl DefinitionCache {
     /// The stored document (or its absence), if read within [`FRESH_FOR`].
