@@ -1964,7 +1964,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The store cannot be reached; nothing was done: send the request again. */
+        /** @description The store cannot be reached; nothing was done: send the request again after `Retry-After` seconds. */
         Unavailable: {
             headers: {
                 [name: string]: unknown;
