@@ -129,20 +129,19 @@ fn without_root_cert(url: &str) -> (String, Option<String>) {
     let Some((base, query)) = url.split_once('?') else {
         return (url.to_string(), None);
     };
-    let mut root_cert = None;
-    let mut kept = form_urlencoded::Serializer::new(String::new());
-    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
-        if name == "sslrootcert" {
-            root_cert = Some(value.into_owned());
-        } else {
-            kept.append_pair(&name, &value);
-        }
-    }
-    let kept = kept.finish();
-    match root_cert {
-        None => (url.to_string(), None),
-        Some(path) if kept.is_empty() => (base.to_string(), Some(path)),
-        Some(path) => (format!("{base}?{kept}"), Some(path)),
+    // The other parameters are kept as written: only the one taken out is decoded.
+    let (taken, kept): (Vec<&str>, Vec<&str>) = query
+        .split('&')
+        .partition(|pair| pair.starts_with("sslrootcert="));
+    let Some(value) = taken.last().map(|pair| &pair["sslrootcert=".len()..]) else {
+        return (url.to_string(), None);
+    };
+    let path = percent_encoding::percent_decode_str(value)
+        .decode_utf8_lossy()
+        .into_owned();
+    match kept.is_empty() {
+        true => (base.to_string(), Some(path)),
+        false => (format!("{base}?{}", kept.join("&")), Some(path)),
     }
 }
 
@@ -224,6 +223,15 @@ mod tests {
         assert_eq!(
             without_root_cert("postgres://u@h/db?sslrootcert=/ca.pem"),
             ("postgres://u@h/db".to_string(), Some("/ca.pem".to_string()))
+        );
+        assert_eq!(
+            without_root_cert(
+                "postgres://u@h/db?options=-c%20search_path%3Dx&sslrootcert=/a+b.pem&sslmode=require"
+            ),
+            (
+                "postgres://u@h/db?options=-c%20search_path%3Dx&sslmode=require".to_string(),
+                Some("/a+b.pem".to_string())
+            )
         );
         assert_eq!(
             without_root_cert("postgres://u@h/db?sslmode=require"),

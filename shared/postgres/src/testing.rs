@@ -516,7 +516,6 @@ rm -rf "$dir""#;
     }
 }
 
-/// Creates `t_<ulid>` on the cluster `admin` is a superuser's URL of; its URL.
 /// A table locked against every other session (`ACCESS EXCLUSIVE`, as a `VACUUM FULL` or
 /// an `ALTER TABLE` takes it) until [`TableLock::release`]: what the server sees when an
 /// operator's maintenance holds its table.
@@ -546,6 +545,7 @@ impl TableLock {
     }
 }
 
+/// Creates `t_<ulid>` on the cluster `admin` is a superuser's URL of; its URL.
 async fn create_database(admin: &str) -> String {
     let name = format!("t_{}", ulid::Ulid::new().to_string().to_lowercase());
     let client = connect(admin).await;

@@ -94,37 +94,33 @@ async fn run(shared: Arc<Shared>) {
         }
         let mut to_read = Vec::new();
         for check in checks {
-            match shared.claims.stored_version(&check.task.id, check.expected) {
-                // Claimed here already, at this version: the table holds the older.
-                Ok(stored) if stored != check.expected => {
-                    let claimed = shared.claims.claim(*check.task, check.expected);
-                    let _ = check.reply.send(claimed);
-                }
-                Ok(_) => to_read.push(check),
-                Err(e) => drop(check.reply.send(Err(e))),
+            // Answered without a read: claimed here already, or a write is under way.
+            let settled = shared
+                .claims
+                .reclaim(&check.task, check.expected)
+                .or_else(|| shared.claims.begin_check(&check.task.id).err().map(Err));
+            match settled {
+                Some(answer) => drop(check.reply.send(answer)),
+                None => to_read.push(check),
             }
         }
         if to_read.is_empty() {
             continue;
         }
-        match current(&shared, &to_read).await {
-            Ok(current) => {
-                for check in to_read {
-                    let answer = match current.contains(&check.task.id.to_string()) {
-                        true => shared.claims.claim(*check.task, check.expected),
-                        false => Err(StoreError::Conflict),
-                    };
-                    let _ = check.reply.send(answer);
-                }
-            }
-            Err(e) => {
-                let message = e.to_string();
-                for check in to_read {
-                    let _ = check
-                        .reply
-                        .send(Err(StoreError::Unavailable(message.clone().into())));
-                }
-            }
+        let current = current(&shared, &to_read).await;
+        for check in to_read {
+            let is_current = current
+                .as_ref()
+                .is_ok_and(|ids| ids.contains(&check.task.id.to_string()));
+            // Every begun check ends, whatever the read found.
+            let claimed = shared
+                .claims
+                .end_check(*check.task, check.expected, is_current);
+            let answer = match &current {
+                Ok(_) => claimed,
+                Err(e) => Err(StoreError::Unavailable(e.to_string().into())),
+            };
+            let _ = check.reply.send(answer);
         }
     }
 }

@@ -20,34 +20,72 @@ type Key = (String, &'static str, String);
 type Entry = (Option<String>, Instant);
 
 #[derive(Clone, Default)]
-pub(crate) struct DefinitionCache(Arc<Mutex<HashMap<Key, Entry>>>);
+pub(crate) struct DefinitionCache(Arc<Mutex<Entries>>);
+
+#[derive(Default)]
+struct Entries {
+    entries: HashMap<Key, Entry>,
+    /// How many forgets so far: a read that began before one does not note what it
+    /// found, which may be the document just changed.
+    forgets: u64,
+}
+
+/// A read about to be made, for [`DefinitionCache::put`].
+pub(crate) struct Read {
+    at: Instant,
+    forgets: u64,
+}
 
 impl DefinitionCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        // Every change under the lock is one insert, remove or clear.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The stored document (or its absence), if read within [`FRESH_FOR`].
     pub fn get(&self, tenant: &str, kind: &'static str, name: &str) -> Option<Option<String>> {
-        let entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (doc, read_at) = entries.get(&(tenant.to_string(), kind, name.to_string()))?;
+        let cache = self.lock();
+        let (doc, read_at) = cache
+            .entries
+            .get(&(tenant.to_string(), kind, name.to_string()))?;
         (read_at.elapsed() < FRESH_FOR).then(|| doc.clone())
     }
 
-    /// Notes what a read found, as of `read_at` (when the read was sent: a change that
-    /// landed meanwhile is not hidden for longer than [`FRESH_FOR`]).
+    /// A read of the table begins now.
+    pub fn read(&self) -> Read {
+        Read {
+            at: Instant::now(),
+            forgets: self.lock().forgets,
+        }
+    }
+
+    /// Notes what `read` found, as of when it was sent (a change that landed meanwhile
+    /// is not hidden for longer than [`FRESH_FOR`]), unless a change on this server was
+    /// forgotten since it began.
     pub fn put(
         &self,
         (tenant, kind, name): (&str, &'static str, &str),
         doc: Option<String>,
-        read_at: Instant,
+        read: Read,
     ) {
-        let mut entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= MOST_ENTRIES {
-            entries.clear();
+        let mut cache = self.lock();
+        if cache.forgets != read.forgets {
+            return;
         }
-        entries.insert((tenant.to_string(), kind, name.to_string()), (doc, read_at));
+        if cache.entries.len() >= MOST_ENTRIES {
+            cache.entries.clear();
+        }
+        cache
+            .entries
+            .insert((tenant.to_string(), kind, name.to_string()), (doc, read.at));
     }
 
     /// Forgets a definition this server is changing.
     pub fn forget(&self, tenant: &str, kind: &'static str, name: &str) {
-        let mut entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        entries.remove(&(tenant.to_string(), kind, name.to_string()));
+        let mut cache = self.lock();
+        cache.forgets += 1;
+        cache
+            .entries
+            .remove(&(tenant.to_string(), kind, name.to_string()));
     }
 }

@@ -49,7 +49,7 @@ impl<D: Definition> Definitions<D> for PgStore {
         let doc = match self.definition_cache.get(key.0, key.1, key.2) {
             Some(doc) => doc,
             None => {
-                let read_at = std::time::Instant::now();
+                let read = self.definition_cache.read();
                 let doc: Option<String> = self
                     .query_opt(
                         "SELECT doc FROM definitions WHERE tenant = $1 AND kind = $2 AND name = $3",
@@ -57,7 +57,7 @@ impl<D: Definition> Definitions<D> for PgStore {
                     )
                     .await?
                     .map(|r| r.get(0));
-                self.definition_cache.put(key, doc.clone(), read_at);
+                self.definition_cache.put(key, doc.clone(), read);
                 doc
             }
         };

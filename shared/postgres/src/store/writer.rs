@@ -19,7 +19,7 @@ use boomerang_core::domain::{Task, TaskId};
 use boomerang_core::metrics::{MetricEvent, Metrics};
 use boomerang_core::ports::{CreateOutcome, StoreError};
 
-use super::claims::{Claims, Owned};
+use super::claims::{Claims, Owned, WriteEnd};
 use super::codec::decode;
 use super::rows::TaskRow;
 
@@ -185,6 +185,8 @@ struct Update {
     task: Box<Task>,
     row: TaskRow,
     owner: Option<String>,
+    /// The version the engine read, and the one the table must hold (older while claimed).
+    expected: u64,
     stored: u64,
     attempt: Option<(i32, String)>,
     reply: oneshot::Sender<Result<(), StoreError>>,
@@ -211,11 +213,12 @@ impl Batch {
                     expected,
                     attempt,
                     reply,
-                } => match shared.claims.stored_version(&task.id, expected) {
+                } => match shared.claims.begin_write(&task.id, expected) {
                     Ok(stored) => batch.updates.push(Update {
                         owner: row.owner(&shared.server, near_ms),
                         task,
                         row,
+                        expected,
                         stored,
                         attempt,
                         reply,
@@ -233,11 +236,12 @@ impl Batch {
         self.creates.len() + self.updates.len()
     }
 
-    fn fail_all(self, e: impl Fn() -> StoreError) {
+    fn fail_all(self, claims: &Claims, e: impl Fn() -> StoreError) {
         for (_, _, _, reply) in self.creates {
             let _ = reply.send(Err(e()));
         }
         for u in self.updates {
+            claims.end_write(&u.task.id, u.expected, WriteEnd::Unknown);
             let _ = u.reply.send(Err(e()));
         }
     }
@@ -245,8 +249,8 @@ impl Batch {
 
 /// What a committed transaction did.
 struct Outcome {
-    /// Per create, in order: `None` if inserted, else the existing task's document.
-    existing: Vec<Option<String>>,
+    /// The ids of the creates inserted (the others' idempotency key or id was taken).
+    inserted: HashSet<String>,
     /// The ids of the updates that matched their version.
     updated: HashSet<String>,
 }
@@ -291,7 +295,7 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
         Ok(client) => client,
         Err(e) => {
             let message = e.to_string();
-            return batch.fail_all(|| pool_unavailable_msg(&message));
+            return batch.fail_all(&shared.claims, || pool_unavailable_msg(&message));
         }
     };
     let result = async {
@@ -307,13 +311,13 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
         // trip, not one per statement. The writes touch different rows (one write per task
         // in a transaction). Should one fail, the transaction is aborted and its COMMIT
         // rolls it back; that write's error fails the batch.
-        let (_, existing, updated, _) = tokio::try_join!(
+        let (_, inserted, updated, _) = tokio::try_join!(
             client.batch_execute(begin(&batch)),
             insert_tasks(&client, &batch),
             update_tasks(&client, &batch),
             client.batch_execute("COMMIT"),
         )?;
-        Ok::<_, tokio_postgres::Error>(Outcome { existing, updated })
+        Ok::<_, tokio_postgres::Error>(Outcome { inserted, updated })
     }
     .await;
     match result {
@@ -322,12 +326,19 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
                 writes: batch.len(),
                 micros: started.elapsed().as_micros() as u64,
             });
-            answer(shared, batch, outcome);
+            // Read after the commit, and apart from it: a failed read fails only the
+            // creates that lost to an existing task, not the writes committed.
+            let taken = taken_keys(&client, &batch, &outcome.inserted).await;
+            answer(shared, batch, outcome, taken);
         }
         Err(e) => {
             tracing::warn!(error = %e, writes = batch.len(), "a store transaction failed");
+            // Whatever part was sent, none of it stays open on the connection.
+            let _ = client.batch_execute("ROLLBACK").await;
             let message = e.to_string();
-            batch.fail_all(|| StoreError::Unavailable(message.clone().into()));
+            batch.fail_all(&shared.claims, || {
+                StoreError::Unavailable(message.clone().into())
+            });
         }
     }
 }
@@ -351,14 +362,14 @@ fn begin(batch: &Batch) -> &'static str {
     }
 }
 
-/// Inserts the new tasks; per create, the existing task's document where its idempotency
-/// key (or id) was taken.
+/// Inserts the new tasks; the ids inserted (a create whose idempotency key or id was
+/// taken is not).
 async fn insert_tasks(
     client: &deadpool_postgres::ClientWrapper,
     batch: &Batch,
-) -> Result<Vec<Option<String>>, tokio_postgres::Error> {
+) -> Result<HashSet<String>, tokio_postgres::Error> {
     if batch.creates.is_empty() {
-        return Ok(Vec::new());
+        return Ok(HashSet::new());
     }
     let rows: Vec<&TaskRow> = batch.creates.iter().map(|c| &c.1).collect();
     let owners: Vec<Option<String>> = batch.creates.iter().map(|c| c.2.clone()).collect();
@@ -378,7 +389,7 @@ async fn insert_tasks(
     let business: Vec<Option<String>> = rows.iter().map(|r| r.business_key.clone()).collect();
     let finished: Vec<Option<i64>> = rows.iter().map(|r| r.finished_ms).collect();
     let stmt = client.prepare_cached(INSERT_TASKS).await?;
-    let inserted: HashSet<String> = client
+    let inserted = client
         .query(
             &stmt,
             &[
@@ -386,44 +397,38 @@ async fn insert_tasks(
                 &finished, &owners, &docs,
             ],
         )
-        .await?
+        .await?;
+    Ok(inserted.iter().map(|r| r.get(0)).collect())
+}
+
+/// The existing tasks (tenant, key, document) whose idempotency keys the creates not
+/// inserted were refused on.
+async fn taken_keys(
+    client: &deadpool_postgres::ClientWrapper,
+    batch: &Batch,
+    inserted: &HashSet<String>,
+) -> Result<Vec<(String, String, String)>, tokio_postgres::Error> {
+    let (tenants, keys): (Vec<&str>, Vec<&str>) = batch
+        .creates
         .iter()
-        .map(|r| r.get(0))
-        .collect();
-    if inserted.len() == rows.len() {
-        return Ok(vec![None; rows.len()]);
-    }
-    // The tasks whose idempotency key was taken: their existing documents.
-    let taken: Vec<(String, String)> = rows
-        .iter()
+        .map(|c| &c.1)
         .filter(|r| !inserted.contains(&r.id))
-        .filter_map(|r| Some((r.tenant.clone(), r.idempotency_key.clone()?)))
-        .collect();
-    let (t_tenants, t_keys): (Vec<String>, Vec<String>) = taken.into_iter().unzip();
+        .filter_map(|r| Some((r.tenant.as_str(), r.idempotency_key.as_deref()?)))
+        .unzip();
+    if tenants.is_empty() {
+        return Ok(Vec::new());
+    }
     let found = client
         .query(
             "SELECT t.tenant, t.idempotency_key, t.doc FROM tasks t
              JOIN unnest($1::text[], $2::text[]) AS k(tenant, key)
                ON t.tenant = k.tenant AND t.idempotency_key = k.key",
-            &[&t_tenants, &t_keys],
+            &[&tenants, &keys],
         )
         .await?;
-    let existing = |r: &TaskRow| {
-        found
-            .iter()
-            .find(|f| {
-                f.get::<_, String>(0) == r.tenant
-                    && Some(f.get::<_, String>(1)) == r.idempotency_key
-            })
-            .map(|f| f.get::<_, String>(2))
-    };
-    Ok(rows
+    Ok(found
         .iter()
-        .map(|r| match inserted.contains(&r.id) {
-            true => None,
-            // An id taken without a key (or a key whose task is gone): a conflict.
-            false => Some(existing(r).unwrap_or_default()),
-        })
+        .map(|f| (f.get(0), f.get(1), f.get(2)))
         .collect())
 }
 
@@ -485,27 +490,45 @@ async fn update_tasks(
 }
 
 /// Answers each write of a committed transaction, and notes what this server now owns.
-fn answer(shared: &Shared, batch: Batch, outcome: Outcome) {
-    for ((task, _, owner, reply), existing) in batch.creates.into_iter().zip(outcome.existing) {
-        let answer = match existing {
-            None => {
-                if owner.is_some() {
-                    shared.owned.insert(*task);
-                }
-                Ok(CreateOutcome::Created)
+fn answer(
+    shared: &Shared,
+    batch: Batch,
+    outcome: Outcome,
+    taken: Result<Vec<(String, String, String)>, tokio_postgres::Error>,
+) {
+    for (task, row, owner, reply) in batch.creates {
+        if outcome.inserted.contains(&row.id) {
+            if owner.is_some() {
+                shared.owned.insert(*task);
             }
-            Some(doc) if doc.is_empty() => Err(StoreError::Conflict),
-            Some(doc) => decode(&doc).map(|t| CreateOutcome::Existing(Box::new(t))),
+            let _ = reply.send(Ok(CreateOutcome::Created));
+            continue;
+        }
+        let existing = match (&taken, &row.idempotency_key) {
+            (Err(e), Some(_)) => Err(StoreError::Unavailable(e.to_string().into())),
+            (Ok(found), Some(key)) => Ok(found
+                .iter()
+                .find(|(tenant, k, _)| *tenant == row.tenant && k == key)
+                .map(|(_, _, doc)| doc)),
+            // An id taken without a key: a conflict.
+            (_, None) => Ok(None),
+        };
+        let answer = match existing {
+            Ok(Some(doc)) => decode(doc).map(|t| CreateOutcome::Existing(Box::new(t))),
+            // A key whose task is gone again: a conflict.
+            Ok(None) => Err(StoreError::Conflict),
+            Err(e) => Err(e),
         };
         let _ = reply.send(answer);
     }
     for u in batch.updates {
+        let id = u.task.id;
         if !outcome.updated.contains(&u.row.id) {
+            shared.claims.end_write(&id, u.expected, WriteEnd::Refused);
             let _ = u.reply.send(Err(StoreError::Conflict));
             continue;
         }
-        let id = u.task.id;
-        shared.claims.end(&id);
+        shared.claims.end_write(&id, u.expected, WriteEnd::Written);
         match u.owner {
             Some(_) => shared.owned.insert(*u.task),
             None => shared.owned.remove(&id),
