@@ -148,6 +148,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
                 pool_size: args.database_pool,
                 statement_timeout: args.database_timeout,
                 connect_timeout: args.database_timeout.min(Duration::from_secs(5)),
+                server: None,
             },
             api_key: args.api_key,
             signing_secret: args.signing_secret,

@@ -68,11 +68,15 @@ pub enum PostgresError {
 const HOLD_EVERYTHING: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 pub async fn postgres(config: PostgresConfig) -> Result<PostgresBackend, PostgresError> {
-    let pool = pool(&config.database)?;
+    let server = new_server_id();
+    let database = PgSettings {
+        server: Some(server.clone()),
+        ..config.database
+    };
+    let pool = pool(&database)?;
     migrate(&pool).await?;
     let (tenants, secrets) =
         PgTenants::open(pool.clone(), &config.api_key, config.signing_secret).await?;
-    let server = new_server_id();
     let servers = Arc::new(Servers::new(
         pool.clone(),
         server.clone(),
@@ -85,6 +89,7 @@ pub async fn postgres(config: PostgresConfig) -> Result<PostgresBackend, Postgre
         config.load.ahead,
         config.metrics.clone(),
     ));
+    store.listen(database);
     let (local, fires) = LocalTimer::new(HOLD_EVERYTHING);
     let timer = Arc::new(PgTimer::new(local.clone(), store.clone()));
     let loader = Arc::new(LeaseLoader::new(store.clone(), local.clone(), config.load));

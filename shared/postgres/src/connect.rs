@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Timeouts};
+use tokio::sync::mpsc;
 use tokio_postgres::config::SslMode;
+use tokio_postgres::{AsyncMessage, Notification};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How to reach the database and how many connections a server keeps.
@@ -18,6 +20,9 @@ pub struct PgSettings {
     pub statement_timeout: Duration,
     /// Longest a connection takes to open (and a request waits for a free one).
     pub connect_timeout: Duration,
+    /// The server's id, told to the database on each connection, so that a change to a
+    /// row another server owns is noticed by that server (see `store::owner_notices`).
+    pub server: Option<String>,
 }
 
 impl PgSettings {
@@ -27,6 +32,7 @@ impl PgSettings {
             pool_size: 16,
             statement_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
+            server: None,
         }
     }
 }
@@ -51,21 +57,10 @@ pub enum ConnectError {
 
 /// The pool for `settings`. No connection is opened yet: the first use opens one.
 pub fn pool(settings: &PgSettings) -> Result<Pool, ConnectError> {
-    let (url, root_cert) = without_root_cert(&settings.url);
-    let mut config = config_of(&url)?;
-    config
-        .connect_timeout(settings.connect_timeout)
-        .keepalives(true)
-        .keepalives_idle(Duration::from_secs(30))
-        .application_name("boomerang")
-        .options(format!(
-            "-c statement_timeout={} -c lock_timeout={}",
-            settings.statement_timeout.as_millis(),
-            settings.statement_timeout.as_millis()
-        ));
+    let (config, tls) = connection(settings)?;
     let manager = Manager::from_config(
         config,
-        Tls(tls(root_cert)?),
+        tls,
         ManagerConfig {
             // A connection a failover reset is found out by its next statement, which
             // fails with "unavailable" and is tried again on a new one.
@@ -82,6 +77,66 @@ pub fn pool(settings: &PgSettings) -> Result<Pool, ConnectError> {
         .runtime(Runtime::Tokio1)
         .build()
         .map_err(ConnectError::Pool)
+}
+
+/// One connection of its own, outside the pool (the owner notices' listener), with its
+/// messages: the notifications its `LISTEN` asked for. The stream of messages ends when
+/// the connection does.
+pub(crate) async fn connect_one(
+    settings: &PgSettings,
+) -> Result<
+    (
+        tokio_postgres::Client,
+        mpsc::UnboundedReceiver<Notification>,
+    ),
+    ListenError,
+> {
+    let (mut config, tls) = connection(settings)?;
+    config.application_name("boomerang notices");
+    let (client, mut connection) = config.connect(tls).await?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        // Polling the messages is what drives the connection, the client's statements too.
+        while let Some(Ok(message)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            if let AsyncMessage::Notification(n) = message {
+                if tx.send(n).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    Ok((client, rx))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ListenError {
+    #[error(transparent)]
+    Settings(#[from] ConnectError),
+    #[error("cannot connect: {0}")]
+    Connect(#[from] tokio_postgres::Error),
+}
+
+/// What every connection of this server is opened with: where, TLS, the timeouts, and
+/// who it is (`application_name`, and `boomerang.server`, which the owner notices read).
+fn connection(settings: &PgSettings) -> Result<(tokio_postgres::Config, Tls), ConnectError> {
+    let (url, root_cert) = without_root_cert(&settings.url);
+    let mut config = config_of(&url)?;
+    let mut options = format!(
+        "-c statement_timeout={} -c lock_timeout={}",
+        settings.statement_timeout.as_millis(),
+        settings.statement_timeout.as_millis()
+    );
+    if let Some(server) = &settings.server {
+        // A server's id is its host's name and a suffix: no spaces or backslashes.
+        options.push_str(&format!(" -c boomerang.server={server}"));
+    }
+    config
+        .connect_timeout(settings.connect_timeout)
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(30))
+        .application_name("boomerang")
+        .options(options);
+    Ok((config, Tls(tls(root_cert)?)))
 }
 
 /// The URL parsed, or the connection libpq's variables describe. `sslmode=verify-full`

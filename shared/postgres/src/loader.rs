@@ -30,6 +30,7 @@ use boomerang_core::ports::StoreError;
 use boomerang_embedded::{LoadSettings, LocalTimer};
 
 use crate::store::codec::decode;
+use crate::store::owned::Since;
 use crate::store::sql::unavailable;
 use crate::store::tasks::pending_rows;
 use crate::store::PgStore;
@@ -93,11 +94,12 @@ impl LeaseLoader {
     /// Leases a page of work due from `from_ms` to `until_ms` and takes it; how many
     /// attempts the timer took, and whether the page was full.
     async fn lease(&self, from_ms: i64, until_ms: i64) -> Result<(usize, bool), StoreError> {
+        let since = self.store.owned.since();
         let leased = self.lease_page(from_ms, until_ms).await?;
         let full = leased.len() == self.settings.page;
         let took = leased
             .into_iter()
-            .map(|(work, task)| usize::from(self.take(work, task)))
+            .map(|(work, task)| usize::from(self.take(work, task, since)))
             .sum();
         Ok((took, full))
     }
@@ -145,10 +147,10 @@ impl LeaseLoader {
 
     /// Takes a leased row: now this server's; a timed piece of work is held for its time
     /// (a dead letter is left to the repair pass). Returns whether the timer took it.
-    fn take(&self, work: PendingWork, task: Option<Task>) -> bool {
+    fn take(&self, work: PendingWork, task: Option<Task>, since: Since) -> bool {
         match task {
-            Some(task) => self.store.note_owned(task),
-            None => self.store.note_owned_id(work.attempt.task_id),
+            Some(task) => self.store.owned.insert(task, since),
+            None => self.store.owned.insert_id(work.attempt.task_id),
         }
         match work.kind {
             WorkKind::DeadLetter => false,

@@ -1,6 +1,4 @@
-//! What this server holds in memory about the rows it owns: the attempts it claimed and
-//! has not finished ([`Claims`]), and the tasks whose pending work it owns ([`Owned`]),
-//! with the last document it read or wrote of each, for the delivery's first read.
+//! The attempts this server claimed and has not finished.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -8,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use boomerang_core::domain::{Task, TaskId};
 use boomerang_core::ports::StoreError;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every change under these locks is a single insert or remove: a panic elsewhere
     // cannot leave them half-made, so a poisoned lock is still good.
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -184,44 +182,6 @@ impl Claims {
     }
 }
 
-/// The tasks whose pending work this server owns (its id in their `owner` column), each
-/// with the document last read or written, if not yet taken. Kept so that the timer holds
-/// exactly the work this server owns, and so that a delivery's first read (which may lag)
-/// costs no round trip.
-#[derive(Clone, Default)]
-pub(crate) struct Owned(Arc<Mutex<HashMap<TaskId, Option<Task>>>>);
-
-/// Past this many documents kept, new ones are not: the delivery reads them.
-const DOCS_KEPT: usize = 200_000;
-
-impl Owned {
-    pub fn insert(&self, task: Task) {
-        let mut owned = lock(&self.0);
-        let keep = owned.len() < DOCS_KEPT;
-        owned.insert(task.id, keep.then_some(task));
-    }
-
-    pub fn insert_id(&self, id: TaskId) {
-        lock(&self.0).entry(id).or_insert(None);
-    }
-
-    pub fn remove(&self, id: &TaskId) {
-        lock(&self.0).remove(id);
-    }
-
-    pub fn contains(&self, id: &TaskId) -> bool {
-        lock(&self.0).contains_key(id)
-    }
-
-    /// The kept document of `id`. It stays kept until this server writes the task again
-    /// (or gives its work up): an attempt that waits in its destination's queue reads it
-    /// twice, once on arrival and once when its turn comes. It may lag a write by another
-    /// server; the claim, checked against the table, finds that out.
-    pub fn doc(&self, id: &TaskId) -> Option<Task> {
-        lock(&self.0).get(id).and_then(Clone::clone)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use boomerang_core::domain::{Task, TenantId};
@@ -291,7 +251,10 @@ mod tests {
         claims.end_check(claimed, 3, true).unwrap();
         claims.begin_write(&read.id, 4).unwrap();
         claims.end_write(&read.id, 4, WriteEnd::Unknown);
-        assert!(claims.get(&read.id).is_some(), "kept: the engine tries again");
+        assert!(
+            claims.get(&read.id).is_some(),
+            "kept: the engine tries again"
+        );
         claims.begin_write(&read.id, 4).unwrap();
         claims.end_write(&read.id, 4, WriteEnd::Refused);
         assert!(claims.get(&read.id).is_none());

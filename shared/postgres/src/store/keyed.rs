@@ -43,6 +43,7 @@ impl KeyedTasks for PgStore {
         let row = TaskRow::of(task)?;
         let near_ms = Utc::now().timestamp_millis() + self.horizon.as_millis() as i64;
         let owner = row.owner(&self.server, near_ms);
+        let since = self.owned.since();
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(unavailable)?;
         let moved = match previous {
@@ -88,7 +89,7 @@ impl KeyedTasks for PgStore {
         .map_err(unavailable)?;
         tx.commit().await.map_err(unavailable)?;
         if owner.is_some() {
-            self.owned.insert(task.clone());
+            self.owned.insert(task.clone(), since);
         }
         Ok(())
     }

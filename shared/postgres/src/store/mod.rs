@@ -26,6 +26,8 @@ mod destination_slots;
 mod flows;
 mod keyed;
 mod order_keys;
+pub(crate) mod owned;
+mod owner_notices;
 mod pauses;
 pub(crate) mod rows;
 mod schedules;
@@ -40,9 +42,11 @@ use boomerang_core::metrics::Metrics;
 use boomerang_core::ports::StoreError;
 use deadpool_postgres::Pool;
 
+use crate::connect::PgSettings;
 use claim_checks::ClaimChecks;
-use claims::{Claims, Owned};
+use claims::Claims;
 use definition_cache::DefinitionCache;
+use owned::Owned;
 use writer::WriterHandle;
 
 /// A statement's parameters.
@@ -76,7 +80,8 @@ impl PgStore {
             horizon,
             metrics,
         );
-        let claim_checks = ClaimChecks::spawn(pool.clone(), claims.clone(), server.clone());
+        let claim_checks =
+            ClaimChecks::spawn(pool.clone(), claims.clone(), owned.clone(), server.clone());
         Self {
             pool,
             writer,
@@ -89,6 +94,19 @@ impl PgStore {
         }
     }
 
+    /// Listens, on a connection of its own made with `settings`, for the database's
+    /// notices of changes other servers make to the rows this server owns: until it
+    /// does, every claim reads its row.
+    pub fn listen(&self, settings: PgSettings) {
+        owner_notices::spawn(settings, self.owned.clone(), self.server.clone());
+    }
+
+    /// Whether the notices of changes to this server's rows are heard (see
+    /// [`Self::listen`]).
+    pub fn hears_notices(&self) -> bool {
+        self.owned.hears_notices()
+    }
+
     /// This server's id.
     pub fn server(&self) -> &str {
         &self.server
@@ -97,15 +115,6 @@ impl PgStore {
     /// Whether this server owns the task's pending work (its timer holds it).
     pub fn owns(&self, id: &boomerang_core::domain::TaskId) -> bool {
         self.owned.contains(id)
-    }
-
-    /// Notes that this server now owns the task's pending work (its loader leased it).
-    pub(crate) fn note_owned(&self, task: boomerang_core::domain::Task) {
-        self.owned.insert(task);
-    }
-
-    pub(crate) fn note_owned_id(&self, id: boomerang_core::domain::TaskId) {
-        self.owned.insert_id(id);
     }
 
     /// The pending work of a task claimed here (its lease's end); `None` if not claimed.
@@ -125,6 +134,7 @@ impl PgStore {
         &self,
         id: &boomerang_core::domain::TaskId,
     ) -> Result<bool, StoreError> {
+        let since = self.owned.since();
         let client = self.client().await?;
         let stmt = client
             .prepare_cached(
@@ -138,7 +148,7 @@ impl PgStore {
             .map_err(sql::unavailable)?;
         match row {
             Some(row) => {
-                self.owned.insert(codec::decode(row.get(0))?);
+                self.owned.insert(codec::decode(row.get(0))?, since);
                 Ok(true)
             }
             None => Ok(false),

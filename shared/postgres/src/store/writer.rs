@@ -19,8 +19,9 @@ use boomerang_core::domain::{Task, TaskId};
 use boomerang_core::metrics::{MetricEvent, Metrics};
 use boomerang_core::ports::{CreateOutcome, StoreError};
 
-use super::claims::{Claims, Owned, WriteEnd};
+use super::claims::{Claims, WriteEnd};
 use super::codec::decode;
+use super::owned::{Owned, Since};
 use super::rows::TaskRow;
 
 /// Most writes one transaction holds; more wait for the next.
@@ -171,6 +172,8 @@ async fn run(shared: Arc<Shared>) {
 struct Batch {
     creates: Vec<Create>,
     updates: Vec<Update>,
+    /// The owner notices heard before the transaction was sent.
+    since: Since,
 }
 
 /// A new task, the owner its row gets, and whom to answer.
@@ -200,6 +203,7 @@ impl Batch {
         let mut batch = Batch {
             creates: Vec::new(),
             updates: Vec::new(),
+            since: shared.owned.since(),
         };
         for write in writes {
             match write {
@@ -499,7 +503,7 @@ fn answer(
     for (task, row, owner, reply) in batch.creates {
         if outcome.inserted.contains(&row.id) {
             if owner.is_some() {
-                shared.owned.insert(*task);
+                shared.owned.insert(*task, batch.since);
             }
             let _ = reply.send(Ok(CreateOutcome::Created));
             continue;
@@ -530,7 +534,7 @@ fn answer(
         }
         shared.claims.end_write(&id, u.expected, WriteEnd::Written);
         match u.owner {
-            Some(_) => shared.owned.insert(*u.task),
+            Some(_) => shared.owned.insert(*u.task, batch.since),
             None => shared.owned.remove(&id),
         }
         let _ = u.reply.send(Ok(()));

@@ -1,0 +1,86 @@
+//! Owner notices: the database tells a server when another one changes a row it owns (a
+//! cancel or a replace through another server's API, a take-over; see migration
+//! `V4__owner_notices`), on the channel `boomerang_owners`, on a connection of its own.
+//! What the server kept of that row is then no longer vouched for ([`Owned`]), and the
+//! next claim of it reads the row.
+//!
+//! While the connection is lost, nothing is vouched for, and every claim reads its row
+//! (as a server that never listened does). The connection is pinged, so that one that
+//! went silent (a network cut with no reset) is found out within a ping's timeout.
+
+use std::time::Duration;
+
+use tokio_postgres::Notification;
+
+use boomerang_core::domain::TaskId;
+
+use super::owned::Owned;
+use crate::connect::{connect_one, ListenError, PgSettings};
+
+const CHANNEL: &str = "boomerang_owners";
+/// How often the connection is pinged, and how long a ping may take.
+const PING_EVERY: Duration = Duration::from_secs(2);
+const PING_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long to wait before connecting again.
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// Listens for the notices to `server` for as long as the process runs.
+pub(crate) fn spawn(settings: PgSettings, owned: Owned, server: String) {
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = listen(&settings, &owned, &server).await {
+                tracing::warn!(error = %e, "owner notices unheard; claims read their rows");
+            }
+            owned.deaf();
+            tokio::time::sleep(RECONNECT_AFTER).await;
+        }
+    });
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Lost {
+    #[error(transparent)]
+    Connect(#[from] ListenError),
+    #[error("the connection failed: {0}")]
+    Failed(#[from] tokio_postgres::Error),
+    #[error("the connection ended")]
+    Ended,
+    #[error("a ping went unanswered for {PING_TIMEOUT:?}")]
+    Silent,
+}
+
+/// Listens until the connection is lost.
+async fn listen(settings: &PgSettings, owned: &Owned, server: &str) -> Result<(), Lost> {
+    let (client, mut notices) = connect_one(settings).await?;
+    client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    owned.listening();
+    let mut pings = tokio::time::interval(PING_EVERY);
+    loop {
+        tokio::select! {
+            notice = notices.recv() => match notice {
+                Some(notice) => heard(&notice, owned, server),
+                None => return Err(Lost::Ended),
+            },
+            _ = pings.tick() => {
+                tokio::time::timeout(PING_TIMEOUT, client.batch_execute(""))
+                    .await
+                    .map_err(|_| Lost::Silent)??;
+            }
+        }
+    }
+}
+
+/// A notice's payload: the row's owner before the change, its id, its owner after.
+fn heard(notice: &Notification, owned: &Owned, server: &str) {
+    let mut parts = notice.payload().split(' ');
+    let (Some(before), Some(id), after) = (parts.next(), parts.next(), parts.next()) else {
+        return;
+    };
+    if before != server {
+        return;
+    }
+    match id.parse::<TaskId>() {
+        Ok(id) => owned.noticed(id, after == Some(server)),
+        Err(_) => tracing::warn!(payload = notice.payload(), "an owner notice unreadable"),
+    }
+}

@@ -1,0 +1,137 @@
+//! The owner notices: a server claims the attempts of rows it owns without reading them
+//! again only while it hears of every change other servers make to them.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use deadpool_postgres::Pool;
+
+use boomerang_core::domain::Task;
+use boomerang_core::metrics::NoMetrics;
+use boomerang_core::ports::{StoreError, TaskStore};
+use boomerang_core::testing::{sample_task, unique_tenant};
+use boomerang_postgres::{connect, migrate, PgSettings, PgStore};
+
+/// A server's settings on the database at `url`, naming it `id`.
+fn settings(url: &str, id: &str) -> PgSettings {
+    PgSettings {
+        server: Some(id.into()),
+        ..PgSettings::new(url)
+    }
+}
+
+/// Server `id`'s store on the database at `url`, listening for its notices.
+fn server(url: &str, id: &str) -> (Arc<PgStore>, Pool) {
+    let pool = connect::pool(&settings(url, id)).unwrap();
+    let store = Arc::new(PgStore::new(
+        pool.clone(),
+        id.into(),
+        Duration::from_secs(60),
+        Arc::new(NoMetrics),
+    ));
+    store.listen(settings(url, id));
+    (store, pool)
+}
+
+async fn database() -> String {
+    let url = boomerang_postgres::testing::fresh_database().await;
+    migrate::migrate(&connect::pool(&PgSettings::new(&url)).unwrap())
+        .await
+        .unwrap();
+    url
+}
+
+async fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A task due in a second, registered through `store` (which owns it: it is near).
+async fn owned_task(store: &PgStore) -> Task {
+    let task = sample_task(
+        &unique_tenant("notices"),
+        None,
+        Utc::now() + chrono::Duration::seconds(1),
+    );
+    store.create(&task).await.unwrap();
+    assert!(store.owns(&task.id));
+    task
+}
+
+/// The task's row moved on a version by a session naming itself `as_server`.
+async fn move_row(pool: &Pool, task: &Task, owner: &str) {
+    let client = pool.get().await.unwrap();
+    client
+        .execute(
+            "UPDATE tasks SET version = version + 1, owner = $2 WHERE id = $1",
+            &[&task.id.to_string(), &owner],
+        )
+        .await
+        .unwrap();
+}
+
+fn claimed(task: &Task) -> Task {
+    let mut claimed = task.clone();
+    claimed.version += 1;
+    claimed
+}
+
+#[tokio::test]
+async fn a_change_by_another_server_is_heard_and_the_next_claim_reads_the_row() {
+    let url = database().await;
+    let (a, _) = server(&url, "a");
+    let (_b, b_pool) = server(&url, "b");
+    wait_for("server a hears its notices", || a.hears_notices()).await;
+    let task = owned_task(&a).await;
+
+    move_row(&b_pool, &task, "b").await;
+
+    wait_for("a hears that b took its row", || !a.owns(&task.id)).await;
+    let refused = a.claim(&claimed(&task), task.version).await;
+    assert!(matches!(refused, Err(StoreError::Conflict)), "{refused:?}");
+}
+
+#[tokio::test]
+async fn what_a_server_heard_of_its_rows_is_claimed_without_reading_them() {
+    let url = database().await;
+    let (a, a_pool) = server(&url, "a");
+    wait_for("server a hears its notices", || a.hears_notices()).await;
+    let task = owned_task(&a).await;
+
+    // A change no notice tells (made as server a itself): the claim does not read the
+    // row, so it does not see it; the attempt's result, conditional on the version,
+    // would.
+    move_row(&a_pool, &task, "a").await;
+
+    a.claim(&claimed(&task), task.version).await.unwrap();
+}
+
+#[tokio::test]
+async fn after_the_notices_connection_is_lost_what_was_heard_before_is_read_again() {
+    let url = database().await;
+    let (a, a_pool) = server(&url, "a");
+    wait_for("server a hears its notices", || a.hears_notices()).await;
+    let task = owned_task(&a).await;
+
+    let admin = a_pool.get().await.unwrap();
+    let ended = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE application_name = 'boomerang notices' AND datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ended, 1, "one notices connection");
+    wait_for("a notices it no longer hears", || !a.hears_notices()).await;
+    wait_for("a hears again", || a.hears_notices()).await;
+    // A change while a was not listening would not have been told: as if made then.
+    move_row(&a_pool, &task, "a").await;
+
+    let refused = a.claim(&claimed(&task), task.version).await;
+    assert!(matches!(refused, Err(StoreError::Conflict)), "{refused:?}");
+}
