@@ -35,8 +35,14 @@ use crate::store::sql::unavailable;
 use crate::store::tasks::pending_rows;
 use crate::store::PgStore;
 
-/// How often the loader looks at the clock and at what is in hand.
+/// How often the loader looks at the clock and at what is in hand while it has work:
+/// well within the time a page takes to deliver, so a backlog's deliveries never run dry.
 const TICK: Duration = Duration::from_millis(20);
+/// How often it looks while it leases nothing and has nothing in hand: each look is a
+/// statement on the shared database, and work coming due enters the window
+/// `--load-ahead` (at least a second) before its time, so a quarter of a second late
+/// is still early.
+const IDLE_TICK: Duration = Duration::from_millis(250);
 /// Overdue by this much and not held: lost (less could be a write whose arm is on its way).
 const GRACE_MS: i64 = 1000;
 
@@ -58,14 +64,16 @@ impl LeaseLoader {
     /// Loads for ever, and runs the repair pass beside it.
     pub async fn run(self: Arc<Self>, engine: Arc<Engine>) {
         tokio::spawn(self.clone().repair_forever(engine.clone()));
-        let mut ticks = tokio::time::interval(TICK);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticks.tick().await;
-            if let Err(e) = self.load(&engine).await {
-                tracing::error!(error = %e, "leasing due work failed; trying again");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
+            let pause = match self.load(&engine).await {
+                Ok(taken) if taken > 0 || self.in_hand(&engine) > 0 => TICK,
+                Ok(_) => IDLE_TICK,
+                Err(e) => {
+                    tracing::error!(error = %e, "leasing due work failed; trying again");
+                    Duration::from_millis(500)
+                }
+            };
+            tokio::time::sleep(pause).await;
         }
     }
 
