@@ -357,6 +357,15 @@ async fn readyz(server: &Server) -> u16 {
     }
 }
 
+/// Waits until `/readyz` answers `status`; how long that took from `since`.
+async fn wait_readyz(server: &Server, status: u16, what: &str, since: Instant) -> Duration {
+    wait_for(what, WAIT, || async {
+        (readyz(server).await == status).then_some(())
+    })
+    .await;
+    since.elapsed()
+}
+
 /// The server's connections to the database dropped, and new ones refused, for 20 s (as
 /// a failover or a network partition would): `/readyz` says 503 meanwhile, registrations
 /// are answered 503 with Retry-After, and the server comes back by itself, its work
@@ -372,21 +381,14 @@ async fn dropped_database_connections_make_the_server_unready_until_they_come_ba
     options.database_url = Some(format!("{head}@{}/{database}", proxy.addr()));
     let server = Server::start(options);
     let rx = Receiver::always(200).await;
-    wait_for("ready", WAIT, || async {
-        (readyz(&server).await == 200).then_some(())
-    })
-    .await;
+    wait_readyz(&server, 200, "ready", Instant::now()).await;
     let before = server
         .register(&callback(rx.url("/before")).delay("25s"))
         .await;
 
     proxy.cut();
     let cut = Instant::now();
-    wait_for("unready", WAIT, || async {
-        (readyz(&server).await == 503).then_some(())
-    })
-    .await;
-    let unready_after = cut.elapsed();
+    let unready_after = wait_readyz(&server, 503, "unready", cut).await;
     let refused = server
         .request(reqwest::Method::POST, "/v1/tasks")
         .json(&serde_json::json!({"url": rx.url("/during")}))
@@ -407,11 +409,7 @@ async fn dropped_database_connections_make_the_server_unready_until_they_come_ba
 
     proxy.heal();
     let healed = Instant::now();
-    wait_for("ready again", WAIT, || async {
-        (readyz(&server).await == 200).then_some(())
-    })
-    .await;
-    let ready_after = healed.elapsed();
+    let ready_after = wait_readyz(&server, 200, "ready again", healed).await;
     let after = server.register(&callback(rx.url("/after"))).await;
     server.wait_status(&after.id, Status::Succeeded, WAIT).await;
     server
@@ -441,10 +439,7 @@ async fn a_locked_table_times_statements_out_into_503s_until_it_is_released() {
         .into();
     let server = Server::start(options);
     let rx = Receiver::always(200).await;
-    wait_for("ready", WAIT, || async {
-        (readyz(&server).await == 200).then_some(())
-    })
-    .await;
+    wait_readyz(&server, 200, "ready", Instant::now()).await;
     let before = server
         .register(&callback(rx.url("/before")).delay("15s"))
         .await;
@@ -468,20 +463,12 @@ async fn a_locked_table_times_statements_out_into_503s_until_it_is_released() {
             "503 without Retry-After"
         );
     }
-    wait_for("unready", WAIT, || async {
-        (readyz(&server).await == 503).then_some(())
-    })
-    .await;
-    let unready_after = locked.elapsed();
+    let unready_after = wait_readyz(&server, 503, "unready", locked).await;
     tokio::time::sleep(Duration::from_secs(8).saturating_sub(locked.elapsed())).await;
 
     lock.release().await;
     let released = Instant::now();
-    wait_for("ready again", WAIT, || async {
-        (readyz(&server).await == 200).then_some(())
-    })
-    .await;
-    let ready_after = released.elapsed();
+    let ready_after = wait_readyz(&server, 200, "ready again", released).await;
     let after = server.register(&callback(rx.url("/after"))).await;
     server.wait_status(&after.id, Status::Succeeded, WAIT).await;
     server

@@ -88,18 +88,15 @@ fn stopped() -> StoreError {
 async fn run(shared: Arc<Shared>) {
     loop {
         let mut checks = Vec::new();
+        if shared
+            .rx
+            .lock()
+            .await
+            .recv_many(&mut checks, MAX_BATCH)
+            .await
+            == 0
         {
-            let mut rx = shared.rx.lock().await;
-            match rx.recv().await {
-                Some(first) => checks.push(first),
-                None => return,
-            }
-            while checks.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(check) => checks.push(check),
-                    Err(_) => break,
-                }
-            }
+            return;
         }
         let mut to_read = Vec::new();
         for check in checks {

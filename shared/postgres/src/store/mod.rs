@@ -158,8 +158,7 @@ impl PgStore {
     /// Runs one statement (prepared once per connection) on a pooled connection; how many
     /// rows it changed.
     pub(crate) async fn execute(&self, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(sql).await.map_err(sql::unavailable)?;
+        let (client, stmt) = self.prepared(sql).await?;
         client
             .execute(&stmt, params)
             .await
@@ -172,8 +171,7 @@ impl PgStore {
         sql: &str,
         params: Params<'_>,
     ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(sql).await.map_err(sql::unavailable)?;
+        let (client, stmt) = self.prepared(sql).await?;
         client.query(&stmt, params).await.map_err(sql::unavailable)
     }
 
@@ -183,12 +181,21 @@ impl PgStore {
         sql: &str,
         params: Params<'_>,
     ) -> Result<Option<tokio_postgres::Row>, StoreError> {
-        let client = self.client().await?;
-        let stmt = client.prepare_cached(sql).await.map_err(sql::unavailable)?;
+        let (client, stmt) = self.prepared(sql).await?;
         client
             .query_opt(&stmt, params)
             .await
             .map_err(sql::unavailable)
+    }
+
+    /// A pooled connection, and `sql` prepared on it (once per connection).
+    async fn prepared(
+        &self,
+        sql: &str,
+    ) -> Result<(deadpool_postgres::Object, tokio_postgres::Statement), StoreError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(sql::unavailable)?;
+        Ok((client, stmt))
     }
 
     /// A connection from the pool (`Unavailable` when none comes within the wait).

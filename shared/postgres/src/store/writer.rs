@@ -146,11 +146,8 @@ async fn run(shared: Arc<Shared>) {
             false => shared.rx.try_lock().ok(),
         };
         if let Some(mut rx) = rx {
-            if batch.is_empty() {
-                match rx.recv().await {
-                    Some(first) => batch.push(first),
-                    None => return,
-                }
+            if batch.is_empty() && rx.recv_many(&mut batch, MAX_BATCH).await == 0 {
+                return;
             }
             while batch.len() < MAX_BATCH {
                 match rx.try_recv() {
