@@ -2,8 +2,9 @@
 //! delivery takes it.
 //!
 //! Every tick the loader leases the unowned rows coming due within
-//! [`LoadSettings::ahead`], oldest first, a page at a time (`FOR UPDATE SKIP LOCKED`:
-//! servers leasing at once take different rows and never wait on each other), by writing
+//! [`LoadSettings::ahead`], oldest first, a page a tick (`FOR UPDATE SKIP LOCKED`:
+//! servers leasing at once take different rows and never wait on each other, and take
+//! turns at work falling due together), by writing
 //! this server's id in their `owner` column; a leased row leaves the index the loaders
 //! read, so no row is read twice. Memory stays bounded: the loader stops leasing while
 //! [`LoadSettings::window`] attempts are held or in hand, and goes on as they drain.
@@ -77,39 +78,37 @@ impl LeaseLoader {
         }
     }
 
-    /// Leases pages of work coming due until none is full or memory is, then a page of
-    /// the backlog if few attempts are in hand; how many attempts it took.
+    /// Leases a page of work coming due if memory has room, then a page of the backlog if
+    /// few attempts are in hand; how many attempts it took.
+    ///
+    /// One page of each a tick, not all there is: servers that share the database take
+    /// turns, so work falling due together is spread over them rather than taken by
+    /// whichever looked first (a page a tick is still 50 pages a second).
     pub async fn load(&self, engine: &Engine) -> Result<usize, StoreError> {
         let mut taken = 0;
-        while self.has_room(engine) {
+        if self.has_room(engine) {
             let now = Utc::now();
             let until = now + chrono::Duration::from_std(self.settings.ahead).unwrap_or_default();
-            let (took, full) = self
+            taken += self
                 .lease(now.timestamp_millis(), until.timestamp_millis())
                 .await?;
-            taken += took;
-            if !full {
-                break;
-            }
         }
         if self.has_room(engine) && self.in_hand(engine) < self.settings.page {
             let overdue = Utc::now().timestamp_millis() - 1;
-            taken += self.lease(i64::MIN, overdue).await?.0;
+            taken += self.lease(i64::MIN, overdue).await?;
         }
         Ok(taken)
     }
 
     /// Leases a page of work due from `from_ms` to `until_ms` and takes it; how many
-    /// attempts the timer took, and whether the page was full.
-    async fn lease(&self, from_ms: i64, until_ms: i64) -> Result<(usize, bool), StoreError> {
+    /// attempts the timer took.
+    async fn lease(&self, from_ms: i64, until_ms: i64) -> Result<usize, StoreError> {
         let since = self.store.owned.since();
         let leased = self.lease_page(from_ms, until_ms).await?;
-        let full = leased.len() == self.settings.page;
-        let took = leased
+        Ok(leased
             .into_iter()
             .map(|(work, task)| usize::from(self.take(work, task, since)))
-            .sum();
-        Ok((took, full))
+            .sum())
     }
 
     /// Leases one page of unowned work due from `from_ms` to `until_ms`, oldest first,
