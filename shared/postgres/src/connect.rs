@@ -121,14 +121,22 @@ pub(crate) enum ListenError {
 fn connection(settings: &PgSettings) -> Result<(tokio_postgres::Config, Tls), ConnectError> {
     let (url, root_cert) = without_root_cert(&settings.url);
     let mut config = config_of(&url)?;
-    let mut options = format!(
-        "-c statement_timeout={} -c lock_timeout={}",
+    // Added to the URL's own `options`, if it has any.
+    let mut options = config.get_options().unwrap_or_default().to_string();
+    options.push_str(&format!(
+        " -c statement_timeout={} -c lock_timeout={}",
         settings.statement_timeout.as_millis(),
         settings.statement_timeout.as_millis()
-    );
+    ));
     if let Some(server) = &settings.server {
-        // A server's id is its host's name and a suffix: no spaces or backslashes.
-        options.push_str(&format!(" -c boomerang.server={server}"));
+        // An id with anything but letters, digits, `-`, `_` and `.` would need escaping
+        // here; such a server names itself nowhere, and its own writes notify it.
+        let plain = server
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if plain {
+            options.push_str(&format!(" -c boomerang.server={server}"));
+        }
     }
     config
         .connect_timeout(settings.connect_timeout)

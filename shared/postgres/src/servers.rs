@@ -153,9 +153,16 @@ impl Servers {
     }
 }
 
-/// A new server's id: its host's name and a unique part.
+/// A new server's id: its host's name (letters, digits, `-`, `_` and `.` only) and a
+/// unique part.
 pub fn new_server_id() -> String {
-    let host = gethostname();
+    let host: String = gethostname()
+        .chars()
+        .map(|c| match c.is_ascii_alphanumeric() || "-_.".contains(c) {
+            true => c,
+            false => '-',
+        })
+        .collect();
     let unique = ulid::Ulid::new().to_string().to_lowercase();
     format!("{host}-{}", &unique[unique.len() - 8..])
 }

@@ -103,23 +103,31 @@ impl Claims {
         Ok(())
     }
 
+    /// A claim check begun and given up (it goes on as another).
+    pub fn drop_check(&self, id: &TaskId) {
+        Self::check_ended(&mut lock(&self.0), id);
+    }
+
+    /// Counts a check of `id` as ended; whether a write of it began meanwhile.
+    fn check_ended(inner: &mut Inner, id: &TaskId) -> bool {
+        let Some((n, written)) = inner.checking.get_mut(id) else {
+            return false;
+        };
+        *n -= 1;
+        let written = *written;
+        if *n == 0 {
+            inner.checking.remove(id);
+        }
+        written
+    }
+
     /// A claim check has read the table: claims `claimed`, read at `expected`, if the
     /// row was `current` (at that version and this server's), no write of the task began
     /// while it read, and no other claim of the task stands at another version.
     pub fn end_check(&self, claimed: Task, expected: u64, current: bool) -> Result<(), StoreError> {
         let mut inner = lock(&self.0);
         let id = claimed.id;
-        let written_meanwhile = match inner.checking.get_mut(&id) {
-            Some((n, written)) => {
-                *n -= 1;
-                let written = *written;
-                if *n == 0 {
-                    inner.checking.remove(&id);
-                }
-                written
-            }
-            None => false,
-        };
+        let written_meanwhile = Self::check_ended(&mut inner, &id);
         if !current || written_meanwhile {
             return Err(StoreError::Conflict);
         }

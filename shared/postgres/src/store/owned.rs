@@ -5,13 +5,13 @@
 //! A kept document is *vouched for* when no other server can have changed the row since
 //! it was read or written without this server hearing of it: the owner notices
 //! ([`super::owner_notices`]) were being listened to from before the statement that read
-//! or wrote it was sent, and none about the task has come since. An attempt of a task
+//! or wrote it was sent, and no change of the task has been seen since: no notice, and
+//! no other insert or removal by this server (whose own writes notify nobody). An attempt of a task
 //! whose document is vouched for at the version claimed is claimed without reading the
 //! row again; any other claim reads it ([`super::claim_checks`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use boomerang_core::domain::{Task, TaskId};
 
@@ -19,11 +19,9 @@ use super::claims::lock;
 
 /// Past this many documents kept, new ones are not: the delivery reads them.
 const DOCS_KEPT: usize = 200_000;
-/// Past this many tasks noticed, notices older than [`NOTICE_KEPT`] are forgotten.
-const NOTICES_KEPT: usize = 10_000;
-/// Longer than any statement runs (its timeout) plus a wait for a connection: a notice
-/// this old cannot be about a change that raced a statement still under way.
-const NOTICE_KEPT: Duration = Duration::from_secs(60);
+/// Past this many tasks stamped, the stamps are forgotten at once, and what was read or
+/// written before is no longer vouched for.
+const STAMPS_KEPT: usize = 100_000;
 
 #[derive(Clone, Default)]
 pub(crate) struct Owned(Arc<Mutex<Inner>>);
@@ -34,9 +32,11 @@ struct Inner {
     /// Whether the notices are listened to, and how many times listening began.
     listening: bool,
     epoch: u64,
-    /// Notices received so far, and the last one's number for each task noticed.
-    notices: u64,
-    noticed: HashMap<TaskId, (u64, Instant)>,
+    /// Changes seen so far (a notice, or this server's own insert or removal), and the
+    /// last one's number for each task; numbers up to `forgotten` are no longer kept.
+    changes: u64,
+    stamps: HashMap<TaskId, u64>,
+    forgotten: u64,
 }
 
 struct Kept {
@@ -45,11 +45,32 @@ struct Kept {
 }
 
 /// Taken before a statement that reads or writes a task is sent, and given with its
-/// document to [`Owned::insert`]: what the notices had said by then.
+/// document to [`Owned::insert`]: what had been seen by then.
 #[derive(Clone, Copy)]
 pub(crate) struct Since {
     epoch: Option<u64>,
-    notices: u64,
+    changes: u64,
+}
+
+impl Inner {
+    /// Notes a change of `id`: whatever was read or written of it before is not vouched
+    /// for by a later insert.
+    fn stamp(&mut self, id: TaskId) {
+        self.changes += 1;
+        if self.stamps.len() >= STAMPS_KEPT {
+            self.stamps.clear();
+            self.forgotten = self.changes - 1;
+        }
+        self.stamps.insert(id, self.changes);
+    }
+
+    /// Whether nothing was seen of `id` since `since`, while listening throughout.
+    fn unchanged_since(&self, id: &TaskId, since: Since) -> bool {
+        self.listening
+            && since.epoch == Some(self.epoch)
+            && since.changes >= self.forgotten
+            && (self.stamps.get(id)).is_none_or(|n| *n <= since.changes)
+    }
 }
 
 impl Owned {
@@ -57,20 +78,26 @@ impl Owned {
         let inner = lock(&self.0);
         Since {
             epoch: inner.listening.then_some(inner.epoch),
-            notices: inner.notices,
+            changes: inner.changes,
         }
     }
 
-    /// This server owns `task`, as read or written by a statement sent after `since`.
+    /// This server owns `task`, as read or written by a statement sent after `since`. A
+    /// kept document of a later version stays (this one's answer came late).
     pub fn insert(&self, task: Task, since: Since) {
         let mut inner = lock(&self.0);
-        let vouched = inner.listening
-            && since.epoch == Some(inner.epoch)
-            && (inner.noticed.get(&task.id)).is_none_or(|(n, _)| *n <= since.notices);
-        let keep = inner.tasks.len() < DOCS_KEPT;
-        inner
-            .tasks
-            .insert(task.id, keep.then_some(Kept { task, vouched }));
+        let vouched = inner.unchanged_since(&task.id, since);
+        let id = task.id;
+        let newer_kept = (inner.tasks.get(&id))
+            .and_then(Option::as_ref)
+            .is_some_and(|k| k.task.version > task.version);
+        if !newer_kept {
+            let keep = inner.tasks.len() < DOCS_KEPT;
+            inner
+                .tasks
+                .insert(id, keep.then_some(Kept { task, vouched }));
+        }
+        inner.stamp(id);
     }
 
     /// This server owns the task, whose document it did not keep.
@@ -78,8 +105,21 @@ impl Owned {
         lock(&self.0).tasks.entry(id).or_insert(None);
     }
 
+    /// This server no longer owns the task.
     pub fn remove(&self, id: &TaskId) {
-        lock(&self.0).tasks.remove(id);
+        let mut inner = lock(&self.0);
+        inner.tasks.remove(id);
+        inner.stamp(*id);
+    }
+
+    /// What this server kept of the task may be out of date (a write of it may or may
+    /// not have happened): it is read again.
+    pub fn doubt(&self, id: &TaskId) {
+        let mut inner = lock(&self.0);
+        if let Some(kept) = inner.tasks.get_mut(id) {
+            *kept = None;
+        }
+        inner.stamp(*id);
     }
 
     pub fn contains(&self, id: &TaskId) -> bool {
@@ -129,17 +169,75 @@ impl Owned {
     /// Another server changed the row of `id`; `still_mine` if it left it this server's.
     pub fn noticed(&self, id: TaskId, still_mine: bool) {
         let mut inner = lock(&self.0);
-        inner.notices += 1;
-        let n = inner.notices;
-        if inner.noticed.len() >= NOTICES_KEPT {
-            inner
-                .noticed
-                .retain(|_, (_, at)| at.elapsed() < NOTICE_KEPT);
-        }
-        inner.noticed.insert(id, (n, Instant::now()));
+        inner.stamp(id);
         match still_mine {
             true => drop(inner.tasks.insert(id, None)),
             false => drop(inner.tasks.remove(&id)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use boomerang_core::domain::TenantId;
+    use boomerang_core::testing::sample_task;
+
+    use super::Owned;
+
+    fn listening() -> Owned {
+        let owned = Owned::default();
+        owned.listening();
+        owned
+    }
+
+    #[test]
+    fn a_read_answered_after_this_servers_own_removal_is_not_vouched_for() {
+        let owned = listening();
+        let task = sample_task(&TenantId::parse("t").unwrap(), None, chrono::Utc::now());
+        // A lease is sent; a cancel by this server commits and is answered before it.
+        let lease = owned.since();
+        owned.remove(&task.id);
+        owned.insert(task.clone(), lease);
+        assert!(!owned.vouches(&task.id, task.version));
+        // Read again afterwards: vouched for.
+        owned.insert(task.clone(), owned.since());
+        assert!(owned.vouches(&task.id, task.version));
+    }
+
+    #[test]
+    fn a_late_answer_does_not_replace_a_later_version() {
+        let owned = listening();
+        let mut task = sample_task(&TenantId::parse("t").unwrap(), None, chrono::Utc::now());
+        let old = owned.since();
+        let first = task.clone();
+        task.version += 1;
+        owned.insert(task.clone(), owned.since());
+        owned.insert(first.clone(), old);
+        assert_eq!(owned.doc(&task.id).unwrap().version, task.version);
+        assert!(owned.vouches(&task.id, task.version));
+        assert!(!owned.vouches(&task.id, first.version));
+    }
+
+    #[test]
+    fn a_write_of_unknown_outcome_or_refused_leaves_nothing_vouched_for() {
+        let owned = listening();
+        let task = sample_task(&TenantId::parse("t").unwrap(), None, chrono::Utc::now());
+        owned.insert(task.clone(), owned.since());
+        owned.doubt(&task.id);
+        assert!(owned.contains(&task.id));
+        assert!(!owned.vouches(&task.id, task.version));
+    }
+
+    #[test]
+    fn nothing_is_vouched_for_while_deaf_nor_after_from_before() {
+        let owned = listening();
+        let task = sample_task(&TenantId::parse("t").unwrap(), None, chrono::Utc::now());
+        let before = owned.since();
+        owned.insert(task.clone(), owned.since());
+        owned.deaf();
+        assert!(!owned.vouches(&task.id, task.version));
+        owned.listening();
+        owned.insert(task.clone(), before);
+        assert!(!owned.vouches(&task.id, task.version));
     }
 }

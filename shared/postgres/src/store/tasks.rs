@@ -220,7 +220,7 @@ impl Retention for PgStore {
         let removed = tx
             .query(
                 "DELETE FROM tasks WHERE id IN (
-                     SELECT id FROM tasks WHERE finished_ms < $1 LIMIT $2)
+                     SELECT id FROM tasks WHERE finished_ms < $1 AND owner IS NULL LIMIT $2)
                  RETURNING id",
                 &[&ms(finished_before), &(limit as i64)],
             )

@@ -237,12 +237,16 @@ impl Batch {
         self.creates.len() + self.updates.len()
     }
 
-    fn fail_all(self, claims: &Claims, e: impl Fn() -> StoreError) {
+    fn fail_all(self, shared: &Shared, e: impl Fn() -> StoreError) {
         for (_, _, _, reply) in self.creates {
             let _ = reply.send(Err(e()));
         }
         for u in self.updates {
-            claims.end_write(&u.task.id, u.expected, WriteEnd::Unknown);
+            // It may have been committed: what this server kept of the task is read again.
+            shared.owned.doubt(&u.task.id);
+            shared
+                .claims
+                .end_write(&u.task.id, u.expected, WriteEnd::Unknown);
             let _ = u.reply.send(Err(e()));
         }
     }
@@ -296,7 +300,7 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
         Ok(client) => client,
         Err(e) => {
             let message = e.to_string();
-            return batch.fail_all(&shared.claims, || pool_unavailable_msg(&message));
+            return batch.fail_all(shared, || pool_unavailable_msg(&message));
         }
     };
     let result = async {
@@ -337,9 +341,7 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
             // Whatever part was sent, none of it stays open on the connection.
             let _ = client.batch_execute("ROLLBACK").await;
             let message = e.to_string();
-            batch.fail_all(&shared.claims, || {
-                StoreError::Unavailable(message.clone().into())
-            });
+            batch.fail_all(shared, || StoreError::Unavailable(message.clone().into()));
         }
     }
 }
@@ -524,16 +526,19 @@ fn answer(
     }
     for u in batch.updates {
         let id = u.task.id;
+        // What this server keeps of the task is brought up to date before the write
+        // counts as ended: a claim let through by its end sees the write's effect.
         if !outcome.updated.contains(&u.row.id) {
+            shared.owned.doubt(&id);
             shared.claims.end_write(&id, u.expected, WriteEnd::Refused);
             let _ = u.reply.send(Err(StoreError::Conflict));
             continue;
         }
-        shared.claims.end_write(&id, u.expected, WriteEnd::Written);
         match u.owner {
             Some(_) => shared.owned.insert(*u.task, batch.since),
             None => shared.owned.remove(&id),
         }
+        shared.claims.end_write(&id, u.expected, WriteEnd::Written);
         let _ = u.reply.send(Ok(()));
     }
 }
