@@ -79,6 +79,11 @@ impl Servers {
         if dead.is_empty() {
             return Ok(0);
         }
+        // One notice per lapsed server, not one per row: should it still be running, it
+        // gives up every row it held (see `store::owner_notices`).
+        tx.batch_execute("SET LOCAL boomerang.quiet = on")
+            .await
+            .map_err(unavailable)?;
         let freed = tx
             .execute(
                 "UPDATE tasks SET owner = NULL WHERE owner = ANY($1)",
@@ -86,6 +91,12 @@ impl Servers {
             )
             .await
             .map_err(unavailable)?;
+        tx.execute(
+            "SELECT pg_notify('boomerang_owners', d || ' * ') FROM unnest($1::text[]) d",
+            &[&dead],
+        )
+        .await
+        .map_err(unavailable)?;
         tx.commit().await.map_err(unavailable)?;
         tracing::warn!(
             ?dead,

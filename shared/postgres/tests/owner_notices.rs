@@ -135,3 +135,31 @@ async fn after_the_notices_connection_is_lost_what_was_heard_before_is_read_agai
     let refused = a.claim(&claimed(&task), task.version).await;
     assert!(matches!(refused, Err(StoreError::Conflict)), "{refused:?}");
 }
+
+#[tokio::test]
+async fn a_take_over_tells_the_lapsed_server_and_it_gives_its_rows_up() {
+    let url = database().await;
+    let (a, a_pool) = server(&url, "a");
+    let (_b, b_pool) = server(&url, "b");
+    wait_for("server a hears its notices", || a.hears_notices()).await;
+    let tasks = [owned_task(&a).await, owned_task(&a).await];
+    // Server a's lease lapsed (it stopped beating), as far as the table says.
+    a_pool
+        .get()
+        .await
+        .unwrap()
+        .execute(
+            "INSERT INTO servers (id, alive_until) VALUES ('a', now() - interval '1 minute')",
+            &[],
+        )
+        .await
+        .unwrap();
+
+    let b = boomerang_postgres::servers::Servers::new(b_pool, "b".into(), Duration::from_secs(10));
+    assert_eq!(b.take_over().await.unwrap(), 2);
+
+    wait_for("a gives its rows up", || {
+        tasks.iter().all(|t| !a.owns(&t.id))
+    })
+    .await;
+}

@@ -166,6 +166,14 @@ impl Owned {
         }
     }
 
+    /// Another server took this server's rows over (its lease lapsed): it owns none of
+    /// them, and nothing read before is vouched for.
+    pub fn lost_all(&self) {
+        let mut inner = lock(&self.0);
+        inner.tasks.clear();
+        inner.epoch += 1;
+    }
+
     /// Another server changed the row of `id`; `still_mine` if it left it this server's.
     pub fn noticed(&self, id: TaskId, still_mine: bool) {
         let mut inner = lock(&self.0);

@@ -75,7 +75,8 @@ async fn listen(settings: &PgSettings, owned: &Owned, server: &str) -> Result<()
     }
 }
 
-/// A notice's payload: the row's owner before the change, its id, its owner after.
+/// A notice's payload: the row's owner before the change, its id (`*`: every row it
+/// owned, freed by a take-over), its owner after.
 fn heard(notice: &Notification, owned: &Owned, server: &str) {
     let mut parts = notice.payload().split(' ');
     let (Some(before), Some(id), after) = (parts.next(), parts.next(), parts.next()) else {
@@ -83,6 +84,10 @@ fn heard(notice: &Notification, owned: &Owned, server: &str) {
     };
     if before != server {
         return;
+    }
+    if id == "*" {
+        tracing::warn!("this server was taken over (its lease lapsed): its rows are freed");
+        return owned.lost_all();
     }
     match id.parse::<TaskId>() {
         Ok(id) => owned.noticed(id, after == Some(server)),

@@ -331,10 +331,16 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
                 writes: batch.len(),
                 micros: started.elapsed().as_micros() as u64,
             });
+            let Batch {
+                creates,
+                updates,
+                since,
+            } = batch;
+            answer_updates(shared, updates, &outcome.updated, since);
             // Read after the commit, and apart from it: a failed read fails only the
             // creates that lost to an existing task, not the writes committed.
-            let taken = taken_keys(&client, &batch, &outcome.inserted).await;
-            answer(shared, batch, outcome, taken);
+            let taken = taken_keys(&client, &creates, &outcome.inserted).await;
+            answer_creates(shared, creates, &outcome.inserted, taken, since);
         }
         Err(e) => {
             tracing::warn!(error = %e, writes = batch.len(), "a store transaction failed");
@@ -408,11 +414,10 @@ async fn insert_tasks(
 /// inserted were refused on.
 async fn taken_keys(
     client: &deadpool_postgres::ClientWrapper,
-    batch: &Batch,
+    creates: &[Create],
     inserted: &HashSet<String>,
 ) -> Result<Vec<(String, String, String)>, tokio_postgres::Error> {
-    let (tenants, keys): (Vec<&str>, Vec<&str>) = batch
-        .creates
+    let (tenants, keys): (Vec<&str>, Vec<&str>) = creates
         .iter()
         .map(|c| &c.1)
         .filter(|r| !inserted.contains(&r.id))
@@ -492,17 +497,19 @@ async fn update_tasks(
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
-/// Answers each write of a committed transaction, and notes what this server now owns.
-fn answer(
+/// Answers each create of a committed transaction (the ones refused with the task that
+/// holds their key, as `taken` found it), and notes what this server now owns.
+fn answer_creates(
     shared: &Shared,
-    batch: Batch,
-    outcome: Outcome,
+    creates: Vec<Create>,
+    inserted: &HashSet<String>,
     taken: Result<Vec<(String, String, String)>, tokio_postgres::Error>,
+    since: Since,
 ) {
-    for (task, row, owner, reply) in batch.creates {
-        if outcome.inserted.contains(&row.id) {
+    for (task, row, owner, reply) in creates {
+        if inserted.contains(&row.id) {
             if owner.is_some() {
-                shared.owned.insert(*task, batch.since);
+                shared.owned.insert(*task, since);
             }
             let _ = reply.send(Ok(CreateOutcome::Created));
             continue;
@@ -524,18 +531,22 @@ fn answer(
         };
         let _ = reply.send(answer);
     }
-    for u in batch.updates {
+}
+
+/// Answers each update of a committed transaction, and notes what this server now owns.
+fn answer_updates(shared: &Shared, updates: Vec<Update>, updated: &HashSet<String>, since: Since) {
+    for u in updates {
         let id = u.task.id;
         // What this server keeps of the task is brought up to date before the write
         // counts as ended: a claim let through by its end sees the write's effect.
-        if !outcome.updated.contains(&u.row.id) {
+        if !updated.contains(&u.row.id) {
             shared.owned.doubt(&id);
             shared.claims.end_write(&id, u.expected, WriteEnd::Refused);
             let _ = u.reply.send(Err(StoreError::Conflict));
             continue;
         }
         match u.owner {
-            Some(_) => shared.owned.insert(*u.task, batch.since),
+            Some(_) => shared.owned.insert(*u.task, since),
             None => shared.owned.remove(&id),
         }
         shared.claims.end_write(&id, u.expected, WriteEnd::Written);
