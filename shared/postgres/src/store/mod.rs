@@ -98,7 +98,12 @@ impl PgStore {
     /// notices of changes other servers make to the rows this server owns: until it
     /// does, every claim reads its row.
     pub fn listen(&self, settings: PgSettings) {
-        owner_notices::spawn(settings, self.owned.clone(), self.server.clone());
+        owner_notices::spawn(
+            settings,
+            self.pool.clone(),
+            self.owned.clone(),
+            self.server.clone(),
+        );
     }
 
     /// Whether the notices of changes to this server's rows are heard (see

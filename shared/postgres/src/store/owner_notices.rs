@@ -4,12 +4,17 @@
 //! What the server kept of that row is then no longer vouched for ([`Owned`]), and the
 //! next claim of it reads the row.
 //!
-//! While the connection is lost, nothing is vouched for, and every claim reads its row
-//! (as a server that never listened does). The connection is pinged every 2 s, so that one
+//! Listening counts only once it is proven: a notice sent from a pooled connection comes
+//! back on the listening one, and the pooled connections name this server (a pooler in
+//! transaction mode, or one that drops the connections' `options`, fails that). While
+//! the connection is lost or unproven, nothing is vouched for, and every claim reads its
+//! row (as a server that never listened does). The connection is pinged every 2 s, so that one
 //! that went silent (a network cut with no reset) is found out within about 4 s.
 
 use std::time::Duration;
 
+use deadpool_postgres::Pool;
+use tokio::sync::mpsc;
 use tokio_postgres::Notification;
 
 use boomerang_core::domain::TaskId;
@@ -18,6 +23,8 @@ use super::owned::Owned;
 use crate::connect::{connect_one, ListenError, PgSettings};
 
 const CHANNEL: &str = "boomerang_owners";
+/// The id in a probe's payload (see [`probe`]).
+const PROBE: &str = "probe";
 /// How often the connection is pinged, and how long a ping may take.
 const PING_EVERY: Duration = Duration::from_secs(2);
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
@@ -25,10 +32,10 @@ const PING_TIMEOUT: Duration = Duration::from_secs(2);
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
 /// Listens for the notices to `server` for as long as the process runs.
-pub(crate) fn spawn(settings: PgSettings, owned: Owned, server: String) {
+pub(crate) fn spawn(settings: PgSettings, pool: Pool, owned: Owned, server: String) {
     tokio::spawn(async move {
         loop {
-            if let Err(e) = listen(&settings, &owned, &server).await {
+            if let Err(e) = listen(&settings, &pool, &owned, &server).await {
                 tracing::warn!(error = %e, "owner notices unheard; claims read their rows");
             }
             owned.deaf();
@@ -47,12 +54,24 @@ enum Lost {
     Ended,
     #[error("a ping went unanswered for {PING_TIMEOUT:?}")]
     Silent,
+    #[error("a notice sent through the pool did not come back within {PING_TIMEOUT:?} (a pooler in transaction mode drops them)")]
+    ProbeLost,
+    #[error("the pool's connections do not name this server (a pooler dropped their `options`): its own writes would notify it")]
+    Unnamed,
+    #[error("no connection from the pool: {0}")]
+    Pool(#[from] deadpool_postgres::PoolError),
 }
 
 /// Listens until the connection is lost.
-async fn listen(settings: &PgSettings, owned: &Owned, server: &str) -> Result<(), Lost> {
+async fn listen(
+    settings: &PgSettings,
+    pool: &Pool,
+    owned: &Owned,
+    server: &str,
+) -> Result<(), Lost> {
     let (client, mut notices) = connect_one(settings).await?;
     client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    probe(pool, &mut notices, owned, server).await?;
     owned.listening();
     // The notices are heard while a ping waits for its answer.
     let hear = async {
@@ -75,6 +94,41 @@ async fn listen(settings: &PgSettings, owned: &Owned, server: &str) -> Result<()
     }
 }
 
+/// Proves the notices work before anything is vouched for on them: a notice sent from a
+/// pooled connection (as another server's write would send one) comes back here, and
+/// the pool's connections name this server. Notices heard meanwhile are taken as usual.
+async fn probe(
+    pool: &Pool,
+    notices: &mut mpsc::UnboundedReceiver<Notification>,
+    owned: &Owned,
+    server: &str,
+) -> Result<(), Lost> {
+    let client = pool.get().await?;
+    let named: Option<String> = client
+        .query_one("SELECT current_setting('boomerang.server', true)", &[])
+        .await?
+        .get(0);
+    if named.as_deref() != Some(server) {
+        return Err(Lost::Unnamed);
+    }
+    let probe = format!("{server} {PROBE} {}", ulid::Ulid::new());
+    client
+        .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &probe])
+        .await?;
+    let back = async {
+        while let Some(notice) = notices.recv().await {
+            if notice.payload() == probe {
+                return Ok(());
+            }
+            heard(&notice, owned, server);
+        }
+        Err(Lost::Ended)
+    };
+    tokio::time::timeout(PING_TIMEOUT, back)
+        .await
+        .map_err(|_| Lost::ProbeLost)?
+}
+
 /// A notice's payload: the row's owner before the change, its id (`*`: every row it
 /// owned, freed by a take-over), its owner after.
 fn heard(notice: &Notification, owned: &Owned, server: &str) {
@@ -83,6 +137,9 @@ fn heard(notice: &Notification, owned: &Owned, server: &str) {
         return;
     };
     if before != server {
+        return;
+    }
+    if id == PROBE {
         return;
     }
     if id == "*" {
