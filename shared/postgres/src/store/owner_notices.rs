@@ -55,7 +55,7 @@ enum Lost {
     #[error("a ping went unanswered for {PING_TIMEOUT:?}")]
     Silent,
     #[error("a notice sent through the pool did not come back within {PING_TIMEOUT:?} (a pooler in transaction mode drops them)")]
-    ProbeLost,
+    Unproven,
     #[error("the pool's connections do not name this server (a pooler dropped their `options`): its own writes would notify it")]
     Unnamed,
     #[error("no connection from the pool: {0}")]
@@ -126,7 +126,7 @@ async fn probe(
     };
     tokio::time::timeout(PING_TIMEOUT, back)
         .await
-        .map_err(|_| Lost::ProbeLost)?
+        .map_err(|_| Lost::Unproven)?
 }
 
 /// A notice's payload: the row's owner before the change, its id (`*`: every row it
