@@ -89,7 +89,7 @@ pub async fn postgres(config: PostgresConfig) -> Result<PostgresBackend, Postgre
         config.load.ahead,
         config.metrics.clone(),
     ));
-    store.listen(database);
+    store.listen(database, config.server_lease);
     let (local, fires) = LocalTimer::new(HOLD_EVERYTHING);
     let timer = Arc::new(PgTimer::new(local.clone(), store.clone()));
     let loader = Arc::new(LeaseLoader::new(store.clone(), local.clone(), config.load));

@@ -11,7 +11,10 @@ use boomerang_core::domain::Task;
 use boomerang_core::metrics::NoMetrics;
 use boomerang_core::ports::{StoreError, TaskStore};
 use boomerang_core::testing::{sample_task, unique_tenant};
+use boomerang_postgres::servers::Servers;
 use boomerang_postgres::{connect, migrate, PgSettings, PgStore};
+
+const LEASE: Duration = Duration::from_secs(10);
 
 /// A server's settings on the database at `url`, naming it `id`.
 fn settings(url: &str, id: &str) -> PgSettings {
@@ -21,16 +24,21 @@ fn settings(url: &str, id: &str) -> PgSettings {
     }
 }
 
-/// Server `id`'s store on the database at `url`, listening for its notices.
-fn server(url: &str, id: &str) -> (Arc<PgStore>, Pool) {
+/// Server `id`'s store on the database at `url`, alive in `servers` and listening for
+/// its notices.
+async fn server(url: &str, id: &str) -> (Arc<PgStore>, Pool) {
     let pool = connect::pool(&settings(url, id)).unwrap();
+    Servers::new(pool.clone(), id.into(), LEASE)
+        .beat()
+        .await
+        .unwrap();
     let store = Arc::new(PgStore::new(
         pool.clone(),
         id.into(),
         Duration::from_secs(60),
         Arc::new(NoMetrics),
     ));
-    store.listen(settings(url, id));
+    store.listen(settings(url, id), LEASE);
     (store, pool)
 }
 
@@ -83,8 +91,8 @@ fn claimed(task: &Task) -> Task {
 #[tokio::test]
 async fn a_change_by_another_server_is_heard_and_the_next_claim_reads_the_row() {
     let url = database().await;
-    let (a, _) = server(&url, "a");
-    let (_b, b_pool) = server(&url, "b");
+    let (a, _) = server(&url, "a").await;
+    let (_b, b_pool) = server(&url, "b").await;
     wait_for("server a hears its notices", || a.hears_notices()).await;
     let task = owned_task(&a).await;
 
@@ -98,7 +106,7 @@ async fn a_change_by_another_server_is_heard_and_the_next_claim_reads_the_row() 
 #[tokio::test]
 async fn what_a_server_heard_of_its_rows_is_claimed_without_reading_them() {
     let url = database().await;
-    let (a, a_pool) = server(&url, "a");
+    let (a, a_pool) = server(&url, "a").await;
     wait_for("server a hears its notices", || a.hears_notices()).await;
     let task = owned_task(&a).await;
 
@@ -113,7 +121,7 @@ async fn what_a_server_heard_of_its_rows_is_claimed_without_reading_them() {
 #[tokio::test]
 async fn after_the_notices_connection_is_lost_what_was_heard_before_is_read_again() {
     let url = database().await;
-    let (a, a_pool) = server(&url, "a");
+    let (a, a_pool) = server(&url, "a").await;
     wait_for("server a hears its notices", || a.hears_notices()).await;
     let task = owned_task(&a).await;
 
@@ -139,8 +147,8 @@ async fn after_the_notices_connection_is_lost_what_was_heard_before_is_read_agai
 #[tokio::test]
 async fn a_take_over_tells_the_lapsed_server_and_it_gives_its_rows_up() {
     let url = database().await;
-    let (a, a_pool) = server(&url, "a");
-    let (_b, b_pool) = server(&url, "b");
+    let (a, a_pool) = server(&url, "a").await;
+    let (_b, b_pool) = server(&url, "b").await;
     wait_for("server a hears its notices", || a.hears_notices()).await;
     let tasks = [owned_task(&a).await, owned_task(&a).await];
     // Server a's lease lapsed (it stopped beating), as far as the table says.
@@ -149,13 +157,13 @@ async fn a_take_over_tells_the_lapsed_server_and_it_gives_its_rows_up() {
         .await
         .unwrap()
         .execute(
-            "INSERT INTO servers (id, alive_until) VALUES ('a', now() - interval '1 minute')",
+            "UPDATE servers SET alive_until = now() - interval '1 minute' WHERE id = 'a'",
             &[],
         )
         .await
         .unwrap();
 
-    let b = boomerang_postgres::servers::Servers::new(b_pool, "b".into(), Duration::from_secs(10));
+    let b = Servers::new(b_pool, "b".into(), LEASE);
     assert_eq!(b.take_over().await.unwrap(), 2);
 
     wait_for("a gives its rows up", || {

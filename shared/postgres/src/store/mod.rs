@@ -97,12 +97,15 @@ impl PgStore {
     /// Listens, on a connection of its own made with `settings`, for the database's
     /// notices of changes other servers make to the rows this server owns: until it
     /// does, every claim reads its row.
-    pub fn listen(&self, settings: PgSettings) {
+    /// `lease` is the servers' (`--server-lease`): a server that cannot show its own is
+    /// alive within half of it vouches for nothing.
+    pub fn listen(&self, settings: PgSettings, lease: Duration) {
         owner_notices::spawn(
             settings,
             self.pool.clone(),
             self.owned.clone(),
             self.server.clone(),
+            lease,
         );
     }
 

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use boomerang_core::domain::{Task, TaskId};
 
@@ -32,6 +33,8 @@ struct Inner {
     /// Whether the notices are listened to, and how many times listening began.
     listening: bool,
     epoch: u64,
+    /// Until when the last ping vouches (the connection answered, the lease was alive).
+    proven_until: Option<Instant>,
     /// Changes seen so far (a notice, or this server's own insert or removal), and the
     /// last one's number for each task; numbers up to `forgotten` are no longer kept.
     changes: u64,
@@ -138,9 +141,15 @@ impl Owned {
     pub fn vouches(&self, id: &TaskId, version: u64) -> bool {
         let inner = lock(&self.0);
         inner.listening
+            && inner.proven_until.is_some_and(|t| Instant::now() < t)
             && (inner.tasks.get(id))
                 .and_then(Option::as_ref)
                 .is_some_and(|k| k.vouched && k.task.version == version)
+    }
+
+    /// A ping answered, and this server's lease was alive: vouching may go on until `until`.
+    pub fn proven_until(&self, until: Instant) {
+        lock(&self.0).proven_until = Some(until);
     }
 
     /// Whether the notices are listened to.
@@ -195,6 +204,7 @@ mod tests {
     fn listening() -> Owned {
         let owned = Owned::default();
         owned.listening();
+        owned.proven_until(std::time::Instant::now() + std::time::Duration::from_secs(60));
         owned
     }
 

@@ -8,8 +8,11 @@
 //! back on the listening one, and the pooled connections name this server (a pooler in
 //! transaction mode, or one that drops the connections' `options`, fails that). While
 //! the connection is lost or unproven, nothing is vouched for, and every claim reads its
-//! row (as a server that never listened does). The connection is pinged every 2 s, so that one
-//! that went silent (a network cut with no reset) is found out within about 4 s.
+//! row (as a server that never listened does). The connection is pinged every 2 s (a
+//! quarter of `--server-lease` if that is less), each ping also reading this server's
+//! lease, and what is kept is vouched for only until half a lease after the last ping
+//! that answered: a connection gone silent (a network cut with no reset) or a server
+//! that stalled past its lease vouches for nothing.
 
 use std::time::Duration;
 
@@ -25,17 +28,43 @@ use crate::connect::{connect_one, ListenError, PgSettings};
 const CHANNEL: &str = "boomerang_owners";
 /// The id in a probe's payload (see [`probe`]).
 const PROBE: &str = "probe";
-/// How often the connection is pinged, and how long a ping may take.
+/// Most time between pings, and how long a ping may take.
 const PING_EVERY: Duration = Duration::from_secs(2);
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often the connection is pinged (a ping also finds this server's lease alive),
+/// and for how long after a ping anything is vouched for: half a lease, so that a server
+/// that stalled past its lease (and may have been taken over) vouches for nothing when
+/// it wakes, before it hears of the take-over.
+#[derive(Clone, Copy)]
+struct Pace {
+    every: Duration,
+    proof_lasts: Duration,
+}
+
+impl Pace {
+    fn of(lease: Duration) -> Pace {
+        Pace {
+            every: PING_EVERY.min(lease / 4),
+            proof_lasts: lease / 2,
+        }
+    }
+}
 /// How long to wait before connecting again.
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
 /// Listens for the notices to `server` for as long as the process runs.
-pub(crate) fn spawn(settings: PgSettings, pool: Pool, owned: Owned, server: String) {
+pub(crate) fn spawn(
+    settings: PgSettings,
+    pool: Pool,
+    owned: Owned,
+    server: String,
+    lease: Duration,
+) {
+    let pace = Pace::of(lease);
     tokio::spawn(async move {
         loop {
-            if let Err(e) = listen(&settings, &pool, &owned, &server).await {
+            if let Err(e) = listen(&settings, &pool, &owned, &server, pace).await {
                 tracing::warn!(error = %e, "owner notices unheard; claims read their rows");
             }
             owned.deaf();
@@ -60,6 +89,8 @@ enum Lost {
     Unnamed,
     #[error("no connection from the pool: {0}")]
     Pool(#[from] deadpool_postgres::PoolError),
+    #[error("this server's lease has lapsed: its rows are others' to take")]
+    Lapsed,
 }
 
 /// Listens until the connection is lost.
@@ -68,10 +99,12 @@ async fn listen(
     pool: &Pool,
     owned: &Owned,
     server: &str,
+    pace: Pace,
 ) -> Result<(), Lost> {
     let (client, mut notices) = connect_one(settings).await?;
     client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
     probe(pool, &mut notices, owned, server).await?;
+    alive(&client, owned, server, pace).await?;
     owned.listening();
     // The notices are heard while a ping waits for its answer.
     let hear = async {
@@ -82,16 +115,41 @@ async fn listen(
     };
     let ping = async {
         loop {
-            tokio::time::sleep(PING_EVERY).await;
-            tokio::time::timeout(PING_TIMEOUT, client.batch_execute(""))
-                .await
-                .map_err(|_| Lost::Silent)??;
+            tokio::time::sleep(pace.every).await;
+            alive(&client, owned, server, pace).await?;
         }
     };
     tokio::select! {
         lost = hear => lost,
         lost = ping => lost,
     }
+}
+
+/// Pings: the connection answers, and this server's lease is alive in the table, which
+/// vouches for what it keeps for [`Pace::proof_lasts`] more. A lapsed lease gives every
+/// row up: another server may be taking them over.
+async fn alive(
+    client: &tokio_postgres::Client,
+    owned: &Owned,
+    server: &str,
+    pace: Pace,
+) -> Result<(), Lost> {
+    let asked = std::time::Instant::now();
+    let row = tokio::time::timeout(
+        PING_TIMEOUT,
+        client.query_opt(
+            "SELECT alive_until > now() FROM servers WHERE id = $1",
+            &[&server],
+        ),
+    )
+    .await
+    .map_err(|_| Lost::Silent)??;
+    if !row.is_some_and(|r| r.get::<_, bool>(0)) {
+        owned.lost_all();
+        return Err(Lost::Lapsed);
+    }
+    owned.proven_until(asked + pace.proof_lasts);
+    Ok(())
 }
 
 /// Proves the notices work before anything is vouched for on them: a notice sent from a
