@@ -65,9 +65,9 @@ impl ClaimChecks {
     /// this server's (or no server's).
     pub async fn claim(&self, claimed: &Task, expected: u64) -> Result<(), StoreError> {
         // What this server read or wrote of its own row, vouched for by the owner
-        // notices, needs no second read.
-        // The check begins first: a write of the task under way refuses it, and one
-        // that ended has already brought what is kept up to date.
+        // notices, needs no second read. The check begins before the vouching is looked
+        // at: a write of the task under way refuses it, and one that ended has already
+        // brought what is kept up to date.
         self.claims.begin_check(&claimed.id)?;
         if self.owned.vouches(&claimed.id, expected) {
             return self.claims.end_check(claimed.clone(), expected, true);

@@ -1,16 +1,12 @@
 //! The attempts this server claimed and has not finished.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use boomerang_core::domain::{Task, TaskId};
 use boomerang_core::ports::StoreError;
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every change under these locks is a single insert or remove: a panic elsewhere
-    // cannot leave them half-made, so a poisoned lock is still good.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use super::lock;
 
 /// A claimed attempt: the task as claimed, and the version the table still holds.
 #[derive(Clone)]

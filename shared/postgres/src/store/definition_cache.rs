@@ -38,8 +38,7 @@ pub(crate) struct Read {
 
 impl DefinitionCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
-        // Every change under the lock is one insert, remove or clear.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        super::lock(&self.0)
     }
 
     /// The stored document (or its absence), if read within [`FRESH_FOR`].

@@ -49,6 +49,13 @@ use definition_cache::DefinitionCache;
 use owned::Owned;
 use writer::WriterHandle;
 
+/// Locks one of the store's in-memory maps. Every change under these locks leaves them
+/// whole at each step (an insert, a remove, a clear): a panic elsewhere cannot leave
+/// them half-made, so a poisoned lock is still good.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A statement's parameters.
 pub(crate) type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
 

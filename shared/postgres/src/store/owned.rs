@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use boomerang_core::domain::{Task, TaskId};
 
-use super::claims::lock;
+use super::lock;
 
 /// Past this many documents kept, new ones are not: the delivery reads them.
 const DOCS_KEPT: usize = 200_000;
