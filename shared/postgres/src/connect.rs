@@ -131,10 +131,7 @@ fn connection(settings: &PgSettings) -> Result<(tokio_postgres::Config, Tls), Co
     if let Some(server) = &settings.server {
         // An id with anything but letters, digits, `-`, `_` and `.` would need escaping
         // here; such a server names itself nowhere, and its own writes notify it.
-        let plain = server
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-        if plain {
+        if server.chars().all(crate::servers::plain) {
             options.push_str(&format!(" -c boomerang.server={server}"));
         }
     }

@@ -92,8 +92,8 @@ impl Servers {
             .await
             .map_err(unavailable)?;
         tx.execute(
-            "SELECT pg_notify('boomerang_owners', d || ' * ') FROM unnest($1::text[]) d",
-            &[&dead],
+            "SELECT pg_notify($2, d || ' * ') FROM unnest($1::text[]) d",
+            &[&dead, &crate::store::OWNER_NOTICES],
         )
         .await
         .map_err(unavailable)?;
@@ -164,12 +164,17 @@ impl Servers {
     }
 }
 
+/// Whether `c` may stand in a server's id unescaped (in a connection's `options`).
+pub(crate) fn plain(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-_.".contains(c)
+}
+
 /// A new server's id: its host's name (letters, digits, `-`, `_` and `.` only) and a
 /// unique part.
 pub fn new_server_id() -> String {
     let host: String = gethostname()
         .chars()
-        .map(|c| match c.is_ascii_alphanumeric() || "-_.".contains(c) {
+        .map(|c| match plain(c) {
             true => c,
             false => '-',
         })

@@ -47,6 +47,7 @@ use claim_checks::ClaimChecks;
 use claims::Claims;
 use definition_cache::DefinitionCache;
 use owned::Owned;
+pub(crate) use owner_notices::CHANNEL as OWNER_NOTICES;
 use writer::WriterHandle;
 
 /// Locks one of the store's in-memory maps. Every change under these locks leaves them

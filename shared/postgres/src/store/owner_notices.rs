@@ -25,7 +25,7 @@ use boomerang_core::domain::TaskId;
 use super::owned::Owned;
 use crate::connect::{connect_one, ListenError, PgSettings};
 
-const CHANNEL: &str = "boomerang_owners";
+pub(crate) const CHANNEL: &str = "boomerang_owners";
 /// The id in a probe's payload (see [`probe`]).
 const PROBE: &str = "probe";
 /// Most time between pings, and how long a ping may take.
