@@ -116,3 +116,51 @@ async fn an_occurrence_due_past_the_tenants_limit_is_skipped_and_the_schedule_go
     );
     assert_eq!(h.webhooks.calls(), 1);
 }
+
+/// Registrations that together find the tenant's count missing or stale make one count
+/// in the store, not one each: with no count they wait for it, with an older one they go
+/// on with that.
+#[tokio::test]
+async fn one_count_at_a_time_however_many_registrations_find_it_stale() {
+    let h = harness_tenant_limits(limits(1000, 1000));
+    let later = FireTime::After(Duration::from_secs(3600));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    h.store.gate_counts(Some(gate.clone()));
+    let register_ten = || {
+        futures_util::future::join_all((0..10).map(|_| {
+            h.engine
+                .register(&h.tenant, new_task(later, RetryPolicy::default()))
+        }))
+    };
+    // No count yet: all ten wait for the one that counts.
+    let deadline = Duration::from_secs(10);
+    let counted_once = async {
+        while h.store.counts_made() == 0 {
+            tokio::task::yield_now().await;
+        }
+        gate.add_permits(1);
+    };
+    let (first, ()) = tokio::time::timeout(deadline, async {
+        tokio::join!(register_ten(), counted_once)
+    })
+    .await
+    .expect("registrations waiting on a count of their own");
+    assert!(first.iter().all(Result::is_ok), "{first:?}");
+    assert_eq!(h.store.counts_made(), 1);
+
+    // Stale: one counts, and the other nine go on with the older count meanwhile.
+    h.clock.advance(Duration::from_secs(5));
+    let nine_went_on = async {
+        while h.store.task_count() < 19 {
+            tokio::task::yield_now().await;
+        }
+        gate.add_permits(1);
+    };
+    let (second, ()) = tokio::time::timeout(deadline, async {
+        tokio::join!(register_ten(), nine_went_on)
+    })
+    .await
+    .expect("registrations waiting on the count instead of the older one");
+    assert!(second.iter().all(Result::is_ok), "{second:?}");
+    assert_eq!(h.store.counts_made(), 2);
+}

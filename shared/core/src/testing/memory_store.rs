@@ -4,8 +4,8 @@
 //! writes, through its hooks.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -35,6 +35,10 @@ struct Hooks {
     refuse_creates: AtomicBool,
     /// The next `peek` answers this (a cheap read that lags the latest write).
     next_peek: Mutex<Option<Option<Task>>>,
+    /// Counts by status made so far.
+    counts_made: AtomicUsize,
+    /// While set, a count waits for a permit of this before it reads.
+    count_gate: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
 }
 
 type WriteHook = Box<dyn Fn(&'static str) + Send + Sync>;
@@ -73,6 +77,21 @@ impl MemoryStore {
     /// The next `peek` answers `answer`, as a cheap read that lags the latest write would.
     pub fn lag_next_peek(&self, answer: Option<Task>) {
         *self.hooks.next_peek.lock().expect("hook lock") = Some(answer);
+    }
+
+    /// How many tasks are stored.
+    pub fn task_count(&self) -> usize {
+        self.lock().tasks.len()
+    }
+
+    /// How many counts by status were asked for so far.
+    pub fn counts_made(&self) -> usize {
+        self.hooks.counts_made.load(Ordering::SeqCst)
+    }
+
+    /// Each count by status waits for a permit of `gate` (none: counts go straight on).
+    pub fn gate_counts(&self, gate: Option<Arc<tokio::sync::Semaphore>>) {
+        *self.hooks.count_gate.lock().expect("hook lock") = gate;
     }
 
     /// Replaces the task if its stored version is `expected_version`.
@@ -386,6 +405,11 @@ impl StatusCounts for MemoryStore {
         &self,
         tenant: Option<&TenantId>,
     ) -> Result<Vec<(Status, u64)>, StoreError> {
+        self.hooks.counts_made.fetch_add(1, Ordering::SeqCst);
+        let gate = self.hooks.count_gate.lock().expect("hook lock").clone();
+        if let Some(gate) = gate {
+            gate.acquire().await.expect("count gate").forget();
+        }
         let inner = self.lock();
         let counts = Status::ALL
             .iter()

@@ -5,8 +5,9 @@ use super::tenant_limits::{Bucket, Pending};
 use crate::domain::{Status, TenantId};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
+use crate::ports::{StatusCounts, StoreError};
 use chrono::{DateTime, Utc};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a tenant's count of unfinished tasks is trusted before it is counted again in
@@ -68,26 +69,7 @@ impl Engine {
             return Ok(());
         };
         let max = self.settings.tenant_limits.max_pending;
-        let now = self.ports.clock.now();
-        let fresh = |p: &Pending| now - p.at < RECOUNT;
-        let known = lock(&self.guards.pending).get(tenant).is_some_and(fresh);
-        if !known {
-            let by_status = counts.count_by_status(Some(tenant)).await?;
-            let unfinished = (by_status.iter())
-                .filter(|(s, _)| matches!(s, Status::Held | Status::Scheduled | Status::Delivering))
-                .map(|(_, n)| n)
-                .sum();
-            let mut pending = lock(&self.guards.pending);
-            if pending.len() >= KEEP {
-                pending.retain(|_, p| fresh(p));
-            }
-            let counted = Pending {
-                counted: unfinished,
-                added: 0,
-                at: now,
-            };
-            pending.insert(tenant.clone(), counted);
-        }
+        self.recount_if_stale(counts.as_ref(), tenant).await?;
         let mut pending = lock(&self.guards.pending);
         let Some(count) = pending.get_mut(tenant) else {
             return Ok(());
@@ -99,6 +81,54 @@ impl Engine {
             ));
         }
         count.added += n;
+        Ok(())
+    }
+
+    /// Counts `tenant`'s unfinished tasks in the store, unless a count younger than
+    /// [`RECOUNT`] is known. One request counts at a time: while it does, the others go on
+    /// with the older count if there is one, and wait for this one if there is none.
+    async fn recount_if_stale(
+        &self,
+        counts: &dyn StatusCounts,
+        tenant: &TenantId,
+    ) -> Result<(), StoreError> {
+        let fresh = |p: &Pending| self.ports.clock.now() - p.at < RECOUNT;
+        let known = match lock(&self.guards.pending).get(tenant) {
+            Some(p) if fresh(p) => return Ok(()),
+            known => known.is_some(),
+        };
+        let gate = {
+            let mut counting = lock(&self.guards.counting);
+            if counting.len() >= KEEP {
+                counting.retain(|_, gate| Arc::strong_count(gate) > 1);
+            }
+            counting.entry(tenant.clone()).or_default().clone()
+        };
+        let _counting = match gate.try_lock() {
+            Ok(counting) => counting,
+            Err(_) if known => return Ok(()),
+            Err(_) => gate.lock().await,
+        };
+        // Whoever held the gate before may have just counted.
+        if lock(&self.guards.pending).get(tenant).is_some_and(fresh) {
+            return Ok(());
+        }
+        let at = self.ports.clock.now();
+        let by_status = counts.count_by_status(Some(tenant)).await?;
+        let unfinished = (by_status.iter())
+            .filter(|(s, _)| matches!(s, Status::Held | Status::Scheduled | Status::Delivering))
+            .map(|(_, n)| n)
+            .sum();
+        let mut pending = lock(&self.guards.pending);
+        if pending.len() >= KEEP {
+            pending.retain(|_, p| fresh(p));
+        }
+        let counted = Pending {
+            counted: unfinished,
+            added: 0,
+            at,
+        };
+        pending.insert(tenant.clone(), counted);
         Ok(())
     }
 }

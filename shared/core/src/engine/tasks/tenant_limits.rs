@@ -3,7 +3,7 @@
 //! is told to come back later (`429` with `Retry-After`); nothing is half done.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
@@ -37,6 +37,9 @@ impl Default for TenantLimits {
 pub(crate) struct TenantGuards {
     pub(super) buckets: Mutex<HashMap<TenantId, Bucket>>,
     pub(super) pending: Mutex<HashMap<TenantId, Pending>>,
+    /// One count in the store at a time per tenant: a count reads every task the tenant
+    /// has, and the requests that find the last one stale together must not each run one.
+    pub(super) counting: Mutex<HashMap<TenantId, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 pub(super) struct Bucket {
