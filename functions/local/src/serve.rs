@@ -96,7 +96,7 @@ pub struct ServeArgs {
     #[arg(long, env = "BOOMERANG_ALERT_URL")]
     alert_url: Option<String>,
     /// Most deliveries in flight at once, in all (1–10000).
-    #[arg(long, env = "BOOMERANG_CONCURRENCY", default_value_t = 64)]
+    #[arg(long, env = "BOOMERANG_CONCURRENCY", default_value_t = 128)]
     concurrency: usize,
     /// Most calls in flight to one destination (scheme, host and port) at once (1–1000).
     /// Deliveries beyond it wait for a slot, uncounted, holding none of the others.

@@ -266,7 +266,7 @@ mod tests {
             allowed_cidrs: vec![],
             lease_margin: Duration::from_secs(30),
             sweep_interval: Duration::from_secs(5),
-            concurrency: 64,
+            concurrency: 128,
             destination_limit: 16,
             retention: None,
             alert_url: None,

@@ -5,8 +5,10 @@
 //! its task's destination. Destinations are counted per tenant (a tenant's calls to a host
 //! never wait behind another tenant's), each with its tenant's limit or the server's
 //! `per_destination`. A destination has that many call slots, held from the
-//! claim to the call's end, and twice as many places, so that as many deliveries as it
-//! has call slots can be writing their results while the next calls go out. When every
+//! claim to the call's end, and [`PLACES_PER_CALL`] times as many places, so that the
+//! results of several rounds of calls can be on their way to the store while the next
+//! calls go out (a result waits for a group commit, which takes longer than a call to a
+//! fast receiver: with fewer places, the calls wait on the writes). When every
 //! place is taken, the delivery joins the destination's queue (its ids only) and gives its
 //! work slot back: deliveries to a slow or hanging receiver hold at most that receiver's
 //! places, and never the work slots other destinations need. Whoever holds a place
@@ -42,11 +44,14 @@ pub const PER_DESTINATION_RANGE: (usize, usize) = (1, 1000);
 impl Default for DeliveryLimits {
     fn default() -> Self {
         Self {
-            concurrency: 64,
+            concurrency: 128,
             per_destination: DEFAULT_PER_DESTINATION,
         }
     }
 }
+
+/// A destination's places per call slot: one calling, the others writing results.
+pub(crate) const PLACES_PER_CALL: usize = 4;
 
 /// Idle destinations kept before the idle ones are dropped (their figures are all zero).
 const KEEP_IDLE: usize = 256;
@@ -185,7 +190,7 @@ impl Gate {
     /// under way.
     pub(crate) fn enter(&self, lane: &Arc<Lane>, at: &AttemptRef) -> Entry {
         let mut state = lane.state();
-        if state.places < 2 * lane.limit {
+        if state.places < PLACES_PER_CALL * lane.limit {
             state.places += 1;
             return Entry::Entered(LaneSlot {
                 lane: lane.clone(),
@@ -395,9 +400,12 @@ mod tests {
             panic!("the first call enters");
         };
         let _call = slow.call_slot().await;
-        let Entry::Entered(_writing) = gate.enter(&slow, &attempt()) else {
-            panic!("one call slot, two places");
-        };
+        let _writing: Vec<LaneSlot> = (1..PLACES_PER_CALL)
+            .map(|_| match gate.enter(&slow, &attempt()) {
+                Entry::Entered(writing) => writing,
+                _ => panic!("one call slot, {PLACES_PER_CALL} places"),
+            })
+            .collect();
         let (second, third) = (attempt(), attempt());
         assert!(matches!(gate.enter(&slow, &second), Entry::Queued));
         assert!(matches!(gate.enter(&slow, &third), Entry::Queued));
@@ -423,7 +431,9 @@ mod tests {
     fn a_slot_dropped_without_draining_is_let_go() {
         let gate = gate(1);
         let lane = lane(&gate, "https://a.test/");
-        let slots = [gate.enter(&lane, &attempt()), gate.enter(&lane, &attempt())];
+        let slots: Vec<Entry> = (0..PLACES_PER_CALL)
+            .map(|_| gate.enter(&lane, &attempt()))
+            .collect();
         assert!(matches!(gate.enter(&lane, &attempt()), Entry::Queued));
         drop(slots);
         assert!(matches!(gate.enter(&lane, &attempt()), Entry::Entered(_)));
@@ -462,10 +472,13 @@ mod tests {
         let Entry::Entered(mut acme_slot) = gate.enter(&acme_lane, &attempt()) else {
             panic!("the first call enters");
         };
-        let acme_second = gate.enter(&acme_lane, &attempt());
+        let acme_others: Vec<Entry> = (1..PLACES_PER_CALL)
+            .map(|_| gate.enter(&acme_lane, &attempt()))
+            .collect();
         assert!(matches!(gate.enter(&acme_lane, &attempt()), Entry::Queued));
-        // Acme's full lane does not hold globex back; globex has 3 calls and 6 places.
-        let globex_slots: Vec<Entry> = (0..6)
+        // Acme's full lane does not hold globex back; globex has 3 calls, and places for
+        // each.
+        let globex_slots: Vec<Entry> = (0..3 * PLACES_PER_CALL)
             .map(|_| gate.enter(&globex_lane, &attempt()))
             .collect();
         assert!(globex_slots.iter().all(|e| matches!(e, Entry::Entered(_))));
@@ -483,7 +496,7 @@ mod tests {
 
         // A changed limit applies once the lane is idle and nobody holds it.
         assert!(acme_slot.next().is_some(), "the queued delivery");
-        drop((acme_slot, acme_second));
+        drop((acme_slot, acme_others));
         assert_eq!(
             gate.lane((&acme(), &shared), Some(5), now()).limit,
             1,
