@@ -151,6 +151,7 @@ async fn a_take_over_tells_the_lapsed_server_and_it_gives_its_rows_up() {
     let (_b, b_pool) = server(&url, "b").await;
     wait_for("server a hears its notices", || a.hears_notices()).await;
     let tasks = [owned_task(&a).await, owned_task(&a).await];
+    let (listener, mut heard) = boomerang_postgres::testing::owner_notices(&url).await;
     // Server a's lease lapsed (it stopped beating), as far as the table says.
     a_pool
         .get()
@@ -165,6 +166,29 @@ async fn a_take_over_tells_the_lapsed_server_and_it_gives_its_rows_up() {
 
     let b = Servers::new(b_pool, "b".into(), LEASE);
     assert_eq!(b.take_over().await.unwrap(), 2);
+    // Notices arrive in the order their transactions committed: everything the take-over
+    // sent has been heard once this marker, sent after it, is.
+    listener
+        .execute("SELECT pg_notify('boomerang_owners', 'marker')", &[])
+        .await
+        .unwrap();
+    let mut told_a = Vec::new();
+    loop {
+        let notice = tokio::time::timeout(Duration::from_secs(10), heard.recv())
+            .await
+            .expect("the marker within 10 s")
+            .expect("the listening connection open");
+        match notice.payload() {
+            "marker" => break,
+            told if told.starts_with("a ") => told_a.push(told.to_string()),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        told_a,
+        ["a * "],
+        "one notice for the server, not one per row"
+    );
 
     wait_for("a gives its rows up", || {
         tasks.iter().all(|t| !a.owns(&t.id))
