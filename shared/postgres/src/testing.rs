@@ -756,6 +756,22 @@ fn describe(output: &Output) -> String {
     )
 }
 
+/// A connection of its own listening on the owner notices' channel, and what it hears:
+/// for tests that count the notices a change sends.
+pub async fn owner_notices(
+    url: &str,
+) -> (
+    tokio_postgres::Client,
+    tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::Notification>,
+) {
+    let (client, heard) = crate::connect::connect_one(&crate::PgSettings::new(url))
+        .await
+        .expect("a connection to listen on");
+    let listen = format!("LISTEN {}", crate::store::OWNER_NOTICES);
+    client.batch_execute(&listen).await.expect("listening");
+    (client, heard)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -884,20 +900,4 @@ mod tests {
         assert!(!dir.exists(), "{} is removed", dir.display());
         eprintln!("Cluster::start took {start_took:?}");
     }
-}
-
-/// A connection of its own listening on the owner notices' channel, and what it hears:
-/// for tests that count the notices a change sends.
-pub async fn owner_notices(
-    url: &str,
-) -> (
-    tokio_postgres::Client,
-    tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::Notification>,
-) {
-    let (client, heard) = crate::connect::connect_one(&crate::PgSettings::new(url))
-        .await
-        .expect("a connection to listen on");
-    let listen = format!("LISTEN {}", crate::store::OWNER_NOTICES);
-    client.batch_execute(&listen).await.expect("listening");
-    (client, heard)
 }
