@@ -14,17 +14,17 @@ fn slow_harness(limits: DeliveryLimits) -> (Harness, Arc<Semaphore>) {
 #[tokio::test]
 async fn a_hanging_destination_holds_only_its_own_slots() {
     let limits = DeliveryLimits {
-        concurrency: 6,
-        per_destination: 2,
+        concurrency: PLACES_PER_CALL + 2,
+        per_destination: 1,
     };
     let (h, gate) = slow_harness(limits);
     let mut slow = vec![];
     let mut holders = vec![];
-    for _ in 0..6 {
+    for _ in 0..PLACES_PER_CALL + 2 {
         let task = h.register_to(SLOW).await;
         let run = h.spawn_delivery(&task);
-        // Two call, two more wait for a call slot (to write while the next calls go).
-        if holders.len() < 4 {
+        // One calls, the others wait for the call slot (to write while the next calls go).
+        if holders.len() < PLACES_PER_CALL {
             holders.push(run);
         } else {
             // The destination is full: the fire queues and ends at once.
@@ -34,21 +34,25 @@ async fn a_hanging_destination_holds_only_its_own_slots() {
     }
     wait_until(|| {
         let figures = h.engine.destinations(None);
-        figures.len() == 1 && (figures[0].in_flight, figures[0].waiting) == (2, 4)
+        figures.len() == 1 && (figures[0].in_flight, figures[0].waiting) == (1, PLACES_PER_CALL + 1)
     })
     .await;
-    assert_eq!(h.webhooks.calls(), 2, "two calls hang, four wait uncalled");
+    assert_eq!(
+        h.webhooks.calls(),
+        1,
+        "one call hangs, the others wait uncalled"
+    );
 
-    // The hanging receiver holds four of the six work slots: another destination's
-    // deliveries still run.
+    // The hanging receiver holds its places' work slots, not all of them: another
+    // destination's deliveries still run.
     for _ in 0..3 {
         let task = h.register_to(FAST).await;
         let outcome = h.spawn_delivery(&task).await.unwrap().unwrap();
         assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     }
 
-    // Once the receiver answers, the two holders deliver the queue behind them.
-    gate.add_permits(6);
+    // Once the receiver answers, the holders deliver the queue behind them.
+    gate.add_permits(PLACES_PER_CALL + 2);
     for run in holders {
         let outcome = run.await.unwrap().unwrap();
         assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
@@ -60,7 +64,7 @@ async fn a_hanging_destination_holds_only_its_own_slots() {
         assert_eq!(details.attempts.len(), 1);
         assert_eq!(details.task.attempt, 1);
     }
-    assert_eq!(h.webhooks.calls(), 6 + 3);
+    assert_eq!(h.webhooks.calls() as usize, PLACES_PER_CALL + 2 + 3);
     assert!(
         h.engine.destinations(None).is_empty(),
         "nothing in flight now"
@@ -76,16 +80,16 @@ async fn a_tenant_with_a_destination_limit_of_its_own_gets_that_many_calls() {
         ..ScriptedWebhooks::default()
     };
     let limits = DeliveryLimits {
-        concurrency: 8,
+        concurrency: 2 * PLACES_PER_CALL,
         per_destination: 4,
     };
     let h = harness_tenant_limited(webhooks, limits, 1);
     let mut runs = Vec::new();
-    for n in 0..3 {
+    for n in 0..=PLACES_PER_CALL {
         let task = h.register_to(SLOW).await;
         let run = h.spawn_delivery(&task);
-        // One call and one place to write: the third queues.
-        if n < 2 {
+        // One call, and places to write for one call's worth: the next queues.
+        if n < PLACES_PER_CALL {
             runs.push(run);
         } else {
             assert_eq!(run.await.unwrap().unwrap(), DeliverOutcome::Queued);
@@ -93,7 +97,7 @@ async fn a_tenant_with_a_destination_limit_of_its_own_gets_that_many_calls() {
     }
     wait_until(|| {
         let figures = h.engine.destinations(Some(&h.tenant));
-        figures.len() == 1 && (figures[0].in_flight, figures[0].waiting) == (1, 2)
+        figures.len() == 1 && (figures[0].in_flight, figures[0].waiting) == (1, PLACES_PER_CALL)
     })
     .await;
     assert_eq!(
@@ -104,37 +108,55 @@ async fn a_tenant_with_a_destination_limit_of_its_own_gets_that_many_calls() {
     assert_eq!(h.webhooks.calls(), 1);
     let other = TenantId::parse("globex").unwrap();
     assert!(h.engine.destinations(Some(&other)).is_empty(), "acme's own");
-    gate.add_permits(3);
+    gate.add_permits(PLACES_PER_CALL + 1);
     for run in runs {
         let outcome = run.await.unwrap().unwrap();
         assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     }
-    assert_eq!(h.webhooks.calls(), 3);
+    assert_eq!(h.webhooks.calls() as usize, PLACES_PER_CALL + 1);
 }
 
 #[tokio::test]
 async fn a_queued_delivery_reads_its_task_again_and_sees_a_cancel() {
     let (h, gate) = slow_harness(DeliveryLimits {
-        concurrency: 4,
+        concurrency: 2 * PLACES_PER_CALL,
         per_destination: 1,
     });
-    // One calls, one waits for the call slot, the third queues.
-    let first = h.register_to(SLOW).await;
-    let first_run = h.spawn_delivery(&first);
-    let second = h.register_to(SLOW).await;
-    let second_run = h.spawn_delivery(&second);
-    wait_until(|| h.webhooks.calls() == 1).await;
-    let third = h.register_to(SLOW).await;
-    assert_eq!(h.fire_attempt(&third, 1).await, DeliverOutcome::Queued);
-    h.engine.cancel(&h.tenant, &third.id).await.unwrap();
+    // One calls, the others wait for the call slot, and the next queues.
+    let runs = fill_the_places(&h).await;
+    let last = h.register_to(SLOW).await;
+    assert_eq!(h.fire_attempt(&last, 1).await, DeliverOutcome::Queued);
+    h.engine.cancel(&h.tenant, &last.id).await.unwrap();
 
-    gate.add_permits(2);
-    for run in [first_run, second_run] {
+    gate.add_permits(PLACES_PER_CALL);
+    for run in runs {
         let outcome = run.await.unwrap().unwrap();
         assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
     }
-    assert_eq!(h.status_of(&third).await, Status::Canceled);
-    assert_eq!(h.webhooks.calls(), 2, "the canceled task was not called");
+    assert_eq!(h.status_of(&last).await, Status::Canceled);
+    assert_eq!(
+        h.webhooks.calls() as usize,
+        PLACES_PER_CALL,
+        "the canceled task was not called"
+    );
+}
+
+/// Takes every place at `SLOW` (a limit of one call): one delivery calls, the others
+/// wait for its call slot. Their runs.
+async fn fill_the_places(
+    h: &Harness,
+) -> Vec<tokio::task::JoinHandle<Result<DeliverOutcome, EngineError>>> {
+    let mut runs = Vec::new();
+    for _ in 0..PLACES_PER_CALL {
+        let task = h.register_to(SLOW).await;
+        runs.push(h.spawn_delivery(&task));
+    }
+    wait_until(|| {
+        let figures = h.engine.destinations(None);
+        figures.len() == 1 && (figures[0].in_flight, figures[0].waiting) == (1, PLACES_PER_CALL - 1)
+    })
+    .await;
+    runs
 }
 
 /// A fire can overtake its task's write (the timer is armed before it): the read that
@@ -142,15 +164,10 @@ async fn a_queued_delivery_reads_its_task_again_and_sees_a_cancel() {
 #[tokio::test]
 async fn a_fire_that_overtook_its_write_still_queues_behind_its_destination() {
     let (h, gate) = slow_harness(DeliveryLimits {
-        concurrency: 4,
+        concurrency: 2 * PLACES_PER_CALL,
         per_destination: 1,
     });
-    let mut runs = Vec::new();
-    for _ in 0..2 {
-        let task = h.register_to(SLOW).await;
-        runs.push(h.spawn_delivery(&task));
-    }
-    wait_until(|| h.webhooks.calls() == 1).await;
+    let runs = fill_the_places(&h).await;
     let late = h.register_to(SLOW).await;
     h.store.lag_next_peek(None);
     // Queued at once; a fire that went around the queue would wait for the call slot.
@@ -160,9 +177,12 @@ async fn a_fire_that_overtook_its_write_still_queues_behind_its_destination() {
         DeliverOutcome::Queued
     );
     let figures = h.engine.destinations(None);
-    assert_eq!((figures[0].in_flight, figures[0].waiting), (1, 2));
+    assert_eq!(
+        (figures[0].in_flight, figures[0].waiting),
+        (1, PLACES_PER_CALL)
+    );
 
-    gate.add_permits(3);
+    gate.add_permits(PLACES_PER_CALL + 1);
     for run in runs {
         let outcome = run.await.unwrap().unwrap();
         assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));

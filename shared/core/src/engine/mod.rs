@@ -22,7 +22,7 @@ mod traces;
 pub use bulk::{bulk_runner, BulkPreview, JobRun, MAX_RUNNING_JOBS};
 pub use delivery::{
     DeliverOutcome, DeliveryLimits, Drained, Route, WorkSlot, DEFAULT_PER_DESTINATION,
-    PER_DESTINATION_RANGE,
+    PER_DESTINATION_RANGE, PLACES_PER_CALL,
 };
 pub use error::EngineError;
 pub use flows::FlowState;

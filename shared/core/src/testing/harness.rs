@@ -19,7 +19,7 @@ pub use crate::domain::{
 };
 pub use crate::engine::{
     DeliverOutcome, DeliveryLimits, Engine, EngineError, EngineSettings, FireTime, NewTask, Ports,
-    RetrySource, StorePorts, Submission, TenantLimits,
+    RetrySource, StorePorts, Submission, TenantLimits, PLACES_PER_CALL,
 };
 pub use crate::metrics::MetricEvent;
 pub use crate::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};

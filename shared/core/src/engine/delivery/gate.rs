@@ -51,7 +51,7 @@ impl Default for DeliveryLimits {
 }
 
 /// A destination's places per call slot: one calling, the others writing results.
-pub(crate) const PLACES_PER_CALL: usize = 4;
+pub const PLACES_PER_CALL: usize = 4;
 
 /// Idle destinations kept before the idle ones are dropped (their figures are all zero).
 const KEEP_IDLE: usize = 256;
