@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use boomerang_core::engine::{
-    TenantLimits, DEFAULT_MAX_PENDING, DEFAULT_PER_DESTINATION, DEFAULT_TENANT_RATE,
+    TenantLimits, DEFAULT_CONCURRENCY, DEFAULT_MAX_PENDING, DEFAULT_PER_DESTINATION,
+    DEFAULT_TENANT_RATE,
 };
 use boomerang_embedded::LoadSettings;
 use boomerang_postgres::PgSettings;
@@ -96,10 +97,12 @@ pub struct ServeArgs {
     #[arg(long, env = "BOOMERANG_ALERT_URL")]
     alert_url: Option<String>,
     /// Most deliveries in flight at once, in all (1–10000).
-    #[arg(long, env = "BOOMERANG_CONCURRENCY", default_value_t = 128)]
+    #[arg(long, env = "BOOMERANG_CONCURRENCY", default_value_t = DEFAULT_CONCURRENCY)]
     concurrency: usize,
     /// Most calls in flight to one destination (scheme, host and port) at once (1–1000).
-    /// Deliveries beyond it wait for a slot, uncounted, holding none of the others.
+    /// Up to four times as many deliveries to it are under way (the others writing their
+    /// results; within half of --concurrency); beyond those, deliveries queue, uncounted,
+    /// holding none of the others.
     #[arg(long, env = "BOOMERANG_DESTINATION_LIMIT", default_value_t = DEFAULT_PER_DESTINATION)]
     destination_limit: usize,
     /// How long a connection has to send a request's headers, from its start or from its

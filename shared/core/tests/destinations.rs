@@ -13,8 +13,9 @@ fn slow_harness(limits: DeliveryLimits) -> (Harness, Arc<Semaphore>) {
 
 #[tokio::test]
 async fn a_hanging_destination_holds_only_its_own_slots() {
+    // Twice the destination's places and two: its places are within half the work slots.
     let limits = DeliveryLimits {
-        concurrency: PLACES_PER_CALL + 2,
+        concurrency: 2 * PLACES_PER_CALL + 2,
         per_destination: 1,
     };
     let (h, gate) = slow_harness(limits);

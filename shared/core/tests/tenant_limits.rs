@@ -138,6 +138,10 @@ async fn one_count_at_a_time_however_many_registrations_find_it_stale() {
         while h.store.counts_made() == 0 {
             tokio::task::yield_now().await;
         }
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(h.store.task_count(), 0, "registered with no count");
         gate.add_permits(1);
     };
     let (first, ()) = tokio::time::timeout(deadline, async {
@@ -163,4 +167,79 @@ async fn one_count_at_a_time_however_many_registrations_find_it_stale() {
     .expect("registrations waiting on the count instead of the older one");
     assert!(second.iter().all(Result::is_ok), "{second:?}");
     assert_eq!(h.store.counts_made(), 2);
+}
+
+/// A count that fails fails the registrations that waited for it, rather than each
+/// counting again in turn; the next registration counts afresh.
+#[tokio::test]
+async fn a_failed_count_fails_those_that_waited_for_it() {
+    let h = harness_tenant_limits(limits(1000, 1000));
+    let later = FireTime::After(Duration::from_secs(3600));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    h.store.gate_counts(Some(gate.clone()));
+    let registrations = futures_util::future::join_all((0..5).map(|_| {
+        h.engine
+            .register(&h.tenant, new_task(later, RetryPolicy::default()))
+    }));
+    let fail_the_count = async {
+        while h.store.counts_made() == 0 {
+            tokio::task::yield_now().await;
+        }
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        gate.close();
+    };
+    let (refused, ()) = tokio::time::timeout(Duration::from_secs(10), async {
+        tokio::join!(registrations, fail_the_count)
+    })
+    .await
+    .expect("the registrations answered");
+    assert!(refused.iter().all(Result::is_err), "{refused:?}");
+    assert_eq!((h.store.counts_made(), h.store.task_count()), (1, 0));
+
+    h.store.gate_counts(None);
+    h.register(later, RetryPolicy::default()).await;
+    assert_eq!(h.store.counts_made(), 2);
+}
+
+/// Registrations admitted while a count is under way (on the older count) are still
+/// counted once it lands: the count may have been read before they were written.
+#[tokio::test]
+async fn registrations_admitted_during_a_count_stay_counted_after_it() {
+    let h = harness_tenant_limits(limits(1000, 3));
+    let later = FireTime::After(Duration::from_secs(3600));
+    h.register(later, RetryPolicy::default()).await;
+    h.register(later, RetryPolicy::default()).await;
+    h.clock.advance(Duration::from_secs(5));
+    // The next registration counts (two tasks) and answers slowly; meanwhile a third is
+    // admitted on the older count, and written.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    h.store.gate_counts(Some(gate.clone()));
+    let counting = h
+        .engine
+        .register(&h.tenant, new_task(later, RetryPolicy::default()));
+    let meanwhile = async {
+        while h.store.counts_made() < 2 {
+            tokio::task::yield_now().await;
+        }
+        let third = h
+            .engine
+            .register(&h.tenant, new_task(later, RetryPolicy::default()))
+            .await;
+        gate.add_permits(1);
+        third
+    };
+    let (fourth, third) = tokio::time::timeout(Duration::from_secs(10), async {
+        tokio::join!(counting, meanwhile)
+    })
+    .await
+    .expect("the registrations answered");
+    assert!(third.is_ok(), "{third:?}");
+    // Two counted, the third added since: a fourth is over the limit of three.
+    assert!(
+        matches!(fourth, Err(EngineError::Limited { .. })),
+        "{fourth:?}"
+    );
+    assert_eq!(h.store.task_count(), 3);
 }

@@ -21,8 +21,8 @@ mod traces;
 
 pub use bulk::{bulk_runner, BulkPreview, JobRun, MAX_RUNNING_JOBS};
 pub use delivery::{
-    DeliverOutcome, DeliveryLimits, Drained, Route, WorkSlot, DEFAULT_PER_DESTINATION,
-    PER_DESTINATION_RANGE, PLACES_PER_CALL,
+    DeliverOutcome, DeliveryLimits, Drained, Route, WorkSlot, DEFAULT_CONCURRENCY,
+    DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE, PLACES_PER_CALL,
 };
 pub use error::EngineError;
 pub use flows::FlowState;

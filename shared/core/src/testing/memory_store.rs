@@ -37,7 +37,8 @@ struct Hooks {
     next_peek: Mutex<Option<Option<Task>>>,
     /// Counts by status made so far.
     counts_made: AtomicUsize,
-    /// While set, a count waits for a permit of this before it reads.
+    /// While set, a count answers what it read only once it has a permit of this (a slow
+    /// answer), and fails once this is closed.
     count_gate: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
 }
 
@@ -89,7 +90,8 @@ impl MemoryStore {
         self.hooks.counts_made.load(Ordering::SeqCst)
     }
 
-    /// Each count by status waits for a permit of `gate` (none: counts go straight on).
+    /// Each count by status answers what it read only once it has a permit of `gate`, and
+    /// fails if `gate` is closed (none: counts answer at once).
     pub fn gate_counts(&self, gate: Option<Arc<tokio::sync::Semaphore>>) {
         *self.hooks.count_gate.lock().expect("hook lock") = gate;
     }
@@ -406,12 +408,23 @@ impl StatusCounts for MemoryStore {
         tenant: Option<&TenantId>,
     ) -> Result<Vec<(Status, u64)>, StoreError> {
         self.hooks.counts_made.fetch_add(1, Ordering::SeqCst);
+        let counts = self.read_counts(tenant);
         let gate = self.hooks.count_gate.lock().expect("hook lock").clone();
         if let Some(gate) = gate {
-            gate.acquire().await.expect("count gate").forget();
+            let permit = gate.acquire().await;
+            permit
+                .map_err(|_| StoreError::Unavailable("the count was refused".into()))?
+                .forget();
         }
+        Ok(counts)
+    }
+}
+
+impl MemoryStore {
+    /// Tasks by state, of one tenant or of all, as stored now.
+    fn read_counts(&self, tenant: Option<&TenantId>) -> Vec<(Status, u64)> {
         let inner = self.lock();
-        let counts = Status::ALL
+        Status::ALL
             .iter()
             .map(|&status| {
                 let n = inner
@@ -421,8 +434,7 @@ impl StatusCounts for MemoryStore {
                     .count();
                 (status, n as u64)
             })
-            .collect();
-        Ok(counts)
+            .collect()
     }
 }
 

@@ -5,10 +5,11 @@
 //! its task's destination. Destinations are counted per tenant (a tenant's calls to a host
 //! never wait behind another tenant's), each with its tenant's limit or the server's
 //! `per_destination`. A destination has that many call slots, held from the
-//! claim to the call's end, and [`PLACES_PER_CALL`] times as many places, so that the
-//! results of several rounds of calls can be on their way to the store while the next
-//! calls go out (a result waits for a group commit, which takes longer than a call to a
-//! fast receiver: with fewer places, the calls wait on the writes). When every
+//! claim to the call's end, and [`PLACES_PER_CALL`] times as many places (within half
+//! the work slots), so that the results of several rounds of calls can be on their way
+//! to the store while the next calls go out (a result waits for a group commit, which
+//! takes longer than a call to a fast receiver: with fewer places, the calls wait on the
+//! writes). When every
 //! place is taken, the delivery joins the destination's queue (its ids only) and gives its
 //! work slot back: deliveries to a slow or hanging receiver hold at most that receiver's
 //! places, and never the work slots other destinations need. Whoever holds a place
@@ -37,6 +38,9 @@ pub struct DeliveryLimits {
     pub per_destination: usize,
 }
 
+/// The default of [`DeliveryLimits::concurrency`].
+pub const DEFAULT_CONCURRENCY: usize = 128;
+
 /// The default of [`DeliveryLimits::per_destination`], and its bounds.
 pub const DEFAULT_PER_DESTINATION: usize = 16;
 pub const PER_DESTINATION_RANGE: (usize, usize) = (1, 1000);
@@ -44,13 +48,15 @@ pub const PER_DESTINATION_RANGE: (usize, usize) = (1, 1000);
 impl Default for DeliveryLimits {
     fn default() -> Self {
         Self {
-            concurrency: 128,
+            concurrency: DEFAULT_CONCURRENCY,
             per_destination: DEFAULT_PER_DESTINATION,
         }
     }
 }
 
-/// A destination's places per call slot: one calling, the others writing results.
+/// A destination's places per call slot: one calling, the others writing results. Never
+/// more than half the work slots (so that a hanging receiver leaves the other half to
+/// everyone else), unless that is less than two per call slot.
 pub const PLACES_PER_CALL: usize = 4;
 
 /// Idle destinations kept before the idle ones are dropped (their figures are all zero).
@@ -63,6 +69,9 @@ type LaneKey = (TenantId, Destination);
 
 pub(crate) struct Gate {
     work: Arc<Semaphore>,
+    /// Most places one destination has: half the work slots, or twice its call slots if
+    /// that is more.
+    most_places: usize,
     per_destination: usize,
     lanes: Mutex<HashMap<LaneKey, Arc<Lane>>>,
     queued: Queued,
@@ -81,6 +90,8 @@ fn lock_queued(queued: &Queued) -> MutexGuard<'_, HashSet<AttemptRef>> {
 pub(crate) struct Lane {
     /// Most calls in flight at once.
     limit: usize,
+    /// Most deliveries holding a place at once: calling, or writing their results.
+    places: usize,
     state: Mutex<LaneState>,
     calls: Arc<Semaphore>,
     /// Deliveries holding a place and waiting for a call slot.
@@ -130,6 +141,7 @@ impl Gate {
     pub(crate) fn new(limits: DeliveryLimits) -> Self {
         Self {
             work: Arc::new(Semaphore::new(limits.concurrency.max(1))),
+            most_places: limits.concurrency / 2,
             per_destination: limits.per_destination.max(1),
             lanes: Mutex::new(HashMap::new()),
             queued: Queued::default(),
@@ -177,6 +189,7 @@ impl Gate {
         }
         let lane = Arc::new(Lane {
             limit,
+            places: (PLACES_PER_CALL * limit).min(self.most_places.max(2 * limit)),
             state: Mutex::default(),
             calls: Arc::new(Semaphore::new(limit)),
             awaiting_call: AtomicUsize::new(0),
@@ -190,7 +203,7 @@ impl Gate {
     /// under way.
     pub(crate) fn enter(&self, lane: &Arc<Lane>, at: &AttemptRef) -> Entry {
         let mut state = lane.state();
-        if state.places < PLACES_PER_CALL * lane.limit {
+        if state.places < lane.places {
             state.places += 1;
             return Entry::Entered(LaneSlot {
                 lane: lane.clone(),
@@ -370,9 +383,27 @@ mod tests {
 
     fn gate(per_destination: usize) -> Gate {
         Gate::new(DeliveryLimits {
-            concurrency: 4,
+            concurrency: 64,
             per_destination,
         })
+    }
+
+    #[test]
+    fn a_destination_has_at_most_half_the_work_slots_and_at_least_two_places_a_call() {
+        let places = |concurrency, per_destination| {
+            let gate = Gate::new(DeliveryLimits {
+                concurrency,
+                per_destination,
+            });
+            lane(&gate, "https://a.test/").places
+        };
+        assert_eq!(places(128, 16), PLACES_PER_CALL * 16);
+        assert_eq!(places(64, 16), 32, "half of 64");
+        assert_eq!(
+            places(16, 16),
+            32,
+            "two a call slot, however few work slots"
+        );
     }
 
     fn now() -> DateTime<Utc> {

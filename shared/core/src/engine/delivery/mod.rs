@@ -22,7 +22,8 @@ pub(in crate::engine) mod stopping;
 
 pub(in crate::engine) use deliver::LOCAL_RETRY;
 pub use gate::{
-    DeliveryLimits, WorkSlot, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE, PLACES_PER_CALL,
+    DeliveryLimits, WorkSlot, DEFAULT_CONCURRENCY, DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE,
+    PLACES_PER_CALL,
 };
 pub use outcome::DeliverOutcome;
 pub(in crate::engine) use outcome::{Ended, Step};

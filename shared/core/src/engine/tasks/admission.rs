@@ -7,6 +7,7 @@ use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::ports::{StatusCounts, StoreError};
 use chrono::{DateTime, Utc};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -86,15 +87,17 @@ impl Engine {
 
     /// Counts `tenant`'s unfinished tasks in the store, unless a count younger than
     /// [`RECOUNT`] is known. One request counts at a time: while it does, the others go on
-    /// with the older count if there is one, and wait for this one if there is none.
+    /// with the older count if there is one, and wait for this one if there is none, and
+    /// then take its outcome (a failed count fails them too, rather than each counting
+    /// in turn).
     async fn recount_if_stale(
         &self,
         counts: &dyn StatusCounts,
         tenant: &TenantId,
     ) -> Result<(), StoreError> {
-        let fresh = |p: &Pending| self.ports.clock.now() - p.at < RECOUNT;
+        let now = self.ports.clock.now();
         let known = match lock(&self.guards.pending).get(tenant) {
-            Some(p) if fresh(p) => return Ok(()),
+            Some(p) if now - p.at < RECOUNT => return Ok(()),
             known => known.is_some(),
         };
         let gate = {
@@ -104,28 +107,50 @@ impl Engine {
             }
             counting.entry(tenant.clone()).or_default().clone()
         };
-        let _counting = match gate.try_lock() {
-            Ok(counting) => counting,
+        let seen = gate.ended.load(Ordering::SeqCst);
+        let _running = match gate.running.try_lock() {
+            Ok(running) => running,
             Err(_) if known => return Ok(()),
-            Err(_) => gate.lock().await,
+            Err(_) => gate.running.lock().await,
         };
-        // Whoever held the gate before may have just counted.
-        if lock(&self.guards.pending).get(tenant).is_some_and(fresh) {
-            return Ok(());
+        if gate.ended.load(Ordering::SeqCst) != seen {
+            return match lock(&self.guards.pending).contains_key(tenant) {
+                true => Ok(()),
+                false => Err(StoreError::Unavailable(
+                    "the tenant's unfinished tasks could not be counted".into(),
+                )),
+            };
         }
+        let counted = self.count_unfinished(counts, tenant).await;
+        gate.ended.fetch_add(1, Ordering::SeqCst);
+        counted
+    }
+
+    /// Counts `tenant`'s unfinished tasks in the store. The registrations admitted while
+    /// it counts stay added to the new count: the count may not have seen them (and if it
+    /// did, they are counted twice until the next, which errs on the side of refusing).
+    async fn count_unfinished(
+        &self,
+        counts: &dyn StatusCounts,
+        tenant: &TenantId,
+    ) -> Result<(), StoreError> {
         let at = self.ports.clock.now();
+        let added_before = lock(&self.guards.pending)
+            .get(tenant)
+            .map_or(0, |p| p.added);
         let by_status = counts.count_by_status(Some(tenant)).await?;
         let unfinished = (by_status.iter())
             .filter(|(s, _)| matches!(s, Status::Held | Status::Scheduled | Status::Delivering))
             .map(|(_, n)| n)
             .sum();
         let mut pending = lock(&self.guards.pending);
+        let added = (pending.get(tenant)).map_or(0, |p| p.added.saturating_sub(added_before));
         if pending.len() >= KEEP {
-            pending.retain(|_, p| fresh(p));
+            pending.retain(|_, p| at - p.at < RECOUNT);
         }
         let counted = Pending {
             counted: unfinished,
-            added: 0,
+            added,
             at,
         };
         pending.insert(tenant.clone(), counted);

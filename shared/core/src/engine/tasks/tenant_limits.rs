@@ -3,6 +3,7 @@
 //! is told to come back later (`429` with `Retry-After`); nothing is half done.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
@@ -39,7 +40,17 @@ pub(crate) struct TenantGuards {
     pub(super) pending: Mutex<HashMap<TenantId, Pending>>,
     /// One count in the store at a time per tenant: a count reads every task the tenant
     /// has, and the requests that find the last one stale together must not each run one.
-    pub(super) counting: Mutex<HashMap<TenantId, Arc<tokio::sync::Mutex<()>>>>,
+    pub(super) counting: Mutex<HashMap<TenantId, Arc<CountGate>>>,
+}
+
+/// A tenant's count in the store, one at a time.
+#[derive(Default)]
+pub(super) struct CountGate {
+    /// Held while a count runs.
+    pub(super) running: tokio::sync::Mutex<()>,
+    /// Counts ended, well or not: a request that waited for the gate knows whether one
+    /// ended meanwhile.
+    pub(super) ended: AtomicU64,
 }
 
 pub(super) struct Bucket {
