@@ -248,28 +248,18 @@ impl StatusCounts for PgStore {
         &self,
         tenant: Option<&TenantId>,
     ) -> Result<Vec<(Status, u64)>, StoreError> {
-        let client = self.client().await?;
         // Two statements, not one with `$1 IS NULL OR`: a plan made for both cases reads
         // the whole table for one tenant too.
         let rows = match tenant {
             Some(tenant) => {
-                let stmt = client
-                    .prepare_cached(
-                        "SELECT status, count(*) FROM tasks WHERE tenant = $1 GROUP BY status",
-                    )
-                    .await
-                    .map_err(unavailable)?;
-                client.query(&stmt, &[&tenant.as_str()]).await
+                self.query(
+                    "SELECT status, count(*) FROM tasks WHERE tenant = $1 GROUP BY status",
+                    &[&tenant.as_str()],
+                )
+                .await?
             }
-            None => {
-                let stmt = client
-                    .prepare_cached("SELECT status, count(*) FROM tasks GROUP BY status")
-                    .await
-                    .map_err(unavailable)?;
-                client.query(&stmt, &[]).await
-            }
-        }
-        .map_err(unavailable)?;
+            None => (self.query("SELECT status, count(*) FROM tasks GROUP BY status", &[])).await?,
+        };
         // A claim is not written: claimed tasks are stored `scheduled`.
         let claimed = self
             .claims
