@@ -1,6 +1,7 @@
 //! Per-tenant limits: requests a second, and unfinished tasks.
 
 use boomerang_core::domain::Task;
+use boomerang_core::engine::Registration;
 use boomerang_core::testing::harness::*;
 use boomerang_core::testing::schedules::Scene;
 
@@ -117,30 +118,39 @@ async fn an_occurrence_due_past_the_tenants_limit_is_skipped_and_the_schedule_go
     assert_eq!(h.webhooks.calls(), 1);
 }
 
+/// `n` registrations of tasks due in an hour, made at once; their outcomes.
+async fn register_at_once(h: &Harness, n: usize) -> Vec<Result<Registration, EngineError>> {
+    let later = FireTime::After(Duration::from_secs(3600));
+    futures_util::future::join_all(
+        (0..n).map(|_| (h.engine).register(&h.tenant, new_task(later, RetryPolicy::default()))),
+    )
+    .await
+}
+
+/// Returns once a count is under way and the other registrations made at once with it
+/// have had every chance to go on without it.
+async fn while_a_count_is_under_way(h: &Harness) {
+    while h.store.counts_made() == 0 {
+        tokio::task::yield_now().await;
+    }
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// Registrations that together find the tenant's count missing or stale make one count
 /// in the store, not one each: with no count they wait for it, with an older one they go
 /// on with that.
 #[tokio::test]
 async fn one_count_at_a_time_however_many_registrations_find_it_stale() {
     let h = harness_tenant_limits(limits(1000, 1000));
-    let later = FireTime::After(Duration::from_secs(3600));
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     h.store.gate_counts(Some(gate.clone()));
-    let register_ten = || {
-        futures_util::future::join_all((0..10).map(|_| {
-            h.engine
-                .register(&h.tenant, new_task(later, RetryPolicy::default()))
-        }))
-    };
+    let register_ten = || register_at_once(&h, 10);
     // No count yet: all ten wait for the one that counts.
     let deadline = Duration::from_secs(10);
     let counted_once = async {
-        while h.store.counts_made() == 0 {
-            tokio::task::yield_now().await;
-        }
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
+        while_a_count_is_under_way(&h).await;
         assert_eq!(h.store.task_count(), 0, "registered with no count");
         gate.add_permits(1);
     };
@@ -177,17 +187,9 @@ async fn a_failed_count_fails_those_that_waited_for_it() {
     let later = FireTime::After(Duration::from_secs(3600));
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     h.store.gate_counts(Some(gate.clone()));
-    let registrations = futures_util::future::join_all((0..5).map(|_| {
-        h.engine
-            .register(&h.tenant, new_task(later, RetryPolicy::default()))
-    }));
+    let registrations = register_at_once(&h, 5);
     let fail_the_count = async {
-        while h.store.counts_made() == 0 {
-            tokio::task::yield_now().await;
-        }
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
+        while_a_count_is_under_way(&h).await;
         gate.close();
     };
     let (refused, ()) = tokio::time::timeout(Duration::from_secs(10), async {
