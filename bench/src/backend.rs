@@ -174,6 +174,28 @@ impl Deployment {
         self.print_database_cpu(before, after);
     }
 
+    /// The CPU each of `deliveries` took between two snapshots, the servers' and the
+    /// database's apart: the cost of a delivery, whatever the machine's load.
+    pub fn print_cpu_per_delivery(&self, before: &Snapshot, after: &Snapshot, deliveries: usize) {
+        let per = |seconds: f64| seconds * 1e6 / deliveries.max(1) as f64;
+        let servers: f64 = after
+            .servers
+            .iter()
+            .zip(&before.servers)
+            .map(|(a, b)| a.cpu_seconds - b.cpu_seconds)
+            .sum();
+        let database = match (before.database_cpu, after.database_cpu) {
+            (Some(b), Some(a)) if self.database.is_some() => {
+                format!(" + database {:.0} µs", per(a - b))
+            }
+            _ => String::new(),
+        };
+        println!(
+            "CPU a delivery:    servers {:.0} µs{database}",
+            per(servers)
+        );
+    }
+
     /// The database's CPU between two snapshots (nothing on the embedded backend).
     pub fn print_database_cpu(&self, before: &Snapshot, after: &Snapshot) {
         let Some(db) = &self.database else { return };

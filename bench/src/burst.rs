@@ -101,6 +101,8 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
     })
     .await?;
     let took = finished.iter().max().copied().unwrap_or(started) - started;
+    // Work due beyond the load-ahead is leased after this: what follows is delivery's.
+    let registered = deployment.snapshot()?;
     if Utc::now() > first_due {
         println!("warning: registration outlasted the lead; lateness includes the overrun");
     }
@@ -155,6 +157,9 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
         println!("final success lateness (ms): {}", percentiles(&finals));
     }
     deployment.print_usage(&before, &after);
+    if args.ahead.is_some() {
+        deployment.print_cpu_per_delivery(&registered, &after, arrivals.len());
+    }
     figures.print(arrivals.len());
     Ok(())
 }
@@ -270,6 +275,7 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
         drained.as_secs_f64()
     );
     deployment.print_usage(&before, &after);
+    deployment.print_cpu_per_delivery(&before, &after, arrivals.len());
     figures.print(arrivals.len());
     Ok(())
 }

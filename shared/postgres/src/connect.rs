@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use deadpool::managed::QueueMode;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime, Timeouts};
 use tokio::sync::mpsc;
 use tokio_postgres::config::SslMode;
@@ -69,6 +70,10 @@ pub fn pool(settings: &PgSettings) -> Result<Pool, ConnectError> {
     );
     Pool::builder(manager)
         .max_size(settings.pool_size)
+        // The connection used last is the next one out: a few backends stay busy and warm
+        // rather than every one of them woken in turn (each a process on the database's
+        // host, its caches cold).
+        .queue_mode(QueueMode::Lifo)
         .timeouts(Timeouts {
             wait: Some(settings.connect_timeout),
             create: Some(settings.connect_timeout),
