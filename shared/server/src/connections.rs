@@ -258,7 +258,16 @@ async fn serve_connection(
     tokio::pin!(served);
     tokio::select! {
         _ = served.as_mut() => return,
-        () = connection.evict.notified() => return,
+        () = connection.evict.notified() => {
+            // Chosen while idle, but a request may have started since: it is answered
+            // first (a registration cut off midway would be stored with nobody told).
+            // Requests run only inside `served`, polled by this task alone, so none can
+            // start between this look and the return.
+            if connection.busy.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            served.as_mut().graceful_shutdown();
+        }
         _ = stop.wait_for(|stop| *stop) => served.as_mut().graceful_shutdown(),
     }
     let _ = served.await;
@@ -298,6 +307,65 @@ mod tests {
         assert_eq!(max_connections_for(1024, 64), 1024 - 256);
         assert_eq!(max_connections_for(100, 64), 16, "never below 16");
         assert_eq!(max_connections_for(u64::MAX, 64), 65_536);
+    }
+
+    /// The race an eviction can lose: the connection was chosen while idle, and a request
+    /// started on it before its task saw the eviction. The request is answered, and the
+    /// connection closed after it.
+    #[tokio::test]
+    async fn a_connection_evicted_as_its_request_starts_answers_it_first() {
+        use axum::routing::get;
+        use tokio::io::AsyncReadExt;
+
+        let release = Arc::new(Notify::new());
+        let started = Arc::new(Notify::new());
+        let (handler_release, handler_started) = (release.clone(), started.clone());
+        let router = Router::new().route(
+            "/slow",
+            get(move || async move {
+                handler_started.notify_one();
+                handler_release.notified().await;
+                "done"
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        let connection = Arc::new(Connection::default());
+        let (_stop_tx, stop) = watch::channel(false);
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(10),
+            max_connections: 16,
+        };
+        let serving = tokio::spawn({
+            let connection = connection.clone();
+            async move { serve_connection(stream, router, limits, &connection, stop).await }
+        });
+
+        client
+            .write_all(b"GET /slow HTTP/1.1\r\nhost: test\r\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(10), started.notified())
+            .await
+            .expect("the request started");
+        connection.evicted.store(true, Ordering::SeqCst);
+        connection.evict.notify_one();
+        release.notify_one();
+
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(10), client.read_to_string(&mut answer))
+            .await
+            .expect("the connection closed after its answer")
+            .expect("the answer was read, not reset");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("done"), "{answer}");
+        tokio::time::timeout(Duration::from_secs(10), serving)
+            .await
+            .expect("the connection's task ended")
+            .unwrap();
     }
 
     #[test]
