@@ -486,6 +486,70 @@ async fn a_locked_table_times_statements_out_into_503s_until_it_is_released() {
     );
 }
 
+/// A database that takes the readiness probe's small update but refuses every new row and
+/// result (as a full disk does, for writes that need a new page): registrations are
+/// answered 503 with Retry-After, `/readyz` says 503 with the database's reason, and both
+/// come back once the database takes rows again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_refuses_new_rows_makes_the_server_unready_until_it_takes_them_again() {
+    let url = boomerang_e2e::fresh_database();
+    let mut options = ServerOptions::on(Backend::Postgres);
+    options.database_url = Some(url.clone());
+    let server = Server::start(options);
+    let rx = Receiver::always(200).await;
+    wait_readyz(&server, 200, "ready", Instant::now()).await;
+
+    boomerang_postgres::testing::run_sql(
+        &url,
+        "ALTER TABLE tasks ADD CONSTRAINT refuse_new_rows CHECK (false) NOT VALID",
+    )
+    .await;
+    let refused = server
+        .request(reqwest::Method::POST, "/v1/tasks")
+        .json(&serde_json::json!({"url": rx.url("/refused")}))
+        .send()
+        .await
+        .expect("an answer, not a dropped connection");
+    assert_eq!(refused.status().as_u16(), 503, "a registration refused");
+    assert!(refused.headers().contains_key("retry-after"));
+    let unready_after = wait_readyz(&server, 503, "unready", Instant::now()).await;
+    let why = server
+        .request(reqwest::Method::GET, "/readyz")
+        .send()
+        .await
+        .expect("readyz answers")
+        .text()
+        .await
+        .expect("a body");
+    assert!(
+        why.contains("refuse_new_rows"),
+        "the database's reason: {why}"
+    );
+
+    boomerang_postgres::testing::run_sql(&url, "ALTER TABLE tasks DROP CONSTRAINT refuse_new_rows")
+        .await;
+    let taken = Instant::now();
+    wait_for("a registration taken again", WAIT, || async {
+        let answer = server
+            .request(reqwest::Method::POST, "/v1/tasks")
+            .json(&serde_json::json!({"url": rx.url("/after")}))
+            .send()
+            .await
+            .ok()?;
+        (answer.status().as_u16() == 201).then_some(())
+    })
+    .await;
+    let ready_after = wait_readyz(&server, 200, "ready again", taken).await;
+    wait_for("the callback registered after", WAIT, || async {
+        (rx.count("/after") == 1).then_some(())
+    })
+    .await;
+    assert_eq!(rx.count("/refused"), 0, "a refused registration was stored");
+    println!(
+        "rows refused: unready after {unready_after:?}; taken again: ready after {ready_after:?}"
+    );
+}
+
 /// The database reached over TLS, its certificate checked: with `sslmode=verify-full` and
 /// the certificate's root in `sslrootcert` (as libpq takes it) the server works (the database refuses plain
 /// connections); without that root, or without TLS, it will not start, and says why.

@@ -1,6 +1,8 @@
 //! A server's readiness on the shared database: the database takes a write (within a
 //! bound: a pool with no free connection, a failover under way or a statement stuck
-//! count as failing), and the in-process timer's loop runs.
+//! count as failing), the writer's last transaction did not fail in the last few seconds
+//! (a full disk refuses new rows while the probe's small update still fits), and the
+//! in-process timer's loop runs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +41,11 @@ impl PgReadiness {
             Ok(Ok(())) => {}
             Ok(Err(e)) => failing.push(format!("database: a write failed: {e}")),
             Err(_) => failing.push(format!("database: a write took over {PROBE_WRITE:?}")),
+        }
+        if let Some(reason) = self.store.write_health.failing() {
+            failing.push(format!(
+                "database: the last registrations or results failed: {reason}"
+            ));
         }
         let silent = self.timer.silent_for();
         if silent > 5 * BEAT {

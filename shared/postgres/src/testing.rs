@@ -545,6 +545,15 @@ impl TableLock {
     }
 }
 
+/// Runs `sql` (one or more statements) on the database at `url`, as an operator would.
+pub async fn run_sql(url: &str, sql: &str) {
+    connect(url)
+        .await
+        .batch_execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("cannot run {sql} on {url}: {e}"));
+}
+
 /// Creates `t_<ulid>` on the cluster `admin` is a superuser's URL of; its URL.
 async fn create_database(admin: &str) -> String {
     let name = format!("t_{}", ulid::Ulid::new().to_string().to_lowercase());

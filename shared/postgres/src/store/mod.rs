@@ -33,6 +33,7 @@ pub(crate) mod rows;
 mod schedules;
 pub(crate) mod sql;
 pub(crate) mod tasks;
+pub(crate) mod write_health;
 pub(crate) mod writer;
 
 use std::sync::Arc;
@@ -48,6 +49,7 @@ use claims::Claims;
 use definition_cache::DefinitionCache;
 use owned::Owned;
 pub(crate) use owner_notices::CHANNEL as OWNER_NOTICES;
+use write_health::WriteHealth;
 use writer::WriterHandle;
 
 /// Locks one of the store's in-memory maps. Every change under these locks leaves them
@@ -68,6 +70,8 @@ pub struct PgStore {
     pub(crate) claims: Claims,
     pub(crate) owned: Owned,
     pub(crate) definition_cache: DefinitionCache,
+    /// Whether the writer's transactions are going through (readiness looks).
+    pub(crate) write_health: WriteHealth,
     /// This server's id, as written in the rows it owns.
     pub(crate) server: String,
     /// A task written with its next work due within this is left with this server, whose
@@ -80,10 +84,12 @@ impl PgStore {
     pub fn new(pool: Pool, server: String, horizon: Duration, metrics: Arc<dyn Metrics>) -> Self {
         let claims = Claims::default();
         let owned = Owned::default();
+        let write_health = WriteHealth::default();
         let writer = WriterHandle::spawn(
             pool.clone(),
             claims.clone(),
             owned.clone(),
+            write_health.clone(),
             server.clone(),
             horizon,
             metrics,
@@ -97,6 +103,7 @@ impl PgStore {
             claims,
             owned,
             definition_cache: DefinitionCache::default(),
+            write_health,
             server,
             horizon,
         }

@@ -10,7 +10,31 @@ pub(crate) fn unavailable(e: tokio_postgres::Error) -> StoreError {
     if e.code() == Some(&SqlState::UNIQUE_VIOLATION) {
         return StoreError::Conflict;
     }
-    StoreError::Unavailable(e.into())
+    StoreError::Unavailable(Box::new(Described(e)))
+}
+
+/// A driver error told with its causes: the driver's own message for a statement the
+/// database refused is only "db error", and the database's reason ("could not extend
+/// file …: No space left on device") is its source.
+#[derive(Debug)]
+pub(crate) struct Described(pub tokio_postgres::Error);
+
+impl std::fmt::Display for Described {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = std::error::Error::source(&self.0);
+        while let Some(e) = cause {
+            write!(f, ": {e}")?;
+            cause = e.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Described {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
 }
 
 pub(crate) fn pool_unavailable(e: deadpool_postgres::PoolError) -> StoreError {

@@ -23,6 +23,8 @@ use super::claims::{Claims, WriteEnd};
 use super::codec::decode;
 use super::owned::{Owned, Since};
 use super::rows::TaskRow;
+use super::sql::Described;
+use super::write_health::WriteHealth;
 
 /// Most writes one transaction holds; more wait for the next.
 const MAX_BATCH: usize = 2000;
@@ -66,6 +68,7 @@ struct Shared {
     pool: Pool,
     claims: Claims,
     owned: Owned,
+    health: WriteHealth,
     server: String,
     horizon: Duration,
     metrics: Arc<dyn Metrics>,
@@ -77,6 +80,7 @@ impl WriterHandle {
         pool: Pool,
         claims: Claims,
         owned: Owned,
+        health: WriteHealth,
         server: String,
         horizon: Duration,
         metrics: Arc<dyn Metrics>,
@@ -86,6 +90,7 @@ impl WriterHandle {
             pool,
             claims,
             owned,
+            health,
             server,
             horizon,
             metrics,
@@ -300,6 +305,7 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
         Ok(client) => client,
         Err(e) => {
             let message = e.to_string();
+            shared.health.failed(message.clone());
             return batch.fail_all(shared, || pool_unavailable_msg(&message));
         }
     };
@@ -327,6 +333,7 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
     .await;
     match result {
         Ok(outcome) => {
+            shared.health.succeeded();
             shared.metrics.record(MetricEvent::StoreCommit {
                 writes: batch.len(),
                 micros: started.elapsed().as_micros() as u64,
@@ -343,10 +350,11 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
             answer_creates(shared, creates, &outcome.inserted, taken, since);
         }
         Err(e) => {
-            tracing::warn!(error = %e, writes = batch.len(), "a store transaction failed");
+            let message = Described(e).to_string();
+            tracing::warn!(error = %message, writes = batch.len(), "a store transaction failed");
+            shared.health.failed(message.clone());
             // Whatever part was sent, none of it stays open on the connection.
             let _ = client.batch_execute("ROLLBACK").await;
-            let message = e.to_string();
             batch.fail_all(shared, || StoreError::Unavailable(message.clone().into()));
         }
     }
