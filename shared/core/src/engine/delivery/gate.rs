@@ -77,9 +77,10 @@ pub(crate) struct Gate {
     queued: Queued,
 }
 
-/// Every attempt queued at any destination: a fire for an attempt already queued (a
-/// sweep re-arms overdue work, and a queued task is overdue) is not queued twice, and a
-/// store that loads its due work skips what waits here.
+/// Every attempt queued at any destination, or holding a place there while it waits for a
+/// call slot: a fire for an attempt already queued (a sweep re-arms overdue work, and a
+/// queued task is overdue) is not queued twice, and a store that loads its due work skips
+/// what waits here.
 type Queued = Arc<Mutex<HashSet<AttemptRef>>>;
 
 fn lock_queued(queued: &Queued) -> MutexGuard<'_, HashSet<AttemptRef>> {
@@ -113,6 +114,30 @@ struct LaneState {
     shared_breaker: Option<(Option<StoredBreaker>, DateTime<Utc>)>,
     /// The shared breaker's version when this lane's count began.
     breaker_version: Option<u64>,
+}
+
+/// A delivery waiting for a call slot at its lane, until dropped (the wait may be given up).
+struct AwaitingCall<'a> {
+    lane: &'a Lane,
+    at: AttemptRef,
+}
+
+impl<'a> AwaitingCall<'a> {
+    fn enter(lane: &'a Lane, at: &AttemptRef) -> Self {
+        lane.awaiting_call.fetch_add(1, Ordering::SeqCst);
+        lock_queued(&lane.queued).insert(at.clone());
+        Self {
+            lane,
+            at: at.clone(),
+        }
+    }
+}
+
+impl Drop for AwaitingCall<'_> {
+    fn drop(&mut self) {
+        lock_queued(&self.lane.queued).remove(&self.at);
+        self.lane.awaiting_call.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A right to run one delivery: a work slot (see [`DeliveryLimits::concurrency`]).
@@ -266,12 +291,13 @@ impl Lane {
             && state.paused_until.is_none_or(|until| until <= now)
     }
 
-    /// Waits for one of the destination's call slots.
-    pub(crate) async fn call_slot(&self) -> CallSlot {
-        self.awaiting_call.fetch_add(1, Ordering::SeqCst);
+    /// Waits for one of the destination's call slots, for delivery `at`. Meanwhile `at`
+    /// counts as waiting at its destination, as a queued one does: it holds a place but
+    /// neither the timer nor a claim has it, and a repair pass must not take it for lost.
+    pub(crate) async fn call_slot(&self, at: &AttemptRef) -> CallSlot {
+        let _waiting = AwaitingCall::enter(self, at);
         let permit = (self.calls.clone().acquire_owned().await)
             .expect("the gate never closes its semaphores");
-        self.awaiting_call.fetch_sub(1, Ordering::SeqCst);
         CallSlot(permit)
     }
 
@@ -423,6 +449,49 @@ mod tests {
         gate.lane((&acme(), &Destination::of(url)), None, now())
     }
 
+    /// A delivery that holds a place and waits for a call slot is neither in the timer's
+    /// hands nor claimed: it counts as waiting at its destination until it has the slot
+    /// (or gives up waiting), so a repair pass does not take it for lost.
+    #[tokio::test]
+    async fn a_delivery_waiting_for_a_call_slot_counts_as_waiting_at_its_destination() {
+        let gate = gate(1);
+        let lane = lane(&gate, "https://busy.test/");
+        let first = lane.call_slot(&attempt()).await;
+        let (second, given_up) = (attempt(), attempt());
+        let waiting = tokio::spawn({
+            let (lane, second) = (lane.clone(), second.clone());
+            async move { lane.call_slot(&second).await }
+        });
+        let abandoned = tokio::spawn({
+            let (lane, given_up) = (lane.clone(), given_up.clone());
+            async move { lane.call_slot(&given_up).await }
+        });
+        let both_wait = async {
+            while lane.awaiting_call.load(Ordering::SeqCst) < 2 {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), both_wait)
+            .await
+            .expect("both wait for the call slot");
+        assert!(gate.is_queued(&second) && gate.is_queued(&given_up));
+        assert_eq!(gate.queued(), 2);
+
+        abandoned.abort();
+        let _ = abandoned.await;
+        assert!(
+            !gate.is_queued(&given_up),
+            "a wait given up is no longer counted"
+        );
+        drop(first);
+        let _second_call = waiting.await.unwrap();
+        assert!(
+            !gate.is_queued(&second),
+            "no longer waiting once it has the slot"
+        );
+        assert_eq!(gate.queued(), 0);
+    }
+
     #[tokio::test]
     async fn a_full_destination_queues_and_its_slot_hands_the_queue_on_before_leaving() {
         let gate = gate(1);
@@ -430,7 +499,7 @@ mod tests {
         let Entry::Entered(mut slot) = gate.enter(&slow, &attempt()) else {
             panic!("the first call enters");
         };
-        let _call = slow.call_slot().await;
+        let _call = slow.call_slot(&attempt()).await;
         let _writing: Vec<LaneSlot> = (1..PLACES_PER_CALL)
             .map(|_| match gate.enter(&slow, &attempt()) {
                 Entry::Entered(writing) => writing,

@@ -316,7 +316,7 @@ async fn shared_slots_task(limit: usize) -> (Harness, Task, Arc<MemoryDestinatio
 async fn a_shared_destination_slot_is_held_until_freed() {
     let (h, task, slots) = shared_slots_task(2).await;
     let destination = Destination::of(&task.spec.request.url);
-    let seat = h.engine.take_lane(&task).await;
+    let seat = h.engine.take_lane(&task.attempt_ref(1), &task).await;
     let lease = h.clock_now() + chrono::Duration::seconds(40);
     let step = (h
         .engine
@@ -336,7 +336,7 @@ async fn a_shared_destination_slot_is_held_until_freed() {
 async fn a_full_destination_puts_the_attempt_off() {
     let (h, task, slots) = shared_slots_task(1).await;
     let destination = Destination::of(&task.spec.request.url);
-    let seat = h.engine.take_lane(&task).await;
+    let seat = h.engine.take_lane(&task.attempt_ref(1), &task).await;
     let lease = h.clock_now() + chrono::Duration::seconds(40);
     let other = SlotHolder::new(&TaskId::new());
     let taken =
@@ -370,7 +370,7 @@ async fn a_full_destination_puts_the_attempt_off() {
 async fn a_claim_that_is_not_written_frees_its_destination_slot() {
     let (h, task, slots) = shared_slots_task(2).await;
     let destination = Destination::of(&task.spec.request.url);
-    let seat = h.engine.take_lane(&task).await;
+    let seat = h.engine.take_lane(&task.attempt_ref(1), &task).await;
     let at = task.attempt_ref(1);
     let Step::Continue(claim) = h.engine.take_claim(&at, &task).await.unwrap() else {
         panic!("the claim was refused");

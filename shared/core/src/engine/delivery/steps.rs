@@ -77,7 +77,7 @@ impl Engine {
         }
         proceed!(self.take_occurrence(&at, &task).await?);
         proceed!(self.take_turn(&at, &task).await?);
-        let seat = self.take_lane(&task).await;
+        let seat = self.take_lane(&at, &task).await;
         let claim = proceed!(self.take_claim(&at, &task).await?);
         let lease_until = claim.lease_until;
         let slots = proceed!((self.take_slots(&at, &task, &seat.place, lease_until)).await?);
@@ -161,9 +161,9 @@ impl Engine {
 
     /// One of the call slots of the task's destination. From the claim to the call's end
     /// the task holds it: waiting for one happens before the lease starts.
-    pub(in crate::engine) async fn take_lane(&self, task: &Task) -> Seat {
+    pub(in crate::engine) async fn take_lane(&self, at: &AttemptRef, task: &Task) -> Seat {
         let place = self.place_of(task).await;
-        let slot = place.lane.call_slot().await;
+        let slot = place.lane.call_slot(at).await;
         Seat { place, slot }
     }
 
