@@ -66,18 +66,20 @@ impl LeaseLoader {
     pub async fn run(self: Arc<Self>, engine: Arc<Engine>) {
         tokio::spawn(self.clone().repair_forever(engine.clone()));
         loop {
-            let loaded = self.load(&engine).await;
             // A lease is a write: one that fails (a full disk) makes the server unready,
             // one that takes rows shows the writes go through again.
-            match &loaded {
-                Ok(taken) if *taken > 0 => self.store.write_health.succeeded(),
-                Ok(_) => {}
-                Err(e) => self.store.write_health.failed(e.to_string()),
-            }
-            let pause = match loaded {
-                Ok(taken) if taken > 0 || self.in_hand(&engine) > 0 => TICK,
-                Ok(_) => IDLE_TICK,
+            let pause = match self.load(&engine).await {
+                Ok(taken) => {
+                    if taken > 0 {
+                        self.store.write_health.succeeded();
+                    }
+                    match taken > 0 || self.in_hand(&engine) > 0 {
+                        true => TICK,
+                        false => IDLE_TICK,
+                    }
+                }
                 Err(e) => {
+                    self.store.write_health.failed(e.to_string());
                     tracing::error!(error = %e, "leasing due work failed; trying again");
                     Duration::from_millis(500)
                 }
