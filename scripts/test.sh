@@ -16,6 +16,13 @@ need_component() {
     rustup component add "$2"
   fi
 }
+# One build, run once: incremental caches would only double the target directory's size
+# (tens of GB over the end-to-end test binaries), and a full disk fails the link.
+export CARGO_INCREMENTAL=0
+target_dir=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target_dir"
+echo "== free space where the build goes: $(df -h --output=avail "$target_dir" | tail -1 | tr -d ' ')"
+
 need_component fmt rustfmt
 need_component clippy clippy
 
