@@ -16,6 +16,8 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use url::Url;
 
+use boomerang_core::error_chain::error_chain;
+
 /// Why a call got no answer, or no whole one.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
@@ -45,7 +47,7 @@ impl TransportError {
 
     /// The error and its causes, as one line.
     pub fn explain(&self) -> String {
-        chain(self)
+        error_chain(self)
     }
 }
 
@@ -143,15 +145,4 @@ fn request(call: Call) -> Result<Request<Full<Bytes>>, TransportError> {
         None => Full::new(Bytes::new()),
     };
     Ok(builder.body(body)?)
-}
-
-/// An error and its causes: "client error (Connect): tcp connect error: Connection refused".
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut why = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        why = format!("{why}: {cause}");
-        source = cause.source();
-    }
-    why
 }

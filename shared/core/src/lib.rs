@@ -15,6 +15,7 @@
 pub mod clock;
 pub mod domain;
 pub mod engine;
+pub mod error_chain;
 pub mod infra_retry;
 pub mod metrics;
 pub mod ports;

@@ -19,6 +19,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use super::connector::{GuardedResolver, RefusedAddress, SlotConnector};
 use super::destination::DestinationPolicy;
 use super::signing;
+use boomerang_core::error_chain::error_chain;
 use boomerang_core::ports::{WebhookCall, WebhookError, WebhookResult, Webhooks};
 
 /// How much of a response body is kept in the attempt log.
@@ -234,12 +235,17 @@ fn classify(e: &(dyn StdError + 'static)) -> WebhookError {
         }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
             if is_local_exhaustion(io) {
-                return WebhookError::Local(error_chain(e));
+                return WebhookError::Local(short_chain(e));
             }
         }
         source = err.source();
     }
-    WebhookError::Transport(error_chain(e))
+    WebhookError::Transport(short_chain(e))
+}
+
+/// The error and its causes, at most 500 characters: it is kept with the attempt.
+fn short_chain(e: &dyn StdError) -> String {
+    error_chain(e).chars().take(500).collect()
 }
 
 /// Whether an I/O error says this machine ran out of something before a request could
@@ -250,21 +256,6 @@ fn is_local_exhaustion(e: &std::io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::EMFILE | libc::ENFILE | libc::EADDRNOTAVAIL | libc::ENOBUFS | libc::ENOMEM)
     )
-}
-
-/// "outer: cause: root cause", since hyper's own message hides the interesting part.
-fn error_chain(e: &dyn StdError) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(err) = source {
-        let s = err.to_string();
-        if !text.contains(&s) {
-            text.push_str(": ");
-            text.push_str(&s);
-        }
-        source = err.source();
-    }
-    text.chars().take(500).collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! What every store module shares: errors of the database and of the pool as store
 //! errors.
 
+use boomerang_core::error_chain::error_chain;
 use boomerang_core::ports::StoreError;
 use tokio_postgres::error::SqlState;
 
@@ -21,13 +22,7 @@ pub(crate) struct Described(pub tokio_postgres::Error);
 
 impl std::fmt::Display for Described {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut cause = std::error::Error::source(&self.0);
-        while let Some(e) = cause {
-            write!(f, ": {e}")?;
-            cause = e.source();
-        }
-        Ok(())
+        f.write_str(&error_chain(&self.0))
     }
 }
 

@@ -385,8 +385,10 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
             let message = Described(e).to_string();
             tracing::warn!(error = %message, writes = batch.len(), "a store transaction failed");
             shared.health.failed(message.clone());
-            // Whatever part was sent, none of it stays open on the connection.
-            let _ = client.batch_execute("ROLLBACK").await;
+            // Whatever part was sent, none of it stays open: the connection is closed, not
+            // handed back. (Its pipelined COMMIT has usually ended the transaction already;
+            // a ROLLBACK after it would only make the database warn.)
+            drop(deadpool_postgres::Object::take(client));
             batch.fail_all(shared, || StoreError::Unavailable(message.clone().into()));
         }
     }

@@ -1,0 +1,52 @@
+//! An error and its causes as one line, for logs and problem bodies: many libraries'
+//! own message hides the interesting part in a source ("db error", "client error
+//! (Connect)"), and a cause that only repeats what is already said is left out.
+
+use std::error::Error;
+
+/// "outer: cause: root cause".
+pub fn error_chain(e: &dyn Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Layer(&'static str, #[source] Option<Box<Layer>>);
+
+    fn layers(messages: &[&'static str]) -> Layer {
+        let mut error: Option<Box<Layer>> = None;
+        for message in messages.iter().rev() {
+            error = Some(Box::new(Layer(message, error)));
+        }
+        *error.unwrap()
+    }
+
+    #[test]
+    fn every_cause_follows_the_error_once() {
+        let e = layers(&[
+            "db error",
+            "could not extend file",
+            "No space left on device",
+        ]);
+        assert_eq!(
+            error_chain(&e),
+            "db error: could not extend file: No space left on device"
+        );
+        let repeated = layers(&["connect: refused", "refused"]);
+        assert_eq!(error_chain(&repeated), "connect: refused");
+    }
+}
