@@ -22,6 +22,12 @@ export CARGO_INCREMENTAL=0
 target_dir=${CARGO_TARGET_DIR:-target}
 mkdir -p "$target_dir"
 echo "== free space where the build goes: $(df -h --output=avail "$target_dir" | tail -1 | tr -d ' ')"
+# A target directory kept between runs gathers incremental caches from earlier builds;
+# short of room, they go first (nothing here reads them).
+if (($(df -k --output=avail "$target_dir" | tail -1) < 20 * 1024 * 1024)); then
+  echo "== under 20 GB free: removing the target directory's incremental caches"
+  rm -rf "$target_dir"/debug/incremental "$target_dir"/release/incremental
+fi
 
 need_component fmt rustfmt
 need_component clippy clippy
