@@ -189,7 +189,7 @@ async fn run(shared: Arc<Shared>) {
 
 /// A batch of attempts' outcomes only, and few of them, waits up to [`LINGER`] for more
 /// (up to [`LINGER_UNTIL`]): nobody waits on these writes (the calls' slots are free
-/// already), and a transaction's cost on the database is mostly its own, not its rows'.
+/// already), and much of a transaction's cost on the database is its own, not its rows'.
 /// A registration or any other change never waits: its caller does.
 async fn linger(rx: &mut mpsc::UnboundedReceiver<Write>, batch: &mut Vec<Write>) {
     let deadline = tokio::time::Instant::now() + LINGER;
