@@ -18,7 +18,7 @@ pub(crate) fn unavailable(e: tokio_postgres::Error) -> StoreError {
 /// database refused is only "db error", and the database's reason ("could not extend
 /// file …: No space left on device") is its source.
 #[derive(Debug)]
-pub(crate) struct Described(pub tokio_postgres::Error);
+struct Described(tokio_postgres::Error);
 
 impl std::fmt::Display for Described {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -18,6 +18,7 @@ use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use boomerang_core::domain::{Task, TaskId};
+use boomerang_core::error_chain::error_chain;
 use boomerang_core::metrics::{MetricEvent, Metrics};
 use boomerang_core::ports::{CreateOutcome, StoreError};
 
@@ -25,7 +26,6 @@ use super::claims::{Claims, WriteEnd};
 use super::codec::decode;
 use super::owned::{Owned, Since};
 use super::rows::TaskRow;
-use super::sql::Described;
 use super::write_health::WriteHealth;
 
 /// Most writes one transaction holds; more wait for the next.
@@ -382,7 +382,7 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
             answer_creates(shared, creates, &outcome.inserted, taken, since);
         }
         Err(e) => {
-            let message = Described(e).to_string();
+            let message = error_chain(&e);
             tracing::warn!(error = %message, writes = batch.len(), "a store transaction failed");
             shared.health.failed(message.clone());
             // Whatever part was sent, none of it stays open: the connection is closed, not
