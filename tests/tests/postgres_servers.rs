@@ -521,9 +521,16 @@ async fn a_database_that_refuses_new_rows_makes_the_server_unready_until_it_take
         .text()
         .await
         .expect("a body");
+    // Which check and what it found, for anyone; the database's own words (here the
+    // constraint's name) only in the server's log.
     assert!(
-        why.contains("refuse_new_rows"),
-        "the database's reason: {why}"
+        why.contains("database: the last registrations or results failed"),
+        "the failing check: {why}"
+    );
+    assert!(!why.contains("refuse_new_rows"), "no database error: {why}");
+    assert!(
+        server.log().contains("refuse_new_rows"),
+        "the database's reason in the log"
     );
 
     boomerang_postgres::testing::run_sql(&url, "ALTER TABLE tasks DROP CONSTRAINT refuse_new_rows")

@@ -15,8 +15,12 @@ async fn readyz(server: &Server) -> u16 {
 #[tokio::test]
 async fn readyz_turns_503_while_the_disk_is_full_and_200_when_space_returns() {
     let disk = SmallDisk::mount(128);
+    // The log beside the disk, not on it: a full disk would take its lines too.
+    let log_dir = std::env::temp_dir().join(format!("boomerang-log-{}", ulid::Ulid::new()));
+    std::fs::create_dir_all(&log_dir).unwrap();
     let server = Server::start(ServerOptions {
         data_dir: Some(disk.0.join("data")),
+        log_dir: Some(log_dir.clone()),
         ..ServerOptions::on(Backend::Embedded)
     });
     assert_eq!(readyz(&server).await, 200);
@@ -42,6 +46,14 @@ async fn readyz_turns_503_while_the_disk_is_full_and_200_when_space_returns() {
         .unwrap();
     let detail = problem["detail"].as_str().unwrap();
     assert!(detail.contains("disk:"), "{detail}");
+    assert!(
+        !detail.contains(&*disk.0.to_string_lossy()),
+        "no path in a public answer: {detail}"
+    );
+    assert!(
+        server.log().contains(&*disk.0.to_string_lossy()),
+        "the data directory in the log"
+    );
     assert_eq!(
         server.api().health().await.unwrap().status,
         "ok",
@@ -58,4 +70,6 @@ async fn readyz_turns_503_while_the_disk_is_full_and_200_when_space_returns() {
         "/readyz turned 200 {:?} after space returned",
         freed.elapsed()
     );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&log_dir);
 }

@@ -1989,7 +1989,7 @@ export interface components {
             content: {
                 /**
                  * @example {
-                 *       "detail": "not ready: disk: 12 MiB free in ./.boomerang, under the 64 MiB needed",
+                 *       "detail": "not ready: disk: 12 MiB free in the data directory, under the 64 MiB needed",
                  *       "status": 503,
                  *       "title": "Temporarily unavailable; retry the request",
                  *       "type": "urn:boomerang:problem:unavailable"

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::Client;
 
 use crate::keys;
 use crate::sdk::items::get_item;
-use boomerang_core::ports::{Readiness, RecentAnswer};
+use boomerang_core::ports::{Failing, Readiness, RecentAnswer};
 
 /// A read slower than this counts as failed.
 const PROBE_READ: Duration = Duration::from_secs(2);
@@ -31,21 +31,24 @@ impl AwsReadiness {
         }
     }
 
-    async fn check(&self) -> Vec<String> {
+    async fn check(&self) -> Vec<Failing> {
         // An item that never exists: an eventually consistent read of it costs half a unit.
         let key = keys::readiness_probe();
         let read = get_item(&self.client, &self.table, &key, false);
         match tokio::time::timeout(PROBE_READ, read).await {
             Ok(Ok(_)) => Vec::new(),
-            Ok(Err(e)) => vec![format!("table: a read failed: {e}")],
-            Err(_) => vec![format!("table: a read took over {PROBE_READ:?}")],
+            Ok(Err(e)) => vec![Failing::new("table", "a read failed").because(e)],
+            Err(_) => vec![Failing::new(
+                "table",
+                format!("a read took over {PROBE_READ:?}"),
+            )],
         }
     }
 }
 
 #[async_trait]
 impl Readiness for AwsReadiness {
-    async fn failing(&self) -> Vec<String> {
+    async fn failing(&self) -> Vec<Failing> {
         self.last.or_check(self.check()).await
     }
 }

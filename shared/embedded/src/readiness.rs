@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use crate::store::SqliteStore;
 use crate::timer::{LocalTimer, BEAT};
-use boomerang_core::ports::{Readiness, RecentAnswer};
+use boomerang_core::ports::{Failing, Readiness, RecentAnswer};
 
 /// Below this much free space in the data directory, the server says it is not ready: a
 /// registration's write, and the log that holds it, need room to land.
@@ -36,26 +36,37 @@ impl EmbeddedReadiness {
         }
     }
 
-    async fn check(&self) -> Vec<String> {
+    async fn check(&self) -> Vec<Failing> {
         let mut failing = Vec::new();
         match free_bytes(&self.data_dir) {
-            Ok(free) if free < MIN_FREE_BYTES => failing.push(format!(
-                "disk: {} MiB free in {}, under the {} MiB needed",
-                free / (1024 * 1024),
-                self.data_dir.display(),
-                MIN_FREE_BYTES / (1024 * 1024)
-            )),
+            Ok(free) if free < MIN_FREE_BYTES => failing.push(
+                Failing::new(
+                    "disk",
+                    format!(
+                        "{} MiB free in the data directory, under the {} MiB needed",
+                        free / (1024 * 1024),
+                        MIN_FREE_BYTES / (1024 * 1024)
+                    ),
+                )
+                .because(self.data_dir.display()),
+            ),
             Ok(_) => {}
-            Err(e) => failing.push(format!("disk: cannot tell the free space: {e}")),
+            Err(e) => failing.push(Failing::new("disk", "cannot tell the free space").because(e)),
         }
         match tokio::time::timeout(PROBE_WRITE, self.store.probe_write()).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => failing.push(format!("store: a write failed: {e}")),
-            Err(_) => failing.push(format!("store: a write took over {PROBE_WRITE:?}")),
+            Ok(Err(e)) => failing.push(Failing::new("store", "a write failed").because(e)),
+            Err(_) => failing.push(Failing::new(
+                "store",
+                format!("a write took over {PROBE_WRITE:?}"),
+            )),
         }
         let silent = self.timer.silent_for();
         if silent > 5 * BEAT {
-            failing.push(format!("timer: its loop has not run for {silent:?}"));
+            failing.push(Failing::new(
+                "timer",
+                format!("its loop has not run for {silent:?}"),
+            ));
         }
         failing
     }
@@ -63,7 +74,7 @@ impl EmbeddedReadiness {
 
 #[async_trait]
 impl Readiness for EmbeddedReadiness {
-    async fn failing(&self) -> Vec<String> {
+    async fn failing(&self) -> Vec<Failing> {
         self.last.or_check(self.check()).await
     }
 }

@@ -30,6 +30,7 @@ use utoipa_axum::routes;
 
 use boomerang_api::view::Health;
 use boomerang_core::engine::Engine;
+use boomerang_core::ports::Failing;
 use openapi::{NotFound, Unready};
 use problem::{ApiError, Problem};
 
@@ -127,7 +128,8 @@ async fn healthz() -> Json<Health> {
 
 /// Whether the server can take work now (no key needed): the store takes a write, the
 /// data directory has room, the timer runs (on AWS: the table answers). For a load
-/// balancer's health check: `503` while any check fails, naming it.
+/// balancer's health check: `503` while any check fails, naming it and what it found (the
+/// error underneath is in the server's log).
 #[utoipa::path(get, path = "/readyz", tag = "service", operation_id = "readyz",
     responses(
         (status = 200, description = "Ready", body = Health),
@@ -140,6 +142,8 @@ async fn readyz(State(engine): State<Arc<Engine>>) -> Result<Json<Health>, ApiEr
             status: "ready".into(),
         }));
     }
+    // Which checks failed, not why: no key is needed here (the log has the rest).
+    let failing: Vec<String> = failing.iter().map(Failing::public).collect();
     Err(ApiError(Problem::unavailable(format!(
         "not ready: {}",
         failing.join("; ")

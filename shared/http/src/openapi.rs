@@ -185,5 +185,5 @@ problem_responses! {
         => Problem::too_many("more than 5000 requests a second for this tenant", std::time::Duration::from_secs(1));
     Unready: "A check fails (the store takes no write, the disk is nearly full, the timer \
               stalled); `detail` names each."
-        => Problem::unavailable("not ready: disk: 12 MiB free in ./.boomerang, under the 64 MiB needed");
+        => Problem::unavailable("not ready: disk: 12 MiB free in the data directory, under the 64 MiB needed");
 }

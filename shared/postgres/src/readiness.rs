@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use boomerang_core::ports::{Readiness, RecentAnswer};
+use boomerang_core::ports::{Failing, Readiness, RecentAnswer};
 use boomerang_embedded::timer::BEAT;
 use boomerang_embedded::LocalTimer;
 
@@ -35,21 +35,28 @@ impl PgReadiness {
         }
     }
 
-    async fn check(&self) -> Vec<String> {
+    async fn check(&self) -> Vec<Failing> {
         let mut failing = Vec::new();
         match tokio::time::timeout(PROBE_WRITE, self.store.probe_write()).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => failing.push(format!("database: a write failed: {e}")),
-            Err(_) => failing.push(format!("database: a write took over {PROBE_WRITE:?}")),
+            Ok(Err(e)) => failing.push(Failing::new("database", "a write failed").because(e)),
+            Err(_) => failing.push(Failing::new(
+                "database",
+                format!("a write took over {PROBE_WRITE:?}"),
+            )),
         }
         if let Some(reason) = self.store.write_health.failing() {
-            failing.push(format!(
-                "database: the last registrations or results failed: {reason}"
-            ));
+            failing.push(
+                Failing::new("database", "the last registrations or results failed")
+                    .because(reason),
+            );
         }
         let silent = self.timer.silent_for();
         if silent > 5 * BEAT {
-            failing.push(format!("timer: its loop has not run for {silent:?}"));
+            failing.push(Failing::new(
+                "timer",
+                format!("its loop has not run for {silent:?}"),
+            ));
         }
         failing
     }
@@ -57,7 +64,7 @@ impl PgReadiness {
 
 #[async_trait]
 impl Readiness for PgReadiness {
-    async fn failing(&self) -> Vec<String> {
+    async fn failing(&self) -> Vec<Failing> {
         self.last.or_check(self.check()).await
     }
 }

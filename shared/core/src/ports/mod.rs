@@ -32,7 +32,7 @@ pub use destination_slots::DestinationSlots;
 pub use flows::{FlowCounters, FlowFigures, FlowPauses, FlowPorts, SlotHolder};
 pub use order_keys::{OrderKeyState, OrderKeys, ORDER_KEYS_LISTED};
 pub use process_flows::ProcessFlowCounters;
-pub use readiness::{Readiness, RecentAnswer};
+pub use readiness::{Failing, Readiness, RecentAnswer};
 pub use schedules::{KeyedTasks, SchedulePage, ScheduleStore};
 pub use slow_lane::SlowLane;
 pub use spans::SpanExport;

@@ -96,7 +96,7 @@ pub struct AlwaysReady;
 
 #[async_trait::async_trait]
 impl crate::ports::Readiness for AlwaysReady {
-    async fn failing(&self) -> Vec<String> {
+    async fn failing(&self) -> Vec<crate::ports::Failing> {
         Vec::new()
     }
 }

@@ -25,7 +25,7 @@ pub struct Stats {
 
 impl Engine {
     /// The backend's checks that fail now (`/readyz`); empty when it can take work.
-    pub async fn unready(&self) -> Vec<String> {
+    pub async fn unready(&self) -> Vec<crate::ports::Failing> {
         self.ports.readiness.failing().await
     }
 
