@@ -103,7 +103,8 @@ export interface paths {
         /**
          * Whether the server can take work now (no key needed): the store takes a write, the
          *     data directory has room, the timer runs (on AWS: the table answers). For a load
-         *     balancer's health check: `503` while any check fails, naming it.
+         *     balancer's health check: `503` while any check fails, naming it and what it found (the
+         *     error underneath is in the server's log).
          */
         get: operations["readyz"];
         put?: never;
