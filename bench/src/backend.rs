@@ -68,6 +68,11 @@ impl Snapshot {
 }
 
 impl BackendArgs {
+    /// Whether these are the defaults: one embedded server.
+    pub fn is_default(&self) -> bool {
+        self.backend == "embedded" && self.servers == 1 && self.database_url.is_none()
+    }
+
     /// Starts the servers (and makes the database) this asks for; `extra` and
     /// `open_files` as in [`Server::start_with_open_files`].
     pub async fn start(&self, extra: &[&str], open_files: Option<u64>) -> Result<Deployment> {

@@ -8,10 +8,11 @@ use anyhow::Result;
 use chrono::Utc;
 use serde_json::json;
 
+use super::backend::{BackendArgs, Deployment};
 use super::measure::{percentiles, ConnectionWatch};
 use super::procs::{ReceiverProcess, Server};
 use super::receiver::ReceiverArgs;
-use super::register::{due_after_registering, register_all};
+use super::register::{due_after_registering, register_spread};
 
 #[derive(clap::Args)]
 pub struct SlowReceiverArgs {
@@ -64,7 +65,7 @@ pub struct FlowArgs {
     window_s: u64,
     /// Run N `serve --backend aws --emulate-triggers` workers on one table and queue,
     /// against the emulators the environment names (`AWS_ENDPOINT_URL`, and
-    /// `AWS_ENDPOINT_URL_DYNAMODB`), instead of one embedded server.
+    /// `AWS_ENDPOINT_URL_DYNAMODB`), instead of the servers `--backend` asks for.
     #[arg(long)]
     aws_workers: Option<usize>,
     #[command(flatten)]
@@ -79,30 +80,39 @@ struct ServerArgs {
     /// The server's `--destination-limit` (its default if not given).
     #[arg(long)]
     destination_limit: Option<usize>,
-    /// Concurrent keep-alive clients registering the tasks.
+    /// Concurrent keep-alive clients registering the tasks (spread over the servers).
     #[arg(long, default_value_t = 32)]
     clients: usize,
+    #[command(flatten)]
+    backend: BackendArgs,
 }
 
 impl ServerArgs {
-    fn start(&self) -> Result<Server> {
+    /// The servers, each with the open-file limit and destination limit asked for.
+    async fn start(&self) -> Result<Deployment> {
         let limit = self.destination_limit.map(|n| n.to_string());
         let extra: Vec<&str> = match &limit {
             Some(n) => vec!["--destination-limit", n],
             None => vec![],
         };
-        Server::start_with_open_files(&extra, Some(self.open_files))
+        self.backend.start(&extra, Some(self.open_files)).await
     }
 
-    fn describe(&self) -> String {
+    fn describe(&self, deployment: &Deployment) -> String {
         let limit = self
             .destination_limit
             .map_or("default".to_string(), |n| n.to_string());
         format!(
-            "open-file limit {}, destination limit {limit}",
-            self.open_files
+            "open-file limit {}, destination limit {limit}; {}",
+            self.open_files,
+            deployment.describe()
         )
     }
+}
+
+/// The process ids of the servers, whose connections are counted together.
+fn pids(deployment: &Deployment) -> Vec<u32> {
+    deployment.servers.iter().map(Server::pid).collect()
 }
 
 pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
@@ -113,11 +123,12 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
         worker_keep_alive_ms: args.worker_keep_alive_ms,
         ..Default::default()
     })?;
-    let server = args.server.start()?;
-    let connections = ConnectionWatch::start(receiver.port(), server.pid());
+    let deployment = args.server.start().await?;
+    let servers = &deployment.servers;
+    let connections = ConnectionWatch::start(receiver.port(), pids(&deployment));
     let due = due_after_registering(args.tasks)?;
     let url = receiver.url.clone();
-    register_all(&server, args.tasks, args.server.clients, move |i| {
+    register_spread(servers, args.tasks, args.server.clients, move |i| {
         json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339(),
                "retry": {"schedule": ["1s"], "max_attempts": 3}})
     })
@@ -128,7 +139,7 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
         .await?;
     let last = arrivals.iter().map(|a| a.at_ms).max().unwrap_or(0);
     let drain = Duration::from_millis((last - due.timestamp_millis()).max(0) as u64);
-    let figures = ServerFigures::settled(std::slice::from_ref(&server), args.tasks, SETTLE).await?;
+    let figures = ServerFigures::settled(servers, args.tasks, SETTLE).await?;
 
     println!("mode:              slow-receiver");
     println!(
@@ -140,7 +151,7 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
             ", a worker per connection (keep-alive {} ms), listen backlog {b}",
             args.worker_keep_alive_ms
         )),
-        args.server.describe()
+        args.server.describe(&deployment)
     );
     println!(
         "drain:             {:.1} s (its capacity allows {:.1} s: {:+.1} %)",
@@ -149,7 +160,7 @@ pub async fn slow_receiver(args: SlowReceiverArgs) -> Result<()> {
         (drain.as_secs_f64() / capacity.as_secs_f64() - 1.0) * 100.0
     );
     println!(
-        "connections:       at most {} open to the receiver (SYN-SENT included, sampled every 20 ms); at most {} requests in it at once",
+        "connections:       at most {} open to the receiver from the servers (SYN-SENT included, sampled every 20 ms); at most {} requests in it at once",
         connections.most(),
         receiver.peak().await?
     );
@@ -163,21 +174,22 @@ pub async fn hanging(args: HangingArgs) -> Result<()> {
         ..Default::default()
     })?;
     let healthy = ReceiverProcess::start(&ReceiverArgs::default())?;
-    let server = args.server.start()?;
-    let connections = ConnectionWatch::start(stuck.port(), server.pid());
+    let deployment = args.server.start().await?;
+    let servers = &deployment.servers;
+    let connections = ConnectionWatch::start(stuck.port(), pids(&deployment));
     let sampled = Instant::now();
     let clients = args.server.clients;
     let due = due_after_registering(args.hanging + args.healthy)?;
     let healthy_due = due + chrono::Duration::seconds(1);
     let once = json!({"max_attempts": 1});
     let url = stuck.url.clone();
-    register_all(&server, args.hanging, clients, move |i| {
+    register_spread(servers, args.hanging, clients, move |i| {
         json!({"url": format!("{url}/hang/{i}"), "fire_at": due.to_rfc3339(), "retry": once})
     })
     .await?;
     let url = healthy.url.clone();
-    register_all(
-        &server,
+    register_spread(
+        servers,
         args.healthy,
         clients,
         move |i| json!({"url": format!("{url}/ok/{i}"), "fire_at": healthy_due.to_rfc3339()}),
@@ -201,7 +213,7 @@ pub async fn hanging(args: HangingArgs) -> Result<()> {
          healthy one 1 s later; {}",
         args.hanging,
         args.healthy,
-        args.server.describe()
+        args.server.describe(&deployment)
     );
     println!("healthy lateness (ms): {}", percentiles(&lateness));
     println!(
@@ -292,14 +304,20 @@ pub async fn flow(args: FlowArgs) -> Result<()> {
         serve_ms: args.serve_ms,
         ..Default::default()
     })?;
-    let workers = match args.aws_workers {
-        Some(n) => Server::start_aws_workers(n)?,
-        None => vec![args.server.start()?],
+    if args.aws_workers.is_some() && !args.server.backend.is_default() {
+        anyhow::bail!("--aws-workers starts servers of its own: leave out --backend, --servers and --database-url");
+    }
+    let deployment = match args.aws_workers {
+        Some(n) => Deployment {
+            servers: Server::start_aws_workers(n)?,
+            database: None,
+        },
+        None => args.server.start().await?,
     };
-    let server = &workers[0];
+    let servers = &deployment.servers;
     let due = due_after_registering(args.tasks)? + chrono::Duration::seconds(2);
     let (url, rate, parallelism) = (receiver.url.clone(), args.rate, args.parallelism);
-    register_all(server, args.tasks, args.server.clients, move |i| {
+    register_spread(servers, args.tasks, args.server.clients, move |i| {
         json!({"url": format!("{url}/t/{i}"), "fire_at": due.to_rfc3339(),
                "flow": {"key": "bench", "rate": rate, "period": "1s", "parallelism": parallelism}})
     })
@@ -326,7 +344,7 @@ pub async fn flow(args: FlowArgs) -> Result<()> {
         args.serve_ms,
         match args.aws_workers {
             Some(n) => format!("{n} AWS-backend workers on the emulators"),
-            None => args.server.describe(),
+            None => args.server.describe(&deployment),
         }
     );
     println!(
@@ -339,8 +357,8 @@ pub async fn flow(args: FlowArgs) -> Result<()> {
         receiver.peak().await?
     );
     let mut figures = ServerFigures::default();
-    for worker in &workers {
-        figures.add(&ServerFigures::read(worker).await?);
+    for server in servers {
+        figures.add(&ServerFigures::read(server).await?);
     }
     figures.print(arrivals.len());
     Ok(())

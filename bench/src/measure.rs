@@ -115,12 +115,16 @@ pub struct ConnectionWatch {
 }
 
 impl ConnectionWatch {
-    pub fn start(port: u16, owner: u32) -> Self {
+    /// Counts the connections to `port` that `owners` hold, all together.
+    pub fn start(port: u16, owners: Vec<u32>) -> Self {
         let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let seen = most.clone();
         let task = tokio::spawn(async move {
             loop {
-                let n = connections_to(port, owner);
+                let n = owners
+                    .iter()
+                    .map(|&owner| connections_to(port, owner))
+                    .sum();
                 seen.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }

@@ -8,19 +8,9 @@ use serde_json::Value;
 
 use super::procs::Server;
 
-/// Registers `count` tasks from `clients` concurrent keep-alive clients; `task(i)` is the
-/// i-th body. Returns when each registration finished, in order of `i`.
-pub async fn register_all(
-    server: &Server,
-    count: usize,
-    clients: usize,
-    task: impl Fn(usize) -> Value + Send + Sync + 'static,
-) -> Result<Vec<Instant>> {
-    register_spread(std::slice::from_ref(server), count, clients, task).await
-}
-
-/// [`register_all`] over several servers sharing one store: client `c` registers with
-/// server `c % servers.len()`.
+/// Registers `count` tasks from `clients` concurrent keep-alive clients, over the servers
+/// sharing one store (client `c` registers with server `c % servers.len()`); `task(i)` is
+/// the i-th body. Returns when each registration finished, in order of `i`.
 pub async fn register_spread(
     servers: &[Server],
     count: usize,
