@@ -269,6 +269,17 @@ impl SqliteStore {
             None => task,
         }
     }
+
+    /// [`Self::overlay`] for a task read at `version` of the file: only a claim made on
+    /// that version is laid over it. A claim made on a later version (the attempt read
+    /// here ended, and the next one was claimed since) would show a newer attempt in
+    /// flight than the attempts read with it.
+    pub(super) fn overlay_at(&self, task: Task, version: u64) -> Task {
+        match lock(&self.claims).get(&task.id) {
+            Some(claim) if claim.stored_version == version => claim.task.clone(),
+            _ => task,
+        }
+    }
 }
 
 /// Brings a file written by an older version to [`SCHEMA_VERSION`]. Version 1 kept one

@@ -54,6 +54,44 @@ impl TaskStore for SqliteStore {
         Ok(stored.map(|t| self.overlay(t)))
     }
 
+    /// The task and its attempts from one read transaction (one snapshot of the file),
+    /// the claim laid over it only if made on the version read; a claim ends when its
+    /// outcome is written, before that commits. So a reader never sees an attempt's
+    /// result beside a task still `delivering`, a state that never was: two reads could
+    /// take the task before an outcome committed and its attempts after.
+    async fn details(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Option<(Task, Vec<AttemptRecord>)>, StoreError> {
+        let (tenant, id) = (tenant.to_string(), id.to_string());
+        let read = self
+            .read(move |c| {
+                let tx = c.unchecked_transaction().map_err(unavailable)?;
+                let row: Option<(String, i64)> = tx
+                    .prepare_cached("SELECT doc, version FROM tasks WHERE id = ?1 AND tenant = ?2")
+                    .and_then(|mut stmt| {
+                        stmt.query_row([&id, &tenant], |r| Ok((r.get(0)?, r.get(1)?)))
+                            .optional()
+                    })
+                    .map_err(unavailable)?;
+                let Some((doc, version)) = row else {
+                    return Ok(None);
+                };
+                let mut stmt = tx
+                    .prepare_cached("SELECT doc FROM attempts WHERE task_id = ?1 ORDER BY number")
+                    .map_err(unavailable)?;
+                let attempts = stmt
+                    .query_map([&id], |r| r.get::<_, String>(0))
+                    .map_err(unavailable)?
+                    .map(|doc| decode(&doc.map_err(unavailable)?))
+                    .collect::<Result<Vec<AttemptRecord>, StoreError>>()?;
+                Ok(Some((decode::<Task>(&doc)?, version as u64, attempts)))
+            })
+            .await?;
+        Ok(read.map(|(task, version, attempts)| (self.overlay_at(task, version), attempts)))
+    }
+
     async fn claim(&self, claimed: &Task, expected_version: u64) -> Result<(), StoreError> {
         let claimed = claimed.clone();
         // Nothing is written, so it is answered at once, without waiting for a commit; it
