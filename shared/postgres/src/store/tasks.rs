@@ -32,6 +32,35 @@ impl TaskStore for PgStore {
         Ok(task.map(|t| self.claims.overlay(t)))
     }
 
+    /// The task and its attempts in one statement (one snapshot of the tables), the claim
+    /// laid over only if made on the version read ([`super::claims::Claims::overlay`]): a
+    /// reader never sees an attempt's result beside a task still `delivering`, as two
+    /// reads could, one before the outcome's commit and one after.
+    async fn details(
+        &self,
+        tenant: &TenantId,
+        id: &TaskId,
+    ) -> Result<Option<(Task, Vec<AttemptRecord>)>, StoreError> {
+        let row = self
+            .query_opt(
+                "SELECT t.doc, coalesce(
+                     (SELECT array_agg(a.doc ORDER BY a.number) FROM attempts a
+                      WHERE a.task_id = t.id),
+                     '{}'::text[])
+                 FROM tasks t WHERE t.id = $1 AND t.tenant = $2",
+                &[&id.to_string(), &tenant.as_str()],
+            )
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let task: Task = decode(row.get(0))?;
+        let attempts = (row.get::<_, Vec<&str>>(1).into_iter())
+            .map(decode)
+            .collect::<Result<Vec<AttemptRecord>, StoreError>>()?;
+        Ok(Some((self.claims.overlay(task), attempts)))
+    }
+
     /// The document this server last read or wrote of a task it owns, if it kept one: a
     /// delivery's first read, which may lag (its claim checks the version in the table).
     async fn peek(&self, tenant: &TenantId, id: &TaskId) -> Result<Option<Task>, StoreError> {
