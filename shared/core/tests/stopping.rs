@@ -94,3 +94,37 @@ async fn a_call_longer_than_a_whole_invocation_still_starts() {
     wait_until(|| h.webhooks.calls() == 1).await;
     run.abort();
 }
+
+#[tokio::test]
+async fn a_delivery_waiting_for_its_destinations_slot_when_the_drain_begins_never_calls() {
+    // One call at a time to the slow destination: the second waits for the first's slot.
+    let limits = DeliveryLimits {
+        per_destination: 1,
+        ..DeliveryLimits::default()
+    };
+    let (h, gate) = gated_harness(SLOW, limits);
+    let first = h.register_to(SLOW).await;
+    let second = h.register_to(SLOW).await;
+    let first_run = h.spawn_delivery(&first);
+    wait_until(|| h.webhooks.calls() == 1).await;
+    let second_run = h.spawn_delivery(&second);
+    wait_until(|| h.engine.queued_deliveries() == 1).await;
+    let engine = h.engine.clone();
+    let drain = tokio::spawn(async move { engine.drain(Duration::from_secs(5)).await });
+    // The first call ends within the grace and frees its slot: the second, which waited
+    // for it from before the stop, takes it and still starts no call.
+    gate.add_permits(2);
+    let drained = drain.await.unwrap().unwrap();
+    assert_eq!((drained.finished, drained.handed_back), (1, 0));
+    assert_eq!(
+        first_run.await.unwrap().unwrap(),
+        DeliverOutcome::Attempted(Status::Succeeded)
+    );
+    assert_eq!(second_run.await.unwrap().unwrap(), DeliverOutcome::Stopped);
+    assert_eq!(h.webhooks.calls(), 1, "no call started after the stop");
+    let left = h.engine.get(&h.tenant, &second.id).await.unwrap();
+    assert_eq!(
+        (left.task.status, left.task.attempt),
+        (Status::Scheduled, 1)
+    );
+}

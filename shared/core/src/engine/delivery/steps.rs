@@ -5,7 +5,8 @@
 //! 3. [`Engine::take_occurrence`]: a schedule's due occurrence registers the next one,
 //!    and may be skipped;
 //! 4. [`Engine::take_lane`]: one of the destination's call slots, waited for before the
-//!    lease starts;
+//!    lease starts; then the stop line again, which the wait may have outlasted (a
+//!    shutdown begun meanwhile starts no call);
 //! 5. [`Engine::take_claim`]: the lifecycle's claim, in memory (an early, leased, stale or
 //!    ahead fire ends here);
 //! 6. [`Engine::take_slots`]: its tenant's limit at the destination where every instance
@@ -78,6 +79,7 @@ impl Engine {
         proceed!(self.take_occurrence(&at, &task).await?);
         proceed!(self.take_turn(&at, &task).await?);
         let seat = self.take_lane(&at, &task).await;
+        proceed!(self.check_stop_line(&at, &task).await?);
         let claim = proceed!(self.take_claim(&at, &task).await?);
         let lease_until = claim.lease_until;
         let slots = proceed!((self.take_slots(&at, &task, &seat.place, lease_until)).await?);
