@@ -345,7 +345,12 @@ async fn start_postgres(
             "schema:         version {}",
             boomerang_postgres::migrate::known_version()
         ),
-        format!("signing secret: {}", backend.secrets.newest().expose()),
+        // Not the secret itself: several servers' logs go to a log store, and the secret
+        // is in the database for whoever holds the API key (`boomerang secrets list`).
+        format!(
+            "signing secret: {} (in full: boomerang secrets list)",
+            shown_in_part(&backend.secrets.newest().expose())
+        ),
     ];
     Ok(Started {
         engine,
@@ -414,4 +419,10 @@ async fn start_aws(
 /// For durations bounded by [`ServiceConfig::validate`], so always in range.
 fn chrono_of(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero())
+}
+
+/// The first characters of a secret, enough to tell which one is in force, not to use it.
+fn shown_in_part(secret: &str) -> String {
+    let part: String = secret.chars().take(10).collect();
+    format!("{part}…")
 }
