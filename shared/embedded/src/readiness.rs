@@ -48,7 +48,7 @@ impl EmbeddedReadiness {
                         MIN_FREE_BYTES / (1024 * 1024)
                     ),
                 )
-                .because(self.data_dir.display()),
+                .because(format_args!("data directory {}", self.data_dir.display())),
             ),
             Ok(_) => {}
             Err(e) => failing.push(Failing::new("disk", "cannot tell the free space").because(e)),

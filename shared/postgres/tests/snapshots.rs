@@ -1,6 +1,6 @@
 //! A task is read as one snapshot: its attempts and its status from the same moment.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,14 +42,17 @@ async fn a_task_is_never_read_delivering_beside_its_attempts_result() {
     for task in &tasks {
         store.create(task).await.unwrap();
     }
-    // The index of the task whose attempt is under way; past the end: stop.
+    // The index of the task whose attempt is under way, and whether they are all done.
     let current = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
     let reader = tokio::spawn({
-        let (store, tenant, current) = (store.clone(), tenant.clone(), current.clone());
+        let (store, tenant) = (store.clone(), tenant.clone());
+        let (current, done) = (current.clone(), done.clone());
         let ids: Vec<_> = tasks.iter().map(|t| t.id).collect();
         async move {
             let mut delivering = 0;
-            while let Some(id) = ids.get(current.load(Ordering::Relaxed)) {
+            while !done.load(Ordering::Relaxed) {
+                let id = &ids[current.load(Ordering::Relaxed)];
                 let (task, attempts) = store.details(&tenant, id).await.unwrap().unwrap();
                 if task.status == Status::Delivering {
                     assert!(
@@ -76,7 +79,7 @@ async fn a_task_is_never_read_delivering_beside_its_attempts_result() {
             .await
             .unwrap();
     }
-    current.store(usize::MAX, Ordering::Relaxed);
+    done.store(true, Ordering::Relaxed);
     let delivering = reader
         .await
         .expect("the reader never saw a state that never was");

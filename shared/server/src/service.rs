@@ -10,7 +10,7 @@ use std::time::Duration;
 use boomerang_aws::triggers::TriggerEmulator;
 use boomerang_aws::{AwsBackendConfig, AwsSettings, SettingsError};
 use boomerang_core::clock::SystemClock;
-use boomerang_core::domain::{SigningSecret, TenantId};
+use boomerang_core::domain::{SecretId, SigningSecret, TenantId};
 use boomerang_core::engine::Engine;
 use boomerang_core::ports::StoreError;
 use boomerang_embedded::tenants::credentials::{self, CredentialsError};
@@ -348,8 +348,8 @@ async fn start_postgres(
         // Not the secret itself: several servers' logs go to a log store, and the secret
         // is in the database for whoever holds the API key (`boomerang secrets list`).
         format!(
-            "signing secret: {} (in full: boomerang secrets list)",
-            shown_in_part(&backend.secrets.newest().expose())
+            "signing secret: id {} (in full: boomerang secrets list)",
+            SecretId::of(backend.secrets.newest())
         ),
     ];
     Ok(Started {
@@ -419,10 +419,4 @@ async fn start_aws(
 /// For durations bounded by [`ServiceConfig::validate`], so always in range.
 fn chrono_of(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::zero())
-}
-
-/// The first characters of a secret, enough to tell which one is in force, not to use it.
-fn shown_in_part(secret: &str) -> String {
-    let part: String = secret.chars().take(10).collect();
-    format!("{part}…")
 }

@@ -263,20 +263,13 @@ impl SqliteStore {
     }
 
     /// The task as the engine must see it: claimed (in memory) or as stored.
+    ///
+    /// Only a claim made on the version read is laid over it: one made on a later version
+    /// (the attempt read here ended, and the next one was claimed since) would show a
+    /// newer attempt in flight than the attempts read with the task.
     pub(super) fn overlay(&self, task: Task) -> Task {
         match lock(&self.claims).get(&task.id) {
-            Some(claim) => claim.task.clone(),
-            None => task,
-        }
-    }
-
-    /// [`Self::overlay`] for a task read at `version` of the file: only a claim made on
-    /// that version is laid over it. A claim made on a later version (the attempt read
-    /// here ended, and the next one was claimed since) would show a newer attempt in
-    /// flight than the attempts read with it.
-    pub(super) fn overlay_at(&self, task: Task, version: u64) -> Task {
-        match lock(&self.claims).get(&task.id) {
-            Some(claim) if claim.stored_version == version => claim.task.clone(),
+            Some(claim) if claim.stored_version == task.version => claim.task.clone(),
             _ => task,
         }
     }

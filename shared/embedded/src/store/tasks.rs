@@ -68,14 +68,11 @@ impl TaskStore for SqliteStore {
         let read = self
             .read(move |c| {
                 let tx = c.unchecked_transaction().map_err(unavailable)?;
-                let row: Option<(String, i64)> = tx
-                    .prepare_cached("SELECT doc, version FROM tasks WHERE id = ?1 AND tenant = ?2")
-                    .and_then(|mut stmt| {
-                        stmt.query_row([&id, &tenant], |r| Ok((r.get(0)?, r.get(1)?)))
-                            .optional()
-                    })
+                let doc: Option<String> = tx
+                    .prepare_cached("SELECT doc FROM tasks WHERE id = ?1 AND tenant = ?2")
+                    .and_then(|mut stmt| stmt.query_row([&id, &tenant], |r| r.get(0)).optional())
                     .map_err(unavailable)?;
-                let Some((doc, version)) = row else {
+                let Some(doc) = doc else {
                     return Ok(None);
                 };
                 let mut stmt = tx
@@ -86,10 +83,10 @@ impl TaskStore for SqliteStore {
                     .map_err(unavailable)?
                     .map(|doc| decode(&doc.map_err(unavailable)?))
                     .collect::<Result<Vec<AttemptRecord>, StoreError>>()?;
-                Ok(Some((decode::<Task>(&doc)?, version as u64, attempts)))
+                Ok(Some((decode::<Task>(&doc)?, attempts)))
             })
             .await?;
-        Ok(read.map(|(task, version, attempts)| (self.overlay_at(task, version), attempts)))
+        Ok(read.map(|(task, attempts)| (self.overlay(task), attempts)))
     }
 
     async fn claim(&self, claimed: &Task, expected_version: u64) -> Result<(), StoreError> {

@@ -1,7 +1,13 @@
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection};
 
-use boomerang_core::domain::{BulkAction, BulkJob, BulkPlan, TaskFilter, TenantId};
+use boomerang_core::domain::ids::Attempt;
+use boomerang_core::domain::{
+    BulkAction, BulkJob, BulkPlan, Status, TaskFilter, TenantId, Verdict,
+};
 use boomerang_core::ports::{BulkJobs, Retention, SweepIndex, TaskStore};
 
 use super::codec::encode;
@@ -122,11 +128,6 @@ async fn purge_removes_only_tasks_finished_before_the_cutoff() {
 /// way, on another thread, while each of many is claimed and its outcome written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_is_never_read_delivering_beside_its_attempts_result() {
-    use boomerang_core::domain::ids::Attempt;
-    use boomerang_core::domain::{Status, Verdict};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-
     let dir = std::env::temp_dir().join(format!("boomerang-snapshot-{}", ulid::Ulid::new()));
     std::fs::create_dir_all(&dir).unwrap();
     let store = SqliteStore::open(&dir.join("boomerang.db")).unwrap();
@@ -136,14 +137,17 @@ async fn a_task_is_never_read_delivering_beside_its_attempts_result() {
     for task in &tasks {
         store.create(task).await.unwrap();
     }
-    // The index of the task whose attempt is under way; past the end: stop.
+    // The index of the task whose attempt is under way, and whether they are all done.
     let current = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
     let reader = tokio::spawn({
-        let (store, tenant, current) = (store.clone(), tenant.clone(), current.clone());
+        let (store, tenant) = (store.clone(), tenant.clone());
+        let (current, done) = (current.clone(), done.clone());
         let ids: Vec<_> = tasks.iter().map(|t| t.id).collect();
         async move {
             let mut delivering = 0;
-            while let Some(id) = ids.get(current.load(Ordering::Relaxed)) {
+            while !done.load(Ordering::Relaxed) {
+                let id = &ids[current.load(Ordering::Relaxed)];
                 let (task, attempts) = store.details(&tenant, id).await.unwrap().unwrap();
                 if task.status == Status::Delivering {
                     assert!(
@@ -174,7 +178,7 @@ async fn a_task_is_never_read_delivering_beside_its_attempts_result() {
             .await
             .unwrap();
     }
-    current.store(usize::MAX, Ordering::Relaxed);
+    done.store(true, Ordering::Relaxed);
     let delivering = reader
         .await
         .expect("the reader never saw a state that never was");
