@@ -25,5 +25,5 @@ pub use memory_slow_lane::MemorySlowLane;
 pub use memory_store::MemoryStore;
 pub use memory_tenants::MemoryTenants;
 pub use recording_timer::RecordingTimer;
-pub use store_suite::{store_atomicity_contract, store_contract};
+pub use store_suite::{reads_are_snapshots, store_atomicity_contract, store_contract};
 pub use timer_suite::{timer_contract, TimerProbe};

@@ -522,3 +522,65 @@ async fn policies_are_kept_per_tenant(store: &dyn ContractStore) {
     );
     assert!(policies.definitions(&other).await.unwrap().is_empty());
 }
+
+/// A task read while its attempts end is one snapshot: never the result of an attempt
+/// beside the task still `delivering` it. A reader polls the task whose attempt is under
+/// way while each of `count` tasks is claimed and its outcome written (run it on a
+/// multi-threaded runtime, so that the reader runs beside the writes).
+pub async fn reads_are_snapshots(store: Arc<dyn crate::ports::TaskStore>, count: usize) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use crate::domain::{Status, Verdict};
+
+    let tenant = unique_tenant("snapshots");
+    let now = millis(Utc::now());
+    let tasks: Vec<_> = (0..count)
+        .map(|_| sample_task(&tenant, None, now))
+        .collect();
+    for task in &tasks {
+        store.create(task).await.unwrap();
+    }
+    // The index of the task whose attempt is under way, and whether they are all done.
+    let current = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = tokio::spawn({
+        let (store, tenant) = (store.clone(), tenant.clone());
+        let (current, done) = (current.clone(), done.clone());
+        let ids: Vec<_> = tasks.iter().map(|t| t.id).collect();
+        async move {
+            let mut delivering = 0;
+            while !done.load(Ordering::Relaxed) {
+                let id = &ids[current.load(Ordering::Relaxed)];
+                let (task, attempts) = store.details(&tenant, id).await.unwrap().unwrap();
+                if task.status == Status::Delivering {
+                    assert!(
+                        attempts.is_empty(),
+                        "read delivering beside {} attempt(s) recorded",
+                        attempts.len()
+                    );
+                    delivering += 1;
+                }
+            }
+            delivering
+        }
+    });
+    for (i, task) in tasks.iter().enumerate() {
+        current.store(i, Ordering::Relaxed);
+        let claimed = task
+            .claim(Attempt::Delivery(1), now, Duration::from_secs(30))
+            .unwrap();
+        store.claim(&claimed, task.version).await.unwrap();
+        let next = claimed.after_attempt(&Verdict::Success, now, 0.5).unwrap();
+        let record = claimed.attempt_record(&next, now, now, Some(200), None);
+        store
+            .finish_attempt(&record, &next, claimed.version)
+            .await
+            .unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    let delivering = reader
+        .await
+        .expect("the reader never saw a state that never was");
+    // The reader looked while attempts were under way (it saw some claimed).
+    assert!(delivering > 0);
+}
