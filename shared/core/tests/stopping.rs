@@ -128,3 +128,30 @@ async fn a_delivery_waiting_for_its_destinations_slot_when_the_drain_begins_neve
         (Status::Scheduled, 1)
     );
 }
+
+#[tokio::test]
+async fn a_drain_begun_while_the_claim_is_written_starts_no_call() {
+    let (h, gate) = slow_harness();
+    // Were a call made, it would end at once.
+    gate.add_permits(1);
+    let task = h.register_to(SLOW).await;
+    // The drain begins as the claim is being written: after both checks of the stop
+    // line, before the drain could see the attempt held.
+    let engine = h.engine.clone();
+    h.store.on_write(move |what| {
+        if what == "claim" {
+            engine.stop_calls();
+        }
+    });
+    let outcome = h.spawn_delivery(&task).await.unwrap().unwrap();
+    assert_eq!(outcome, DeliverOutcome::GivenBack);
+    assert_eq!(h.webhooks.calls(), 0, "no call started after the stop");
+    let left = h.engine.get(&h.tenant, &task.id).await.unwrap();
+    assert_eq!(
+        (left.task.status, left.task.attempt),
+        (Status::Scheduled, 1),
+        "given back uncounted"
+    );
+    let drained = h.engine.drain(Duration::from_secs(5)).await.unwrap();
+    assert_eq!((drained.finished, drained.handed_back), (0, 0));
+}

@@ -25,10 +25,16 @@ impl Engine {
         *self.stopping.line.lock().unwrap_or_else(|e| e.into_inner()) = drawn;
     }
 
+    /// Starts no call from now on: a delivery that has not called yet gives its attempt
+    /// back, or leaves it due. The first step of [`Self::drain`].
+    pub fn stop_calls(&self) {
+        self.stopping.halted.store(true, Ordering::SeqCst);
+    }
+
     /// Stops starting calls, waits up to `grace` for the calls under way to end and their
     /// results to be written, then hands back the attempts still under way.
     pub async fn drain(&self, grace: Duration) -> Result<Drained, EngineError> {
-        self.stopping.halted.store(true, Ordering::SeqCst);
+        self.stop_calls();
         let under_way = self.stopping.still_claimed().len();
         let deadline = tokio::time::Instant::now() + grace;
         loop {

@@ -13,7 +13,8 @@
 //!    shares it, the task's flow limits, and the destination's circuit breaker (an open
 //!    one puts the attempt off, using up no attempt, unless this call is its probe);
 //! 7. [`Engine::write_claim`]: the claim's conditional write (a probe claimed for a call
-//!    that is not made is given back);
+//!    that is not made is given back); then the claim is held for a shutdown's drain to
+//!    see, and a drain begun since the stop line's check gives the attempt back uncalled;
 //! 8. [`Engine::call_claimed`]: the call, with the slots freed when it ends;
 //! 9. [`Engine::give_back_local`]: a call that never left this machine is given back;
 //! 10. [`Engine::record_verdict`]: the verdict on the response, and the attempt's record;
@@ -95,6 +96,11 @@ impl Engine {
         let claimed = Arc::new(claimed);
         // Until the attempt is written, a shutdown's drain may give it back.
         let _held = self.stopping.hold(&claimed);
+        // A drain begun after the stop line's check and before the hold did not see this
+        // attempt, and waits for no call of it: none is made.
+        if self.stopping.halted() {
+            return self.give_back_uncalled(&claimed, &seat.place, &slots).await;
+        }
         let call_started = self.ports.clock.now();
         // The attempt's span, in the task's trace: the receiver is told it is the parent.
         let traced = (claimed.spec.trace.clone()).map(|trace| (trace, SpanId::random()));
@@ -260,6 +266,23 @@ impl Engine {
         self.free_slots(claimed, &slots).await;
         self.record(MetricEvent::DeliveryFinished);
         result
+    }
+
+    /// A claimed attempt whose call a shutdown forbade before it started: its slots and
+    /// its probe freed, and the attempt given back, uncounted, due at once.
+    async fn give_back_uncalled(
+        &self,
+        claimed: &Task,
+        place: &Place,
+        slots: &HeldSlots,
+    ) -> Result<Ended, EngineError> {
+        self.free_slots(claimed, slots).await;
+        self.release_probe(claimed, place, slots.probe).await;
+        let now = self.ports.clock.now();
+        let outcome = self
+            .give_back(claimed, now, "the server is stopping")
+            .await?;
+        Ok(Step::Done(outcome))
     }
 
     /// A call that never left this machine (it ran out of open files, say) is no attempt:

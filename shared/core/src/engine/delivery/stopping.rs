@@ -52,7 +52,7 @@ impl Drop for Claimed<'_> {
 impl Stopping {
     /// Whether a call that needs `needs` may start at `now`.
     pub(super) fn allows(&self, now: DateTime<Utc>, needs: chrono::Duration) -> bool {
-        if self.halted.load(Ordering::SeqCst) {
+        if self.halted() {
             return false;
         }
         let line = *self.line.lock().unwrap_or_else(|e| e.into_inner());
@@ -67,6 +67,14 @@ impl Stopping {
         ends_by(now) || !ends_by(drawn)
     }
 
+    /// Whether no call starts at all (a shutdown's drain began).
+    pub(super) fn halted(&self) -> bool {
+        self.halted.load(Ordering::SeqCst)
+    }
+
+    /// Holds `claimed` until the returned guard drops. A drain sees it once held: an
+    /// attempt held before the drain began, or that sees [`Self::halted`] after its hold,
+    /// cannot call unseen.
     pub(crate) fn hold(&self, claimed: &Arc<Task>) -> Claimed<'_> {
         let mut all = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
         all.insert(claimed.id, claimed.clone());
