@@ -42,6 +42,8 @@ pub struct ServerOptions {
     pub backend: Backend,
     pub dev: bool,
     pub lease_margin: &'static str,
+    /// `--sweep-interval` (the repair pass's period): 1 s unless set.
+    pub sweep_interval: &'static str,
     /// `--retention`, if given.
     pub retention: Option<&'static str>,
     /// `--alert-url`, if given.
@@ -72,6 +74,7 @@ impl ServerOptions {
             backend,
             dev: true,
             lease_margin: "2s",
+            sweep_interval: "1s",
             retention: None,
             alert_url: None,
             destination_limit: None,
@@ -146,9 +149,8 @@ impl Server {
         let fresh = || std::env::temp_dir().join(format!("boomerang-e2e-{}", ulid::Ulid::new()));
         let data_dir = options.data_dir.clone().unwrap_or_else(fresh);
         std::fs::create_dir_all(&data_dir).unwrap();
-        let mut args: Vec<String> = ["serve", "--addr", "127.0.0.1:0", "--sweep-interval", "1s"]
-            .map(String::from)
-            .into();
+        let mut args: Vec<String> = ["serve", "--addr", "127.0.0.1:0"].map(String::from).into();
+        args.extend(["--sweep-interval".into(), options.sweep_interval.into()]);
         args.extend(["--lease-margin".into(), options.lease_margin.into()]);
         if options.dev {
             args.push("--dev".into());
