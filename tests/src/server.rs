@@ -251,10 +251,8 @@ impl Server {
     /// Sends SIGTERM and waits for the server to exit (at most `within`): how it exited,
     /// and how long after the signal. Async, so that the test's receivers keep answering.
     pub async fn terminate(&mut self, within: Duration) -> (std::process::ExitStatus, Duration) {
-        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
         let sent = Instant::now();
-        // SAFETY: kill(2) with our own child's pid and a signal number has no memory effects.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM");
+        self.sigterm();
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 return (status, sent.elapsed());
@@ -265,6 +263,13 @@ impl Server {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Sends SIGTERM, and returns at once.
+    pub fn sigterm(&self) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
+        // SAFETY: kill(2) with our own child's pid and a signal number has no memory effects.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM");
     }
 
     /// Starts the server again on the same data, after it exited.

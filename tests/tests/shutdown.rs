@@ -96,3 +96,48 @@ async fn a_call_still_under_way_when_the_grace_ends_is_made_again_at_the_next_st
         assert_eq!(attempts.len(), 1, "the handed-back call was no attempt");
     }
 }
+
+#[tokio::test]
+async fn a_second_sigterm_hands_the_calls_under_way_back_without_waiting_out_the_grace() {
+    // The first call hangs past the 45 s grace; the next is answered at once.
+    let rx = Receiver::start(|_, seen| Reply {
+        delay: if seen == 0 {
+            Duration::from_secs(90)
+        } else {
+            Duration::ZERO
+        },
+        ..Reply::status(200)
+    })
+    .await;
+    let mut server = Server::start(ServerOptions {
+        extra_args: vec!["--shutdown-grace".into(), "45s".into()],
+        ..ServerOptions::on(Backend::Embedded)
+    });
+    // A 60 s timeout: its lease would hold it long after the restart.
+    let task = boomerang_api::request::TaskRequest {
+        timeout: Some("60s".parse().unwrap()),
+        ..callback(rx.url("/h"))
+    };
+    let id = server.register(&task).await.id;
+    wait_for("the call under way", WAIT, || async {
+        (rx.received().len() == 1).then_some(())
+    })
+    .await;
+    server.sigterm();
+    wait_for("the drain under way", WAIT, || async {
+        server.log().contains("stopping: no new").then_some(())
+    })
+    .await;
+    let (status, took) = server.terminate(Duration::from_secs(20)).await;
+    assert!(status.success(), "{status:?}");
+    println!("exit {took:?} after the second SIGTERM (grace 45 s)");
+    let log = server.log();
+    assert!(log.contains("a second stop signal"), "{log}");
+    assert!(log.contains("handed_back=1"), "{log}");
+    server.restart();
+    let done = server
+        .wait_status(&id, Status::Succeeded, Duration::from_secs(20))
+        .await;
+    assert_eq!(done.attempts.unwrap_or_default().len(), 1);
+    assert_eq!(rx.count("/h"), 2, "called again after the restart");
+}

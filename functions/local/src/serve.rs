@@ -116,7 +116,7 @@ pub struct ServeArgs {
     #[arg(long, env = "BOOMERANG_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
     /// On SIGTERM or Ctrl-C, how long the calls under way get to end before they are
-    /// handed back for the next start (0s–1h).
+    /// handed back for the next start (0s–1h). A second signal hands them back at once.
     #[arg(long, env = "BOOMERANG_SHUTDOWN_GRACE", default_value = "30s", value_parser = duration)]
     shutdown_grace: Duration,
     /// Most API requests one tenant makes a second (1–1000000; it may save up two

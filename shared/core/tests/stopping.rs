@@ -155,3 +155,26 @@ async fn a_drain_begun_while_the_claim_is_written_starts_no_call() {
     let drained = h.engine.drain(Duration::from_secs(5)).await.unwrap();
     assert_eq!((drained.finished, drained.handed_back), (0, 0));
 }
+
+#[tokio::test]
+async fn a_drain_cut_short_hands_back_the_calls_under_way_without_waiting_out_the_grace() {
+    let (h, gate) = slow_harness();
+    let task = h.register_to(SLOW).await;
+    let run = h.spawn_delivery(&task);
+    wait_until(|| h.webhooks.calls() == 1).await;
+    // An hour's grace, cut as soon as the drain has begun (a second stop signal).
+    let drained = h
+        .engine
+        .drain_unless(Duration::from_secs(3600), std::future::ready(()))
+        .await
+        .unwrap();
+    assert_eq!((drained.finished, drained.handed_back), (0, 1));
+    let back = h.engine.get(&h.tenant, &task.id).await.unwrap();
+    assert_eq!(
+        (back.task.status, back.task.next_attempt_at),
+        (Status::Scheduled, Some(t0())),
+        "due at once"
+    );
+    gate.add_permits(1);
+    assert_eq!(run.await.unwrap().unwrap(), DeliverOutcome::Stale);
+}

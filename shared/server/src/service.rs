@@ -79,8 +79,9 @@ pub struct Service {
 impl Service {
     /// Serves the API on `listener` until Ctrl-C or SIGTERM, then stops: no new
     /// connection, no new call; the calls under way get up to the shutdown grace to end
-    /// (their results written), and those still under way then are handed back, due at
-    /// once for the next start. The API's open connections finish their requests.
+    /// (their results written), and those still under way then (or at a second signal)
+    /// are handed back, due at once for the next start. The API's open connections
+    /// finish their requests.
     pub async fn serve(self, listener: tokio::net::TcpListener) {
         let (stop, stopping) = watch::channel(false);
         let router = boomerang_http::router(self.engine.clone());
@@ -93,7 +94,16 @@ impl Service {
         shutdown_signal().await;
         let _ = stop.send(true);
         tracing::info!(grace = ?self.shutdown_grace, "stopping: no new connections or calls; waiting for the calls under way");
-        match self.engine.drain(self.shutdown_grace).await {
+        // A second signal cuts the grace short: whatever is still under way is handed
+        // back at once (due at the next start), not left to its lease as a kill would.
+        let second_signal = async {
+            shutdown_signal().await;
+            tracing::warn!("a second stop signal: handing back the calls under way now");
+        };
+        match (self.engine)
+            .drain_unless(self.shutdown_grace, second_signal)
+            .await
+        {
             Ok(drained) => tracing::info!(
                 finished = drained.finished,
                 handed_back = drained.handed_back,

@@ -34,15 +34,31 @@ impl Engine {
     /// Stops starting calls, waits up to `grace` for the calls under way to end and their
     /// results to be written, then hands back the attempts still under way.
     pub async fn drain(&self, grace: Duration) -> Result<Drained, EngineError> {
+        self.drain_unless(grace, std::future::pending()).await
+    }
+
+    /// [`Self::drain`], whose wait also ends when `cut` does (an operator's second stop
+    /// signal): the attempts still under way are handed back then, due at once, rather
+    /// than left claimed until their leases run out, as a killed process would leave them.
+    pub async fn drain_unless(
+        &self,
+        grace: Duration,
+        cut: impl std::future::Future<Output = ()>,
+    ) -> Result<Drained, EngineError> {
         self.stop_calls();
         let under_way = self.stopping.still_claimed().len();
         let deadline = tokio::time::Instant::now() + grace;
+        tokio::pin!(cut);
         loop {
             let settled = self.stopping.settled.notified();
             if self.stopping.still_claimed().is_empty() {
                 break;
             }
-            if tokio::time::timeout_at(deadline, settled).await.is_err() {
+            let one_settled = tokio::select! {
+                waited = tokio::time::timeout_at(deadline, settled) => waited.is_ok(),
+                () = &mut cut => false,
+            };
+            if !one_settled {
                 break;
             }
         }
