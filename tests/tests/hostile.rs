@@ -264,3 +264,31 @@ fn a_concurrency_the_open_file_limit_cannot_hold_stops_serve() {
     assert!(stderr.contains("binding 192.0.2.1:9"), "{stderr}");
     let _ = std::fs::remove_dir_all(&data_dir);
 }
+
+/// So does a `--max-connections` the limit cannot hold beside the deliveries.
+#[test]
+fn a_max_connections_the_open_file_limit_cannot_hold_stops_serve() {
+    let data_dir = std::env::temp_dir().join(format!("boomerang-conns-{}", std::process::id()));
+    let serve = |max_connections: &str| {
+        std::process::Command::new("prlimit")
+            .args(["--nofile=1024:1024", "--"])
+            .arg(boomerang_e2e::binary())
+            .args(["serve", "--addr", "192.0.2.1:9", "--data-dir"])
+            .arg(&data_dir)
+            .args(["--concurrency", "128", "--max-connections", max_connections])
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    };
+    let out = serve("2000");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--max-connections 2000 needs an open-file limit of at least 2384"),
+        "{stderr}"
+    );
+    let out = serve("640");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("binding 192.0.2.1:9"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&data_dir);
+}

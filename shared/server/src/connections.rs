@@ -6,7 +6,8 @@
 //!   connection left idle are both closed after it.
 //! - At most `max_connections` are open, below the open-file limit so that deliveries and
 //!   the store keep their files. A connection beyond it takes the place of an idle one:
-//!   first one that never completed a request, then the longest idle; a connection is
+//!   first one that never completed a request (answered `503`: its first request may be
+//!   on its way), then the longest idle; a connection is
 //!   never closed while a request is under way on it. Only if every connection is busy is
 //!   the new one refused, with a `503` problem and `Retry-After`.
 //! - Accept errors (out of files) are retried within milliseconds, not a second later.
@@ -15,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -208,7 +210,7 @@ fn admit(
     (connections, stop, closed): (&Arc<Connections>, &watch::Receiver<bool>, &mpsc::Sender<()>),
 ) {
     if connections.len() >= limits.max_connections && !connections.evict_one() {
-        tokio::spawn(refuse(stream));
+        tokio::spawn(refuse(stream, ALL_BUSY));
         return;
     }
     let _ = stream.set_nodelay(true);
@@ -254,28 +256,40 @@ async fn serve_connection(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
-    let served = builder.serve_connection(TokioIo::new(stream), on_request);
-    tokio::pin!(served);
-    tokio::select! {
-        _ = served.as_mut() => return,
+    let mut served = builder.serve_connection(TokioIo::new(stream), on_request);
+    let evicted_idle = tokio::select! {
+        _ = &mut served => return,
         () = connection.evict.notified() => {
             // Chosen while idle, but a request may have started since: it is answered
             // first (a registration cut off midway would be stored with nobody told).
             // Requests run only inside `served`, polled by this task alone, so none can
             // start between this look and the return.
-            if connection.busy.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            served.as_mut().graceful_shutdown();
+            connection.busy.load(Ordering::SeqCst) == 0
         }
-        _ = stop.wait_for(|stop| *stop) => served.as_mut().graceful_shutdown(),
+        _ = stop.wait_for(|stop| *stop) => false,
+    };
+    if !evicted_idle {
+        Pin::new(&mut served).graceful_shutdown();
+        let _ = served.await;
+        return;
     }
-    let _ = served.await;
+    // A connection that never completed a request may have one on its way: it is told to
+    // come back, rather than cut off with no answer.
+    if !connection.served.load(Ordering::SeqCst) {
+        refuse(served.into_parts().io.into_inner(), EVICTED).await;
+    }
 }
 
-/// Every connection is busy: this one is answered `503` and closed.
-async fn refuse(mut stream: TcpStream) {
-    let body = r#"{"type":"urn:boomerang:problem:unavailable","title":"Service Unavailable","status":503,"detail":"too many connections are busy: try again in a second"}"#;
+/// Why a connection is refused: every connection is busy.
+const ALL_BUSY: &str = "too many connections are busy: try again in a second";
+/// Why a connection that never completed a request is closed: a newer one took its place.
+const EVICTED: &str = "too many connections are open: this one, which had sent no whole request, made room for a newer one; try again in a second";
+
+/// Answers `503` with `why`, and closes the connection.
+async fn refuse(mut stream: TcpStream, why: &str) {
+    let body = format!(
+        r#"{{"type":"urn:boomerang:problem:unavailable","title":"Service Unavailable","status":503,"detail":"{why}"}}"#
+    );
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\n\
          retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
@@ -286,6 +300,11 @@ async fn refuse(mut stream: TcpStream) {
         stream.shutdown().await
     };
     let _ = tokio::time::timeout(REFUSAL_WRITE, write).await;
+    // What the client has sent so far is read and dropped: a socket closed with bytes
+    // unread is reset, and the client could lose the answer. Nothing waits for more (a
+    // flood's connections must not linger).
+    let mut sink = [0u8; 4096];
+    while matches!(stream.try_read(&mut sink), Ok(n) if n > 0) {}
 }
 
 /// Asks the allocator to return its free memory to the system (glibc keeps what a storm
@@ -362,6 +381,48 @@ mod tests {
             .expect("the answer was read, not reset");
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert!(answer.ends_with("done"), "{answer}");
+        tokio::time::timeout(Duration::from_secs(10), serving)
+            .await
+            .expect("the connection's task ended")
+            .unwrap();
+    }
+
+    /// A connection evicted before it completed a request (its request may be on its
+    /// way) is answered `503` with `Retry-After`, not cut off.
+    #[tokio::test]
+    async fn a_connection_evicted_before_its_first_request_is_answered_503() {
+        use tokio::io::AsyncReadExt;
+
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        let connection = Arc::new(Connection::default());
+        let (_stop_tx, stop) = watch::channel(false);
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(10),
+            max_connections: 16,
+        };
+        let serving = tokio::spawn({
+            let connection = connection.clone();
+            async move { serve_connection(stream, Router::new(), limits, &connection, stop).await }
+        });
+        // Half a request: its headers are not complete when the eviction comes.
+        client
+            .write_all(b"POST /v1/tasks HTTP/1.1\r\nhost: test\r\n")
+            .await
+            .unwrap();
+        connection.evicted.store(true, Ordering::SeqCst);
+        connection.evict.notify_one();
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(10), client.read_to_string(&mut answer))
+            .await
+            .expect("the connection closed after its answer")
+            .expect("the answer was read, not reset");
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(answer.contains("retry-after: 1"), "{answer}");
+        assert!(answer.contains("made room for a newer one"), "{answer}");
         tokio::time::timeout(Duration::from_secs(10), serving)
             .await
             .expect("the connection's task ended")

@@ -62,6 +62,18 @@ pub enum ServiceError {
         needed: u64,
         limit: u64,
     },
+    /// An explicit `--max-connections` the open-file limit cannot hold beside the
+    /// deliveries: the API would run out of files before it reached its cap.
+    #[error(
+        "--max-connections {max_connections} needs an open-file limit of at least {needed} \
+         (one per connection, 2 per delivery of --concurrency, 128 for the server's own); \
+         the limit is {limit}: lower --max-connections or raise the limit (ulimit -n)"
+    )]
+    TooManyConnections {
+        max_connections: usize,
+        needed: u64,
+        limit: u64,
+    },
 }
 
 /// A started service: the engine (to serve the API with) and what to tell the operator.
@@ -169,6 +181,16 @@ pub async fn start(config: ServiceConfig) -> Result<Service, ServiceError> {
                 needed,
                 limit,
             });
+        }
+        if let Some(max_connections) = config.max_connections {
+            let needed = connections::reserved_files(config.concurrency) + max_connections as u64;
+            if limit < needed {
+                return Err(ServiceError::TooManyConnections {
+                    max_connections,
+                    needed,
+                    limit,
+                });
+            }
         }
     }
     let mut started = match &config.backend {
