@@ -4,7 +4,9 @@
 
 use std::error::Error;
 
-/// "outer: cause: root cause".
+/// "outer: cause: root cause", on one line: a message of several lines (PostgreSQL's
+/// `DETAIL:` and `HINT:`) has its lines joined with "; ", so that a log entry stays one
+/// line.
 pub fn error_chain(e: &dyn Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
@@ -16,7 +18,11 @@ pub fn error_chain(e: &dyn Error) -> String {
         }
         source = cause.source();
     }
-    text
+    text.lines()
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[cfg(test)]
@@ -48,5 +54,17 @@ mod tests {
         );
         let repeated = layers(&["connect: refused", "refused"]);
         assert_eq!(error_chain(&repeated), "connect: refused");
+    }
+
+    #[test]
+    fn a_message_of_several_lines_is_told_on_one() {
+        let e = layers(&[
+            "db error",
+            "ERROR: could not extend file\nHINT: Check free disk space.\r\n",
+        ]);
+        assert_eq!(
+            error_chain(&e),
+            "db error: ERROR: could not extend file; HINT: Check free disk space."
+        );
     }
 }

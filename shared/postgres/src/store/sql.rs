@@ -32,8 +32,10 @@ impl std::error::Error for Described {
     }
 }
 
+/// No connection from the pool, told with its causes (a refused connection's reason is
+/// the driver error's source).
 pub(crate) fn pool_unavailable(e: deadpool_postgres::PoolError) -> StoreError {
-    StoreError::Unavailable(e.into())
+    StoreError::Unavailable(error_chain(&e).into())
 }
 
 /// Milliseconds since the epoch, as the tables keep times.
