@@ -8,17 +8,21 @@ use std::error::Error;
 /// `DETAIL:` and `HINT:`) has its lines joined with "; ", so that a log entry stays one
 /// line.
 pub fn error_chain(e: &dyn Error) -> String {
-    let mut text = e.to_string();
+    let mut text = one_line(&e.to_string());
     let mut source = e.source();
     while let Some(cause) = source {
-        let said = cause.to_string();
+        let said = one_line(&cause.to_string());
         if !text.contains(&said) {
             text.push_str(": ");
             text.push_str(&said);
         }
         source = cause.source();
     }
-    text.lines()
+    text
+}
+
+fn one_line(message: &str) -> String {
+    (message.lines())
         .map(str::trim_end)
         .filter(|line| !line.is_empty())
         .collect::<Vec<_>>()
@@ -66,5 +70,11 @@ mod tests {
             error_chain(&e),
             "db error: ERROR: could not extend file; HINT: Check free disk space."
         );
+        // A wrapper that already tells its source on one line is not followed by it.
+        let told = layers(&[
+            "ERROR: full; HINT: free some",
+            "ERROR: full\nHINT: free some",
+        ]);
+        assert_eq!(error_chain(&told), "ERROR: full; HINT: free some");
     }
 }

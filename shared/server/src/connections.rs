@@ -27,7 +27,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify};
 use tower::ServiceExt;
@@ -274,7 +274,9 @@ async fn serve_connection(
         return;
     }
     // A connection that never completed a request may have one on its way: it is told to
-    // come back, rather than cut off with no answer.
+    // come back, rather than cut off with no answer. (Hyper has nothing of its own to
+    // flush first: with no request completed, at most an error answer to a malformed
+    // one, which the 503 then follows.)
     if !connection.served.load(Ordering::SeqCst) {
         refuse(served.into_parts().io.into_inner(), EVICTED).await;
     }
@@ -300,12 +302,25 @@ async fn refuse(mut stream: TcpStream, why: &str) {
         stream.shutdown().await
     };
     let _ = tokio::time::timeout(REFUSAL_WRITE, write).await;
-    // What the client has sent so far is read and dropped: a socket closed with bytes
-    // unread is reset, and the client could lose the answer. Nothing waits for more (a
-    // flood's connections must not linger).
+    // What the client sends meanwhile is read and dropped, briefly: a socket closed with
+    // bytes unread is reset, and the client could lose the answer. A client that reads
+    // it closes at once; a flood's connections linger no longer than this.
     let mut sink = [0u8; 4096];
-    while matches!(stream.try_read(&mut sink), Ok(n) if n > 0) {}
+    let mut left = LINGER_BYTES;
+    let linger = async {
+        while left > 0 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, linger).await;
 }
+
+/// How long a refused connection is read from before it is closed, and how much.
+const LINGER: Duration = Duration::from_millis(20);
+const LINGER_BYTES: usize = 64 * 1024;
 
 /// Asks the allocator to return its free memory to the system (glibc keeps what a storm
 /// of connections freed, in each thread's arena, unless asked).
@@ -391,8 +406,6 @@ mod tests {
     /// way) is answered `503` with `Retry-After`, not cut off.
     #[tokio::test]
     async fn a_connection_evicted_before_its_first_request_is_answered_503() {
-        use tokio::io::AsyncReadExt;
-
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut client = TcpStream::connect(listener.local_addr().unwrap())
             .await

@@ -95,6 +95,7 @@ impl Service {
     /// are handed back, due at once for the next start. The API's open connections
     /// finish their requests.
     pub async fn serve(self, listener: tokio::net::TcpListener) {
+        let mut signals = StopSignals::listen();
         let (stop, stopping) = watch::channel(false);
         let router = boomerang_http::router(self.engine.clone());
         let api = tokio::spawn(connections::serve(
@@ -103,13 +104,13 @@ impl Service {
             self.connections,
             stopping,
         ));
-        shutdown_signal().await;
+        signals.next().await;
         let _ = stop.send(true);
         tracing::info!(grace = ?self.shutdown_grace, "stopping: no new connections or calls; waiting for the calls under way");
         // A second signal cuts the grace short: whatever is still under way is handed
         // back at once (due at the next start), not left to its lease as a kill would.
         let second_signal = async {
-            shutdown_signal().await;
+            signals.next().await;
             tracing::warn!("a second stop signal: handing back the calls under way now");
         };
         match (self.engine)
@@ -151,20 +152,49 @@ const API_CLOSE: Duration = Duration::from_secs(5);
 /// How often the running bulk jobs are looked for (a new one starts within this).
 const BULK_JOBS_PERIOD: Duration = Duration::from_secs(1);
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Ctrl-C and SIGTERM, listened to from the service's start until it ends: a signal that
+/// comes while the first is being handled is kept for the next wait, not lost.
+struct StopSignals {
     #[cfg(unix)]
-    let term = async {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut s) = signal(SignalKind::terminate()) {
-            s.recv().await;
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn listen() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            StopSignals {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
+            }
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// The next Ctrl-C or SIGTERM.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn next_of(signal: &mut Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => drop(signal.recv().await),
+                    None => std::future::pending().await,
+                }
+            }
+            tokio::select! {
+                () = next_of(&mut self.interrupt) => {}
+                () = next_of(&mut self.terminate) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 /// Checks the configuration, builds the backend and starts its background loops. Must run

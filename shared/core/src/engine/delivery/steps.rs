@@ -276,13 +276,13 @@ impl Engine {
         place: &Place,
         slots: &HeldSlots,
     ) -> Result<Ended, EngineError> {
+        // Given back first: the drain may be giving back what it holds meanwhile, and
+        // the sooner this write lands, the likelier the drain finds it settled.
+        let now = self.ports.clock.now();
+        let outcome = self.give_back(claimed, now, "the server is stopping").await;
         self.free_slots(claimed, slots).await;
         self.release_probe(claimed, place, slots.probe).await;
-        let now = self.ports.clock.now();
-        let outcome = self
-            .give_back(claimed, now, "the server is stopping")
-            .await?;
-        Ok(Step::Done(outcome))
+        Ok(Step::Done(outcome?))
     }
 
     /// A call that never left this machine (it ran out of open files, say) is no attempt:
