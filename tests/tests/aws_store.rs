@@ -8,7 +8,7 @@ use std::time::Duration;
 use boomerang_aws::attr;
 use boomerang_aws::keys::DUE_SHARDS;
 use boomerang_aws::DynamoStore;
-use boomerang_core::domain::Attempt;
+use boomerang_core::domain::{Attempt, Task};
 use boomerang_core::ports::{ListQuery, SweepIndex, TaskStore};
 use boomerang_core::testing::{
     sample_task, store_atomicity_contract, store_contract, unique_tenant,
@@ -151,6 +151,62 @@ async fn attempt_items_expire_with_their_task() {
 }
 
 /// A JSON body of about 1 KiB, as an order webhook carries.
+/// Past the tenth, an attempt's record is an item of its own, written before the task's
+/// next state: a read between the two finds the record beside the task still delivering
+/// that attempt. Details show the state that was, without the record.
+#[tokio::test]
+async fn a_record_written_before_its_task_is_not_shown_beside_the_attempt_under_way() {
+    use boomerang_core::domain::{Status, Verdict};
+    let store = moto_store().await;
+    let mut now = chrono::Utc::now();
+    let mut task = sample_task(&unique_tenant("between"), None, now);
+    task.spec.retry = task.spec.retry.clone().with_max_attempts(12).unwrap();
+    store.create(&task).await.unwrap();
+    let verdict = Verdict::Retry {
+        error: "HTTP 503".into(),
+        retry_after: None,
+    };
+    let mut claimed = task.clone();
+    for n in 1..=11u32 {
+        claimed = task
+            .claim(Attempt::Delivery(n), now, Duration::from_secs(40))
+            .unwrap();
+        store.claim(&claimed, task.version).await.unwrap();
+        let next = claimed.after_attempt(&verdict, now, 0.5).unwrap();
+        let record = claimed.attempt_record(&next, now, now, Some(503), None);
+        store
+            .finish_attempt(&record, &next, claimed.version)
+            .await
+            .unwrap();
+        now = next.next_attempt_at.unwrap_or(now);
+        task = next;
+    }
+    let (_, records) = store
+        .details(&task.tenant, &task.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        records.len(),
+        11,
+        "scheduled for the 12th, beside 11 records"
+    );
+    // The task's item as it was between the 11th record's write and its own.
+    let between = Task {
+        version: task.version + 1,
+        ..claimed.clone()
+    };
+    store.update(&between, task.version).await.unwrap();
+    let (read, records) = store
+        .details(&task.tenant, &task.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((read.status, read.attempt), (Status::Delivering, 11));
+    let numbers: Vec<u32> = records.iter().map(|r| r.number).collect();
+    assert_eq!(numbers, (1..=10).collect::<Vec<_>>());
+}
+
 fn order_event() -> String {
     let items: Vec<serde_json::Value> = (0..10)
         .map(|n| {

@@ -131,6 +131,14 @@ impl TaskStore for DynamoStore {
         }
         records.sort_by_key(|r| r.number);
         records.dedup_by_key(|r| r.number);
+        // The items are read one by one, not as one snapshot, and an attempt past the
+        // tenth writes its record's item before the task's: the record may be read beside
+        // the task as it was (still delivering that attempt). A task scheduled for or
+        // delivering attempt N has no record N yet; such a record belongs to a state
+        // this read did not see. (The first ten are in the task's own item.)
+        if matches!(task.status, Status::Scheduled | Status::Delivering) {
+            records.retain(|r| r.number <= EMBEDDED_ATTEMPTS || r.number < task.attempt);
+        }
         Ok(Some((task, records)))
     }
 
