@@ -815,3 +815,35 @@ async fn a_call_that_never_left_this_machine_is_no_attempt_and_is_made_again() {
     assert_eq!(done.attempts[0].number, 1);
     assert_eq!(h.webhooks.calls(), 2);
 }
+
+/// The claim's write took longer than the lease's margin (30 s here): the call could not
+/// end within the lease, past which another delivery may take the attempt over. No call
+/// is made; the attempt fires again when the lease ends, and is made then.
+#[tokio::test]
+async fn a_claim_that_outlasts_its_leases_margin_makes_no_call_until_the_lease_ends() {
+    let h = harness(ScriptedWebhooks::default());
+    let task = h.register(FireTime::Now, RetryPolicy::default()).await;
+    let clock = h.clock.clone();
+    h.store.on_write(move |what| {
+        if what == "claim" {
+            clock.advance(secs(31));
+        }
+    });
+    let at = AttemptRef::delivery(h.tenant.clone(), task.id, 1);
+    h.timer.clear();
+    let outcome = h.engine.deliver(at.clone()).await.unwrap();
+    assert_eq!(outcome, DeliverOutcome::Stale);
+    assert_eq!(h.webhooks.calls(), 0, "no call outside the lease");
+    let stored = h.engine.get(&h.tenant, &task.id).await.unwrap().task;
+    let lease_until = stored.lease_until.expect("still claimed");
+    assert_eq!(
+        h.timer.armed(),
+        vec![(task.id, Attempt::Delivery(1), lease_until)],
+        "fires again when the lease ends"
+    );
+    h.store.on_write(|_| {});
+    h.clock.set(lease_until);
+    let outcome = h.engine.deliver(at).await.unwrap();
+    assert_eq!(outcome, DeliverOutcome::Attempted(Status::Succeeded));
+    assert_eq!(h.webhooks.calls(), 1);
+}

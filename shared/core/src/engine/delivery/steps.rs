@@ -15,6 +15,8 @@
 //! 7. [`Engine::write_claim`]: the claim's conditional write (a probe claimed for a call
 //!    that is not made is given back); then the claim is held for a shutdown's drain to
 //!    see, and a drain begun since the stop line's check gives the attempt back uncalled;
+//!    a call that could no longer end within the lease is not made (put off to the lease's
+//!    end);
 //! 8. [`Engine::call_claimed`]: the call, with the slots freed when it ends;
 //! 9. [`Engine::give_back_local`]: a call that never left this machine is given back;
 //! 10. [`Engine::record_verdict`]: the verdict on the response, and the attempt's record;
@@ -43,6 +45,14 @@ use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 use crate::metrics::{AttemptFacts, MetricEvent};
 use crate::ports::{StoreError, WebhookError, WebhookResult};
+
+/// Whether a call of `claimed` started at `now` ends (by its timeout) within the lease.
+fn call_fits_lease(now: DateTime<Utc>, claimed: &Task, lease_until: DateTime<Utc>) -> bool {
+    chrono::Duration::from_std(claimed.spec.timeout)
+        .ok()
+        .and_then(|timeout| now.checked_add_signed(timeout))
+        .is_some_and(|ends| ends <= lease_until)
+}
 
 /// A lease that cannot be told in chrono's terms is taken as this long.
 const LEASE_FALLBACK: chrono::Duration = chrono::Duration::seconds(1);
@@ -100,6 +110,16 @@ impl Engine {
         // attempt, and waits for no call of it: none is made.
         if self.stopping.halted() {
             return self.give_back_uncalled(&claimed, &seat.place, &slots).await;
+        }
+        // Steps that took so long (a slow write, a starved machine) that the call could
+        // no longer end within the lease make no call: past its lease the attempt is any
+        // delivery's to take over, and two would call at once. It fires again then.
+        if !call_fits_lease(self.ports.clock.now(), &claimed, lease_until) {
+            tracing::warn!(task = %claimed.id, attempt = claimed.attempt, "the claim took longer than its lease allows for; the attempt is made when its lease ends");
+            self.free_slots(&claimed, &slots).await;
+            self.release_probe(&claimed, &seat.place, slots.probe).await;
+            self.put_off_in_place(at.clone(), lease_until).await?;
+            return Ok(Step::Done(DeliverOutcome::Stale));
         }
         let call_started = self.ports.clock.now();
         // The attempt's span, in the task's trace: the receiver is told it is the parent.
