@@ -458,7 +458,8 @@ test('an order key blocked by its failed head is listed, and a key is shown as t
   await page.getByRole('heading', { name: /Task/ }).locator('.badge.failed').waitFor();
   assert.deepEqual(await orderShown(page), { 'Order key': key, 'Place in its key': String(line.head.place) });
   await page.goto(`${base}/console#/tasks/${quiet.id}`);
-  await page.locator('dl dt', { hasText: 'Order key' }).waitFor();
+  // The quiet task's own page, not the head's still shown while it loads.
+  await page.locator('dl dd', { hasText: markup }).waitFor();
   assert.equal((await orderShown(page))['Order key'], markup);
   assert.equal(await page.locator('main b').count(), 0);
 
