@@ -343,6 +343,34 @@ mod tests {
         assert_eq!(max_connections_for(u64::MAX, 64), 65_536);
     }
 
+    /// A client's connection, served with `router` by a task of its own: the client's
+    /// end, the connection's state, the task, and the sender that stops it.
+    async fn served_connection(
+        router: Router,
+    ) -> (
+        TcpStream,
+        Arc<Connection>,
+        tokio::task::JoinHandle<()>,
+        watch::Sender<bool>,
+    ) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        let connection = Arc::new(Connection::default());
+        let (stop_tx, stop) = watch::channel(false);
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(10),
+            max_connections: 16,
+        };
+        let serving = tokio::spawn({
+            let connection = connection.clone();
+            async move { serve_connection(stream, router, limits, &connection, stop).await }
+        });
+        (client, connection, serving, stop_tx)
+    }
+
     /// The race an eviction can lose: the connection was chosen while idle, and a request
     /// started on it before its task saw the eviction. The request is answered, and the
     /// connection closed after it.
@@ -362,21 +390,7 @@ mod tests {
                 "done"
             }),
         );
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut client = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let (stream, _) = listener.accept().await.unwrap();
-        let connection = Arc::new(Connection::default());
-        let (_stop_tx, stop) = watch::channel(false);
-        let limits = ConnectionLimits {
-            header_timeout: Duration::from_secs(10),
-            max_connections: 16,
-        };
-        let serving = tokio::spawn({
-            let connection = connection.clone();
-            async move { serve_connection(stream, router, limits, &connection, stop).await }
-        });
+        let (mut client, connection, serving, _stop) = served_connection(router).await;
 
         client
             .write_all(b"GET /slow HTTP/1.1\r\nhost: test\r\n\r\n")
@@ -406,21 +420,7 @@ mod tests {
     /// way) is answered `503` with `Retry-After`, not cut off.
     #[tokio::test]
     async fn a_connection_evicted_before_its_first_request_is_answered_503() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut client = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let (stream, _) = listener.accept().await.unwrap();
-        let connection = Arc::new(Connection::default());
-        let (_stop_tx, stop) = watch::channel(false);
-        let limits = ConnectionLimits {
-            header_timeout: Duration::from_secs(10),
-            max_connections: 16,
-        };
-        let serving = tokio::spawn({
-            let connection = connection.clone();
-            async move { serve_connection(stream, Router::new(), limits, &connection, stop).await }
-        });
+        let (mut client, connection, serving, _stop) = served_connection(Router::new()).await;
         // Half a request: its headers are not complete when the eviction comes.
         client
             .write_all(b"POST /v1/tasks HTTP/1.1\r\nhost: test\r\n")
