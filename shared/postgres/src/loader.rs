@@ -10,10 +10,10 @@
 //! [`LoadSettings::window`] attempts are held or in hand, and goes on as they drain.
 //!
 //! What is already due when leased (everything left after a downtime, or what fell due
-//! while memory was full) is the backlog: it is leased oldest first, page after page
-//! while fewer than two pages of attempts are in hand, after the work coming due from
+//! while memory was full) is the backlog: it is leased oldest first, a page at a time
+//! whenever fewer than a page of attempts are in hand, after the work coming due from
 //! now on. So callbacks falling due meanwhile (or registered for now, armed directly)
-//! wait behind at most about three pages of it, however long it is.
+//! wait behind at most about two pages of it, however long it is.
 //!
 //! The repair pass reads this server's own overdue rows every
 //! [`LoadSettings::repair_every`]: what it finds there that is neither held, claimed nor
@@ -44,12 +44,6 @@ const TICK: Duration = Duration::from_millis(20);
 /// `--load-ahead` (at least a second) before its time, so a quarter of a second late
 /// is still early.
 const IDLE_TICK: Duration = Duration::from_millis(250);
-/// The backlog is leased while fewer than this many pages of attempts are in hand, page
-/// after page with no tick between: a lease takes tens of milliseconds on a busy
-/// database, and a page is delivered in well under a hundred, so a loader that waited a
-/// tick after each page, or leased only once the last page was almost gone, would hold
-/// the drain to its own pace.
-const BACKLOG_PAGES_IN_HAND: usize = 2;
 /// Overdue by this much and not held: lost (less could be a write whose arm is on its way).
 const GRACE_MS: i64 = 1000;
 
@@ -94,8 +88,8 @@ impl LeaseLoader {
         }
     }
 
-    /// Leases a page of work coming due if memory has room, then pages of the backlog
-    /// while few attempts are in hand; how many attempts it took. With nothing in hand, one page
+    /// Leases a page of work coming due if memory has room, then a page of the backlog if
+    /// few attempts are in hand; how many attempts it took. With nothing in hand, one page
     /// of both, oldest first: an idle server asks the database once a tick, not twice.
     ///
     /// One page of each a tick, not all there is: servers that share the database take
@@ -112,13 +106,8 @@ impl LeaseLoader {
             return self.lease(i64::MIN, until_ms).await;
         }
         let mut taken = self.lease(now_ms, until_ms).await?;
-        let page = self.settings.page;
-        while self.has_room(engine) && self.in_hand(engine) < BACKLOG_PAGES_IN_HAND * page {
-            let took = self.lease(i64::MIN, now_ms - 1).await?;
-            taken += took;
-            if took < page {
-                break;
-            }
+        if self.has_room(engine) && self.in_hand(engine) < self.settings.page {
+            taken += self.lease(i64::MIN, now_ms - 1).await?;
         }
         Ok(taken)
     }
