@@ -441,8 +441,9 @@ async fn dropped_database_connections_make_the_server_unready_until_they_come_ba
 /// The tasks table held locked for 8 s by another session (as a `VACUUM FULL` or an
 /// `ALTER TABLE` holds it), the server on a pool of 3 and a 2 s statement timeout:
 /// registrations meanwhile wait at most about that long and are answered 503 with
-/// Retry-After, none half-written; `/readyz` says 503 (its probe reads the table); once
-/// the lock goes, the server is ready again by itself, its work intact.
+/// Retry-After, none half-written, their error logged at most once a second; `/readyz`
+/// says 503 (its probe reads the table); once the lock goes, the server is ready again by
+/// itself, its work intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_table_times_statements_out_into_503s_until_it_is_released() {
     let url = boomerang_e2e::fresh_database();
@@ -495,8 +496,15 @@ async fn a_locked_table_times_statements_out_into_503s_until_it_is_released() {
         .filter(|r| r.path.starts_with("/during"))
         .count();
     assert_eq!((rx.count("/before"), rx.count("/after"), during), (1, 1, 0));
+    // The same failure, request after request, is logged at most once a second.
+    let log = server.log();
+    let logged = log.lines().filter(|l| l.contains("store error")).count();
+    assert!(
+        (1..=answered_within.as_secs() as usize + 2).contains(&logged),
+        "{logged} lines for 12 failures answered within {answered_within:?}:\n{log}"
+    );
     println!(
-        "tasks locked: 12 registrations answered 503 within {answered_within:?}, unready after {unready_after:?}; released: ready after {ready_after:?}"
+        "tasks locked: 12 registrations answered 503 within {answered_within:?} ({logged} lines logged), unready after {unready_after:?}; released: ready after {ready_after:?}"
     );
 }
 

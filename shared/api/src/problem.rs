@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use boomerang_core::domain::{FieldPath, Invalid, SecretRefusal};
 use boomerang_core::engine::EngineError;
+use boomerang_core::log_limit::LogLimit;
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Problem {
@@ -227,16 +228,25 @@ impl From<EngineError> for Problem {
             EngineError::Fixed(why) => Problem::conflict(why),
             EngineError::NoTenant => Problem::unauthorized(),
             EngineError::Tenants(e) => {
-                tracing::error!(error = %e, "tenant directory error");
+                static LIMIT: LogLimit = LogLimit::per_second();
+                if let Some(left_out) = LIMIT.admit() {
+                    tracing::error!(error = %e, left_out, "tenant directory error");
+                }
                 Problem::unavailable("the tenant directory is unavailable")
             }
             EngineError::Store(e) => {
-                tracing::error!(error = %e, "store error");
+                static LIMIT: LogLimit = LogLimit::per_second();
+                if let Some(left_out) = LIMIT.admit() {
+                    tracing::error!(error = %e, left_out, "store error");
+                }
                 // Nothing was acknowledged, so the client may safely retry.
                 Problem::unavailable("the task store is unavailable")
             }
             EngineError::Timer(e) => {
-                tracing::error!(error = %e, "timer error");
+                static LIMIT: LogLimit = LogLimit::per_second();
+                if let Some(left_out) = LIMIT.admit() {
+                    tracing::error!(error = %e, left_out, "timer error");
+                }
                 Problem::unavailable("the timer is unavailable")
             }
         }

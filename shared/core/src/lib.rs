@@ -17,6 +17,7 @@ pub mod domain;
 pub mod engine;
 pub mod error_chain;
 pub mod infra_retry;
+pub mod log_limit;
 pub mod metrics;
 pub mod ports;
 

@@ -30,6 +30,7 @@ use utoipa_axum::routes;
 
 use boomerang_api::view::Health;
 use boomerang_core::engine::Engine;
+use boomerang_core::log_limit::LogLimit;
 use boomerang_core::ports::Failing;
 use openapi::{NotFound, Unready};
 use problem::{ApiError, Problem};
@@ -186,7 +187,10 @@ async fn authenticate(State(engine): State<Arc<Engine>>, mut req: Request, next:
         }
         Ok(None) => ApiError(Problem::unauthorized()).into_response(),
         Err(e) => {
-            tracing::error!(error = %e, "tenant lookup failed");
+            static LIMIT: LogLimit = LogLimit::per_second();
+            if let Some(left_out) = LIMIT.admit() {
+                tracing::error!(error = %e, left_out, "tenant lookup failed");
+            }
             ApiError(Problem::unavailable("cannot check the API key right now")).into_response()
         }
     }

@@ -9,6 +9,7 @@ use boomerang_aws::buckets::BucketFire;
 use boomerang_aws::system_failures::SystemFailures;
 use boomerang_core::domain::BulkJobId;
 use boomerang_core::engine::Engine;
+use boomerang_core::log_limit::LogLimit;
 use boomerang_embedded::Fire;
 use tokio::sync::mpsc;
 
@@ -32,7 +33,10 @@ pub(crate) async fn run_deliveries(engine: Arc<Engine>, mut fires: mpsc::Unbound
                 .await
             {
                 // The task is still in the store; the repair pass arms it again.
-                tracing::error!(task = %task, attempt = %number, error = %e, "delivery failed");
+                static LIMIT: LogLimit = LogLimit::per_second();
+                if let Some(left_out) = LIMIT.admit() {
+                    tracing::error!(task = %task, attempt = %number, error = %e, left_out, "delivery failed");
+                }
             }
         });
     }

@@ -2,6 +2,7 @@
 //! drain of a shutdown, which lets calls under way finish and hands back the rest (the
 //! state they share is [`super::stopping`]'s).
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use super::outcome::{DeliverOutcome, Step};
 use super::stopping::{Drained, WRITE_ROOM};
-use crate::domain::{AttemptRef, Task};
+use crate::domain::{AttemptRef, Task, TaskId};
 use crate::engine::error::EngineError;
 use crate::engine::state::Engine;
 
@@ -46,7 +47,7 @@ impl Engine {
         cut: impl std::future::Future<Output = ()>,
     ) -> Result<Drained, EngineError> {
         self.stop_calls();
-        let under_way = self.stopping.still_claimed().len();
+        let under_way: Vec<TaskId> = self.stopping.still_claimed().iter().map(|t| t.id).collect();
         let deadline = tokio::time::Instant::now() + grace;
         tokio::pin!(cut);
         loop {
@@ -74,9 +75,17 @@ impl Engine {
                 handed_back += 1;
             }
         }
+        // A call ended if its attempt was under way and is settled, not given back
+        // uncalled (a claim the drain caught between its write and its call).
+        let uncalled = self.stopping.uncalled();
+        let unsettled: HashSet<TaskId> = left.iter().map(|t| t.id).collect();
+        let finished = under_way
+            .iter()
+            .filter(|id| !unsettled.contains(id) && !uncalled.contains(id))
+            .count();
         Ok(Drained {
-            finished: under_way.saturating_sub(left.len()),
-            handed_back,
+            finished,
+            handed_back: handed_back + uncalled.len(),
         })
     }
 

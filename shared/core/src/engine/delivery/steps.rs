@@ -300,6 +300,9 @@ impl Engine {
         // the sooner this write lands, the likelier the drain finds it settled.
         let now = self.ports.clock.now();
         let outcome = self.give_back(claimed, now, "the server is stopping").await;
+        if matches!(outcome, Ok(DeliverOutcome::GivenBack)) {
+            self.stopping.gave_back_uncalled(claimed.id);
+        }
         self.free_slots(claimed, slots).await;
         self.release_probe(claimed, place, slots.probe).await;
         Ok(Step::Done(outcome?))

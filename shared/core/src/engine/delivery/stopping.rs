@@ -2,7 +2,7 @@
 //! invocation's deadline), and the attempts claimed in this process, so that a shutdown
 //! can wait for their calls to end and hand back those still running when its grace ends.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,6 +29,9 @@ pub(crate) struct Stopping {
     pub(super) claimed: Mutex<HashMap<TaskId, Arc<Task>>>,
     /// Told each time a claimed attempt is settled.
     pub(super) settled: Notify,
+    /// Attempts claimed and then given back without their call, because a drain began
+    /// meanwhile: the drain counts them as handed back, not as calls that ended.
+    pub(super) uncalled: Mutex<HashSet<TaskId>>,
 }
 
 /// An attempt claimed here, until its result is written (or its delivery is dropped).
@@ -88,6 +91,19 @@ impl Stopping {
         let claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
         claimed.values().cloned().collect()
     }
+
+    /// Notes that `id`'s attempt was given back without its call, a drain having begun.
+    pub(super) fn gave_back_uncalled(&self, id: TaskId) {
+        let mut uncalled = self.uncalled.lock().unwrap_or_else(|e| e.into_inner());
+        uncalled.insert(id);
+    }
+
+    pub(super) fn uncalled(&self) -> HashSet<TaskId> {
+        self.uncalled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// What a shutdown's drain did.
@@ -95,7 +111,8 @@ impl Stopping {
 pub struct Drained {
     /// Calls that were under way and ended within the grace, their results written.
     pub finished: usize,
-    /// Attempts still under way when the grace ended, handed back: due at once, for the
-    /// next worker (or the next start).
+    /// Attempts handed back uncalled, due at once for the next worker (or the next
+    /// start): still under way when the grace ended, or claimed as the drain began and
+    /// stopped before their call.
     pub handed_back: usize,
 }
