@@ -79,32 +79,13 @@ async fn finished_tasks_past_retention_are_invisible() {
 async fn attempt_items_expire_with_their_task() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use boomerang_aws::keys::{attempt_sk, task_sk};
-    use boomerang_core::domain::Verdict;
     let settings = fresh_moto_resources("expiry").await;
     let client = aws_sdk_dynamodb::Client::new(&moto());
     let store = DynamoStore::new(client.clone(), settings.table.clone(), RETENTION);
-    let mut now = chrono::Utc::now();
-    let mut task = sample_task(&unique_tenant("expiry"), None, now);
+    let mut task = sample_task(&unique_tenant("expiry"), None, chrono::Utc::now());
     task.spec.retry = task.spec.retry.clone().with_max_attempts(12).unwrap();
     store.create(&task).await.unwrap();
-    for n in 1..=12u32 {
-        let claimed = task
-            .claim(Attempt::Delivery(n), now, Duration::from_secs(40))
-            .unwrap();
-        store.claim(&claimed, task.version).await.unwrap();
-        let verdict = Verdict::Retry {
-            error: "HTTP 503".into(),
-            retry_after: None,
-        };
-        let next = claimed.after_attempt(&verdict, now, 0.5).unwrap();
-        let record = claimed.attempt_record(&next, now, now, Some(503), None);
-        store
-            .finish_attempt(&record, &next, claimed.version)
-            .await
-            .unwrap();
-        now = next.next_attempt_at.unwrap_or(now);
-        task = next;
-    }
+    let (task, _, now) = fail_attempts(&store, task, 12).await;
     assert_eq!(task.status, boomerang_core::domain::Status::Failed);
     let pk = store.task_pk(&task.tenant, &task.id).await.unwrap();
     let expiry_of = |sk: String| {
@@ -150,37 +131,17 @@ async fn attempt_items_expire_with_their_task() {
     }
 }
 
-/// A JSON body of about 1 KiB, as an order webhook carries.
 /// Past the tenth, an attempt's record is an item of its own, written before the task's
 /// next state: a read between the two finds the record beside the task still delivering
 /// that attempt. Details show the state that was, without the record.
 #[tokio::test]
 async fn a_record_written_before_its_task_is_not_shown_beside_the_attempt_under_way() {
-    use boomerang_core::domain::{Status, Verdict};
+    use boomerang_core::domain::Status;
     let store = moto_store().await;
-    let mut now = chrono::Utc::now();
-    let mut task = sample_task(&unique_tenant("between"), None, now);
+    let mut task = sample_task(&unique_tenant("between"), None, chrono::Utc::now());
     task.spec.retry = task.spec.retry.clone().with_max_attempts(12).unwrap();
     store.create(&task).await.unwrap();
-    let verdict = Verdict::Retry {
-        error: "HTTP 503".into(),
-        retry_after: None,
-    };
-    let mut claimed = task.clone();
-    for n in 1..=11u32 {
-        claimed = task
-            .claim(Attempt::Delivery(n), now, Duration::from_secs(40))
-            .unwrap();
-        store.claim(&claimed, task.version).await.unwrap();
-        let next = claimed.after_attempt(&verdict, now, 0.5).unwrap();
-        let record = claimed.attempt_record(&next, now, now, Some(503), None);
-        store
-            .finish_attempt(&record, &next, claimed.version)
-            .await
-            .unwrap();
-        now = next.next_attempt_at.unwrap_or(now);
-        task = next;
-    }
+    let (task, claimed, _) = fail_attempts(&store, task, 11).await;
     let (_, records) = store
         .details(&task.tenant, &task.id)
         .await
@@ -207,6 +168,40 @@ async fn a_record_written_before_its_task_is_not_shown_beside_the_attempt_under_
     assert_eq!(numbers, (1..=10).collect::<Vec<_>>());
 }
 
+/// Runs `task` through its attempts 1 to `n`, each answered 503 and written as the
+/// engine writes it: the task after the last, the last attempt as it was claimed, and
+/// when that attempt was made.
+async fn fail_attempts(
+    store: &DynamoStore,
+    mut task: Task,
+    n: u32,
+) -> (Task, Task, chrono::DateTime<chrono::Utc>) {
+    use boomerang_core::domain::Verdict;
+    let verdict = Verdict::Retry {
+        error: "HTTP 503".into(),
+        retry_after: None,
+    };
+    let mut now = task.next_attempt_at.unwrap_or_else(chrono::Utc::now);
+    let (mut claimed, mut made) = (task.clone(), now);
+    for n in 1..=n {
+        made = now;
+        claimed = task
+            .claim(Attempt::Delivery(n), now, Duration::from_secs(40))
+            .unwrap();
+        store.claim(&claimed, task.version).await.unwrap();
+        let next = claimed.after_attempt(&verdict, now, 0.5).unwrap();
+        let record = claimed.attempt_record(&next, now, now, Some(503), None);
+        store
+            .finish_attempt(&record, &next, claimed.version)
+            .await
+            .unwrap();
+        now = next.next_attempt_at.unwrap_or(now);
+        task = next;
+    }
+    (task, claimed, made)
+}
+
+/// A JSON body of about 1 KiB, as an order webhook carries.
 fn order_event() -> String {
     let items: Vec<serde_json::Value> = (0..10)
         .map(|n| {
