@@ -160,6 +160,81 @@ async fn a_killed_servers_due_work_is_called_by_another_within_its_lease() {
     println!("taken over and called {took:?} after the kill, by {worker:?}");
 }
 
+/// A backlog found by a server running alone is held as a whole and read without a write
+/// per row; a second server that starts during the drain makes the first let it go, and
+/// the two share what is left. Every callback is called once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_held_alone_is_shared_once_a_second_server_starts() {
+    const TASKS: usize = 3000;
+    let rx = Receiver::always(200).await;
+    let mut options = ServerOptions::on(Backend::Postgres);
+    let small = ["--load-ahead", "1s", "--load-page", "200"];
+    options.extra_args.extend(small.map(String::from));
+    let mut all = servers_with(1, options);
+    // All due on one millisecond 10 s from now, beyond what the loader looks ahead at (1 s)
+    // until the stop: nobody holds them when they fall due.
+    let due = chrono::Utc::now() + chrono::Duration::seconds(10);
+    let seen: Arc<Mutex<HashMap<u16, usize>>> = Arc::default();
+    let next = Arc::new(AtomicUsize::new(0));
+    let clients: Vec<_> = (0..16)
+        .map(|_| {
+            let (api, seen, next) = (all[0].api(), seen.clone(), next.clone());
+            let (url, at) = (rx.url("/b/"), due.to_rfc3339());
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= TASKS {
+                        return;
+                    }
+                    let body = callback(format!("{url}{i}")).fire_at(&at);
+                    register_until_acknowledged(&api, &body, &format!("b-{i}"), &seen).await;
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.unwrap();
+    }
+    let (status, _) = all[0].terminate(Duration::from_secs(30)).await;
+    assert!(status.success(), "{status:?}");
+    assert!(chrono::Utc::now() < due, "registration outlasted the lead");
+    // The clock passing the due time, not a condition: the tasks are a backlog then.
+    tokio::time::sleep((due - chrono::Utc::now()).to_std().unwrap_or_default()).await;
+    all[0].restart();
+    wait_for("the server holding the backlog", WAIT, || async {
+        all[0]
+            .log()
+            .contains("holding the backlog alone")
+            .then_some(())
+    })
+    .await;
+    let second = all[0].another_worker();
+    let api = all[0].api();
+    wait_for("every task called", WAIT, || async {
+        let pending = ListParams {
+            status: Some(Status::Scheduled),
+            limit: Some(1),
+            ..Default::default()
+        };
+        let left = api.list(&pending).await.ok()?;
+        (left.tasks.is_empty() && rx.received().len() >= TASKS).then_some(())
+    })
+    .await;
+    let mut calls: HashMap<String, usize> = HashMap::new();
+    for r in rx.received() {
+        *calls.entry(r.path).or_default() += 1;
+    }
+    assert_eq!(calls.len(), TASKS, "every callback called");
+    let twice: Vec<_> = calls.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "called more than once: {twice:?}");
+    assert!(
+        all[0].log().contains("let the backlog go"),
+        "{}",
+        all[0].log()
+    );
+    drop(second);
+}
+
 async fn occurrences(server: &Server, schedule: &ScheduleId) -> Vec<TaskView> {
     let params = ListParams {
         limit: Some(100),

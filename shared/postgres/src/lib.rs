@@ -5,6 +5,7 @@
 //! - `store`: every store port on the database's tables;
 //! - `servers`: each server's heartbeat, and the take-over of a dead server's work;
 //! - `loader`: leases due work to this server and brings it into the in-process timer;
+//! - `backlog`: the backlog one server holds alone, read without a write per row;
 //! - `timer`: the in-process timer, holding only work this server owns;
 //! - `tenants`: the API key and the signing secrets, kept in the database;
 //! - `readiness`: the database answers, the timer runs;
@@ -20,6 +21,7 @@
 //! frees its rows in the same transaction, and their loaders take them up.
 
 pub mod backend;
+mod backlog;
 pub mod connect;
 pub mod loader;
 pub mod migrate;

@@ -15,12 +15,15 @@
 //! now on. So callbacks falling due meanwhile (or registered for now, armed directly)
 //! wait behind at most about two pages of it, however long it is.
 //!
+//! A backlog of a page or more, found while no other server runs, is held as a whole
+//! range and read without a write per row ([`crate::backlog`]).
+//!
 //! The repair pass reads this server's own overdue rows every
 //! [`LoadSettings::repair_every`]: what it finds there that is neither held, claimed nor
 //! in hand lost its timer (a delivery that failed, say), and is armed again; dead letters
 //! are sent (again) from here, and owed alerts raised.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -30,11 +33,12 @@ use boomerang_core::engine::{Engine, EngineError, SweepReport};
 use boomerang_core::ports::StoreError;
 use boomerang_embedded::{LoadSettings, LocalTimer};
 
+use crate::backlog::{self, Held};
 use crate::store::codec::decode;
 use crate::store::owned::Since;
 use crate::store::sql::unavailable;
 use crate::store::tasks::pending_rows;
-use crate::store::PgStore;
+use crate::store::{lock, PgStore};
 
 /// How often the loader looks at the clock and at what is in hand while it has work:
 /// well within the time a page takes to deliver, so a backlog's deliveries never run dry.
@@ -51,7 +55,12 @@ pub struct LeaseLoader {
     store: Arc<PgStore>,
     timer: Arc<LocalTimer>,
     settings: LoadSettings,
+    /// The backlog this server holds alone, while it reads it.
+    held: Mutex<Option<Held>>,
 }
+
+/// A row of pending work, with its task's document if it reads.
+type Leased = (PendingWork, Option<Task>);
 
 impl LeaseLoader {
     pub fn new(store: Arc<PgStore>, timer: Arc<LocalTimer>, settings: LoadSettings) -> Self {
@@ -59,7 +68,12 @@ impl LeaseLoader {
             store,
             timer,
             settings,
+            held: Mutex::new(None),
         }
+    }
+
+    fn held(&self) -> Option<Held> {
+        lock(&self.held).clone()
     }
 
     /// Loads for ever, and runs the repair pass beside it.
@@ -102,14 +116,67 @@ impl LeaseLoader {
         let now = Utc::now();
         let until = now + chrono::Duration::from_std(self.settings.ahead).unwrap_or_default();
         let (now_ms, until_ms) = (now.timestamp_millis(), until.timestamp_millis());
-        if self.in_hand(engine) == 0 {
+        if self.in_hand(engine) == 0 && self.held().is_none() {
             return self.lease(i64::MIN, until_ms).await;
         }
         let mut taken = self.lease(now_ms, until_ms).await?;
         if self.has_room(engine) && self.in_hand(engine) < self.settings.page {
-            taken += self.lease(i64::MIN, now_ms - 1).await?;
+            taken += self.backlog(now_ms).await?;
         }
         Ok(taken)
+    }
+
+    /// Takes a page of the backlog: of the range this server holds, or leased; a page
+    /// leased whole, while no other server runs, makes this server hold the rest.
+    async fn backlog(&self, now_ms: i64) -> Result<usize, StoreError> {
+        if let Some(held) = self.held() {
+            return self.read_held(held).await;
+        }
+        let since = self.store.owned.since();
+        let leased = self.lease_page(i64::MIN, now_ms - 1).await?;
+        let whole = leased.len() >= self.settings.page;
+        let taken = self.take_all(leased, since);
+        if whole && backlog::hold(&self.store, now_ms).await? {
+            tracing::info!("holding the backlog alone: read, not leased row by row");
+            self.store.owned.set_holds_backlog(true);
+            *lock(&self.held) = Some(Held {
+                below_ms: now_ms,
+                after: (i64::MIN, String::new()),
+            });
+        }
+        Ok(taken)
+    }
+
+    /// Reads the next page of the range this server holds; lets the range go once it
+    /// is read, or once another server runs.
+    async fn read_held(&self, held: Held) -> Result<usize, StoreError> {
+        if backlog::others_running(&self.store).await? {
+            self.release().await?;
+            return Ok(0);
+        }
+        let since = self.store.owned.since();
+        let rows = backlog::page(&self.store, &held, self.settings.page).await?;
+        let whole = rows.len() >= self.settings.page;
+        if let (Some(last), Some(held)) = (rows.last(), lock(&self.held).as_mut()) {
+            held.after = (last.get(4), last.get(1));
+        }
+        let taken = self.take_all(with_docs(&rows), since);
+        if !whole {
+            self.release().await?;
+        }
+        Ok(taken)
+    }
+
+    /// Lets the range this server holds go, with the cursor as last moved.
+    async fn release(&self) -> Result<(), StoreError> {
+        let Some(held) = self.held() else {
+            return Ok(());
+        };
+        let left = backlog::release(&self.store, &held).await?;
+        *lock(&self.held) = None;
+        self.store.owned.set_holds_backlog(false);
+        tracing::info!(left, "let the backlog go: leased row by row again");
+        Ok(())
     }
 
     /// Leases a page of work due from `from_ms` to `until_ms` and takes it; how many
@@ -117,29 +184,34 @@ impl LeaseLoader {
     async fn lease(&self, from_ms: i64, until_ms: i64) -> Result<usize, StoreError> {
         let since = self.store.owned.since();
         let leased = self.lease_page(from_ms, until_ms).await?;
-        Ok(leased
-            .into_iter()
+        Ok(self.take_all(leased, since))
+    }
+
+    /// Takes rows read or leased by a statement sent after `since`; how many attempts
+    /// the timer took.
+    fn take_all(&self, rows: Vec<Leased>, since: Since) -> usize {
+        rows.into_iter()
             .map(|(work, task)| usize::from(self.take(work, task, since)))
-            .sum())
+            .sum()
     }
 
     /// Leases one page of unowned work due from `from_ms` to `until_ms`, oldest first,
     /// with the tasks' documents.
-    async fn lease_page(
-        &self,
-        from_ms: i64,
-        until_ms: i64,
-    ) -> Result<Vec<(PendingWork, Option<Task>)>, StoreError> {
+    async fn lease_page(&self, from_ms: i64, until_ms: i64) -> Result<Vec<Leased>, StoreError> {
         let client = self.store.client().await?;
         let stmt = client
             .prepare_cached(
                 "UPDATE tasks t SET owner = $1
                  FROM (SELECT id FROM tasks
                        WHERE owner IS NULL AND due_ms IS NOT NULL
-                         AND due_ms >= $4 AND due_ms <= $2
+                         AND due_ms >= greatest($4, (SELECT max(h.below_ms)
+                             FROM backlog_holder h JOIN servers s ON s.id = h.owner
+                             WHERE h.owner <> $1 AND s.alive_until > now()))
+                         AND due_ms <= $2
                        ORDER BY due_ms LIMIT $3
                        FOR UPDATE SKIP LOCKED) d
                  WHERE t.id = d.id
+                   AND (SELECT set_config('boomerang.quiet', 'on', true)) = 'on'
                  RETURNING t.tenant, t.id, t.attempt, t.due_kind, t.due_ms, t.doc",
             )
             .await
@@ -156,12 +228,7 @@ impl LeaseLoader {
             )
             .await
             .map_err(unavailable)?;
-        let work = pending_rows(&rows);
-        Ok(rows
-            .iter()
-            .zip(work)
-            .map(|(row, work)| (work, decode::<Task>(row.get(5)).ok()))
-            .collect())
+        Ok(with_docs(&rows))
     }
 
     /// Takes a leased row: now this server's; a timed piece of work is held for its time
@@ -275,4 +342,15 @@ impl LeaseLoader {
         let timed = !matches!(work.kind, WorkKind::DeadLetter);
         !(timed && (self.timer.has(&work.attempt) || engine.is_queued(&work.attempt)))
     }
+}
+
+/// Rows of pending work (tenant, id, attempt, due_kind, due_ms), each with its task's
+/// document (the sixth column) if it reads; an unreadable row is skipped.
+fn with_docs(rows: &[tokio_postgres::Row]) -> Vec<Leased> {
+    rows.iter()
+        .filter_map(|row| {
+            let work = pending_rows(std::slice::from_ref(row)).pop()?;
+            Some((work, decode::<Task>(row.get(5)).ok()))
+        })
+        .collect()
 }

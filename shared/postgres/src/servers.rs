@@ -91,6 +91,9 @@ impl Servers {
             )
             .await
             .map_err(unavailable)?;
+        tx.execute("DELETE FROM backlog_holder WHERE owner = ANY($1)", &[&dead])
+            .await
+            .map_err(unavailable)?;
         tx.execute(
             "SELECT pg_notify($2, d || ' * ') FROM unnest($1::text[]) d",
             &[&dead, &crate::store::OWNER_NOTICES],
@@ -125,6 +128,11 @@ impl Servers {
         let mut client = self.pool.get().await.map_err(pool_unavailable)?;
         let tx = client.transaction().await.map_err(unavailable)?;
         tx.execute("DELETE FROM servers WHERE id = $1", &[&self.id])
+            .await
+            .map_err(unavailable)?;
+        // A backlog it held is leased row by row by the others (its rows were never
+        // written).
+        tx.execute("DELETE FROM backlog_holder WHERE owner = $1", &[&self.id])
             .await
             .map_err(unavailable)?;
         let freed = tx

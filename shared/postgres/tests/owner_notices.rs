@@ -144,6 +144,56 @@ async fn after_the_notices_connection_is_lost_what_was_heard_before_is_read_agai
     assert!(matches!(refused, Err(StoreError::Conflict)), "{refused:?}");
 }
 
+/// The backlog a server holds alone is unowned in its rows: a change another server
+/// makes to one of them is told to the holder all the same, and a change to a row due
+/// after the holder's bound is not.
+#[tokio::test]
+async fn a_change_to_a_row_of_a_held_backlog_is_told_to_the_holder() {
+    let url = database().await;
+    let (_a, a_pool) = server(&url, "a").await;
+    let (b, b_pool) = server(&url, "b").await;
+    let at = |minutes| Utc::now() + chrono::Duration::minutes(minutes);
+    // Beyond the writer's horizon (a minute): no server owns them.
+    let inside = sample_task(&unique_tenant("held"), None, at(2));
+    let outside = sample_task(&unique_tenant("held"), None, at(10));
+    for task in [&inside, &outside] {
+        b.create(task).await.unwrap();
+        assert!(!b.owns(&task.id));
+    }
+    let bound = at(5).timestamp_millis();
+    a_pool
+        .get()
+        .await
+        .unwrap()
+        .execute(
+            "INSERT INTO backlog_holder (id, owner, below_ms) VALUES (1, 'a', $1)",
+            &[&bound],
+        )
+        .await
+        .unwrap();
+    let (listener, mut heard) = boomerang_postgres::testing::owner_notices(&url).await;
+
+    move_row(&b_pool, &outside, "b").await;
+    move_row(&b_pool, &inside, "b").await;
+
+    listener
+        .execute("SELECT pg_notify('boomerang_owners', 'marker')", &[])
+        .await
+        .unwrap();
+    let mut told = Vec::new();
+    loop {
+        let notice = tokio::time::timeout(Duration::from_secs(10), heard.recv())
+            .await
+            .expect("the marker within 10 s")
+            .expect("the listening connection open");
+        match notice.payload() {
+            "marker" => break,
+            payload => told.push(payload.to_string()),
+        }
+    }
+    assert_eq!(told, vec![format!("a {} b", inside.id)]);
+}
+
 #[tokio::test]
 async fn a_take_over_tells_the_lapsed_server_and_it_gives_its_rows_up() {
     let url = database().await;

@@ -40,6 +40,7 @@ struct Inner {
     changes: u64,
     stamps: HashMap<TaskId, u64>,
     forgotten: u64,
+    holds_backlog: bool,
 }
 
 struct Kept {
@@ -150,6 +151,16 @@ impl Owned {
     /// A ping answered, and this server's lease was alive: vouching may go on until `until`.
     pub fn proven_until(&self, until: Instant) {
         lock(&self.0).proven_until = Some(until);
+    }
+
+    /// Whether this server holds a backlog alone (see `crate::backlog`): its own writes
+    /// to the rows of that range tell nobody, as its writes to its own rows do.
+    pub fn holds_backlog(&self) -> bool {
+        lock(&self.0).holds_backlog
+    }
+
+    pub fn set_holds_backlog(&self, holds: bool) {
+        lock(&self.0).holds_backlog = holds;
     }
 
     /// Whether the notices are listened to.

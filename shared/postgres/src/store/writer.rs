@@ -355,7 +355,7 @@ async fn commit(shared: &Shared, writes: Vec<Write>) {
         // in a transaction). Should one fail, the transaction is aborted and its COMMIT
         // rolls it back; that write's error fails the batch.
         let (_, inserted, updated, _) = tokio::try_join!(
-            client.batch_execute(begin(&batch)),
+            client.batch_execute(begin(&batch, shared.owned.holds_backlog())),
             insert_tasks(&client, &batch),
             update_tasks(&client, &batch),
             client.batch_execute("COMMIT"),
@@ -404,12 +404,20 @@ fn pool_unavailable_msg(message: &str) -> StoreError {
 /// at-least-once allows. The log is written in order, so whatever any later
 /// transaction's flush makes durable (a registration, a cancel) includes them. Any
 /// transaction with a registration or another change in it waits for the flush.
-fn begin(batch: &Batch) -> &'static str {
+///
+/// A server holding a backlog alone says so (`boomerang.holder`): the rows of its range
+/// are unowned, and its own writes to them would otherwise each call the trigger that
+/// tells the holder of changes to them (migration `V5__backlog_holder`).
+fn begin(batch: &Batch, holds_backlog: bool) -> &'static str {
     let outcomes_only =
         batch.creates.is_empty() && batch.updates.iter().all(|u| u.attempt.is_some());
-    match outcomes_only {
-        true => "BEGIN; SET LOCAL synchronous_commit = off",
-        false => "BEGIN",
+    match (outcomes_only, holds_backlog) {
+        (true, false) => "BEGIN; SET LOCAL synchronous_commit = off",
+        (true, true) => {
+            "BEGIN; SET LOCAL synchronous_commit = off; SET LOCAL boomerang.holder = on"
+        }
+        (false, false) => "BEGIN",
+        (false, true) => "BEGIN; SET LOCAL boomerang.holder = on",
     }
 }
 

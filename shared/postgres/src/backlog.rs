@@ -1,0 +1,142 @@
+//! The backlog one server holds alone. Leasing a row writes a new version of it with an
+//! entry in each of four indexes, about as much as the attempt's result costs: a backlog
+//! leased row by row drains at about four fifths of the speed of work leased ahead of its
+//! time. So a server that finds a page or more of backlog while no other server is
+//! running holds the whole range due before now instead, in one row of `backlog_holder`,
+//! and reads it a page at a time without writing it.
+//!
+//! - The other servers' leases skip what is due before a live holder's bound, so no row of
+//!   the range is called twice; a holder that dies stops holding with its lease.
+//! - A change another server makes to a row of the range (a cancel, a replace, taking it
+//!   to wake it) is told to the holder as a change to a row it owns is (migration
+//!   `V5__backlog_holder`), so what it read is vouched for as a lease's would be.
+//! - Each page is read with `FOR UPDATE SKIP LOCKED`: a lease begun before the range was
+//!   held, still under way, keeps its rows.
+//! - Once a page comes back short, or another server is running, the holder writes its
+//!   id into what is left of what it read (the attempts still in hand, at most about two
+//!   pages) and lets the range go; what it had not read is leased row by row again, by
+//!   any server.
+
+use boomerang_core::ports::StoreError;
+
+use crate::store::sql::unavailable;
+use crate::store::PgStore;
+
+/// The range this server holds: what is due before `below_ms`, read up to `after`
+/// (due time, id).
+#[derive(Clone, Debug)]
+pub(crate) struct Held {
+    pub below_ms: i64,
+    pub after: (i64, String),
+}
+
+/// Holds the backlog due before `below_ms` if no other server is running; whether it
+/// does.
+pub(crate) async fn hold(store: &PgStore, below_ms: i64) -> Result<bool, StoreError> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(
+            "INSERT INTO backlog_holder (id, owner, below_ms)
+             SELECT 1, $1, $2
+              WHERE NOT EXISTS (SELECT 1 FROM servers WHERE id <> $1 AND alive_until > now())
+             ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, below_ms = excluded.below_ms
+              WHERE backlog_holder.owner = excluded.owner
+                 OR NOT EXISTS (SELECT 1 FROM servers s
+                                WHERE s.id = backlog_holder.owner AND s.alive_until > now())
+             RETURNING 1",
+        )
+        .await
+        .map_err(unavailable)?;
+    let row = client
+        .query_opt(&stmt, &[&store.server(), &below_ms])
+        .await
+        .map_err(unavailable)?;
+    Ok(row.is_some())
+}
+
+/// Whether any other server is running.
+pub(crate) async fn others_running(store: &PgStore) -> Result<bool, StoreError> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM servers WHERE id <> $1 AND alive_until > now())",
+        )
+        .await
+        .map_err(unavailable)?;
+    let row = client
+        .query_one(&stmt, &[&store.server()])
+        .await
+        .map_err(unavailable)?;
+    Ok(row.get(0))
+}
+
+/// The next page of the held range (tenant, id, attempt, due_kind, due_ms, doc), in
+/// order of due time and id.
+pub(crate) async fn page(
+    store: &PgStore,
+    held: &Held,
+    limit: usize,
+) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+    let client = store.client().await?;
+    let stmt = client
+        .prepare_cached(
+            "SELECT tenant, id, attempt, due_kind, due_ms, doc FROM tasks
+             WHERE owner IS NULL AND due_ms IS NOT NULL AND due_ms < $1
+               AND (due_ms, id) > ($2, $3)
+             ORDER BY due_ms, id LIMIT $4
+             FOR UPDATE SKIP LOCKED",
+        )
+        .await
+        .map_err(unavailable)?;
+    client
+        .query(
+            &stmt,
+            &[
+                &held.below_ms,
+                &held.after.0,
+                &held.after.1,
+                &(limit as i64),
+            ],
+        )
+        .await
+        .map_err(unavailable)
+}
+
+/// Lets the range go: what is left of what was read (in hand, or changed into the range
+/// behind the reading since) becomes this server's row by row; what was not read yet is
+/// leased by any server, as before. How many rows were left. A row being written at that
+/// moment (its attempt's result, which moves it on) is skipped, not waited for: waiting
+/// would hold the writer's next transactions behind this one, and two of them that
+/// locked rows in different orders would deadlock.
+pub(crate) async fn release(store: &PgStore, held: &Held) -> Result<u64, StoreError> {
+    let mut client = store.client().await?;
+    let tx = client.transaction().await.map_err(unavailable)?;
+    tx.batch_execute("SET LOCAL boomerang.quiet = on")
+        .await
+        .map_err(unavailable)?;
+    let left = tx
+        .execute(
+            "UPDATE tasks t SET owner = $1
+             FROM (SELECT id FROM tasks
+                   WHERE owner IS NULL AND due_ms IS NOT NULL AND due_ms < $2
+                     AND (due_ms, id) <= ($3, $4)
+                   FOR UPDATE SKIP LOCKED) d
+             WHERE t.id = d.id",
+            &[
+                &store.server(),
+                &held.below_ms,
+                &held.after.0,
+                &held.after.1,
+            ],
+        )
+        .await
+        .map_err(unavailable)?;
+    tx.execute(
+        "DELETE FROM backlog_holder WHERE owner = $1",
+        &[&store.server()],
+    )
+    .await
+    .map_err(unavailable)?;
+    tx.commit().await.map_err(unavailable)?;
+    Ok(left)
+}
