@@ -4,6 +4,11 @@
 -- other servers' loaders lease nothing due before that while it is alive. Once the range
 -- is read (or another server starts), it writes its id into what is left of it and lets
 -- the range go.
+-- Pages of the held range go on after (due time, id): the index of unowned work orders
+-- by both, so that rows due on one millisecond are not sorted again for each page.
+CREATE INDEX tasks_unowned_due_id ON tasks (due_ms, id) WHERE owner IS NULL AND due_ms IS NOT NULL;
+DROP INDEX tasks_unowned_due;
+
 CREATE TABLE backlog_holder (
     id integer PRIMARY KEY CHECK (id = 1),
     owner text NOT NULL,

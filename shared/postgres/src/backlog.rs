@@ -3,19 +3,23 @@
 //! leased row by row drains at about four fifths of the speed of work leased ahead of its
 //! time. So a server that finds a page or more of backlog while no other server is
 //! running holds the whole range due before now instead, in one row of `backlog_holder`,
-//! and reads it a page at a time without writing it.
+//! and reads it a page at a time without a new version of each row (the page's read
+//! locks each row for a moment, which logs a few bytes).
 //!
-//! - The other servers' leases skip what is due before a live holder's bound, so no row of
-//!   the range is called twice; a holder that dies stops holding with its lease.
+//! - The other servers' leases skip what is due before a holder's bound while the holder
+//!   is one of the servers (as they skip the rows a server owns), so no row of the range
+//!   is called twice; a holder that dies stops holding when it is taken over, and is
+//!   told so as it is told its rows are freed.
 //! - A change another server makes to a row of the range (a cancel, a replace, taking it
 //!   to wake it) is told to the holder as a change to a row it owns is (migration
 //!   `V5__backlog_holder`), so what it read is vouched for as a lease's would be.
 //! - Each page is read with `FOR UPDATE SKIP LOCKED`: a lease begun before the range was
 //!   held, still under way, keeps its rows.
-//! - Once a page comes back short, or another server is running, the holder writes its
-//!   id into what is left of what it read (the attempts still in hand, at most about two
-//!   pages) and lets the range go; what it had not read is leased row by row again, by
-//!   any server.
+//! - Once a page comes back short, or another server is running (looked at every tick),
+//!   the holder writes its id into what is left of what it read (the attempts still in
+//!   hand, and whatever a take-over freed or a change moved into the range behind its
+//!   reading: those wait for the repair pass) and lets the range go; what it had not
+//!   read is leased row by row again, by any server.
 
 use boomerang_core::ports::StoreError;
 
@@ -41,8 +45,7 @@ pub(crate) async fn hold(store: &PgStore, below_ms: i64) -> Result<bool, StoreEr
               WHERE NOT EXISTS (SELECT 1 FROM servers WHERE id <> $1 AND alive_until > now())
              ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, below_ms = excluded.below_ms
               WHERE backlog_holder.owner = excluded.owner
-                 OR NOT EXISTS (SELECT 1 FROM servers s
-                                WHERE s.id = backlog_holder.owner AND s.alive_until > now())
+                 OR NOT EXISTS (SELECT 1 FROM servers s WHERE s.id = backlog_holder.owner)
              RETURNING 1",
         )
         .await
@@ -54,20 +57,36 @@ pub(crate) async fn hold(store: &PgStore, below_ms: i64) -> Result<bool, StoreEr
     Ok(row.is_some())
 }
 
-/// Whether any other server is running.
-pub(crate) async fn others_running(store: &PgStore) -> Result<bool, StoreError> {
+/// What holding the range at `below_ms` has come to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// Still this server's, and no other server runs.
+    Alone,
+    /// Still this server's, but another server runs: time to let it go.
+    Joined,
+    /// No longer this server's (it was taken over, or it left): nothing to let go.
+    Lost,
+}
+
+/// Whether this server still holds the range at `below_ms`, and alone.
+pub(crate) async fn standing(store: &PgStore, below_ms: i64) -> Result<Standing, StoreError> {
     let client = store.client().await?;
     let stmt = client
         .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM servers WHERE id <> $1 AND alive_until > now())",
+            "SELECT EXISTS (SELECT 1 FROM backlog_holder WHERE owner = $1 AND below_ms = $2),
+                    EXISTS (SELECT 1 FROM servers WHERE id <> $1 AND alive_until > now())",
         )
         .await
         .map_err(unavailable)?;
     let row = client
-        .query_one(&stmt, &[&store.server()])
+        .query_one(&stmt, &[&store.server(), &below_ms])
         .await
         .map_err(unavailable)?;
-    Ok(row.get(0))
+    Ok(match (row.get(0), row.get(1)) {
+        (false, _) => Standing::Lost,
+        (true, true) => Standing::Joined,
+        (true, false) => Standing::Alone,
+    })
 }
 
 /// The next page of the held range (tenant, id, attempt, due_kind, due_ms, doc), in
@@ -104,39 +123,45 @@ pub(crate) async fn page(
 
 /// Lets the range go: what is left of what was read (in hand, or changed into the range
 /// behind the reading since) becomes this server's row by row; what was not read yet is
-/// leased by any server, as before. How many rows were left. A row being written at that
-/// moment (its attempt's result, which moves it on) is skipped, not waited for: waiting
-/// would hold the writer's next transactions behind this one, and two of them that
-/// locked rows in different orders would deadlock.
-pub(crate) async fn release(store: &PgStore, held: &Held) -> Result<u64, StoreError> {
+/// leased by any server, as before. How many rows were left; `None` if the range was no
+/// longer this server's (then nothing is written).
+///
+/// The rows are locked in id order, the order the writer locks them in, so that a
+/// transaction of the writer under way (another server's cancel, say) is waited for,
+/// is told to the holder while it still holds, and never waits on this one in a cycle.
+pub(crate) async fn release(store: &PgStore, held: &Held) -> Result<Option<u64>, StoreError> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.map_err(unavailable)?;
     tx.batch_execute("SET LOCAL boomerang.quiet = on")
         .await
         .map_err(unavailable)?;
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
+        &store.server(),
+        &held.below_ms,
+        &held.after.0,
+        &held.after.1,
+    ];
     let left = tx
         .execute(
             "UPDATE tasks t SET owner = $1
              FROM (SELECT id FROM tasks
                    WHERE owner IS NULL AND due_ms IS NOT NULL AND due_ms < $2
                      AND (due_ms, id) <= ($3, $4)
-                   FOR UPDATE SKIP LOCKED) d
+                     AND EXISTS (SELECT 1 FROM backlog_holder
+                                 WHERE owner = $1 AND below_ms = $2)
+                   ORDER BY id FOR UPDATE) d
              WHERE t.id = d.id",
-            &[
-                &store.server(),
-                &held.below_ms,
-                &held.after.0,
-                &held.after.1,
-            ],
+            &params,
         )
         .await
         .map_err(unavailable)?;
-    tx.execute(
-        "DELETE FROM backlog_holder WHERE owner = $1",
-        &[&store.server()],
-    )
-    .await
-    .map_err(unavailable)?;
+    let ours = tx
+        .execute(
+            "DELETE FROM backlog_holder WHERE owner = $1 AND below_ms = $2",
+            &params[..2],
+        )
+        .await
+        .map_err(unavailable)?;
     tx.commit().await.map_err(unavailable)?;
-    Ok(left)
+    Ok((ours > 0).then_some(left))
 }

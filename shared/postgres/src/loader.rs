@@ -33,7 +33,7 @@ use boomerang_core::engine::{Engine, EngineError, SweepReport};
 use boomerang_core::ports::StoreError;
 use boomerang_embedded::{LoadSettings, LocalTimer};
 
-use crate::backlog::{self, Held};
+use crate::backlog::{self, Held, Standing};
 use crate::store::codec::decode;
 use crate::store::owned::Since;
 use crate::store::sql::unavailable;
@@ -116,6 +116,15 @@ impl LeaseLoader {
         let now = Utc::now();
         let until = now + chrono::Duration::from_std(self.settings.ahead).unwrap_or_default();
         let (now_ms, until_ms) = (now.timestamp_millis(), until.timestamp_millis());
+        // Held: whether it still is, and alone, every tick (a server that starts must
+        // not wait for this one to have room for a page before it gets a share).
+        if let Some(held) = self.held() {
+            match backlog::standing(&self.store, held.below_ms).await? {
+                Standing::Alone => {}
+                Standing::Joined => self.release().await?,
+                Standing::Lost => self.forget_held(),
+            }
+        }
         if self.in_hand(engine) == 0 && self.held().is_none() {
             return self.lease(i64::MIN, until_ms).await;
         }
@@ -150,10 +159,6 @@ impl LeaseLoader {
     /// Reads the next page of the range this server holds; lets the range go once it
     /// is read, or once another server runs.
     async fn read_held(&self, held: Held) -> Result<usize, StoreError> {
-        if backlog::others_running(&self.store).await? {
-            self.release().await?;
-            return Ok(0);
-        }
         let since = self.store.owned.since();
         let rows = backlog::page(&self.store, &held, self.settings.page).await?;
         let whole = rows.len() >= self.settings.page;
@@ -172,11 +177,19 @@ impl LeaseLoader {
         let Some(held) = self.held() else {
             return Ok(());
         };
-        let left = backlog::release(&self.store, &held).await?;
+        match backlog::release(&self.store, &held).await? {
+            Some(left) => tracing::info!(left, "let the backlog go: leased row by row again"),
+            None => tracing::warn!("the backlog held here was taken over; let go"),
+        }
+        self.forget_held();
+        Ok(())
+    }
+
+    /// Holds no backlog any more (let go, or taken over: a take-over tells this server
+    /// that its rows are freed, and what it read of the range is vouched for no longer).
+    fn forget_held(&self) {
         *lock(&self.held) = None;
         self.store.owned.set_holds_backlog(false);
-        tracing::info!(left, "let the backlog go: leased row by row again");
-        Ok(())
     }
 
     /// Leases a page of work due from `from_ms` to `until_ms` and takes it; how many
@@ -206,7 +219,7 @@ impl LeaseLoader {
                        WHERE owner IS NULL AND due_ms IS NOT NULL
                          AND due_ms >= greatest($4, (SELECT max(h.below_ms)
                              FROM backlog_holder h JOIN servers s ON s.id = h.owner
-                             WHERE h.owner <> $1 AND s.alive_until > now()))
+                             WHERE h.owner <> $1))
                          AND due_ms <= $2
                        ORDER BY due_ms LIMIT $3
                        FOR UPDATE SKIP LOCKED) d
