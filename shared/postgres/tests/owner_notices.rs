@@ -82,6 +82,30 @@ async fn move_row(pool: &Pool, task: &Task, owner: &str) {
         .unwrap();
 }
 
+/// Every notice heard on `heard` up to now. Notices arrive in the order their
+/// transactions committed: everything committed before has been heard once a marker,
+/// sent after it, is.
+async fn told_so_far(
+    listener: &tokio_postgres::Client,
+    heard: &mut tokio::sync::mpsc::UnboundedReceiver<tokio_postgres::Notification>,
+) -> Vec<String> {
+    listener
+        .execute("SELECT pg_notify('boomerang_owners', 'marker')", &[])
+        .await
+        .unwrap();
+    let mut told = Vec::new();
+    loop {
+        let notice = tokio::time::timeout(Duration::from_secs(10), heard.recv())
+            .await
+            .expect("the marker within 10 s")
+            .expect("the listening connection open");
+        match notice.payload() {
+            "marker" => return told,
+            payload => told.push(payload.to_string()),
+        }
+    }
+}
+
 fn claimed(task: &Task) -> Task {
     let mut claimed = task.clone();
     claimed.version += 1;
@@ -176,21 +200,7 @@ async fn a_change_to_a_row_of_a_held_backlog_is_told_to_the_holder() {
     move_row(&b_pool, &outside, "b").await;
     move_row(&b_pool, &inside, "b").await;
 
-    listener
-        .execute("SELECT pg_notify('boomerang_owners', 'marker')", &[])
-        .await
-        .unwrap();
-    let mut told = Vec::new();
-    loop {
-        let notice = tokio::time::timeout(Duration::from_secs(10), heard.recv())
-            .await
-            .expect("the marker within 10 s")
-            .expect("the listening connection open");
-        match notice.payload() {
-            "marker" => break,
-            payload => told.push(payload.to_string()),
-        }
-    }
+    let told = told_so_far(&listener, &mut heard).await;
     assert_eq!(told, vec![format!("a {} b", inside.id)]);
 }
 
@@ -216,24 +226,9 @@ async fn a_take_over_tells_the_lapsed_server_and_it_gives_its_rows_up() {
 
     let b = Servers::new(b_pool, "b".into(), LEASE);
     assert_eq!(b.take_over().await.unwrap(), 2);
-    // Notices arrive in the order their transactions committed: everything the take-over
-    // sent has been heard once this marker, sent after it, is.
-    listener
-        .execute("SELECT pg_notify('boomerang_owners', 'marker')", &[])
-        .await
-        .unwrap();
-    let mut told_a = Vec::new();
-    loop {
-        let notice = tokio::time::timeout(Duration::from_secs(10), heard.recv())
-            .await
-            .expect("the marker within 10 s")
-            .expect("the listening connection open");
-        match notice.payload() {
-            "marker" => break,
-            told if told.starts_with("a ") => told_a.push(told.to_string()),
-            _ => {}
-        }
-    }
+    let told_a: Vec<String> = (told_so_far(&listener, &mut heard).await.into_iter())
+        .filter(|told| told.starts_with("a "))
+        .collect();
     assert_eq!(
         told_a,
         ["a * "],
