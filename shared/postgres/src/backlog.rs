@@ -37,9 +37,8 @@ pub(crate) struct Held {
 /// Holds the backlog due before `below_ms` if no other server is running; whether it
 /// does.
 pub(crate) async fn hold(store: &PgStore, below_ms: i64) -> Result<bool, StoreError> {
-    let client = store.client().await?;
-    let stmt = client
-        .prepare_cached(
+    let rows = store
+        .query(
             "INSERT INTO backlog_holder (id, owner, below_ms)
              SELECT 1, $1, $2
               WHERE NOT EXISTS (SELECT 1 FROM servers WHERE id <> $1 AND alive_until > now())
@@ -47,14 +46,10 @@ pub(crate) async fn hold(store: &PgStore, below_ms: i64) -> Result<bool, StoreEr
               WHERE backlog_holder.owner = excluded.owner
                  OR NOT EXISTS (SELECT 1 FROM servers s WHERE s.id = backlog_holder.owner)
              RETURNING 1",
+            &[&store.server(), &below_ms],
         )
-        .await
-        .map_err(unavailable)?;
-    let row = client
-        .query_opt(&stmt, &[&store.server(), &below_ms])
-        .await
-        .map_err(unavailable)?;
-    Ok(row.is_some())
+        .await?;
+    Ok(!rows.is_empty())
 }
 
 /// What holding the range at `below_ms` has come to.
@@ -70,19 +65,18 @@ pub(crate) enum Standing {
 
 /// Whether this server still holds the range at `below_ms`, and alone.
 pub(crate) async fn standing(store: &PgStore, below_ms: i64) -> Result<Standing, StoreError> {
-    let client = store.client().await?;
-    let stmt = client
-        .prepare_cached(
+    let rows = store
+        .query(
             "SELECT EXISTS (SELECT 1 FROM backlog_holder WHERE owner = $1 AND below_ms = $2),
                     EXISTS (SELECT 1 FROM servers WHERE id <> $1 AND alive_until > now())",
+            &[&store.server(), &below_ms],
         )
-        .await
-        .map_err(unavailable)?;
-    let row = client
-        .query_one(&stmt, &[&store.server(), &below_ms])
-        .await
-        .map_err(unavailable)?;
-    Ok(match (row.get(0), row.get(1)) {
+        .await?;
+    let (held, joined) = match rows.first() {
+        Some(row) => (row.get(0), row.get(1)),
+        None => (false, false),
+    };
+    Ok(match (held, joined) {
         (false, _) => Standing::Lost,
         (true, true) => Standing::Joined,
         (true, false) => Standing::Alone,
@@ -96,20 +90,13 @@ pub(crate) async fn page(
     held: &Held,
     limit: usize,
 ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-    let client = store.client().await?;
-    let stmt = client
-        .prepare_cached(
+    store
+        .query(
             "SELECT tenant, id, attempt, due_kind, due_ms, doc FROM tasks
              WHERE owner IS NULL AND due_ms IS NOT NULL AND due_ms < $1
                AND (due_ms, id) > ($2, $3)
              ORDER BY due_ms, id LIMIT $4
              FOR UPDATE SKIP LOCKED",
-        )
-        .await
-        .map_err(unavailable)?;
-    client
-        .query(
-            &stmt,
             &[
                 &held.below_ms,
                 &held.after.0,
@@ -118,7 +105,6 @@ pub(crate) async fn page(
             ],
         )
         .await
-        .map_err(unavailable)
 }
 
 /// Lets the range go: what is left of what was read (in hand, or changed into the range
