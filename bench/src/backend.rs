@@ -10,7 +10,7 @@ use tokio_postgres::NoTls;
 use super::measure::{listener_on, tree_cpu_seconds, Usage};
 use super::procs::Server;
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct BackendArgs {
     /// `embedded`: one server on SQLite in a fresh data dir. `postgres`: `--servers`
     /// servers sharing one fresh PostgreSQL database.

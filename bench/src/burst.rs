@@ -79,7 +79,36 @@ fn whole_second_after(ahead: Duration) -> Result<DateTime<Utc>> {
     Ok(at.duration_trunc(chrono::Duration::seconds(1))? + chrono::Duration::seconds(1))
 }
 
-pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
+impl BurstArgs {
+    /// 20,000 tasks registered a minute ahead, due on one second: the stored burst.
+    pub fn stored(backend: BackendArgs) -> BurstArgs {
+        BurstArgs {
+            tasks: 20_000,
+            clients: 32,
+            ahead: Some(Duration::from_secs(60)),
+            spread: Duration::ZERO,
+            open_files: 1024,
+            backend,
+        }
+    }
+}
+
+impl BacklogArgs {
+    /// 100,000 tasks falling due over 60 s of downtime.
+    pub fn after_downtime(backend: BackendArgs) -> BacklogArgs {
+        BacklogArgs {
+            tasks: 100_000,
+            clients: 32,
+            down: Duration::from_secs(60),
+            fresh_rate: 20,
+            open_files: 1024,
+            backend,
+        }
+    }
+}
+
+/// Runs the burst and prints its figures; the deliveries a second over its busy window.
+pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<f64> {
     let receiver = ReceiverProcess::start(&receiver::ReceiverArgs {
         fail_first,
         ..Default::default()
@@ -145,10 +174,8 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
         n as f64 / took.as_secs_f64(),
         took.as_secs_f64()
     );
-    println!(
-        "deliveries:        {:.0}/s over the busy window of {window} ms",
-        firsts.len() as f64 * 1000.0 / window as f64
-    );
+    let rate = firsts.len() as f64 * 1000.0 / window as f64;
+    println!("deliveries:        {rate:.0}/s over the busy window of {window} ms");
     println!("lateness (ms):     {}", percentiles(&lateness));
     if fail_first > 0 {
         let gaps = receiver::gaps(&arrivals);
@@ -161,10 +188,11 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<()> {
         deployment.print_cpu_per_delivery(&registered, &after, arrivals.len());
     }
     figures.print(arrivals.len());
-    Ok(())
+    Ok(rate)
 }
 
-pub async fn backlog(args: BacklogArgs) -> Result<()> {
+/// Runs the backlog and prints its figures; the drain a second over its busy window.
+pub async fn backlog(args: BacklogArgs) -> Result<f64> {
     let receiver = ReceiverProcess::start(&receiver::ReceiverArgs::default())?;
     let mut deployment = args.backend.start(&[], Some(args.open_files)).await?;
     // Registration must end before the first task falls due (0.2 ms a task is 5,000/s).
@@ -250,12 +278,16 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
             _ => " (one server after the other)".to_string(),
         }
     );
+    let rate = n as f64 * 1000.0 / window as f64;
     println!(
-        "drain:             {:.0}/s over the busy window of {window} ms; first callback {} ms \
+        "drain:             {rate:.0}/s over the busy window of {window} ms; first callback {} ms \
          after the restart began, last {} ms",
-        n as f64 * 1000.0 / window as f64,
         first - restarted_ms,
         last - restarted_ms
+    );
+    println!(
+        "drain by tenth:    {} /s",
+        by_tenth(&backlog, first, window)
     );
     println!(
         "order:             a task went out at most {} ms of due time behind one due later \
@@ -277,7 +309,22 @@ pub async fn backlog(args: BacklogArgs) -> Result<()> {
     deployment.print_usage(&before, &after);
     deployment.print_cpu_per_delivery(&before, &after, arrivals.len());
     figures.print(arrivals.len());
-    Ok(())
+    Ok(rate)
+}
+
+/// The delivery rate in each tenth of the busy window from `first`: a slow start or a
+/// long tail shows here, where the window's average hides it.
+fn by_tenth(arrivals: &[(usize, i64)], first: i64, window: i64) -> String {
+    let mut counts = [0usize; 10];
+    for (_, at) in arrivals {
+        counts[(((at - first) * 10 / window) as usize).min(9)] += 1;
+    }
+    let tenth_s = window as f64 / 10_000.0;
+    let rates: Vec<String> = counts
+        .iter()
+        .map(|c| format!("{:.0}", *c as f64 / tenth_s))
+        .collect();
+    rates.join(" ")
 }
 
 fn nth_percentile(values: &[i64], p: f64) -> i64 {

@@ -11,6 +11,7 @@ mod cost;
 mod cpu_quota;
 mod measure;
 mod procs;
+mod ratio;
 mod receiver;
 mod register;
 
@@ -45,6 +46,10 @@ pub enum BenchCommand {
     /// Tasks that come due while the server is stopped: how fast the backlog drains after
     /// the restart, in what order, and how late callbacks registered meanwhile run.
     Backlog(burst::BacklogArgs),
+    /// The stored burst and the backlog after a downtime, in alternated rounds (the
+    /// machine's speed drifts between minutes): each one's median, and the backlog's
+    /// drain as a share of the burst's deliveries.
+    DrainRatio(ratio::RatioArgs),
     /// Many tasks due in 30 days: RSS, data-dir size, registration/s of the first and the
     /// last 10 %, and how long a restart takes to be ready.
     Pending(PendingArgs),
@@ -93,9 +98,10 @@ async fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match <Cli as clap::Parser>::parse().command {
-        BenchCommand::Burst(args) => burst::burst(args, 0).await,
-        BenchCommand::Retry(args) => burst::burst(args, 2).await,
-        BenchCommand::Backlog(args) => burst::backlog(args).await,
+        BenchCommand::Burst(args) => burst::burst(args, 0).await.map(drop),
+        BenchCommand::Retry(args) => burst::burst(args, 2).await.map(drop),
+        BenchCommand::Backlog(args) => burst::backlog(args).await.map(drop),
+        BenchCommand::DrainRatio(args) => ratio::run(args).await,
         BenchCommand::Pending(args) => pending(args).await,
         BenchCommand::Crash => crash().await,
         BenchCommand::Cost(args) => cost::run(args).await,

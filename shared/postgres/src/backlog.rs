@@ -16,10 +16,10 @@
 //! - Each page is read with `FOR UPDATE SKIP LOCKED`: a lease begun before the range was
 //!   held, still under way, keeps its rows.
 //! - Once a page comes back short, or another server is running (looked at every tick),
-//!   the holder writes its id into what is left of what it read (the attempts still in
-//!   hand, and whatever a take-over freed or a change moved into the range behind its
-//!   reading: those wait for the repair pass) and lets the range go; what it had not
-//!   read is leased row by row again, by any server.
+//!   the holder writes its id into the rows it read and still has in memory (the
+//!   attempts in hand, and dead letters for its repair pass) and lets the range go;
+//!   everything else still due in it (not read yet, or freed or changed into it behind
+//!   the reading) is leased row by row again, by any server.
 
 use boomerang_core::ports::StoreError;
 
@@ -107,32 +107,35 @@ pub(crate) async fn page(
         .await
 }
 
-/// Lets the range go: what is left of what was read (in hand, or changed into the range
-/// behind the reading since) becomes this server's row by row; what was not read yet is
-/// leased by any server, as before. How many rows were left; `None` if the range was no
+/// Lets the range go: the rows of `read` (ids the holder read and still has in memory)
+/// still unowned and due in it become this server's; everything else is leased by any
+/// server, as before. How many rows were made this server's; `None` if the range was no
 /// longer this server's (then nothing is written).
 ///
-/// The rows are locked in id order, the order the writer locks them in, so that a
+/// The rows are named, not found by a scan of the range behind the cursor: that scan
+/// walks the index entries of every row already finished (100,000 after a large
+/// backlog) and held its locks for about 100 ms while the writer waited on them.
+/// They are locked in id order, the order the writer locks them in, so that a
 /// transaction of the writer under way (another server's cancel, say) is waited for,
 /// is told to the holder while it still holds, and never waits on this one in a cycle.
-pub(crate) async fn release(store: &PgStore, held: &Held) -> Result<Option<u64>, StoreError> {
+pub(crate) async fn release(
+    store: &PgStore,
+    held: &Held,
+    read: &[String],
+) -> Result<Option<u64>, StoreError> {
     let mut client = store.client().await?;
     let tx = client.transaction().await.map_err(unavailable)?;
     tx.batch_execute("SET LOCAL boomerang.quiet = on")
         .await
         .map_err(unavailable)?;
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
-        &store.server(),
-        &held.below_ms,
-        &held.after.0,
-        &held.after.1,
-    ];
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+        [&store.server(), &held.below_ms, &read];
     let left = tx
         .execute(
             "UPDATE tasks t SET owner = $1
              FROM (SELECT id FROM tasks
-                   WHERE owner IS NULL AND due_ms IS NOT NULL AND due_ms < $2
-                     AND (due_ms, id) <= ($3, $4)
+                   WHERE id = ANY($3::text[])
+                     AND owner IS NULL AND due_ms IS NOT NULL AND due_ms < $2
                      AND EXISTS (SELECT 1 FROM backlog_holder
                                  WHERE owner = $1 AND below_ms = $2)
                    ORDER BY id FOR UPDATE) d

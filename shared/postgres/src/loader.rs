@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use boomerang_core::domain::{PendingWork, Task, WorkKind};
+use boomerang_core::domain::{PendingWork, Task, TaskId, WorkKind};
 use boomerang_core::engine::{Engine, EngineError, SweepReport};
 use boomerang_core::ports::StoreError;
 use boomerang_embedded::{LoadSettings, LocalTimer};
@@ -56,7 +56,15 @@ pub struct LeaseLoader {
     timer: Arc<LocalTimer>,
     settings: LoadSettings,
     /// The backlog this server holds alone, while it reads it.
-    held: Mutex<Option<Held>>,
+    held: Mutex<Option<Holding>>,
+}
+
+/// A range held, and the tasks read from it that may still be in hand: what letting it
+/// go makes this server's (pruned at each page to what this server still owns, so it
+/// stays about the size of what is in hand).
+struct Holding {
+    range: Held,
+    read: Vec<TaskId>,
 }
 
 /// A row of pending work, with its task's document if it reads.
@@ -73,7 +81,7 @@ impl LeaseLoader {
     }
 
     fn held(&self) -> Option<Held> {
-        lock(&self.held).clone()
+        lock(&self.held).as_ref().map(|h| h.range.clone())
     }
 
     /// Loads for ever, and runs the repair pass beside it.
@@ -126,7 +134,7 @@ impl LeaseLoader {
             }
         }
         if self.in_hand(engine) == 0 && self.held().is_none() {
-            return self.lease(i64::MIN, until_ms).await;
+            return self.lease_or_hold(until_ms, now_ms).await;
         }
         let mut taken = self.lease(now_ms, until_ms).await?;
         if self.has_room(engine) && self.in_hand(engine) < self.settings.page {
@@ -135,22 +143,32 @@ impl LeaseLoader {
         Ok(taken)
     }
 
-    /// Takes a page of the backlog: of the range this server holds, or leased; a page
-    /// leased whole, while no other server runs, makes this server hold the rest.
+    /// Takes a page of the backlog: of the range this server holds, or leased.
     async fn backlog(&self, now_ms: i64) -> Result<usize, StoreError> {
-        if let Some(held) = self.held() {
-            return self.read_held(held).await;
+        match self.held() {
+            Some(held) => self.read_held(held).await,
+            None => self.lease_or_hold(now_ms - 1, now_ms).await,
         }
+    }
+
+    /// Leases a page of the oldest work due by `until_ms`. A page leased whole and all
+    /// due before `now_ms` is a backlog: while no other server runs, this server holds
+    /// the rest of it.
+    async fn lease_or_hold(&self, until_ms: i64, now_ms: i64) -> Result<usize, StoreError> {
         let since = self.store.owned.since();
-        let leased = self.lease_page(i64::MIN, now_ms - 1).await?;
-        let whole = leased.len() >= self.settings.page;
+        let leased = self.lease_page(i64::MIN, until_ms).await?;
+        let overdue = |(work, _): &Leased| work.due_at.timestamp_millis() < now_ms;
+        let backlog = leased.len() >= self.settings.page && leased.last().is_some_and(overdue);
         let taken = self.take_all(leased, since);
-        if whole && backlog::hold(&self.store, now_ms).await? {
+        if backlog && backlog::hold(&self.store, now_ms).await? {
             tracing::info!("holding the backlog alone: read, not leased row by row");
             self.store.owned.set_holds_backlog(true);
-            *lock(&self.held) = Some(Held {
-                below_ms: now_ms,
-                after: (i64::MIN, String::new()),
+            *lock(&self.held) = Some(Holding {
+                range: Held {
+                    below_ms: now_ms,
+                    after: (i64::MIN, String::new()),
+                },
+                read: Vec::new(),
             });
         }
         Ok(taken)
@@ -162,22 +180,35 @@ impl LeaseLoader {
         let since = self.store.owned.since();
         let rows = backlog::page(&self.store, &held, self.settings.page).await?;
         let whole = rows.len() >= self.settings.page;
-        if let (Some(last), Some(held)) = (rows.last(), lock(&self.held).as_mut()) {
-            held.after = (last.get(4), last.get(1));
+        let read = with_docs(&rows);
+        if let (Some(last), Some(holding)) = (rows.last(), lock(&self.held).as_mut()) {
+            holding.range.after = (last.get(4), last.get(1));
+            holding.read.retain(|id| self.store.owned.contains(id));
+            holding
+                .read
+                .extend(read.iter().map(|(work, _)| work.attempt.task_id));
         }
-        let taken = self.take_all(with_docs(&rows), since);
+        let taken = self.take_all(read, since);
         if !whole {
             self.release().await?;
         }
         Ok(taken)
     }
 
-    /// Lets the range this server holds go, with the cursor as last moved.
+    /// Lets the range this server holds go: what it read and still owns in memory (in
+    /// hand, or a dead letter the repair pass sends) becomes its own in the table too.
     async fn release(&self) -> Result<(), StoreError> {
-        let Some(held) = self.held() else {
+        let Some((held, read)) = lock(&self.held).as_ref().map(|h| {
+            let owned = &self.store.owned;
+            let read: Vec<String> = (h.read.iter())
+                .filter(|id| owned.contains(id))
+                .map(TaskId::to_string)
+                .collect();
+            (h.range.clone(), read)
+        }) else {
             return Ok(());
         };
-        match backlog::release(&self.store, &held).await? {
+        match backlog::release(&self.store, &held, &read).await? {
             Some(left) => tracing::info!(left, "let the backlog go: leased row by row again"),
             None => tracing::warn!("the backlog held here was taken over; let go"),
         }

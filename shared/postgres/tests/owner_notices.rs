@@ -174,8 +174,12 @@ async fn after_the_notices_connection_is_lost_what_was_heard_before_is_read_agai
 #[tokio::test]
 async fn a_change_to_a_row_of_a_held_backlog_is_told_to_the_holder() {
     let url = database().await;
-    let (_a, a_pool) = server(&url, "a").await;
+    let (a, a_pool) = server(&url, "a").await;
     let (b, b_pool) = server(&url, "b").await;
+    // Each server proves its notices with one of its own when it begins to listen:
+    // heard before the listener below starts, not among what it collects.
+    wait_for("server a hears its notices", || a.hears_notices()).await;
+    wait_for("server b hears its notices", || b.hears_notices()).await;
     let at = |minutes| Utc::now() + chrono::Duration::minutes(minutes);
     // Beyond the writer's horizon (a minute): no server owns them.
     let inside = sample_task(&unique_tenant("held"), None, at(2));
