@@ -180,8 +180,15 @@ impl Deployment {
     }
 
     /// The CPU each of `deliveries` took between two snapshots, the servers' and the
-    /// database's apart: the cost of a delivery, whatever the machine's load.
-    pub fn print_cpu_per_delivery(&self, before: &Snapshot, after: &Snapshot, deliveries: usize) {
+    /// database's apart: the cost of a delivery, whatever the machine's load. `label`
+    /// heads the line, padded to the column of figures.
+    pub fn print_cpu_per_delivery(
+        &self,
+        label: &str,
+        before: &Snapshot,
+        after: &Snapshot,
+        deliveries: usize,
+    ) {
         let per = |seconds: f64| seconds * 1e6 / deliveries.max(1) as f64;
         let servers: f64 = after
             .servers
@@ -196,7 +203,8 @@ impl Deployment {
             _ => String::new(),
         };
         println!(
-            "CPU a delivery:    servers {:.0} µs{database}",
+            "{:<19}servers {:.0} µs{database}",
+            format!("{label}:"),
             per(servers)
         );
     }

@@ -135,6 +135,15 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<f64> {
     if Utc::now() > first_due {
         println!("warning: registration outlasted the lead; lateness includes the overrun");
     }
+    // Just before the due second, with the work leased and loaded: what follows is the
+    // burst's own, as the backlog's drain is from its restart.
+    let armed = match (first_due - Utc::now() - chrono::Duration::milliseconds(300)).to_std() {
+        Ok(wait) if args.ahead.is_some() => {
+            tokio::time::sleep(wait).await;
+            Some(deployment.snapshot()?)
+        }
+        _ => None,
+    };
     let want = n * (fail_first as usize + 1);
     let patience = Duration::from_secs(120) + spread + Duration::from_millis(n as u64 / 2);
     let arrivals = receiver.wait_for(want, patience).await?;
@@ -185,7 +194,11 @@ pub async fn burst(args: BurstArgs, fail_first: u32) -> Result<f64> {
     }
     deployment.print_usage(&before, &after);
     if args.ahead.is_some() {
-        deployment.print_cpu_per_delivery(&registered, &after, arrivals.len());
+        deployment.print_cpu_per_delivery("CPU a delivery", &registered, &after, arrivals.len());
+    }
+    if let Some(armed) = &armed {
+        let label = "  from due second";
+        deployment.print_cpu_per_delivery(label, armed, &after, arrivals.len());
     }
     figures.print(arrivals.len());
     Ok(rate)
@@ -307,7 +320,7 @@ pub async fn backlog(args: BacklogArgs) -> Result<f64> {
         drained.as_secs_f64()
     );
     deployment.print_usage(&before, &after);
-    deployment.print_cpu_per_delivery(&before, &after, arrivals.len());
+    deployment.print_cpu_per_delivery("CPU a delivery", &before, &after, arrivals.len());
     figures.print(arrivals.len());
     Ok(rate)
 }

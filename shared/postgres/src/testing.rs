@@ -558,11 +558,47 @@ pub async fn run_sql(url: &str, sql: &str) {
 async fn create_database(admin: &str) -> String {
     let name = format!("t_{}", ulid::Ulid::new().to_string().to_lowercase());
     let client = connect(admin).await;
+    drop_stale_databases(&client).await;
     client
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .await
         .unwrap_or_else(|e| panic!("cannot create database {name} on {admin}: {e}"));
     url_with_database(admin, &name)
+}
+
+/// How old a test database must be before a later run drops it: older than any test.
+const STALE_AFTER: Duration = Duration::from_secs(3600);
+
+/// Drops, once per process, the test databases that earlier runs left on the shared
+/// cluster (named `t_<ulid>`, older than [`STALE_AFTER`] by their ulid). A long-lived
+/// cluster at `BOOMERANG_TEST_DATABASE_URL` would otherwise gather hundreds, and its
+/// autovacuum launcher visits each in turn: with 300, a worker starts every 200 ms, and
+/// the database's CPU a delivery in a benchmark on that cluster doubled. One still in use
+/// is left alone (the drop fails, and is not forced).
+async fn drop_stale_databases(client: &tokio_postgres::Client) {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let Ok(rows) = client
+        .query(
+            "SELECT datname::text FROM pg_database WHERE datname LIKE 't\\_%'",
+            &[],
+        )
+        .await
+    else {
+        return;
+    };
+    let cutoff = std::time::SystemTime::now() - STALE_AFTER;
+    for row in rows {
+        let name: String = row.get(0);
+        let made = ulid::Ulid::from_string(&name[2..].to_uppercase()).map(|u| u.datetime());
+        if made.is_ok_and(|made| made < cutoff) {
+            let _ = client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+                .await;
+        }
+    }
 }
 
 /// A connection to `url`, tried again for up to 30 s (a cluster just started, or busy).
