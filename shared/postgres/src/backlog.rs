@@ -16,10 +16,12 @@
 //! - Each page is read with `FOR UPDATE SKIP LOCKED`: a lease begun before the range was
 //!   held, still under way, keeps its rows.
 //! - Once a page comes back short, or another server is running (looked at every tick),
-//!   the holder writes its id into the rows it read and still has in memory (the
-//!   attempts in hand, and dead letters for its repair pass) and lets the range go;
-//!   everything else still due in it (not read yet, or freed or changed into it behind
-//!   the reading) is leased row by row again, by any server.
+//!   the holder writes its id into the rows it read and still has in memory (attempts in
+//!   its timer or in hand, results whose write failed, dead letters for its repair pass)
+//!   and lets the range go; everything else still due in it (not read yet, or freed or
+//!   changed into it behind the reading) is leased row by row again, by any server. (The
+//!   comment of migration `V5__backlog_holder` speaks of "what is left of it": it meant
+//!   the same rows, found then by a scan.)
 
 use boomerang_core::ports::StoreError;
 
@@ -109,8 +111,8 @@ pub(crate) async fn page(
 
 /// Lets the range go: the rows of `read` (ids the holder read and still has in memory)
 /// still unowned and due in it become this server's; everything else is leased by any
-/// server, as before. How many rows were made this server's; `None` if the range was no
-/// longer this server's (then nothing is written).
+/// server, as before. How many rows were kept as this server's; `None` if the range was
+/// no longer this server's (then nothing is written).
 ///
 /// The rows are named, not found by a scan of the range behind the cursor: that scan
 /// walks the index entries of every row already finished (100,000 after a large
@@ -130,7 +132,7 @@ pub(crate) async fn release(
         .map_err(unavailable)?;
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
         [&store.server(), &held.below_ms, &read];
-    let left = tx
+    let kept = tx
         .execute(
             "UPDATE tasks t SET owner = $1
              FROM (SELECT id FROM tasks
@@ -152,5 +154,5 @@ pub(crate) async fn release(
         .await
         .map_err(unavailable)?;
     tx.commit().await.map_err(unavailable)?;
-    Ok((ours > 0).then_some(left))
+    Ok((ours > 0).then_some(kept))
 }

@@ -59,12 +59,28 @@ pub struct LeaseLoader {
     held: Mutex<Option<Holding>>,
 }
 
-/// A range held, and the tasks read from it that may still be in hand: what letting it
-/// go makes this server's (pruned at each page to what this server still owns, so it
-/// stays about the size of what is in hand).
+/// A range held, and the tasks read from it that this server may still have: what letting
+/// it go makes this server's. Pruned at each page to what it still owns (in its timer, in
+/// hand, a result whose write failed, a dead letter for the repair pass), so it stays
+/// about that size, unless this server gave every row up since the hold began (its lease
+/// lapsed): then it no longer knows, and keeps every id read.
 struct Holding {
     range: Held,
     read: Vec<TaskId>,
+    losses: u64,
+}
+
+impl Holding {
+    fn new(below_ms: i64, losses: u64) -> Holding {
+        Holding {
+            range: Held {
+                below_ms,
+                after: (i64::MIN, String::new()),
+            },
+            read: Vec::new(),
+            losses,
+        }
+    }
 }
 
 /// A row of pending work, with its task's document if it reads.
@@ -136,7 +152,7 @@ impl LeaseLoader {
         if self.in_hand(engine) == 0 && self.held().is_none() {
             return self.lease_or_hold(until_ms, now_ms).await;
         }
-        let mut taken = self.lease(now_ms, until_ms).await?;
+        let (mut taken, _) = self.lease(now_ms, until_ms, now_ms).await?;
         if self.has_room(engine) && self.in_hand(engine) < self.settings.page {
             taken += self.backlog(now_ms).await?;
         }
@@ -151,27 +167,25 @@ impl LeaseLoader {
         }
     }
 
-    /// Leases a page of the oldest work due by `until_ms`. A page leased whole and all
-    /// due before `now_ms` is a backlog: while no other server runs, this server holds
-    /// the rest of it.
+    /// Leases a page of the oldest work due by `until_ms`; if it is a backlog, tries to
+    /// hold the rest of it.
     async fn lease_or_hold(&self, until_ms: i64, now_ms: i64) -> Result<usize, StoreError> {
-        let since = self.store.owned.since();
-        let leased = self.lease_page(i64::MIN, until_ms).await?;
-        let overdue = |(work, _): &Leased| work.due_at.timestamp_millis() < now_ms;
-        let backlog = leased.len() >= self.settings.page && leased.last().is_some_and(overdue);
-        let taken = self.take_all(leased, since);
-        if backlog && backlog::hold(&self.store, now_ms).await? {
-            tracing::info!("holding the backlog alone: read, not leased row by row");
-            self.store.owned.set_holds_backlog(true);
-            *lock(&self.held) = Some(Holding {
-                range: Held {
-                    below_ms: now_ms,
-                    after: (i64::MIN, String::new()),
-                },
-                read: Vec::new(),
-            });
+        let (taken, backlog) = self.lease(i64::MIN, until_ms, now_ms).await?;
+        if backlog {
+            self.try_hold(now_ms).await?;
         }
         Ok(taken)
+    }
+
+    /// Holds what is due before `now_ms` while no other server runs.
+    async fn try_hold(&self, now_ms: i64) -> Result<(), StoreError> {
+        let losses = self.store.owned.losses();
+        if backlog::hold(&self.store, now_ms).await? {
+            tracing::info!("holding the backlog alone: read, not leased row by row");
+            self.store.owned.set_holds_backlog(true);
+            *lock(&self.held) = Some(Holding::new(now_ms, losses));
+        }
+        Ok(())
     }
 
     /// Reads the next page of the range this server holds; lets the range go once it
@@ -183,10 +197,8 @@ impl LeaseLoader {
         let read = with_docs(&rows);
         if let (Some(last), Some(holding)) = (rows.last(), lock(&self.held).as_mut()) {
             holding.range.after = (last.get(4), last.get(1));
-            holding.read.retain(|id| self.store.owned.contains(id));
-            holding
-                .read
-                .extend(read.iter().map(|(work, _)| work.attempt.task_id));
+            (self.store.owned).retain_owned(&mut holding.read, holding.losses);
+            (holding.read).extend(read.iter().map(|(work, _)| work.attempt.task_id));
         }
         let taken = self.take_all(read, since);
         if !whole {
@@ -195,21 +207,21 @@ impl LeaseLoader {
         Ok(taken)
     }
 
-    /// Lets the range this server holds go: what it read and still owns in memory (in
-    /// hand, or a dead letter the repair pass sends) becomes its own in the table too.
+    /// Lets the range this server holds go: what it read and still owns in memory becomes
+    /// its own in the table too (see [`Holding`]).
     async fn release(&self) -> Result<(), StoreError> {
-        let Some((held, read)) = lock(&self.held).as_ref().map(|h| {
-            let owned = &self.store.owned;
-            let read: Vec<String> = (h.read.iter())
-                .filter(|id| owned.contains(id))
-                .map(TaskId::to_string)
-                .collect();
-            (h.range.clone(), read)
-        }) else {
+        let Some((held, mut read, losses)) =
+            (lock(&self.held).as_ref()).map(|h| (h.range.clone(), h.read.clone(), h.losses))
+        else {
             return Ok(());
         };
+        self.store.owned.retain_owned(&mut read, losses);
+        let read: Vec<String> = read.iter().map(TaskId::to_string).collect();
         match backlog::release(&self.store, &held, &read).await? {
-            Some(left) => tracing::info!(left, "let the backlog go: leased row by row again"),
+            Some(kept) => tracing::info!(
+                kept,
+                "let the backlog go: what was left of it is leased row by row again"
+            ),
             None => tracing::warn!("the backlog held here was taken over; let go"),
         }
         self.forget_held();
@@ -223,12 +235,20 @@ impl LeaseLoader {
         self.store.owned.set_holds_backlog(false);
     }
 
-    /// Leases a page of work due from `from_ms` to `until_ms` and takes it; how many
-    /// attempts the timer took.
-    async fn lease(&self, from_ms: i64, until_ms: i64) -> Result<usize, StoreError> {
+    /// Leases a page of work due from `from_ms` to `until_ms` and takes it: how many
+    /// attempts the timer took, and whether the page was a backlog (whole, and all of it
+    /// due before `now_ms`).
+    async fn lease(
+        &self,
+        from_ms: i64,
+        until_ms: i64,
+        now_ms: i64,
+    ) -> Result<(usize, bool), StoreError> {
         let since = self.store.owned.since();
         let leased = self.lease_page(from_ms, until_ms).await?;
-        Ok(self.take_all(leased, since))
+        let overdue = |(work, _): &Leased| work.due_at.timestamp_millis() < now_ms;
+        let backlog = leased.len() >= self.settings.page && leased.last().is_some_and(overdue);
+        Ok((self.take_all(leased, since), backlog))
     }
 
     /// Takes rows read or leased by a statement sent after `since`; how many attempts

@@ -43,7 +43,10 @@ const SUPERUSER: &str = "postgres";
 /// the call blocks its thread meanwhile) and keeps until it ends.
 pub async fn fresh_database() -> String {
     let admin = match std::env::var(DATABASE_URL_VAR) {
-        Ok(url) if !url.is_empty() => url,
+        Ok(url) if !url.is_empty() => {
+            drop_stale_databases(&url).await;
+            url
+        }
         _ => {
             static PROCESS_CLUSTER: OnceLock<Instance> = OnceLock::new();
             PROCESS_CLUSTER
@@ -558,7 +561,6 @@ pub async fn run_sql(url: &str, sql: &str) {
 async fn create_database(admin: &str) -> String {
     let name = format!("t_{}", ulid::Ulid::new().to_string().to_lowercase());
     let client = connect(admin).await;
-    drop_stale_databases(&client).await;
     client
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .await
@@ -570,16 +572,19 @@ async fn create_database(admin: &str) -> String {
 const STALE_AFTER: Duration = Duration::from_secs(3600);
 
 /// Drops, once per process, the test databases that earlier runs left on the shared
-/// cluster (named `t_<ulid>`, older than [`STALE_AFTER`] by their ulid). A long-lived
-/// cluster at `BOOMERANG_TEST_DATABASE_URL` would otherwise gather hundreds, and its
-/// autovacuum launcher visits each in turn: with 300, a worker starts every 200 ms, and
-/// the database's CPU a delivery in a benchmark on that cluster doubled. One still in use
-/// is left alone (the drop fails, and is not forced).
-async fn drop_stale_databases(client: &tokio_postgres::Client) {
+/// cluster at `admin` (named `t_<ulid>`, older than [`STALE_AFTER`] by their ulid). A
+/// long-lived cluster at `BOOMERANG_TEST_DATABASE_URL` would otherwise gather hundreds,
+/// and its autovacuum launcher visits each in turn: with 300, a worker starts every
+/// 200 ms, and the database's CPU a delivery in a benchmark on that cluster doubled. A
+/// database something is connected to is left alone (the drop fails, and is not
+/// forced); the benchmarks' own are named `bench_<ulid>` and never dropped here. On a
+/// cluster left to gather them, the first test of the next run waits for the drops.
+async fn drop_stale_databases(admin: &str) {
     static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if DONE.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
+    let client = connect(admin).await;
     let Ok(rows) = client
         .query(
             "SELECT datname::text FROM pg_database WHERE datname LIKE 't\\_%'",

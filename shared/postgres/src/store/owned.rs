@@ -41,6 +41,8 @@ struct Inner {
     stamps: HashMap<TaskId, u64>,
     forgotten: u64,
     holds_backlog: bool,
+    /// How many times this server gave every row up ([`Owned::lost_all`]).
+    losses: u64,
 }
 
 struct Kept {
@@ -192,6 +194,22 @@ impl Owned {
         let mut inner = lock(&self.0);
         inner.tasks.clear();
         inner.epoch += 1;
+        inner.losses += 1;
+    }
+
+    /// How many times this server gave every row up so far.
+    pub fn losses(&self) -> u64 {
+        lock(&self.0).losses
+    }
+
+    /// Keeps in `ids` the tasks this server still owns, unless it gave every row up
+    /// since it had given them up `losses` times: then what it keeps no longer says what
+    /// it has in hand, and every id stays.
+    pub fn retain_owned(&self, ids: &mut Vec<TaskId>, losses: u64) {
+        let inner = lock(&self.0);
+        if inner.losses == losses {
+            ids.retain(|id| inner.tasks.contains_key(id));
+        }
     }
 
     /// Another server changed the row of `id`; `still_mine` if it left it this server's.
@@ -245,6 +263,24 @@ mod tests {
         assert_eq!(owned.doc(&task.id).unwrap().version, task.version);
         assert!(owned.vouches(&task.id, task.version));
         assert!(!owned.vouches(&task.id, first.version));
+    }
+
+    #[test]
+    fn ids_are_kept_while_owned_and_all_of_them_once_every_row_was_given_up() {
+        let owned = listening();
+        let tenant = TenantId::parse("t").unwrap();
+        let kept = sample_task(&tenant, None, chrono::Utc::now());
+        let done = sample_task(&tenant, None, chrono::Utc::now());
+        let losses = owned.losses();
+        owned.insert(kept.clone(), owned.since());
+        let mut ids = vec![kept.id, done.id];
+        owned.retain_owned(&mut ids, losses);
+        assert_eq!(ids, vec![kept.id]);
+        // The lease lapsed: what was kept says nothing of what is in hand any more.
+        owned.lost_all();
+        let mut ids = vec![kept.id, done.id];
+        owned.retain_owned(&mut ids, losses);
+        assert_eq!(ids, vec![kept.id, done.id]);
     }
 
     #[test]
