@@ -3,17 +3,15 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::{Extension, Json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::read_body;
+use super::extract::JsonBody;
 use super::openapi::{Invalid, Malformed, TooLarge};
 use super::problem::ApiError;
-use boomerang_api::request::{parse_json, BreakerSettingsRequest, DestinationRequest};
+use boomerang_api::request::{BreakerSettingsRequest, DestinationRequest};
 use boomerang_api::view::{BreakerSettingsView, BreakerView, BreakersView};
 use boomerang_core::domain::TenantId;
 use boomerang_core::engine::Engine;
@@ -61,11 +59,9 @@ async fn list_breakers(
 async fn put_breaker_settings(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    headers: HeaderMap,
-    body: Body,
+    JsonBody(request): JsonBody<BreakerSettingsRequest>,
 ) -> Result<Json<BreakerSettingsView>, ApiError> {
-    let body = read_body(&headers, body).await?;
-    let settings = parse_json::<BreakerSettingsRequest>(&body)?.settings()?;
+    let settings = request.settings()?;
     engine.put_breaker_settings(&tenant, &settings).await?;
     Ok(Json(BreakerSettingsView::from(&settings)))
 }
@@ -83,10 +79,9 @@ async fn put_breaker_settings(
 async fn open_breaker(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    headers: HeaderMap,
-    body: Body,
+    JsonBody(request): JsonBody<DestinationRequest>,
 ) -> Result<Json<BreakerView>, ApiError> {
-    set_breaker(&engine, &tenant, &headers, body, true).await
+    set_breaker(&engine, &tenant, request, true).await
 }
 
 /// Close a destination's breaker by hand: its deliveries go again (those waiting on a
@@ -102,21 +97,18 @@ async fn open_breaker(
 async fn close_breaker(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    headers: HeaderMap,
-    body: Body,
+    JsonBody(request): JsonBody<DestinationRequest>,
 ) -> Result<Json<BreakerView>, ApiError> {
-    set_breaker(&engine, &tenant, &headers, body, false).await
+    set_breaker(&engine, &tenant, request, false).await
 }
 
 async fn set_breaker(
     engine: &Engine,
     tenant: &TenantId,
-    headers: &HeaderMap,
-    body: Body,
+    request: DestinationRequest,
     open: bool,
 ) -> Result<Json<BreakerView>, ApiError> {
-    let body = read_body(headers, body).await?;
-    let destination = parse_json::<DestinationRequest>(&body)?.destination()?;
+    let destination = request.destination()?;
     let breaker = engine.set_breaker(tenant, &destination, open).await?;
     Ok(Json(BreakerView::new(&destination, &breaker)))
 }

@@ -3,20 +3,19 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::read_body;
+use super::extract::JsonBody;
 use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
-use boomerang_api::request::{parse_json, BulkRequest};
+use boomerang_api::request::BulkRequest;
 use boomerang_api::view::{BulkJobView, BulkJobsView, BulkPreviewView};
 use boomerang_core::domain::{BulkJobId, TenantId};
 use boomerang_core::engine::Engine;
@@ -71,11 +70,9 @@ impl<S: Send + Sync> FromRequestParts<S> for JobPath {
 async fn bulk_action(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    headers: HeaderMap,
-    body: Body,
+    JsonBody(request): JsonBody<BulkRequest>,
 ) -> Result<Response, ApiError> {
-    let body = read_body(&headers, body).await?;
-    let order = parse_json::<BulkRequest>(&body)?.order()?;
+    let order = request.order()?;
     let action = order.plan.action.as_str();
     if order.dry_run {
         let preview = engine.preview_bulk(&tenant, &order.plan).await?;

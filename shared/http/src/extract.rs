@@ -1,21 +1,21 @@
-//! What the handlers share to read a request: the body, a task id in the path, a query
-//! string. Each turns what axum would refuse in plain text into a problem, so that every
+//! What the handlers share to read a request: the body as a request type, a task id in
+//! the path, a query string. Each turns what axum would refuse in plain text into a problem, so that every
 //! refusal has a problem body.
 
 use axum::body::{Body, Bytes};
-use axum::extract::{FromRequestParts, Path, Query};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::{header, HeaderMap};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::problem::{ApiError, Problem};
-use boomerang_api::request::business_key;
+use boomerang_api::request::{business_key, RequestBody};
 use boomerang_core::domain::limits::MAX_REQUEST_BYTES;
 use boomerang_core::domain::{BusinessKey, TaskId, TraceParent};
 
 /// Reads the request body, refusing an oversized one from its declared length before
 /// reading any of it (and from its actual length when it is streamed).
-pub(crate) async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, Problem> {
+async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, Problem> {
     let too_large = || {
         Problem::too_large(
             "body",
@@ -40,6 +40,22 @@ pub(crate) async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, 
                 Problem::malformed(format!("could not read the request body: {e}"))
             }
         })
+}
+
+/// A request body read as `T` ([`RequestBody`]): one over the size limit is refused from
+/// its declared length before any of it is read, and one that does not read as `T` is a
+/// problem naming the field that broke it. The body is read as JSON whatever its declared
+/// type: `curl -d` says form-urlencoded.
+pub(crate) struct JsonBody<T>(pub T);
+
+impl<T: RequestBody, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, ApiError> {
+        let (parts, body) = request.into_parts();
+        let bytes = read_body(&parts.headers, body).await?;
+        Ok(JsonBody(T::parse(&bytes)?))
+    }
 }
 
 /// The task id of a path. Anything that is not a task id names no task: 404, like an id

@@ -4,18 +4,18 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::{Extension, Json};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::extract::JsonBody;
 use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
-use boomerang_api::request::{parse_policy, PolicyRequest};
+use boomerang_api::request::PolicyRequest;
 use boomerang_api::view::{PoliciesView, PolicyView};
 use boomerang_core::domain::{DefinitionName, Policy, TenantId};
 use boomerang_core::engine::{Engine, EngineError};
@@ -91,12 +91,9 @@ async fn put_policy(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
-    headers: HeaderMap,
-    body: Body,
+    JsonBody(policy): JsonBody<Policy>,
 ) -> Result<Json<PolicyView>, ApiError> {
     let name = name_of(name)?;
-    let body = super::extract::read_body(&headers, body).await?;
-    let policy = parse_policy(&body)?;
     engine.put_policy(&tenant, &name, &policy).await?;
     Ok(Json(PolicyView::new(&name, &policy)))
 }

@@ -3,10 +3,9 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Deserialize;
@@ -15,11 +14,11 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::QueryParams;
+use super::extract::{JsonBody, QueryParams};
 use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
 use boomerang_api::request::{
-    parse_schedule, PageQuery, ScheduleFields, TaskRequest, NOT_ON_A_SCHEDULE,
+    PageQuery, ScheduleDraft, ScheduleFields, TaskRequest, NOT_ON_A_SCHEDULE,
 };
 use boomerang_api::view::{ScheduleListView, ScheduleView};
 use boomerang_core::domain::limits::DEFAULT_SCHEDULE_PAGE;
@@ -115,11 +114,8 @@ impl ToSchema for ScheduleRequest {}
 async fn create_schedule(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    headers: HeaderMap,
-    body: Body,
+    JsonBody(draft): JsonBody<ScheduleDraft>,
 ) -> Result<Response, ApiError> {
-    let body = super::extract::read_body(&headers, body).await?;
-    let draft = parse_schedule(&body)?;
     let templates = super::templates::templates_for(&engine, &tenant, [&draft.task]).await?;
     let new = draft.new_schedule(&templates)?;
     let schedule = engine.create_schedule(&tenant, new).await?;

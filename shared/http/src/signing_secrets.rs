@@ -3,19 +3,18 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::{Extension, Json};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::read_body;
+use super::extract::JsonBody;
 use super::openapi::{Conflict, Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
-use boomerang_api::request::{parse_json, RotationRequest};
+use boomerang_api::request::RotationRequest;
 use boomerang_api::view::SigningSecretsView;
 use boomerang_core::domain::{SecretId, TenantId};
 use boomerang_core::engine::Engine;
@@ -79,14 +78,8 @@ async fn list_signing_secrets(
 async fn rotate_signing_secret(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
-    headers: HeaderMap,
-    body: Body,
+    JsonBody(request): JsonBody<RotationRequest>,
 ) -> Result<(StatusCode, Json<SigningSecretsView>), ApiError> {
-    let body = read_body(&headers, body).await?;
-    let request = match body.trim_ascii().is_empty() {
-        true => RotationRequest::default(),
-        false => parse_json::<RotationRequest>(&body)?,
-    };
     let secrets = engine
         .rotate_signing_secret(&tenant, request.grace()?)
         .await?;

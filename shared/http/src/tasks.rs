@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -12,11 +11,11 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{caller_trace, key_param, read_body, KeyParams, QueryParams, TaskPath};
+use super::extract::{caller_trace, key_param, JsonBody, KeyParams, QueryParams, TaskPath};
 use super::openapi::{BadQuery, Conflict, Invalid, Malformed, NotFound, TooLarge};
 use super::problem::{ApiError, Problem};
 use super::templates::templates_for;
-use boomerang_api::request::{self, business_key, BatchRequest, PageQuery, TaskRequest};
+use boomerang_api::request::{business_key, BatchRequest, PageQuery, TaskRequest};
 use boomerang_api::schema::enums;
 use boomerang_api::view::{BatchItemView, BatchView, KeyCancelView, PageView, TaskView};
 use boomerang_core::domain::limits::DEFAULT_PAGE;
@@ -70,10 +69,8 @@ async fn create_task(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     headers: HeaderMap,
-    body: Body,
+    JsonBody(task): JsonBody<TaskRequest>,
 ) -> Result<Response, ApiError> {
-    let body = read_body(&headers, body).await?;
-    // The body is read as JSON whatever its declared type: `curl -d` says form-urlencoded.
     let header_key = match headers.get("idempotency-key") {
         Some(v) => Some(
             v.to_str()
@@ -81,7 +78,6 @@ async fn create_task(
         ),
         None => None,
     };
-    let task = request::parse(&body)?;
     let templates = templates_for(&engine, &tenant, [&task]).await?;
     let submission = templates.apply(task)?.submission(header_key)?;
     let submission = submission.traced(caller_trace(&headers).as_ref());
@@ -114,9 +110,8 @@ async fn create_tasks(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     headers: HeaderMap,
-    body: Body,
+    JsonBody(batch): JsonBody<BatchRequest>,
 ) -> Result<Json<BatchView>, ApiError> {
-    let body = read_body(&headers, body).await?;
     if headers.contains_key("idempotency-key") {
         return Err(Problem::invalid(
             "idempotency_key",
@@ -124,7 +119,6 @@ async fn create_tasks(
         )
         .into());
     }
-    let batch = request::parse_batch(&body)?;
     let templates = templates_for(&engine, &tenant, &batch.tasks).await?;
     let caller = caller_trace(&headers);
     let news = (batch.new_tasks(&templates)?.into_iter())

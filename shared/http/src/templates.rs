@@ -5,17 +5,17 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::{Extension, Json};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::extract::JsonBody;
 use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
 use super::policies::{existing_name, missing, name_of, NamePath};
 use super::problem::ApiError;
-use boomerang_api::request::{parse_template, TaskRequest, TemplateRequest, Templates};
+use boomerang_api::request::{TaskRequest, TemplateRequest, Templates};
 use boomerang_api::view::{TemplateView, TemplatesView};
 use boomerang_core::domain::{DefinitionName, Template, TenantId};
 use boomerang_core::engine::{Engine, EngineError};
@@ -76,12 +76,9 @@ async fn put_template(
     State(engine): State<Arc<Engine>>,
     Extension(tenant): Extension<TenantId>,
     NamePath { name }: NamePath,
-    headers: HeaderMap,
-    body: Body,
+    JsonBody(template): JsonBody<Template>,
 ) -> Result<Json<TemplateView>, ApiError> {
     let name = name_of(name)?;
-    let body = super::extract::read_body(&headers, body).await?;
-    let template = parse_template(&body)?;
     engine.put_template(&tenant, &name, &template).await?;
     Ok(Json(TemplateView::new(&name, &template)))
 }

@@ -3,6 +3,7 @@
 //! one step ([`TaskRequest::submission`], [`parse_schedule`], [`parse_policy`]).
 
 mod batch;
+mod body;
 mod breaker;
 mod bulk;
 mod choice;
@@ -19,6 +20,7 @@ mod template;
 mod text;
 
 pub use batch::BatchRequest;
+pub use body::RequestBody;
 pub use breaker::{BreakerSettingsRequest, DestinationRequest};
 pub use bulk::{BetweenRequest, BulkOrder, BulkRequest, FilterRequest};
 pub use flow::FlowRequest;
