@@ -211,7 +211,7 @@ impl From<Invalid> for Problem {
 impl From<EngineError> for Problem {
     fn from(e: EngineError) -> Self {
         match e {
-            EngineError::NotFound => Problem::not_found("no such task"),
+            EngineError::NotFound(missing) => Problem::not_found(format!("no such {missing}")),
             EngineError::Conflict(why) => Problem::conflict(why.to_string()),
             EngineError::ScheduleConflict(why) => Problem::conflict(why.to_string()),
             EngineError::IdempotencyMismatch => Problem::idempotency_mismatch(),

@@ -396,7 +396,7 @@ async fn idempotent_registration_returns_the_same_task_or_refuses_a_changed_one(
     assert!(c.created, "keys are scoped to a tenant");
     assert!(matches!(
         h.engine.get(&other_tenant, &a.task.id).await,
-        Err(EngineError::NotFound)
+        Err(EngineError::NotFound(boomerang_core::engine::Missing::Task))
     ));
 }
 

@@ -18,7 +18,7 @@ use super::problem::{ApiError, Problem};
 use boomerang_api::request::PolicyRequest;
 use boomerang_api::view::{PoliciesView, PolicyView};
 use boomerang_core::domain::{DefinitionName, Policy, TenantId};
-use boomerang_core::engine::{Engine, EngineError};
+use boomerang_core::engine::{Engine, EngineError, Missing};
 use boomerang_core::ports::DefinitionKind;
 
 pub fn routes() -> OpenApiRouter<Arc<Engine>> {
@@ -62,15 +62,8 @@ pub(crate) fn name_of(raw: String) -> Result<DefinitionName, Problem> {
 /// A definition's name from a path where it must name one stored: a name that breaks the
 /// rules names none (404, in the terms of its kind).
 pub(crate) fn existing_name(raw: String, kind: DefinitionKind) -> Result<DefinitionName, Problem> {
-    DefinitionName::parse(raw).map_err(|_| missing(kind)(EngineError::NotFound))
-}
-
-/// A missing definition, in the terms of its kind (`no such policy`), not of tasks.
-pub(crate) fn missing(kind: DefinitionKind) -> impl Fn(EngineError) -> Problem {
-    move |e| match e {
-        EngineError::NotFound => Problem::not_found(format!("no such {}", kind.as_str())),
-        other => other.into(),
-    }
+    let missing = EngineError::NotFound(Missing::Definition(kind));
+    DefinitionName::parse(raw).map_err(|_| missing.into())
 }
 
 /// Create or replace a named policy.
@@ -111,10 +104,7 @@ async fn get_policy(
     NamePath { name }: NamePath,
 ) -> Result<Json<PolicyView>, ApiError> {
     let name = existing_name(name, DefinitionKind::Policy)?;
-    let policy = engine
-        .definition(&tenant, &name)
-        .await
-        .map_err(missing(DefinitionKind::Policy))?;
+    let policy = engine.definition(&tenant, &name).await?;
     Ok(Json(PolicyView::new(&name, &policy)))
 }
 
@@ -131,10 +121,7 @@ async fn delete_policy(
     NamePath { name }: NamePath,
 ) -> Result<StatusCode, ApiError> {
     let name = existing_name(name, DefinitionKind::Policy)?;
-    engine
-        .delete_definition::<Policy>(&tenant, &name)
-        .await
-        .map_err(missing(DefinitionKind::Policy))?;
+    engine.delete_definition::<Policy>(&tenant, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

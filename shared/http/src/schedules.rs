@@ -171,7 +171,7 @@ async fn get_schedule(
     Extension(tenant): Extension<TenantId>,
     SchedulePath { id }: SchedulePath,
 ) -> Result<Json<ScheduleView>, ApiError> {
-    let schedule = engine.schedule(&tenant, &id).await.map_err(not_found)?;
+    let schedule = engine.schedule(&tenant, &id).await?;
     Ok(Json(ScheduleView::new(&schedule, engine.now())))
 }
 
@@ -187,10 +187,7 @@ async fn delete_schedule(
     Extension(tenant): Extension<TenantId>,
     SchedulePath { id }: SchedulePath,
 ) -> Result<StatusCode, ApiError> {
-    engine
-        .delete_schedule(&tenant, &id)
-        .await
-        .map_err(not_found)?;
+    engine.delete_schedule(&tenant, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -207,10 +204,7 @@ async fn pause_schedule(
     Extension(tenant): Extension<TenantId>,
     SchedulePath { id }: SchedulePath,
 ) -> Result<Json<ScheduleView>, ApiError> {
-    let schedule = engine
-        .pause_schedule(&tenant, &id)
-        .await
-        .map_err(not_found)?;
+    let schedule = engine.pause_schedule(&tenant, &id).await?;
     Ok(Json(ScheduleView::new(&schedule, engine.now())))
 }
 
@@ -227,17 +221,6 @@ async fn resume_schedule(
     Extension(tenant): Extension<TenantId>,
     SchedulePath { id }: SchedulePath,
 ) -> Result<Json<ScheduleView>, ApiError> {
-    let schedule = engine
-        .resume_schedule(&tenant, &id)
-        .await
-        .map_err(not_found)?;
+    let schedule = engine.resume_schedule(&tenant, &id).await?;
     Ok(Json(ScheduleView::new(&schedule, engine.now())))
-}
-
-/// A missing schedule is named as one (the engine's "no such task" is generic).
-fn not_found(e: boomerang_core::engine::EngineError) -> Problem {
-    match e {
-        boomerang_core::engine::EngineError::NotFound => Problem::not_found("no such schedule"),
-        other => other.into(),
-    }
 }

@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 
 use super::extract::JsonBody;
 use super::openapi::{Invalid, Malformed, NotFound, TooLarge};
-use super::policies::{existing_name, missing, name_of, NamePath};
+use super::policies::{existing_name, name_of, NamePath};
 use super::problem::ApiError;
 use boomerang_api::request::{TaskRequest, TemplateRequest, Templates};
 use boomerang_api::view::{TemplateView, TemplatesView};
@@ -96,10 +96,7 @@ async fn get_template(
     NamePath { name }: NamePath,
 ) -> Result<Json<TemplateView>, ApiError> {
     let name = existing_name(name, DefinitionKind::Template)?;
-    let template = engine
-        .definition(&tenant, &name)
-        .await
-        .map_err(missing(DefinitionKind::Template))?;
+    let template = engine.definition(&tenant, &name).await?;
     Ok(Json(TemplateView::new(&name, &template)))
 }
 
@@ -117,10 +114,7 @@ async fn delete_template(
     NamePath { name }: NamePath,
 ) -> Result<StatusCode, ApiError> {
     let name = existing_name(name, DefinitionKind::Template)?;
-    engine
-        .delete_definition::<Template>(&tenant, &name)
-        .await
-        .map_err(missing(DefinitionKind::Template))?;
+    engine.delete_definition::<Template>(&tenant, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

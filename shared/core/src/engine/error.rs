@@ -3,12 +3,31 @@
 use std::time::Duration;
 
 use crate::domain::{Invalid, Refusal, SecretRefusal};
-use crate::ports::{StoreError, TenantsError, TimerError};
+use crate::ports::{DefinitionKind, StoreError, TenantsError, TimerError};
+
+/// What an [`EngineError::NotFound`] did not find.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    Task,
+    Schedule,
+    Definition(DefinitionKind),
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Missing::Task => "task",
+            Missing::Schedule => "schedule",
+            Missing::Definition(kind) => kind.as_str(),
+        })
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("no such task")]
-    NotFound,
+    /// The tenant has no such thing (another tenant's is not found either).
+    #[error("no such {0}")]
+    NotFound(Missing),
     /// The task is not in a state that allows the operation.
     #[error(transparent)]
     Conflict(Refusal),

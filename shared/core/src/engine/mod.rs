@@ -24,7 +24,7 @@ pub use delivery::{
     DeliverOutcome, DeliveryLimits, Drained, Route, WorkSlot, DEFAULT_CONCURRENCY,
     DEFAULT_PER_DESTINATION, PER_DESTINATION_RANGE, PLACES_PER_CALL,
 };
-pub use error::EngineError;
+pub use error::{EngineError, Missing};
 pub use flows::FlowState;
 pub use holds::Release;
 pub use operations::{Stats, SweepReport};

@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::error::EngineError;
+use super::error::{EngineError, Missing};
 use super::state::Engine;
 use super::tasks::NewTask;
 use crate::domain::{
@@ -94,7 +94,7 @@ impl Engine {
             .schedules
             .schedule(tenant, id)
             .await?
-            .ok_or(EngineError::NotFound)
+            .ok_or(EngineError::NotFound(Missing::Schedule))
     }
 
     pub async fn schedules(
@@ -150,7 +150,7 @@ impl Engine {
             .await?
         {
             true => Ok(()),
-            false => Err(EngineError::NotFound),
+            false => Err(EngineError::NotFound(Missing::Schedule)),
         }
     }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::domain::{BreakerSettings, DefinitionName, Policy, Template, TenantId};
-use crate::engine::error::EngineError;
+use crate::engine::error::{EngineError, Missing};
 use crate::engine::ports::StorePorts;
 use crate::engine::state::Engine;
 use crate::ports::{Definition, Definitions};
@@ -55,7 +55,7 @@ impl Engine {
     ) -> Result<D, EngineError> {
         self.find_definition(tenant, name)
             .await?
-            .ok_or(EngineError::NotFound)
+            .ok_or(EngineError::NotFound(Missing::Definition(D::KIND)))
     }
 
     pub async fn delete_definition<D: Stored>(
@@ -69,7 +69,7 @@ impl Engine {
             .await?
         {
             true => Ok(()),
-            false => Err(EngineError::NotFound),
+            false => Err(EngineError::NotFound(Missing::Definition(D::KIND))),
         }
     }
 

@@ -126,7 +126,7 @@ impl Engine {
             EngineError::Conflict(_) => {
                 Ok(Step::NotDone(self.owned_task(tenant, id).await?.status))
             }
-            EngineError::NotFound => Ok(Step::Gone),
+            EngineError::NotFound(_) => Ok(Step::Gone),
             e => Err(e),
         }
     }

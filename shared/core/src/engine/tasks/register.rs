@@ -12,7 +12,7 @@ use crate::domain::{
     AttemptRecord, AttemptRef, Invalid, Refusal, SpanId, Task, TaskId, TaskSpec, TaskTrace,
     TenantId, TraceParent,
 };
-use crate::engine::error::EngineError;
+use crate::engine::error::{EngineError, Missing};
 use crate::engine::state::Engine;
 use crate::metrics::MetricEvent;
 use crate::ports::{CreateOutcome, ListQuery, Page, StoreError};
@@ -242,7 +242,7 @@ impl Engine {
     pub async fn get(&self, tenant: &TenantId, id: &TaskId) -> Result<TaskDetails, EngineError> {
         match self.ports.store.tasks.details(tenant, id).await? {
             Some((task, attempts)) => Ok(TaskDetails { task, attempts }),
-            None => Err(EngineError::NotFound),
+            None => Err(EngineError::NotFound(Missing::Task)),
         }
     }
 
@@ -322,7 +322,7 @@ impl Engine {
         // The store finds only the tenant's own tasks; checked again all the same.
         match self.ports.store.tasks.get(tenant, id).await? {
             Some(task) if &task.tenant == tenant => Ok(task),
-            _ => Err(EngineError::NotFound),
+            _ => Err(EngineError::NotFound(Missing::Task)),
         }
     }
 }
