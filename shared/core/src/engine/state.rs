@@ -18,7 +18,7 @@ pub struct EngineSettings {
     /// Most tasks one sweep handles.
     pub sweep_batch: usize,
     /// The name attempts record as their worker, unless the caller of
-    /// [`Engine::deliver_as`] names another (a Lambda invocation's request id).
+    /// [`Engine::deliver_by`] names another (a Lambda invocation's request id).
     pub worker: String,
     /// Where failure alerts go when neither the task nor its tenant names a destination.
     pub alert: Option<AlertTarget>,

@@ -42,7 +42,8 @@ impl Engine {
     /// Claims the attempt with a conditional write, calls the webhook, records the attempt
     /// and moves the task on. Safe under duplicate, early and late timer fires.
     pub async fn deliver(&self, at: AttemptRef) -> Result<DeliverOutcome, EngineError> {
-        self.deliver_as(at, &self.settings.worker).await
+        self.deliver_by(at, &self.settings.worker, Route::Shared)
+            .await
     }
 
     /// The name attempts record as their worker by default.
@@ -50,17 +51,9 @@ impl Engine {
         &self.settings.worker
     }
 
-    /// [`Self::deliver`], recording `worker` as the attempt's worker.
-    pub async fn deliver_as(
-        &self,
-        at: AttemptRef,
-        worker: &str,
-    ) -> Result<DeliverOutcome, EngineError> {
-        self.deliver_by(at, worker, Route::Shared).await
-    }
-
-    /// [`Self::deliver_as`] for an attempt that came by `route`: one the slow lane carried
-    /// is delivered here, whatever its destination's mark ([`crate::ports::SlowLane`]).
+    /// [`Self::deliver`], recording `worker` as the attempt's worker, for an attempt that
+    /// came by `route`: one the slow lane carried is delivered here, whatever its
+    /// destination's mark ([`crate::ports::SlowLane`]).
     /// When the task's destination has all its calls in flight, the attempt joins its
     /// queue and this returns [`DeliverOutcome::Queued`] at once; otherwise this also
     /// delivers what queues up behind it before it returns.
@@ -81,10 +74,10 @@ impl Engine {
         self.gate.work().await
     }
 
-    /// [`Self::deliver_as`] in a work slot already taken, calling `delivered` as soon as
-    /// this attempt's own outcome is known: before the deliveries that queued up behind
-    /// it at its destination, which may take long (a timer that keeps custody of the
-    /// attempt until then lets it go).
+    /// [`Self::deliver`] in a work slot already taken, recording `worker`, calling
+    /// `delivered` as soon as this attempt's own outcome is known: before the deliveries
+    /// that queued up behind it at its destination, which may take long (a timer that
+    /// keeps custody of the attempt until then lets it go).
     pub async fn deliver_in_then(
         &self,
         slot: WorkSlot,
