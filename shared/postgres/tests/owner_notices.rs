@@ -42,6 +42,17 @@ async fn server(url: &str, id: &str) -> (Arc<PgStore>, Pool) {
     (store, pool)
 }
 
+/// [`server`], once it hears its notices: its own probe, sent as it begins to listen, has
+/// come back (a listener started after this does not hear it).
+async fn listening_server(url: &str, id: &str) -> (Arc<PgStore>, Pool) {
+    let (store, pool) = server(url, id).await;
+    wait_for(&format!("server {id} hears its notices"), || {
+        store.hears_notices()
+    })
+    .await;
+    (store, pool)
+}
+
 async fn database() -> String {
     let url = boomerang_postgres::testing::fresh_database().await;
     migrate::migrate(&connect::pool(&PgSettings::new(&url)).unwrap())
@@ -115,9 +126,8 @@ fn claimed(task: &Task) -> Task {
 #[tokio::test]
 async fn a_change_by_another_server_is_heard_and_the_next_claim_reads_the_row() {
     let url = database().await;
-    let (a, _) = server(&url, "a").await;
+    let (a, _) = listening_server(&url, "a").await;
     let (_b, b_pool) = server(&url, "b").await;
-    wait_for("server a hears its notices", || a.hears_notices()).await;
     let task = owned_task(&a).await;
 
     move_row(&b_pool, &task, "b").await;
@@ -130,8 +140,7 @@ async fn a_change_by_another_server_is_heard_and_the_next_claim_reads_the_row() 
 #[tokio::test]
 async fn what_a_server_heard_of_its_rows_is_claimed_without_reading_them() {
     let url = database().await;
-    let (a, a_pool) = server(&url, "a").await;
-    wait_for("server a hears its notices", || a.hears_notices()).await;
+    let (a, a_pool) = listening_server(&url, "a").await;
     let task = owned_task(&a).await;
 
     // A change no notice tells (made as server a itself): the claim does not read the
@@ -145,8 +154,7 @@ async fn what_a_server_heard_of_its_rows_is_claimed_without_reading_them() {
 #[tokio::test]
 async fn after_the_notices_connection_is_lost_what_was_heard_before_is_read_again() {
     let url = database().await;
-    let (a, a_pool) = server(&url, "a").await;
-    wait_for("server a hears its notices", || a.hears_notices()).await;
+    let (a, a_pool) = listening_server(&url, "a").await;
     let task = owned_task(&a).await;
 
     let admin = a_pool.get().await.unwrap();
@@ -174,12 +182,9 @@ async fn after_the_notices_connection_is_lost_what_was_heard_before_is_read_agai
 #[tokio::test]
 async fn a_change_to_a_row_of_a_held_backlog_is_told_to_the_holder() {
     let url = database().await;
-    let (a, a_pool) = server(&url, "a").await;
-    let (b, b_pool) = server(&url, "b").await;
-    // Each server proves its notices with one of its own when it begins to listen:
-    // heard before the listener below starts, not among what it collects.
-    wait_for("server a hears its notices", || a.hears_notices()).await;
-    wait_for("server b hears its notices", || b.hears_notices()).await;
+    // Both listening: neither's own probe is among what the listener below collects.
+    let (_a, a_pool) = listening_server(&url, "a").await;
+    let (b, b_pool) = listening_server(&url, "b").await;
     let at = |minutes| Utc::now() + chrono::Duration::minutes(minutes);
     // Beyond the writer's horizon (a minute): no server owns them.
     let inside = sample_task(&unique_tenant("held"), None, at(2));
@@ -211,9 +216,8 @@ async fn a_change_to_a_row_of_a_held_backlog_is_told_to_the_holder() {
 #[tokio::test]
 async fn a_take_over_tells_the_lapsed_server_and_it_gives_its_rows_up() {
     let url = database().await;
-    let (a, a_pool) = server(&url, "a").await;
+    let (a, a_pool) = listening_server(&url, "a").await;
     let (_b, b_pool) = server(&url, "b").await;
-    wait_for("server a hears its notices", || a.hears_notices()).await;
     let tasks = [owned_task(&a).await, owned_task(&a).await];
     let (listener, mut heard) = boomerang_postgres::testing::owner_notices(&url).await;
     // Server a's lease lapsed (it stopped beating), as far as the table says.
