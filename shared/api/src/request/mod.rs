@@ -41,10 +41,5 @@ pub fn parse(body: &[u8]) -> Result<TaskRequest, Refused> {
     parse_json(body)
 }
 
-/// `POST /v1/tasks/batch`'s body; fields are named from the top (`tasks[3].delay`).
-pub fn parse_batch(body: &[u8]) -> Result<BatchRequest, Refused> {
-    parse_json(body)
-}
-
 #[cfg(test)]
 mod tests;
